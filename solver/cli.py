@@ -1,0 +1,228 @@
+"""The `plan-opt` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from solver import __version__
+from solver.errors import EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT, EXIT_OK, InputError
+
+EXIT_INTERNAL = 70
+
+EVALUATE_EPILOG = """\
+Input: a YAML file, flags, or both (flags win). The file's fields:
+  model: llama-3.1-8b              catalog name, HF id, or path to a config.json
+  hardware: {gpu: rtx-4090, count: 1, tp: 1, pp: 1, platform: ...}
+  precision: {weights: bf16, kv_cache: bf16}
+  workload: {users: 16, context_tokens: 8192, prompt_tokens: 4096, output_tokens: 256}
+  sla: {max_ttft: 2s, max_tpot: 50ms}
+  overrides:                       any catalog figure, to reproduce a worked example
+    gpu: {memory_bytes: 24GiB, memory_bandwidth_bytes_per_s: 800GB/s, dense_flops_per_s: {fp16: 756TFLOP/s}}
+    model: {total_params: 8e9, active_params: 13e9, weights_bytes: 18GB}
+    factors: {memory_utilization: 1.0, runtime_overhead_bytes: 0, bandwidth_efficiency: 1.0, compute_efficiency: 0.5}
+Of context, prompt and output tokens give two; the third is derived.
+
+Exit status: 0 report printed; 2 bad input; 3 with --check, a constraint fails.
+
+Examples:
+  plan-opt evaluate examples/seed-step1-llama8b-rtx4090.yaml
+  plan-opt evaluate --model llama-3.1-70b --gpu h100-sxm --tp 4 --users 32 --context 8192 --output 512 --max-tpot 50ms
+  plan-opt evaluate spec.yaml --set overrides.factors.memory_utilization=0.95 --format json
+"""
+
+
+def _add_evaluate(sub) -> None:
+    p = sub.add_parser(
+        "evaluate",
+        help="estimate one configuration against the four physical limits",
+        description="Walk one configuration through the seed's four steps — memory capacity, decode bandwidth, "
+        "prefill compute, interconnect — with every figure and its unit, a verdict per constraint, and remedies when one fails.",
+        epilog=EVALUATE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", nargs="?", help="YAML input file (optional when flags give everything)")
+    g = p.add_argument_group("configuration")
+    g.add_argument("--model", help="catalog model name, HF id, or path to a config.json")
+    g.add_argument("--gpu", help="catalog device name (see `plan-opt list devices`)")
+    g.add_argument("--count", type=int, help="GPUs in all (a multiple of tp × pp; default tp × pp)")
+    g.add_argument("--tp", type=int, help="tensor-parallel degree (default 1)")
+    g.add_argument("--pp", type=int, help="pipeline-parallel degree (default 1)")
+    g.add_argument("--platform", help="platform the GPUs sit in (default: the device's first)")
+    g.add_argument("--weights", help="weight precision (default bf16)")
+    g.add_argument("--kv-cache", dest="kv_cache", help="KV-cache precision (default bf16)")
+    g = p.add_argument_group("workload and targets")
+    g.add_argument("--users", type=int, help="concurrent users (sequences in flight)")
+    g.add_argument("--context", type=int, dest="context_tokens", help="tokens per sequence at its longest")
+    g.add_argument("--prompt", type=int, dest="prompt_tokens", help="prompt tokens")
+    g.add_argument("--output", type=int, dest="output_tokens", help="output tokens")
+    g.add_argument("--max-ttft", help='time-to-first-token target, e.g. "500ms"')
+    g.add_argument("--max-tpot", help='time-per-output-token target, e.g. "50ms"')
+    g = p.add_argument_group("output")
+    g.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="set any input field by its dotted path, e.g. overrides.factors.memory_utilization=1.0",
+    )
+    g.add_argument("--format", choices=["text", "json"], default="text", help="report format (default text)")
+    g.add_argument("--check", action="store_true", help="exit 3 when any constraint fails")
+    p.set_defaults(func=_cmd_evaluate)
+
+
+def _set_path(data: dict, path: str, value) -> None:
+    keys = path.split(".")
+    node = data
+    for k in keys[:-1]:
+        if not isinstance(node.get(k), dict):
+            node[k] = {}
+        node = node[k]
+    node[keys[-1]] = value
+
+
+def _cmd_evaluate(args) -> int:
+    from solver.catalog import default_catalog
+    from solver.evaluate import evaluate
+    from solver.evaluate_input import parse_input, resolve
+    from solver.yaml_lines import load_yaml_text, load_yaml_file
+
+    data: dict = {}
+    lines: dict = {}
+    source = None
+    base_dir = None
+    if args.file:
+        loaded, lines = load_yaml_file(args.file)
+        source = args.file
+        base_dir = Path(args.file).parent
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise InputError("input", None, "expected a YAML mapping with model, hardware and workload", source=source)
+        data = loaded
+    flag_paths = {
+        "model": "model",
+        "gpu": "hardware.gpu",
+        "count": "hardware.count",
+        "tp": "hardware.tp",
+        "pp": "hardware.pp",
+        "platform": "hardware.platform",
+        "weights": "precision.weights",
+        "kv_cache": "precision.kv_cache",
+        "users": "workload.users",
+        "context_tokens": "workload.context_tokens",
+        "prompt_tokens": "workload.prompt_tokens",
+        "output_tokens": "workload.output_tokens",
+        "max_ttft": "sla.max_ttft",
+        "max_tpot": "sla.max_tpot",
+    }
+    for attr, path in flag_paths.items():
+        value = getattr(args, attr)
+        if value is not None:
+            _set_path(data, path, value)
+    for item in args.set:
+        if "=" not in item:
+            raise InputError("--set", item, "expected PATH=VALUE, e.g. overrides.factors.memory_utilization=1.0")
+        path, raw = item.split("=", 1)
+        value, _ = load_yaml_text(raw, source="--set")
+        _set_path(data, path.strip(), value)
+    if not data.get("model") or not data.get("hardware") or not data.get("workload"):
+        missing = [k for k in ("model", "hardware", "workload") if not data.get(k)]
+        raise InputError(
+            missing[0],
+            None,
+            f"missing {', '.join(missing)}: give a YAML file or flags (--model, --gpu, --users, --context ...); see `plan-opt evaluate --help`",
+            source=source,
+        )
+    inp = parse_input(data, lines, source)
+    catalog = default_catalog()
+    deployment, workload, targets = resolve(inp, catalog, base_dir)
+    ev = evaluate(deployment, workload, targets, precisions=catalog.precisions.entries)
+    if args.format == "json":
+        from solver.evaluation_report import to_dict
+
+        print(json.dumps(to_dict(ev), indent=2))
+    else:
+        from solver.evaluation_report import render_text
+
+        sys.stdout.write(render_text(ev))
+    if args.check and not ev.ok:
+        return EXIT_DOES_NOT_FIT
+    return EXIT_OK
+
+
+def _add_list(sub) -> None:
+    p = sub.add_parser("list", help="list the catalog: devices, models, platforms or precisions")
+    p.add_argument("what", choices=["devices", "models", "platforms", "precisions"])
+    p.set_defaults(func=_cmd_list)
+
+
+def _cmd_list(args) -> int:
+    from solver.catalog import default_catalog
+    from solver.units import GB, GiB
+
+    cat = default_catalog()
+    if args.what == "devices":
+        print(f"{'name':<18} {'memory':>22} {'bandwidth':>11} {'fp16 dense':>12}  {'$/GPU-h':>8}  display name")
+        for d in cat.devices:
+            fp16 = d.dense_flops_per_s.get("fp16") or d.dense_flops_per_s.get("bf16")
+            price = f"{d.price.usd_per_gpu_hour:.2f}" if d.price else "—"
+            mem = f"{d.memory_bytes / GB:.1f} GB/{d.memory_bytes / GiB:.1f} GiB"
+            fp16s = f"{fp16 / 1e12:,.0f} TFLOP/s" if fp16 else "—"
+            print(f"{d.name:<18} {mem:>22} {d.memory_bandwidth_bytes_per_s / 1e9:>6,.0f} GB/s {fp16s:>12}  {price:>8}  {d.display_name}")
+    elif args.what == "models":
+        print(f"{'name':<18} {'params':>9} {'active':>8} {'layers':>6} {'attn':>4}  hf id")
+        for m in cat.models:
+            print(
+                f"{m.name:<18} {m.total_params / 1e9:>8.1f}B {m.active_params / 1e9:>7.1f}B {m.num_layers:>6} {m.attention:>4}  {m.hf_id or ''}"
+            )
+    elif args.what == "platforms":
+        for p in cat.platforms:
+            print(f"{p.name:<24} {p.layout:<7} {p.gpus_per_node:>3} GPUs/node × {p.max_nodes:<3} {p.display_name}")
+    else:
+        for p in cat.precisions:
+            print(f"{p.name:<10} {p.bytes_per_value:>8.5f} B/value  {'+'.join(p.use):<10} {p.display_name}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="plan-opt",
+        description="What hardware serves this model to these users at this latency, and what will it cost? "
+        "plan-opt checks memory capacity, memory bandwidth, compute and interconnect.",
+    )
+    parser.add_argument("--version", action="version", version=f"plan-opt {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_evaluate(sub)
+    _add_list(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    try:
+        return args.func(args)
+    except InputError as exc:
+        print(f"plan-opt: error: {exc.message()}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:  # a bug, not bad input: say so in one line
+        if os.environ.get("PLAN_OPT_DEBUG"):
+            raise
+        print(
+            f"plan-opt: internal error: {type(exc).__name__}: {exc} (set PLAN_OPT_DEBUG=1 for the traceback; please report it)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""One configuration to estimate: a model on a device, split and quantised one way,
+serving one workload. Plain dataclasses: the physics reads these, never YAML."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from solver.catalog import Device, Factors, Model, Platform, Precision
+
+
+@dataclass(frozen=True)
+class Workload:
+    users: int
+    """Concurrent sequences (requests in flight) across all replicas."""
+    context_tokens: int
+    """Tokens resident per sequence at its longest (prompt + output, or the engine's max_model_len)."""
+    prompt_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class Deployment:
+    model: Model
+    device: Device
+    platform: Platform
+    weights: Precision
+    kv: Precision
+    factors: Factors
+    tp: int = 1
+    pp: int = 1
+    replicas: int = 1
+    weights_bytes_override: float | None = None
+    """Whole-model weight bytes given by the user (e.g. a checkpoint's size on disk)."""
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.replicas
+
+    def batch_per_replica(self, workload: Workload) -> int:
+        return math.ceil(workload.users / self.replicas)
+
+    def replace(self, **changes) -> Deployment:
+        from dataclasses import replace
+
+        return replace(self, **changes)

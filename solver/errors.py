@@ -1,0 +1,61 @@
+"""Errors a user can act on: one message naming the field, the value and what is allowed."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+EXIT_DOES_NOT_FIT = 3
+
+
+class InputError(Exception):
+    """Bad input: a field, the value given, and what is allowed. The CLI prints it
+    on one line and exits with EXIT_BAD_INPUT, never with a traceback."""
+
+    def __init__(self, field: str, value: object, allowed: str, *, source: str | None = None, line: int | None = None):
+        self.field = field
+        self.value = value
+        self.allowed = allowed
+        self.source = source
+        self.line = line
+        super().__init__(self.message())
+
+    def message(self) -> str:
+        where = ""
+        if self.source:
+            where = f"{self.source}"
+            if self.line is not None:
+                where += f":{self.line}"
+            where += ": "
+        value = self.value if isinstance(self.value, str) else repr(self.value)
+        if self.value is None:
+            return f"{where}{self.field}: {self.allowed}"
+        return f"{where}{self.field} = {value}: {self.allowed}"
+
+    @classmethod
+    def from_validation(cls, exc, lines: dict[tuple, int] | None = None, *, source: str | None = None) -> "InputError":
+        """The first pydantic error, said in the user's terms (dotted field, YAML line)."""
+        err = exc.errors()[0]
+        loc = tuple(err.get("loc", ()))
+        # pydantic reports union branches and validators as extra loc parts; keep
+        # the path the user wrote.
+        path = tuple(p for p in loc if isinstance(p, int) or not str(p).startswith(("function-", "union")))
+        field = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in path).replace(".[", "[") or "input"
+        kind = err.get("type", "")
+        msg = err.get("msg", "invalid")
+        if kind == "extra_forbidden":
+            value = None
+            msg = "unknown field (check its spelling; `plan-opt evaluate --help` lists the fields)"
+        elif kind == "missing":
+            value = None
+            msg = "required field is missing"
+        else:
+            value = err.get("input")
+            if isinstance(value, dict | list):
+                value = None
+        line = None
+        if lines:
+            for n in range(len(path), 0, -1):
+                if path[:n] in lines:
+                    line = lines[path[:n]]
+                    break
+        return cls(field, value, msg, source=source, line=line)

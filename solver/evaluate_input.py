@@ -1,0 +1,212 @@
+"""The input of `plan-opt evaluate`, from a small YAML file and/or flags: pydantic at
+the edge, resolved against the catalog into plain dataclasses for the physics.
+
+    model: llama-3.1-8b            # catalog name, HF id, or a path to a config.json
+    hardware: {gpu: rtx-4090, count: 1, tp: 1, pp: 1}
+    precision: {weights: bf16, kv_cache: bf16}
+    workload: {users: 16, context_tokens: 8192, prompt_tokens: 4096, output_tokens: 256}
+    sla: {max_ttft: 2s, max_tpot: 50ms}
+    overrides: {gpu: {...}, model: {...}, factors: {...}}
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from solver.catalog import Catalog, ComputeDtype, FactorOverrides
+from solver.deployment import Deployment, Workload
+from solver.errors import InputError
+from solver.evaluate import Targets
+from solver.units import parse_quantity
+
+MAX_USERS = 10_000_000
+MAX_TOKENS = 100_000_000  # far beyond any model's context; catches unit slips
+MAX_PARALLEL = 1024
+
+
+def _quantity(kind: str):
+    def parse(v):
+        return parse_quantity(v, kind)
+
+    return BeforeValidator(parse)
+
+
+Bytes = Annotated[float, _quantity("bytes"), Field(gt=0)]
+NonNegBytes = Annotated[float, _quantity("bytes"), Field(ge=0)]
+Seconds = Annotated[float, _quantity("seconds"), Field(gt=0, le=3600)]
+BytesPerS = Annotated[float, _quantity("bytes_per_s"), Field(gt=0, lt=1e15)]
+FlopPerS = Annotated[float, _quantity("flop_per_s"), Field(gt=0, lt=1e18)]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class HardwareIn(_In):
+    gpu: str = Field(description="Device name from the catalog (`plan-opt list devices`).")
+    count: int | None = Field(default=None, ge=1, le=1_000_000, description="GPUs in all; a multiple of tp × pp. Default tp × pp.")
+    tp: int = Field(default=1, ge=1, le=MAX_PARALLEL, description="Tensor-parallel degree.")
+    pp: int = Field(default=1, ge=1, le=MAX_PARALLEL, description="Pipeline-parallel degree.")
+    platform: str | None = Field(default=None, description="How the GPUs connect; default the device's first platform.")
+
+    @model_validator(mode="after")
+    def _count(self):
+        if self.count is not None and self.count % (self.tp * self.pp):
+            raise ValueError(
+                f"count {self.count} is not a multiple of tp × pp = {self.tp * self.pp} (each replica takes tp × pp GPUs)"
+            )
+        return self
+
+
+class PrecisionIn(_In):
+    weights: str = Field(default="bf16", description="Weight format (`plan-opt list precisions`).")
+    kv_cache: str = Field(default="bf16", description="KV-cache format.")
+
+
+class WorkloadIn(_In):
+    users: int = Field(ge=1, le=MAX_USERS, description="Concurrent users (sequences in flight).")
+    context_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description="Tokens per sequence at its longest.")
+    prompt_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    output_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+
+    @model_validator(mode="after")
+    def _derive(self):
+        given = [x is not None for x in (self.context_tokens, self.prompt_tokens, self.output_tokens)]
+        if sum(given) < 2:
+            raise ValueError("give at least two of context_tokens, prompt_tokens, output_tokens (the third is derived)")
+        if self.context_tokens is None:
+            self.context_tokens = self.prompt_tokens + self.output_tokens
+        elif self.prompt_tokens is None:
+            if self.output_tokens >= self.context_tokens:
+                raise ValueError("output_tokens must be less than context_tokens to leave room for a prompt")
+            self.prompt_tokens = self.context_tokens - self.output_tokens
+        elif self.output_tokens is None:
+            if self.prompt_tokens >= self.context_tokens:
+                raise ValueError("prompt_tokens must be less than context_tokens to leave room for output")
+            self.output_tokens = self.context_tokens - self.prompt_tokens
+        return self
+
+
+class SlaIn(_In):
+    max_ttft: Seconds | None = Field(default=None, description='Time to first token, e.g. "500ms".')
+    max_tpot: Seconds | None = Field(default=None, description='Time per output token, e.g. "50ms".')
+
+
+class GpuOverrides(_In):
+    memory_bytes: Bytes | None = None
+    memory_bandwidth_bytes_per_s: BytesPerS | None = None
+    dense_flops_per_s: dict[ComputeDtype, FlopPerS] | None = None
+
+
+class ModelOverrides(_In):
+    total_params: Annotated[float, Field(gt=0, lt=1e14)] | None = None
+    active_params: Annotated[float, Field(gt=0, lt=1e14)] | None = None
+    weights_bytes: Bytes | None = Field(default=None, description="Whole-model weight bytes, e.g. a checkpoint's size.")
+
+
+class FactorsIn(_In):
+    memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    runtime_overhead_bytes: NonNegBytes | None = None
+    bandwidth_efficiency: float | None = Field(default=None, gt=0, le=1)
+    compute_efficiency: float | None = Field(default=None, gt=0, le=1)
+
+
+class OverridesIn(_In):
+    gpu: GpuOverrides = GpuOverrides()
+    model: ModelOverrides = ModelOverrides()
+    factors: FactorsIn = FactorsIn()
+
+
+class EvaluateInput(_In):
+    model: str = Field(description="Catalog name, Hugging Face id, or path to a local config.json.")
+    hardware: HardwareIn
+    precision: PrecisionIn = PrecisionIn()
+    workload: WorkloadIn
+    sla: SlaIn = SlaIn()
+    overrides: OverridesIn = OverridesIn()
+
+
+def parse_input(data: object, lines: dict | None = None, source: str | None = None) -> EvaluateInput:
+    if not isinstance(data, dict):
+        raise InputError("input", None, "expected a YAML mapping with model, hardware and workload", source=source)
+    try:
+        return EvaluateInput.model_validate(data)
+    except ValidationError as exc:
+        raise InputError.from_validation(exc, lines, source=source) from None
+
+
+def _resolve_model(name: str, catalog: Catalog, base_dir: Path | None):
+    candidate = Path(name)
+    if base_dir is not None and not candidate.is_absolute():
+        relative = base_dir / candidate
+        if relative.exists():
+            candidate = relative
+    if name.endswith(".json") or candidate.is_dir() or (candidate.exists() and candidate.is_file()):
+        from solver.hf_config import model_from_config
+
+        return model_from_config(candidate / "config.json" if candidate.is_dir() else candidate)
+    return catalog.model(name)
+
+
+def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) -> tuple[Deployment, Workload, Targets]:
+    model = _resolve_model(inp.model, catalog, base_dir)
+    mo = inp.overrides.model
+    if mo.total_params is not None or mo.active_params is not None:
+        total = int(mo.total_params if mo.total_params is not None else model.total_params)
+        active = int(mo.active_params if mo.active_params is not None else (total if not model.is_moe else model.active_params))
+        if active > total:
+            raise InputError("overrides.model.active_params", active, f"must not exceed total_params ({total})")
+        model = model.model_copy(update={"total_params": total, "active_params": active})
+
+    device = catalog.device(inp.hardware.gpu)
+    go = inp.overrides.gpu
+    update = {}
+    if go.memory_bytes is not None:
+        update["memory_bytes"] = int(go.memory_bytes)
+    if go.memory_bandwidth_bytes_per_s is not None:
+        update["memory_bandwidth_bytes_per_s"] = go.memory_bandwidth_bytes_per_s
+    if go.dense_flops_per_s:
+        update["dense_flops_per_s"] = {**device.dense_flops_per_s, **go.dense_flops_per_s}
+    if update:
+        device = device.model_copy(update=update)
+
+    hw = inp.hardware
+    platform_name = hw.platform or device.platforms[0]
+    platform = catalog.platform(platform_name)
+    if platform.name not in device.platforms:
+        raise InputError("hardware.platform", platform_name, f"{device.display_name} ships in: {', '.join(device.platforms)}")
+    if hw.tp > 1 and platform.layout == "single":
+        better = [p for p in device.platforms if catalog.platform(p).layout != "single"]
+        hint = f"; pick a multi-GPU platform: {', '.join(better)}" if better else f"; {device.display_name} has no multi-GPU platform"
+        raise InputError("hardware.tp", hw.tp, f"platform {platform.name} holds one device{hint}")
+
+    weights = catalog.precision(inp.precision.weights, "weights")
+    kv = catalog.precision(inp.precision.kv_cache, "kv")
+
+    fo = inp.overrides.factors.model_dump(exclude_none=True)
+    if "runtime_overhead_bytes" in fo:
+        fo["runtime_overhead_bytes"] = int(fo["runtime_overhead_bytes"])
+    factors = FactorOverrides(**fo).apply(catalog.factors_for(device))
+
+    replicas = (hw.count // (hw.tp * hw.pp)) if hw.count else 1
+    deployment = Deployment(
+        model=model,
+        device=device,
+        platform=platform,
+        weights=weights,
+        kv=kv,
+        factors=factors,
+        tp=hw.tp,
+        pp=hw.pp,
+        replicas=replicas,
+        weights_bytes_override=mo.weights_bytes,
+    )
+    w = inp.workload
+    workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens)
+    if workload.users < replicas:
+        raise InputError("workload.users", w.users, f"fewer users than replicas ({replicas}); lower hardware.count")
+    targets = Targets(max_ttft_s=inp.sla.max_ttft, max_tpot_s=inp.sla.max_tpot)
+    return deployment, workload, targets

@@ -1,0 +1,296 @@
+"""Render an Evaluation: the seed's four steps as text, or the same figures as data.
+
+Knows nothing of the physics beyond the result objects. Every byte figure is given in
+GB (1e9) and GiB (2^30), labelled; JSON carries raw SI numbers (bytes, seconds).
+"""
+
+from __future__ import annotations
+
+from solver.evaluate import Evaluation, Remedy, Verdict
+from solver.physics.memory import kv_bytes_per_token_per_layer
+from solver.units import GB, fmt_bytes, fmt_rate, fmt_seconds
+
+CONSTRAINT_TITLES = {
+    "memory": "Step 1 · Memory capacity (per GPU)",
+    "bandwidth": "Step 2 · Memory bandwidth — decode (TPOT)",
+    "compute": "Step 3 · Compute — prefill (TTFT)",
+    "interconnect": "Step 4 · Interconnect",
+}
+
+
+def _gb(x: float) -> str:
+    return f"{x / GB:,.2f} GB"
+
+
+def _verdict_text(v: Verdict) -> str:
+    if v.ok is None:
+        return "no target set" if v.constraint in ("bandwidth", "compute") else "not involved"
+    if v.constraint == "memory":
+        word = "FITS" if v.ok else "EXCEEDS"
+        return f"{word} — {_gb(v.value)} needed of {_gb(v.limit)} usable ({'spare' if v.ok else 'over by'} {_gb(abs(v.margin))})"
+    if v.constraint == "interconnect":
+        return "OK" if v.ok else "BINDS"
+    word = "MEETS" if v.ok else "MISSES"
+    return f"{word} {fmt_seconds(v.limit)} target ({'spare' if v.ok else 'over by'} {fmt_seconds(abs(v.margin))})"
+
+
+def _rows(rows: list[tuple[str, str]], indent: str = "  ") -> list[str]:
+    width = max(len(a) for a, _ in rows)
+    return [f"{indent}{a.ljust(width)}  {b}" for a, b in rows]
+
+
+def render_text(ev: Evaluation) -> str:
+    d, w, t = ev.deployment, ev.workload, ev.targets
+    m, dev = d.model, d.device
+    out: list[str] = []
+    out.append(f"plan-opt evaluate · {m.display_name} on {d.gpus} × {dev.display_name}")
+    header = [
+        ("split", f"TP {d.tp} × PP {d.pp} per replica, {d.replicas} replica(s) = {d.gpus} GPU(s) on {d.platform.display_name}"),
+        (
+            "precision",
+            f"weights {d.weights.name} ({d.weights.bytes_per_value:.4g} B/param), KV cache {d.kv.name} ({d.kv.bytes_per_value:.4g} B/value)",
+        ),
+        (
+            "workload",
+            f"{w.users:,} concurrent users, {w.context_tokens:,}-token context (prompt {w.prompt_tokens:,} + output {w.output_tokens:,})",
+        ),
+        (
+            "targets",
+            f"TTFT ≤ {fmt_seconds(t.max_ttft_s) if t.max_ttft_s else '—'}, TPOT ≤ {fmt_seconds(t.max_tpot_s) if t.max_tpot_s else '—'}",
+        ),
+        (
+            "factors",
+            f"memory utilisation {d.factors.memory_utilization:.2f}, runtime overhead {_gb(d.factors.runtime_overhead_bytes)}, "
+            f"bandwidth efficiency {d.factors.bandwidth_efficiency:.2f}, compute utilisation {d.factors.compute_efficiency:.2f}",
+        ),
+    ]
+    out += _rows(header)
+    if not ev.valid:
+        out.append("")
+        out.append("NOT POSSIBLE — this split cannot run:")
+        out += [f"  - {r}" for r in ev.refusals]
+        return "\n".join(out) + "\n"
+
+    mem, dec, pre, ring = ev.memory, ev.decode, ev.prefill, ev.ring
+    shard = f"/ (TP {d.tp} × PP {d.pp})" if d.tp * d.pp > 1 else ""
+
+    # Step 1
+    out += ["", f"{CONSTRAINT_TITLES['memory']}  —  {_verdict_text(ev.verdict('memory'))}"]
+    per_layer = kv_bytes_per_token_per_layer(m, d.kv)
+    if m.attention == "mla":
+        kv_formula = f"({m.kv_lora_rank} latent + {m.qk_rope_head_dim} rope) × {d.kv.bytes_per_value:g} B × {m.num_layers} layers"
+    else:
+        kv_formula = f"2 × {m.num_layers} layers × {m.num_kv_heads} KV heads × {m.head_dim} head dim × {d.kv.bytes_per_value:g} B"
+    kv_per_token = per_layer * m.num_layers
+    if d.weights_bytes_override is not None:
+        wdesc = f"{_gb(mem.model_weights_bytes)} (given) {shard}"
+    else:
+        wdesc = f"{m.total_params / 1e9:,.2f} B params × {d.weights.bytes_per_value:.4g} B/param {shard}"
+    rows = [
+        ("weights", f"{wdesc:<58} {fmt_bytes(mem.weights_bytes)}"),
+        ("KV per token", f"{kv_formula} = {kv_per_token:,.0f} B"),
+    ]
+    window = f" (window {m.sliding_window} on {m.sliding_layers} of {m.num_layers} layers)" if m.sliding_layers else ""
+    kv_split = ""
+    if d.tp > 1:
+        kv_split = " (MLA latent replicated on every TP rank)" if m.attention == "mla" else (
+            f" (÷ {min(d.tp, m.num_kv_heads)}: KV heads replicated beyond {m.num_kv_heads})" if d.tp > m.num_kv_heads else ""
+        )
+    rows.append(
+        ("KV cache", f"{f'× {w.context_tokens:,} tokens × {mem.batch:,} sequences {shard}{window}{kv_split}':<58} {fmt_bytes(mem.kv_bytes)}")
+    )
+    rows.append(("runtime overhead", f"{'CUDA context, activations (factor)':<58} {fmt_bytes(mem.overhead_bytes)}"))
+    rows.append(("needed", f"{'':<58} {fmt_bytes(mem.needed_bytes)}"))
+    rows.append(
+        ("usable", f"{f'{_gb(mem.device_bytes)} device × {mem.utilization:.2f} utilisation':<58} {fmt_bytes(mem.usable_bytes)}")
+    )
+    out += _rows(rows)
+
+    # Step 2
+    out += ["", f"{CONSTRAINT_TITLES['bandwidth']}  —  {_verdict_text(ev.verdict('bandwidth'))}"]
+    eff_bw = dec.bandwidth_bytes_per_s * dec.bandwidth_efficiency
+    moe = f" ({dec.expert_hit_fraction:.0%} of experts hit at batch {dec.batch})" if m.is_moe else ""
+    rows = [
+        ("weights read", f"{_gb(dec.weight_bytes_read)} per step per GPU{moe}  → {fmt_seconds(dec.weights_time_s)}"),
+        ("KV read", f"{_gb(dec.kv_bytes_read)} per step per GPU ({dec.batch:,} seqs at full context)  → {fmt_seconds(dec.kv_time_s)}"),
+        ("bandwidth", f"{fmt_rate(dec.bandwidth_bytes_per_s, 'B/s')} × {dec.bandwidth_efficiency:.2f} efficiency = {fmt_rate(eff_bw, 'B/s')}"),
+        (
+            "compute",
+            f"{fmt_rate(dec.flops, 'FLOP')} per step per GPU at {fmt_rate(dec.peak_flops_per_s, 'FLOP/s')} {dec.compute_dtype} × {dec.compute_efficiency:.2f}  → {fmt_seconds(dec.compute_time_s)}",
+        ),
+        ("communication", fmt_seconds(dec.comm_time_s)),
+        (
+            "TPOT",
+            f"{fmt_seconds(dec.tpot_s)} ({dec.bound}-bound): {dec.tokens_per_s_per_user:,.1f} tokens/s per user, "
+            f"{dec.tokens_per_s * d.replicas:,.0f} tokens/s in all",
+        ),
+    ]
+    out += _rows(rows)
+
+    # Step 3
+    out += ["", f"{CONSTRAINT_TITLES['compute']}  —  {_verdict_text(ev.verdict('compute'))}"]
+    rows = [
+        (
+            "FLOPs",
+            f"2 × {m.active_params / 1e9:,.2f} B active params × {pre.prompt_tokens:,} tokens = {fmt_rate(pre.linear_flops, 'FLOP')}"
+            f" + attention {fmt_rate(pre.attention_flops, 'FLOP')}",
+        ),
+        (
+            "throughput",
+            f"{fmt_rate(pre.peak_flops_per_s, 'FLOP/s')} {pre.compute_dtype} × {pre.compute_efficiency:.2f} utilisation × TP {pre.tp} = {fmt_rate(pre.effective_flops_per_s, 'FLOP/s')}",
+        ),
+        ("compute time", f"{fmt_seconds(pre.linear_time_s)} linear + {fmt_seconds(pre.attention_time_s)} attention = {fmt_seconds(pre.compute_time_s)}"),
+        ("weights read", f"{fmt_seconds(pre.weights_time_s)} (floor for short prompts)"),
+        ("communication", fmt_seconds(pre.comm_time_s)),
+        ("TTFT", f"{fmt_seconds(pre.ttft_s)} ({pre.bound}-bound, one prompt at a time)"),
+    ]
+    out += _rows(rows)
+
+    # Step 4
+    iv = ev.verdict("interconnect")
+    out += ["", f"{CONSTRAINT_TITLES['interconnect']}  —  {_verdict_text(iv)}"]
+    if d.tp > 1:
+        rows = [
+            ("TP ring", f"{ring.size} GPUs over {'/'.join(ring.link_kinds)} at {fmt_rate(ring.bandwidth_bytes_per_s, 'B/s')} per direction, {fmt_seconds(ring.hop_latency_s)} per hop"),
+            ("all-reduces", f"{dec.comm.allreduces} per forward pass (2 per layer)"),
+            ("decode", f"{fmt_rate(dec.comm.allreduce_bytes, 'B')} each  → {fmt_seconds(dec.comm.tp_time_s)} per step"),
+            ("prefill", f"{fmt_rate(pre.comm.allreduce_bytes, 'B')} each  → {fmt_seconds(pre.comm.tp_time_s)} per prompt"),
+        ]
+        if d.pp > 1:
+            rows.append(("pipeline", f"{d.pp - 1} stage boundaries → {fmt_seconds(dec.comm.pp_time_s)} per decode step"))
+        rows.append(("note", iv.note))
+        out += _rows(rows)
+    else:
+        out += _rows([("note", iv.note + (f"; {d.pp} pipeline stages add {fmt_seconds(dec.comm.pp_time_s)} per step" if d.pp > 1 else ""))])
+
+    out.append("")
+    if ev.ok:
+        out.append("Verdict: every constraint holds.")
+    else:
+        out.append(f"Verdict: fails {', '.join(ev.failing)}.")
+    if ev.remedies:
+        out += ["", "Remedies (each re-evaluated in full):"]
+        for r in ev.remedies:
+            mark = "✓" if r.resolves else "✗"
+            out.append(f"  {mark} {r.action}")
+            out.append(f"      {r.gives}")
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _verdict_dict(v: Verdict) -> dict:
+    return {
+        "constraint": v.constraint,
+        "value": v.value,
+        "limit": v.limit,
+        "unit": v.unit,
+        "ok": v.ok,
+        "margin": v.margin,
+        "note": v.note,
+    }
+
+
+def _remedy_dict(r: Remedy) -> dict:
+    e = r.evaluation
+    return {
+        "action": r.action,
+        "resolves": r.resolves,
+        "gives": r.gives,
+        "tp": e.deployment.tp,
+        "replicas": e.deployment.replicas,
+        "weights": e.deployment.weights.name,
+        "kv_cache": e.deployment.kv.name,
+        "users": e.workload.users,
+        "context_tokens": e.workload.context_tokens,
+        "memory_needed_bytes": e.memory.needed_bytes if e.memory else None,
+        "memory_usable_bytes": e.memory.usable_bytes if e.memory else None,
+        "tpot_s": e.decode.tpot_s if e.decode else None,
+        "ttft_s": e.prefill.ttft_s if e.prefill else None,
+        "refusals": e.refusals,
+    }
+
+
+def to_dict(ev: Evaluation) -> dict:
+    d, w, t = ev.deployment, ev.workload, ev.targets
+    out = {
+        "model": d.model.name,
+        "gpu": d.device.name,
+        "platform": d.platform.name,
+        "gpus": d.gpus,
+        "tp": d.tp,
+        "pp": d.pp,
+        "replicas": d.replicas,
+        "weights": d.weights.name,
+        "kv_cache": d.kv.name,
+        "workload": {
+            "users": w.users,
+            "context_tokens": w.context_tokens,
+            "prompt_tokens": w.prompt_tokens,
+            "output_tokens": w.output_tokens,
+        },
+        "targets": {"max_ttft_s": t.max_ttft_s, "max_tpot_s": t.max_tpot_s},
+        "factors": d.factors.model_dump(),
+        "valid": ev.valid,
+        "refusals": ev.refusals,
+        "ok": ev.ok,
+    }
+    if not ev.valid:
+        return out
+    mem, dec, pre, ring = ev.memory, ev.decode, ev.prefill, ev.ring
+    out["memory"] = {
+        "weights_bytes": mem.weights_bytes,
+        "kv_bytes": mem.kv_bytes,
+        "overhead_bytes": mem.overhead_bytes,
+        "needed_bytes": mem.needed_bytes,
+        "device_bytes": mem.device_bytes,
+        "usable_bytes": mem.usable_bytes,
+        "margin_bytes": mem.margin_bytes,
+        "model_weights_bytes": mem.model_weights_bytes,
+        "model_kv_bytes": mem.model_kv_bytes,
+        "kv_bytes_per_token": kv_bytes_per_token_per_layer(d.model, d.kv) * d.model.num_layers,
+        "batch": mem.batch,
+        "max_batch": mem.max_batch,
+    }
+    out["decode"] = {
+        "batch": dec.batch,
+        "weight_bytes_read": dec.weight_bytes_read,
+        "kv_bytes_read": dec.kv_bytes_read,
+        "weights_time_s": dec.weights_time_s,
+        "kv_time_s": dec.kv_time_s,
+        "memory_time_s": dec.memory_time_s,
+        "flops": dec.flops,
+        "compute_time_s": dec.compute_time_s,
+        "comm_time_s": dec.comm_time_s,
+        "tpot_s": dec.tpot_s,
+        "bound": dec.bound,
+        "tokens_per_s_per_user": dec.tokens_per_s_per_user,
+        "tokens_per_s": dec.tokens_per_s * d.replicas,
+        "expert_hit_fraction": dec.expert_hit_fraction,
+    }
+    out["prefill"] = {
+        "prompt_tokens": pre.prompt_tokens,
+        "linear_flops": pre.linear_flops,
+        "attention_flops": pre.attention_flops,
+        "effective_flops_per_s": pre.effective_flops_per_s,
+        "compute_dtype": pre.compute_dtype,
+        "linear_time_s": pre.linear_time_s,
+        "attention_time_s": pre.attention_time_s,
+        "weights_time_s": pre.weights_time_s,
+        "comm_time_s": pre.comm_time_s,
+        "ttft_s": pre.ttft_s,
+        "bound": pre.bound,
+    }
+    out["interconnect"] = {
+        "ring_gpus": ring.size,
+        "ring_bandwidth_bytes_per_s": ring.bandwidth_bytes_per_s if ring.size > 1 else None,
+        "hop_latency_s": ring.hop_latency_s,
+        "link_kinds": list(ring.link_kinds),
+        "allreduces_per_pass": dec.comm.allreduces,
+        "decode_comm_s": dec.comm_time_s,
+        "prefill_comm_s": pre.comm_time_s,
+    }
+    out["verdicts"] = [_verdict_dict(v) for v in ev.verdicts]
+    out["remedies"] = [_remedy_dict(r) for r in ev.remedies]
+    return out

@@ -1,0 +1,27 @@
+"""What a device can do per second for a given weight format: the tensor-core peak of
+the precision its matmuls run in."""
+
+from __future__ import annotations
+
+from solver.catalog import Device, Precision
+
+
+def compute_dtype(device: Device, precision: Precision) -> str | None:
+    """The precision matmuls run in: the format's own where the device has tensor
+    support for it, else its weight-only fallback (dequantise to 16-bit), else None."""
+    if precision.compute in device.dense_flops_per_s:
+        return precision.compute
+    fb = precision.fallback_compute
+    if fb and fb in device.dense_flops_per_s:
+        return fb
+    for sixteen in ("fp16", "bf16"):  # a 16-bit format runs as the other on devices lacking one
+        if precision.compute in ("fp16", "bf16") and sixteen in device.dense_flops_per_s:
+            return sixteen
+    return None
+
+
+def peak_flops_per_s(device: Device, precision: Precision) -> float:
+    dtype = compute_dtype(device, precision)
+    if dtype is None:
+        raise ValueError(f"{device.name} has no tensor throughput for {precision.name}")
+    return device.dense_flops_per_s[dtype]

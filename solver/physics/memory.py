@@ -1,0 +1,173 @@
+"""Step 1 of the seed: memory capacity per GPU.
+
+needed = weights / (tp · pp) + KV / (tp · pp) + runtime overhead ≤ memory × utilisation.
+
+Weights = parameters × bytes per parameter, with the real cost of the format (group
+scales; embeddings kept in 16-bit). KV = 2 × layers × kv_heads × head_dim × bytes per
+token (the seed's formula), with three corrections real engines make: MLA caches one
+compressed latent per layer instead of K and V, sliding-window layers hold at most
+the window, and when TP exceeds the KV heads the heads are replicated (and an MLA
+latent is replicated on every TP rank), so per-GPU KV stops shrinking.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from solver.catalog import Model, Precision
+from solver.deployment import Deployment, Workload
+
+BYTES_16BIT = 2.0
+
+
+def weights_bytes(model: Model, precision: Precision) -> float:
+    """Whole-model weight bytes in `precision`."""
+    bpv = precision.bytes_per_value
+    if precision.keeps_embeddings_16bit:
+        emb = model.embedding_params
+        return emb * BYTES_16BIT + (model.total_params - emb) * bpv
+    return model.total_params * bpv
+
+
+def embedding_bytes(model: Model, precision: Precision) -> float:
+    per_value = BYTES_16BIT if precision.keeps_embeddings_16bit else precision.bytes_per_value
+    return model.embedding_params * per_value
+
+
+def deployment_weights_bytes(d: Deployment) -> float:
+    if d.weights_bytes_override is not None:
+        return d.weights_bytes_override
+    return weights_bytes(d.model, d.weights)
+
+
+def kv_bytes_per_token_per_layer(model: Model, kv: Precision) -> float:
+    """K and V of one token in one layer (MLA: the latent plus the RoPE key)."""
+    if model.attention == "mla":
+        return (model.kv_lora_rank + model.qk_rope_head_dim) * kv.bytes_per_value
+    return 2 * model.num_kv_heads * model.head_dim * kv.bytes_per_value
+
+
+def kv_bytes_per_sequence(model: Model, kv: Precision, tokens: int) -> float:
+    """KV bytes one sequence of `tokens` holds across all layers."""
+    per_layer = kv_bytes_per_token_per_layer(model, kv)
+    full_layers = model.num_layers - model.sliding_layers
+    resident = full_layers * tokens
+    if model.sliding_layers:
+        resident += model.sliding_layers * min(tokens, model.sliding_window)
+    return per_layer * resident
+
+
+def kv_shard_fraction(model: Model, tp: int) -> float:
+    """Share of the KV cache one TP rank holds. KV heads split across ranks until
+    there are more ranks than heads; then each rank keeps one (replicated) head. MLA's
+    latent is not split by head at all: every rank keeps all of it (vLLM, SGLang)."""
+    if model.attention == "mla":
+        return 1.0
+    return 1.0 / min(tp, model.num_kv_heads)
+
+
+def stage_layer_fraction(model: Model, pp: int) -> float:
+    """Share of the layers in the heaviest pipeline stage."""
+    return math.ceil(model.num_layers / pp) / model.num_layers
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Per-GPU memory of the heaviest GPU (first pipeline stage), in bytes."""
+
+    weights_bytes: float
+    kv_bytes: float
+    overhead_bytes: float
+    device_bytes: float
+    utilization: float
+    model_weights_bytes: float
+    """Whole model, unsharded."""
+    model_kv_bytes: float
+    """Whole KV cache, unsharded, all sequences of one replica."""
+    kv_bytes_per_sequence: float
+    """Per GPU, one sequence at full context."""
+    batch: int
+
+    @property
+    def needed_bytes(self) -> float:
+        return self.weights_bytes + self.kv_bytes + self.overhead_bytes
+
+    @property
+    def usable_bytes(self) -> float:
+        return self.device_bytes * self.utilization
+
+    @property
+    def margin_bytes(self) -> float:
+        return self.usable_bytes - self.needed_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.margin_bytes >= 0
+
+    @property
+    def max_batch(self) -> int:
+        """Most sequences at this context that fit beside the weights."""
+        room = self.usable_bytes - self.weights_bytes - self.overhead_bytes
+        if room <= 0 or self.kv_bytes_per_sequence <= 0:
+            return 0
+        return int(room // self.kv_bytes_per_sequence)
+
+
+def per_gpu_weights_bytes(d: Deployment) -> float:
+    """Weights on the heaviest GPU: its stage's layers plus one embedding matrix
+    (both when there is a single stage), all split across the TP ranks."""
+    total = deployment_weights_bytes(d)
+    emb_total = embedding_bytes(d.model, d.weights) if d.weights_bytes_override is None else 0.0
+    if d.weights_bytes_override is not None:
+        return total * stage_layer_fraction(d.model, d.pp) / d.tp
+    layers = total - emb_total
+    if d.pp == 1:
+        emb = emb_total
+    else:
+        emb = d.model.vocab_size * d.model.hidden_size * (emb_total / d.model.embedding_params)
+    return (layers * stage_layer_fraction(d.model, d.pp) + emb) / d.tp
+
+
+def per_gpu_kv_bytes_per_sequence(d: Deployment, tokens: int) -> float:
+    return (
+        kv_bytes_per_sequence(d.model, d.kv, tokens)
+        * kv_shard_fraction(d.model, d.tp)
+        * stage_layer_fraction(d.model, d.pp)
+    )
+
+
+def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
+    batch = d.batch_per_replica(w)
+    per_seq = per_gpu_kv_bytes_per_sequence(d, w.context_tokens)
+    return MemoryEstimate(
+        weights_bytes=per_gpu_weights_bytes(d),
+        kv_bytes=per_seq * batch,
+        overhead_bytes=float(d.factors.runtime_overhead_bytes),
+        device_bytes=float(d.device.memory_bytes),
+        utilization=d.factors.memory_utilization,
+        model_weights_bytes=deployment_weights_bytes(d),
+        model_kv_bytes=kv_bytes_per_sequence(d.model, d.kv, w.context_tokens) * batch,
+        kv_bytes_per_sequence=per_seq,
+        batch=batch,
+    )
+
+
+def max_context_tokens(d: Deployment, w: Workload) -> int:
+    """Longest context at this batch that fits (0 if none), by bisection: KV grows
+    monotonically with tokens but not linearly once windows fill."""
+    mem = estimate_memory(d, w)
+    room = mem.usable_bytes - mem.weights_bytes - mem.overhead_bytes
+    batch = mem.batch
+    if room <= 0 or per_gpu_kv_bytes_per_sequence(d, 1) * batch > room:
+        return 0
+    lo, hi = 1, max(w.context_tokens, d.model.max_context_tokens)
+    if per_gpu_kv_bytes_per_sequence(d, hi) * batch <= room:
+        return hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if per_gpu_kv_bytes_per_sequence(d, mid) * batch <= room:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -1,0 +1,107 @@
+"""Platforms as graphs: GPUs, switches and links, with per-direction bandwidth and
+per-hop latency on each edge.
+
+A tensor-parallel group must sit inside one scale-up domain — the GPUs reachable
+without crossing a scale-out (network) link — and its ring all-reduce runs at the
+slowest link on the ring. networkx is imported only here, and only when a group of
+more than one GPU needs its ring.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from solver.catalog import Platform
+
+
+@dataclass(frozen=True)
+class Ring:
+    """The ring a TP group all-reduces over."""
+
+    size: int
+    bandwidth_bytes_per_s: float
+    """Per direction, per GPU, at the ring's slowest hop (times parallel rings on a mesh)."""
+    hop_latency_s: float
+    """Worst hop's latency (summed over the links the hop crosses)."""
+    link_kinds: tuple[str, ...]
+    """Kinds of links on the slowest hop, e.g. ('pcie',)."""
+    parallel_rings: int = 1
+
+
+def _gpu(node: int, i: int) -> str:
+    return f"n{node}.gpu{i}"
+
+
+def build_graph(platform: Platform, nodes: int = 1):
+    """The platform's topology for `nodes` nodes as an undirected networkx graph.
+    Edge attributes: bandwidth (bytes/s per direction), latency_s, kind, scale_out."""
+    import networkx as nx
+
+    g = nx.Graph()
+    up, host = platform.scale_up, platform.host
+    n = platform.gpus_per_node
+
+    def link(a, b, spec, scale_out=False):
+        g.add_edge(a, b, bandwidth=spec.bandwidth_bytes_per_s, latency_s=spec.latency_s, kind=spec.kind, scale_out=scale_out)
+
+    for node in range(nodes):
+        gpus = [_gpu(node, i) for i in range(n)]
+        g.add_nodes_from(gpus, kind="gpu")
+        if platform.layout == "switch":
+            sw = f"n{node}.switch"
+            for gpu in gpus:
+                link(gpu, sw, up)
+        elif platform.layout == "mesh":
+            for i, a in enumerate(gpus):
+                for b in gpus[i + 1 :]:
+                    link(a, b, up)
+        elif platform.layout == "pairs":
+            hub = f"n{node}.host"
+            for i in range(0, n - 1, 2):
+                link(gpus[i], gpus[i + 1], up)
+            for gpu in gpus:
+                link(gpu, hub, host)
+        if platform.scale_out is not None and nodes > 1:
+            for gpu in gpus:
+                link(gpu, "network", platform.scale_out, scale_out=True)
+    return g
+
+
+def scale_up_domain_size(platform: Platform) -> int:
+    """GPUs reachable from one GPU without crossing the network."""
+    import networkx as nx
+
+    g = build_graph(platform, nodes=2 if platform.scale_out is not None and platform.max_nodes > 1 else 1)
+    local = g.edge_subgraph([(a, b) for a, b, so in g.edges(data="scale_out") if not so]).copy()
+    first = _gpu(0, 0)
+    if first not in local:
+        return 1
+    return sum(1 for v in nx.node_connected_component(local, first) if g.nodes[v].get("kind") == "gpu")
+
+
+@lru_cache(maxsize=256)
+def tp_ring(platform: Platform, size: int) -> Ring:
+    """The ring of a TP group of `size` GPUs placed on consecutive GPUs of one node
+    (bridged pairs together). Each hop follows the widest path between neighbours; a
+    path through a maximum spanning tree is a widest path."""
+    import networkx as nx
+
+    if size == 1:
+        return Ring(1, float("inf"), 0.0, ())
+    g = build_graph(platform, nodes=1)
+    tree = nx.maximum_spanning_tree(g, weight="bandwidth")
+    gpus = [_gpu(0, i) for i in range(size)]
+    worst_bw, worst_lat, kinds = float("inf"), 0.0, ()
+    for a, b in zip(gpus, gpus[1:] + gpus[:1]):
+        path = nx.shortest_path(tree, a, b)
+        edges = [g.edges[u, v] for u, v in zip(path, path[1:])]
+        bw = min(e["bandwidth"] for e in edges)
+        lat = sum(e["latency_s"] for e in edges)
+        if bw < worst_bw:
+            worst_bw, kinds = bw, tuple(sorted({e["kind"] for e in edges if e["bandwidth"] == bw}))
+        worst_lat = max(worst_lat, lat)
+    # On a full mesh each GPU has a direct link to every peer: collective libraries
+    # run size-1 rings at once (RCCL on MI300X), so the usable bandwidth multiplies.
+    parallel = size - 1 if platform.layout == "mesh" else 1
+    return Ring(size, worst_bw * parallel, worst_lat, kinds, parallel)

@@ -1,0 +1,42 @@
+"""Shared fixtures: the shipped catalog, and a helper that builds a Deployment the
+way the CLI does, from the same input fields."""
+
+from __future__ import annotations
+
+import pytest
+
+from solver.catalog import default_catalog
+from solver.evaluate_input import parse_input, resolve
+
+
+@pytest.fixture(scope="session")
+def catalog():
+    return default_catalog()
+
+
+def build(model, gpu, *, users=1, context=None, prompt=None, output=None, tp=1, pp=1, count=None,
+          weights="bf16", kv="bf16", platform=None, sla=None, overrides=None):
+    """(deployment, workload, targets) for one configuration, through the real input path."""
+    hardware = {"gpu": gpu, "tp": tp, "pp": pp}
+    if count is not None:
+        hardware["count"] = count
+    if platform is not None:
+        hardware["platform"] = platform
+    workload = {"users": users}
+    for key, value in (("context_tokens", context), ("prompt_tokens", prompt), ("output_tokens", output)):
+        if value is not None:
+            workload[key] = value
+    data = {
+        "model": model,
+        "hardware": hardware,
+        "precision": {"weights": weights, "kv_cache": kv},
+        "workload": workload,
+        "sla": sla or {},
+        "overrides": overrides or {},
+    }
+    return resolve(parse_input(data), default_catalog())
+
+
+@pytest.fixture
+def build_deployment():
+    return build

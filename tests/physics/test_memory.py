@@ -1,0 +1,116 @@
+"""Step 1, memory capacity: each expected figure is derived by hand next to it from
+the model's config.json fields."""
+
+from __future__ import annotations
+
+import pytest
+
+from solver.physics.memory import (
+    estimate_memory,
+    kv_bytes_per_sequence,
+    kv_bytes_per_token_per_layer,
+    kv_shard_fraction,
+    max_context_tokens,
+    per_gpu_kv_bytes_per_sequence,
+    weights_bytes,
+)
+
+LLAMA8B_EMB = 128256 * 4096  # one embedding matrix (untied: two of them)
+
+
+def test_gqa_kv_per_token_llama_70b(catalog):
+    m = catalog.model("llama-3.1-70b")
+    # 2 (K, V) × 80 layers × 8 KV heads × 128 × 2 B = 327,680 B (320 KiB)
+    assert kv_bytes_per_token_per_layer(m, catalog.precision("bf16", "kv")) * m.num_layers == 327_680
+
+
+def test_tp_splits_kv_heads_until_it_runs_out_of_them(build_deployment):
+    # Llama-3.1-70B has 8 KV heads: TP=8 leaves one per GPU.
+    d, w, _ = build_deployment("llama-3.1-70b", "h100-sxm", tp=8, users=4, context=8192, output=256)
+    assert estimate_memory(d, w).kv_bytes == 4 * 327_680 * 8192 / 8
+
+
+def test_tp_beyond_kv_heads_replicates_them(catalog, build_deployment):
+    # Qwen3-30B-A3B: 4 KV heads. At TP=8 each GPU still holds one whole head
+    # (two GPUs per head), so per-GPU KV is 1/4 of the total, not 1/8:
+    # 2 × 48 layers × 1 head × 128 × 2 B = 24,576 B per token per GPU.
+    m = catalog.model("qwen3-30b-a3b")
+    assert kv_shard_fraction(m, 8) == 1 / 4
+    d, w, _ = build_deployment("qwen3-30b-a3b", "h100-sxm", tp=8, users=1, context=1000, output=100)
+    assert per_gpu_kv_bytes_per_sequence(d, 1000) == 24_576 * 1000
+
+
+def test_mla_caches_one_latent_and_every_tp_rank_keeps_all_of_it(catalog, build_deployment):
+    m = catalog.model("deepseek-v3")
+    # 61 layers × (512 latent + 64 RoPE key) × 2 B = 70,272 B per token: 57x less
+    # than expanded K/V of 128 heads × (192 + 128) × 2 B × 61 = 4,997,120 B.
+    kv = catalog.precision("bf16", "kv")
+    assert kv_bytes_per_sequence(m, kv, 1) == 61 * (512 + 64) * 2 == 70_272
+    d, w, _ = build_deployment("deepseek-v3", "h200", tp=8, users=1, context=4096, output=256, weights="fp8")
+    assert per_gpu_kv_bytes_per_sequence(d, 4096) == 70_272 * 4096  # not divided by 8
+
+
+def test_sliding_window_layers_hold_at_most_the_window(catalog):
+    m = catalog.model("gpt-oss-20b")
+    kv = catalog.precision("bf16", "kv")
+    per_layer = 2 * 8 * 64 * 2  # 8 KV heads × head_dim 64
+    # 12 full layers hold all 8192 tokens, 12 sliding layers only 128.
+    assert kv_bytes_per_sequence(m, kv, 8192) == per_layer * (12 * 8192 + 12 * 128) == 204_472_320
+    # Below the window every layer holds every token.
+    assert kv_bytes_per_sequence(m, kv, 100) == per_layer * 24 * 100
+
+
+def test_gemma2_alternating_local_global(catalog):
+    m = catalog.model("gemma-2-9b")
+    kv = catalog.precision("bf16", "kv")
+    per_layer = 2 * 8 * 256 * 2  # 8 KV heads × head_dim 256 = 8,192 B
+    assert kv_bytes_per_sequence(m, kv, 8192) == per_layer * (21 * 8192 + 21 * 4096)
+
+
+def test_int4_awq_carries_group_scales_and_16bit_embeddings(catalog):
+    awq = catalog.precision("int4-awq")
+    # 4 bits + (FP16 scale + 4-bit zero) per 128 weights = 0.5 + 2.5/128 B.
+    assert awq.bytes_per_value == 0.5 + 2.5 / 128 == 0.51953125
+    m = catalog.model("qwen2.5-32b")
+    emb = 2 * 152064 * 5120  # untied embedding + LM head stay FP16
+    expected = emb * 2 + (m.total_params - emb) * 0.51953125
+    assert weights_bytes(m, awq) == expected
+    # About 19.3 GB: the seed's "approximately 18 GB" leaves out the 3.1 GB of 16-bit embeddings.
+    assert expected / 1e9 == pytest.approx(19.33, abs=0.01)
+
+
+def test_fp8_weights_keep_embeddings_in_16bit(catalog):
+    m = catalog.model("llama-3.1-8b")
+    assert weights_bytes(m, catalog.precision("fp8")) == 2 * LLAMA8B_EMB * 2 + (8_030_261_248 - 2 * LLAMA8B_EMB) * 1
+
+
+@pytest.mark.parametrize("name, bytes_per_value", [("fp4", 0.5625), ("mxfp4", 0.53125), ("q8_0", 1.0625), ("q4_0", 0.5625)])
+def test_block_formats_pay_for_their_scales(catalog, name, bytes_per_value):
+    # NVFP4: FP8 scale per 16; MXFP4: E8M0 scale per 32; GGUF: FP16 scale per 32.
+    assert catalog.precisions.get(name).bytes_per_value == bytes_per_value
+
+
+def test_pipeline_stage_holds_its_layers_and_one_embedding_matrix(build_deployment):
+    # Llama-3.1-8B, bf16, PP=3: the heaviest stage has ceil(32/3) = 11 layers.
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", pp=3, users=1, context=4096, output=256)
+    layers_bytes = (8_030_261_248 - 2 * LLAMA8B_EMB) * 2
+    assert estimate_memory(d, w).weights_bytes == pytest.approx(layers_bytes * 11 / 32 + LLAMA8B_EMB * 2)
+    assert estimate_memory(d, w).kv_bytes == 1 * 4096 * (2 * 11 * 8 * 128 * 2)
+
+
+def test_usable_memory_is_device_times_utilisation_minus_nothing_else(build_deployment):
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, context=1024, output=128,
+                               overrides={"factors": {"memory_utilization": 0.9, "runtime_overhead_bytes": "2GiB"}})
+    mem = estimate_memory(d, w)
+    assert mem.usable_bytes == pytest.approx(81_559 * 2**20 * 0.9)  # nvidia-smi: 81,559 MiB
+    assert mem.overhead_bytes == 2 * 2**30
+
+
+def test_max_batch_and_context_fill_the_room_left(build_deployment):
+    over = {"model": {"total_params": 8e9}, "factors": {"memory_utilization": 1.0, "runtime_overhead_bytes": 0}}
+    d, w, _ = build_deployment("llama-3.1-8b", "rtx-4090", users=16, context=8192, output=256, weights="fp16",
+                               kv="fp16", overrides=over)
+    room = 24_564 * 2**20 - 16e9
+    per_seq = 131_072 * 8192
+    assert estimate_memory(d, w).max_batch == int(room // per_seq) == 9
+    assert max_context_tokens(d, w) == int(room // (131_072 * 16)) == 4652

@@ -1,0 +1,156 @@
+"""The command line as a user meets it: reports, JSON, and one clear message for
+every kind of bad input — never a traceback."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from solver.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = ROOT / "examples" / "seed-step1-llama8b-rtx4090.yaml"
+
+
+def run(argv, capsys):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_seed_example_reports_33_gb_against_the_cards_25_8_gb(capsys):
+    code, out, err = run(["evaluate", SEED], capsys)
+    assert code == 0 and err == ""
+    assert "33.18 GB needed of 25.76 GB usable" in out
+    assert "17.18 GB (16.00 GiB)" in out  # 17,179,869,184 B
+    for step in ("Step 1", "Step 2", "Step 3", "Step 4"):
+        assert step in out
+    assert out.index("Step 1") < out.index("Step 2") < out.index("Step 3") < out.index("Step 4")
+    assert "TP=2" in out and "KV cache to fp8" in out
+
+
+def test_json_carries_the_same_figures(capsys):
+    code, out, _ = run(["evaluate", SEED, "--format", "json"], capsys)
+    data = json.loads(out)
+    assert data["memory"]["kv_bytes"] == 17_179_869_184
+    assert data["memory"]["needed_bytes"] == 16e9 + 17_179_869_184
+    assert data["ok"] is False
+    memory = next(v for v in data["verdicts"] if v["constraint"] == "memory")
+    assert memory["ok"] is False and memory["margin"] < 0
+    fp8 = next(r for r in data["remedies"] if r["kv_cache"] == "fp8")
+    assert fp8["resolves"] and fp8["memory_needed_bytes"] == 16e9 + 17_179_869_184 / 2
+
+
+def test_flags_alone_are_enough_and_override_the_file(capsys):
+    code, out, _ = run(["evaluate", SEED, "--kv-cache", "fp8", "--format", "json"], capsys)
+    assert json.loads(out)["memory"]["kv_bytes"] == 17_179_869_184 / 2
+    code, out, _ = run(
+        ["evaluate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--users", "32",
+         "--context", "8192", "--output", "512", "--max-tpot", "50ms", "--max-ttft", "2s"],
+        capsys,
+    )
+    assert code == 0 and "TP 4 × PP 1" in out and "MEETS" in out
+
+
+def test_check_exits_3_when_a_constraint_fails(capsys):
+    code, _, _ = run(["evaluate", SEED, "--check"], capsys)
+    assert code == 3
+    code, _, _ = run(["evaluate", SEED, "--check", "--tp", "2"], capsys)
+    assert code == 0
+
+
+def test_set_reaches_any_field(capsys):
+    code, out, _ = run(["evaluate", SEED, "--set", "workload.users=9", "--format", "json"], capsys)
+    assert json.loads(out)["ok"] is True  # 9 sequences fit (see test_memory)
+
+
+def _error(argv, capsys):
+    code, out, err = run(argv, capsys)
+    assert code == 2, (code, out, err)
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("plan-opt: error:"), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def test_unknown_gpu_gets_did_you_mean(capsys):
+    msg = _error(["evaluate", SEED, "--gpu", "rtx-4900"], capsys)
+    assert "gpu = rtx-4900" in msg and "did you mean 'rtx-4090'" in msg
+
+
+def test_unknown_model_gets_did_you_mean(capsys):
+    msg = _error(["evaluate", SEED, "--model", "llama-3.1-8"], capsys)
+    assert "model = llama-3.1-8" in msg and "did you mean" in msg
+
+
+def test_malformed_yaml_names_the_line(tmp_path, capsys):
+    f = tmp_path / "bad.yaml"
+    f.write_text("model: llama-3.1-8b\nhardware:\n  gpu: rtx-4090\n  tp: [1\nworkload: {users: 1}\n")
+    msg = _error(["evaluate", f], capsys)
+    assert f"{f}:" in msg and "malformed YAML" in msg
+    assert ":5:" in msg or ":4:" in msg
+
+
+def test_unknown_field_names_its_line(tmp_path, capsys):
+    f = tmp_path / "typo.yaml"
+    f.write_text("model: llama-3.1-8b\nhardware:\n  gpu: rtx-4090\n  tensor_parallel: 2\nworkload: {users: 1, context_tokens: 100, output_tokens: 10}\n")
+    msg = _error(["evaluate", f], capsys)
+    assert f"{f}:4:" in msg and "hardware.tensor_parallel" in msg and "unknown field" in msg
+
+
+@pytest.mark.parametrize(
+    "flags, field",
+    [
+        (["--users", "0"], "workload.users"),
+        (["--users", "-5"], "workload.users"),
+        (["--tp", "0"], "hardware.tp"),
+        (["--context", "1000000000"], "workload.context_tokens"),
+        (["--set", "overrides.factors.memory_utilization=1.5"], "overrides.factors.memory_utilization"),
+        (["--set", "overrides.gpu.memory_bytes=-24GB"], "overrides.gpu.memory_bytes"),
+        (["--max-tpot", "fast"], "sla.max_tpot"),
+        (["--count", "3", "--tp", "2"], "hardware"),
+        (["--weights", "int3"], "precision"),
+        (["--kv-cache", "int4-awq"], "precision.kv_cache"),
+        (["--platform", "hgx-hopper-8gpu"], "hardware.platform"),
+    ],
+)
+def test_zero_negative_absurd_and_unknown_values_are_refused(capsys, flags, field):
+    msg = _error(["evaluate", SEED, *flags], capsys)
+    assert field in msg
+
+
+def test_missing_file_and_missing_fields(capsys, tmp_path):
+    assert "no such file" in _error(["evaluate", tmp_path / "nope.yaml"], capsys)
+    assert "missing model" in _error(["evaluate", "--gpu", "h100-sxm"], capsys)
+
+
+def test_refused_split_is_reported_not_crashed(capsys):
+    code, out, _ = run(["evaluate", SEED, "--tp", "3"], capsys)
+    assert code == 0 and "NOT POSSIBLE" in out and "32 attention heads" in out
+
+
+def test_model_from_a_local_config_json(capsys):
+    cfg = ROOT / "tests" / "fixtures" / "hf_configs" / "llama-3.1-8b.json"
+    code, out, _ = run(["evaluate", SEED, "--model", cfg, "--format", "json"], capsys)
+    assert code == 0 and json.loads(out)["memory"]["kv_bytes"] == 17_179_869_184
+
+
+def test_list_commands(capsys):
+    for what in ("devices", "models", "platforms", "precisions"):
+        code, out, _ = run(["list", what], capsys)
+        assert code == 0 and len(out.splitlines()) > 5
+
+
+def test_installed_console_script_never_shows_a_traceback():
+    exe = shutil.which("plan-opt") or None
+    cmd = [exe] if exe else [sys.executable, "-m", "solver.cli"]
+    ok = subprocess.run([*cmd, "evaluate", str(SEED)], capture_output=True, text=True)
+    assert ok.returncode == 0 and "Step 4" in ok.stdout
+    bad = subprocess.run([*cmd, "evaluate", str(SEED), "--gpu", "h1000"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1
