@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Literal
 
@@ -389,12 +388,14 @@ CATALOG_FILES = {
 
 
 def catalog_dir() -> Path:
-    """The shipped catalogs: `solver.catalogs` when installed (wheel or editable),
-    else `catalogs/` beside the package in a source checkout."""
-    source_tree = Path(__file__).resolve().parent.parent / "catalogs"
-    if (source_tree / "devices.yaml").exists():
-        return source_tree
-    return Path(str(resources.files("solver.catalogs")))
+    """The shipped catalogs: `solver/catalogs/` in an installed wheel (setuptools maps
+    the top-level `catalogs/` there), or `catalogs/` beside the package in a source
+    checkout or editable install."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "catalogs", here.parent / "catalogs"):
+        if (candidate / "devices.yaml").exists():
+            return candidate
+    raise InputError("catalog", str(here), "the catalogs are missing from this installation; reinstall plan-opt")
 
 
 def _load_file(path: Path, schema: type[BaseModel]):

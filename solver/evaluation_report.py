@@ -6,6 +6,8 @@ GB (1e9) and GiB (2^30), labelled; JSON carries raw SI numbers (bytes, seconds).
 
 from __future__ import annotations
 
+import math
+
 from solver.evaluate import Evaluation, Remedy, Verdict
 from solver.physics.memory import kv_bytes_per_token_per_layer
 from solver.units import GB, fmt_bytes, fmt_rate, fmt_seconds
@@ -32,6 +34,10 @@ def _verdict_text(v: Verdict) -> str:
         return "OK" if v.ok else "BINDS"
     word = "MEETS" if v.ok else "MISSES"
     return f"{word} {fmt_seconds(v.limit)} target ({'spare' if v.ok else 'over by'} {fmt_seconds(abs(v.margin))})"
+
+
+def _comm(seconds: float, d) -> str:
+    return fmt_seconds(seconds) if d.tp * d.pp > 1 else "none (one GPU per replica)"
 
 
 def _rows(rows: list[tuple[str, str]], indent: str = "  ") -> list[str]:
@@ -81,29 +87,33 @@ def render_text(ev: Evaluation) -> str:
         kv_formula = f"({m.kv_lora_rank} latent + {m.qk_rope_head_dim} rope) × {d.kv.bytes_per_value:g} B × {m.num_layers} layers"
     else:
         kv_formula = f"2 × {m.num_layers} layers × {m.num_kv_heads} KV heads × {m.head_dim} head dim × {d.kv.bytes_per_value:g} B"
-    kv_per_token = per_layer * m.num_layers
+    stage = f" × {math.ceil(m.num_layers / d.pp)}/{m.num_layers} layers (heaviest of {d.pp} stages)" if d.pp > 1 else ""
     if d.weights_bytes_override is not None:
-        wdesc = f"{_gb(mem.model_weights_bytes)} (given) {shard}"
+        wdesc = f"{_gb(mem.model_weights_bytes)} given"
     else:
-        wdesc = f"{m.total_params / 1e9:,.2f} B params × {d.weights.bytes_per_value:.4g} B/param {shard}"
-    rows = [
-        ("weights", f"{wdesc:<58} {fmt_bytes(mem.weights_bytes)}"),
-        ("KV per token", f"{kv_formula} = {kv_per_token:,.0f} B"),
-    ]
-    window = f" (window {m.sliding_window} on {m.sliding_layers} of {m.num_layers} layers)" if m.sliding_layers else ""
-    kv_split = ""
+        wdesc = f"{m.total_params / 1e9:,.2f} B params × {d.weights.bytes_per_value:.4g} B/param"
+        if d.weights.keeps_embeddings_16bit:
+            wdesc += " (embeddings 16-bit)"
+    wdesc += (f" / TP {d.tp}" if d.tp > 1 else "") + stage
+    kvdesc = f"{w.context_tokens:,} tokens × {mem.batch:,} sequences"
+    if m.sliding_layers:
+        kvdesc += f"; {m.sliding_layers} of {m.num_layers} layers keep only a {m.sliding_window}-token window"
     if d.tp > 1:
-        kv_split = " (MLA latent replicated on every TP rank)" if m.attention == "mla" else (
-            f" (÷ {min(d.tp, m.num_kv_heads)}: KV heads replicated beyond {m.num_kv_heads})" if d.tp > m.num_kv_heads else ""
-        )
-    rows.append(
-        ("KV cache", f"{f'× {w.context_tokens:,} tokens × {mem.batch:,} sequences {shard}{window}{kv_split}':<58} {fmt_bytes(mem.kv_bytes)}")
-    )
-    rows.append(("runtime overhead", f"{'CUDA context, activations (factor)':<58} {fmt_bytes(mem.overhead_bytes)}"))
-    rows.append(("needed", f"{'':<58} {fmt_bytes(mem.needed_bytes)}"))
-    rows.append(
-        ("usable", f"{f'{_gb(mem.device_bytes)} device × {mem.utilization:.2f} utilisation':<58} {fmt_bytes(mem.usable_bytes)}")
-    )
+        if m.attention == "mla":
+            kvdesc += "; the MLA latent is replicated on every TP rank"
+        elif d.tp > m.num_kv_heads:
+            kvdesc += f" / {m.num_kv_heads} (TP {d.tp} > {m.num_kv_heads} KV heads: heads replicated)"
+        else:
+            kvdesc += f" / TP {d.tp}"
+    kvdesc += stage
+    rows = [
+        ("weights", f"{fmt_bytes(mem.weights_bytes):>24}   {wdesc}"),
+        ("KV cache", f"{fmt_bytes(mem.kv_bytes):>24}   {per_layer * m.num_layers:,.0f} B/token = {kv_formula}"),
+        ("", f"{'':>24}   × {kvdesc}"),
+        ("runtime overhead", f"{fmt_bytes(mem.overhead_bytes):>24}   CUDA context, activations (factor)"),
+        ("needed", f"{fmt_bytes(mem.needed_bytes):>24}"),
+        ("usable", f"{fmt_bytes(mem.usable_bytes):>24}   {_gb(mem.device_bytes)} device × {mem.utilization:.2f} utilisation"),
+    ]
     out += _rows(rows)
 
     # Step 2
@@ -113,12 +123,12 @@ def render_text(ev: Evaluation) -> str:
     rows = [
         ("weights read", f"{_gb(dec.weight_bytes_read)} per step per GPU{moe}  → {fmt_seconds(dec.weights_time_s)}"),
         ("KV read", f"{_gb(dec.kv_bytes_read)} per step per GPU ({dec.batch:,} seqs at full context)  → {fmt_seconds(dec.kv_time_s)}"),
-        ("bandwidth", f"{fmt_rate(dec.bandwidth_bytes_per_s, 'B/s')} × {dec.bandwidth_efficiency:.2f} efficiency = {fmt_rate(eff_bw, 'B/s')}"),
+        ("bandwidth", f"{dec.bandwidth_bytes_per_s / GB:,.0f} GB/s × {dec.bandwidth_efficiency:.2f} efficiency = {eff_bw / GB:,.0f} GB/s"),
         (
             "compute",
             f"{fmt_rate(dec.flops, 'FLOP')} per step per GPU at {fmt_rate(dec.peak_flops_per_s, 'FLOP/s')} {dec.compute_dtype} × {dec.compute_efficiency:.2f}  → {fmt_seconds(dec.compute_time_s)}",
         ),
-        ("communication", fmt_seconds(dec.comm_time_s)),
+        ("communication", _comm(dec.comm_time_s, d)),
         (
             "TPOT",
             f"{fmt_seconds(dec.tpot_s)} ({dec.bound}-bound): {dec.tokens_per_s_per_user:,.1f} tokens/s per user, "
@@ -141,7 +151,7 @@ def render_text(ev: Evaluation) -> str:
         ),
         ("compute time", f"{fmt_seconds(pre.linear_time_s)} linear + {fmt_seconds(pre.attention_time_s)} attention = {fmt_seconds(pre.compute_time_s)}"),
         ("weights read", f"{fmt_seconds(pre.weights_time_s)} (floor for short prompts)"),
-        ("communication", fmt_seconds(pre.comm_time_s)),
+        ("communication", _comm(pre.comm_time_s, d)),
         ("TTFT", f"{fmt_seconds(pre.ttft_s)} ({pre.bound}-bound, one prompt at a time)"),
     ]
     out += _rows(rows)

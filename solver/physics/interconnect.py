@@ -50,9 +50,13 @@ def estimate_comm(d: Deployment, tokens: int) -> CommEstimate:
     tp_time = count * allreduce_time_s(size, ring_for(d)) if count else 0.0
     pp_time = 0.0
     if d.pp > 1:
-        # Stages of one replica span nodes when tp·pp exceeds a node.
-        crosses_nodes = d.tp * d.pp > d.platform.gpus_per_node
-        link = d.platform.scale_out if crosses_nodes and d.platform.scale_out else (d.platform.scale_up or d.platform.host)
-        per_hop = size / d.tp / link.bandwidth_bytes_per_s + link.latency_s
-        pp_time = (d.pp - 1) * per_hop
+        # Stages of one replica span nodes when tp·pp exceeds a node; a network hop
+        # goes GPU → switch → GPU (two links), a local hop as the TP ring's does.
+        if d.tp * d.pp > d.platform.gpus_per_node and d.platform.scale_out:
+            link = d.platform.scale_out
+            bandwidth, latency = link.bandwidth_bytes_per_s, 2 * link.latency_s
+        else:
+            pair = tp_ring(d.platform, 2)
+            bandwidth, latency = pair.bandwidth_bytes_per_s, pair.hop_latency_s
+        pp_time = (d.pp - 1) * (size / d.tp / bandwidth + latency)
     return CommEstimate(tokens, size, count, tp_time, pp_time)

@@ -20,7 +20,7 @@ def test_nvswitch_ring_runs_at_nvlink_speed(catalog):
     ring = tp_ring(catalog.platform("hgx-hopper-8gpu"), 8)
     assert ring.bandwidth_bytes_per_s == 450e9  # 900 GB/s bidirectional = 450 per direction
     assert ring.link_kinds == ("nvswitch",)
-    assert ring.hop_latency_s == pytest.approx(6e-6)  # GPU → switch → GPU, 3 µs each
+    assert ring.hop_latency_s == pytest.approx(2e-6)  # GPU → switch → GPU, 1 µs per link
 
 
 def test_pcie_only_tp_group_runs_at_pcie_speed(catalog, build_deployment):
@@ -31,7 +31,8 @@ def test_pcie_only_tp_group_runs_at_pcie_speed(catalog, build_deployment):
     comm = estimate_comm(d, 16)
     size = 16 * 4096 * 2  # batch × hidden × 2 B
     assert comm.allreduces == 64  # 2 per layer × 32 layers
-    assert comm.tp_time_s == pytest.approx(64 * (2 * 1 / 2 * size / 31.5e9 + 2 * 20e-6))
+    # 2(t−1)/t = 1 for t = 2; 2(t−1) = 2 hops of GPU → PCIe switch → GPU at 5 µs per link.
+    assert comm.tp_time_s == pytest.approx(64 * (size / 31.5e9 + 2 * 10e-6))
     assert estimate_decode(d, w).comm_time_s == pytest.approx(comm.time_s)
 
 
@@ -67,5 +68,7 @@ def test_pipeline_across_nodes_pays_the_network(build_deployment):
     # Llama-3.1-405B, TP=8 × PP=2 on HGX H100: the two stages sit on two nodes.
     d, w, _ = build_deployment("llama-3.1-405b", "h100-sxm", tp=8, pp=2, users=1, prompt=1, output=1, weights="fp8")
     comm = estimate_comm(d, 1)
-    hop = 1 * 16384 * 2 / 8 / 50e9 + 5e-6  # each rank sends its 1/8 over 400 Gb/s InfiniBand
+    # Each rank sends its 1/8 of batch × hidden × 2 B over 400 Gb/s InfiniBand,
+    # through the network switch: two links of 2.5 µs.
+    hop = 1 * 16384 * 2 / 8 / 50e9 + 2 * 2.5e-6
     assert comm.pp_time_s == pytest.approx(hop)

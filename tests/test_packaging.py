@@ -1,0 +1,33 @@
+"""The catalogs ship inside the package: a wheel, unpacked away from the source tree,
+still finds and loads them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_wheel_carries_the_catalogs_and_loads_them(tmp_path):
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    wheel = next(tmp_path.glob("plan_opt-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    for f in ("devices.yaml", "models.yaml", "platforms.yaml", "precisions.yaml"):
+        assert f"solver/catalogs/{f}" in names
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    probe = (
+        "import solver.catalog as c; cat = c.load_catalog(); "
+        "assert 'site' in str(c.catalog_dir()), c.catalog_dir(); print(len(cat.devices))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env={"PYTHONPATH": str(site)}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) >= 25
