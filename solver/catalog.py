@@ -1,22 +1,30 @@
 """The catalog: devices, platforms, models and precisions, read from `catalogs/*.yaml`.
 
-Every entry is validated by pydantic on load and carries `source` and `as_of`, so a
-figure in a report can always be traced to where it came from. Internal units are
-SI: bytes, bytes/s, FLOP/s, seconds, US dollars.
+Every entry carries `source` and `as_of`, so a figure in a report can always be
+traced to where it came from. Internal units are SI: bytes, bytes/s, FLOP/s,
+seconds, US dollars.
+
+The entries are plain frozen dataclasses; pydantic validates the YAML into them
+(constraints live in the annotations, cross-field rules in `__post_init__`). The
+validated catalog is cached on disk keyed by the files' bytes and this module's
+source, so a CLI run pays neither YAML parsing nor validation for a catalog it has
+seen before.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import difflib
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from annotated_types import Ge, Gt, Le, MinLen
 
+from solver import cache
 from solver.errors import InputError
-from solver.yaml_lines import load_yaml_file
 
 ComputeDtype = Literal["fp16", "bf16", "fp8", "int8", "fp4"]
 AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
@@ -24,122 +32,146 @@ LinkKind = Literal[
     "nvlink", "nvswitch", "pcie", "infinity-fabric", "ici", "roce", "infiniband", "ethernet", "neuronlink"
 ]
 
+Positive = Annotated[float, Gt(0)]
+PositiveInt = Annotated[int, Gt(0)]
+Count = Annotated[int, Ge(1)]
+NonNegInt = Annotated[int, Ge(0)]
+Fraction = Annotated[float, Gt(0), Le(1)]
+Name = str  # checked in _check_name: lowercase letters, digits, '.', '_' and '-'
 
-class _Entry(BaseModel):
-    """Base of every catalog entry: unknown keys are errors, not silently ignored."""
+_FORBID = {"extra": "forbid"}  # read by pydantic: unknown keys are errors, not ignored
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+
+def _check_name(kind: str, name: str) -> None:
+    ok = name and name[0].isalnum() and all(c.islower() or c.isdigit() or c in "._-" for c in name)
+    if not ok:
+        raise ValueError(f"{kind} name '{name}' must be lowercase letters, digits, '.', '_' or '-'")
 
 
 # --------------------------------------------------------------------------- factors
 
 
-class Factors(_Entry):
+@dataclass(frozen=True)
+class Factors:
     """Efficiency and utilisation factors. Data, not constants: devices override the
     catalog defaults and a spec overrides both."""
 
-    memory_utilization: float = Field(
-        gt=0, le=1, description="Fraction of device memory the engine may use (vLLM's gpu_memory_utilization)."
-    )
-    runtime_overhead_bytes: int = Field(
-        ge=0, description="Per-GPU memory the engine needs beside weights and KV (CUDA context, activations)."
-    )
-    bandwidth_efficiency: float = Field(gt=0, le=1, description="Achieved / peak memory bandwidth in decode.")
-    compute_efficiency: float = Field(
-        gt=0, le=1, description="Achieved / peak dense tensor throughput (the seed's utilisation factor)."
-    )
+    __pydantic_config__ = _FORBID
+    memory_utilization: Fraction
+    """Fraction of device memory the engine may use (vLLM's gpu_memory_utilization)."""
+    runtime_overhead_bytes: NonNegInt
+    """Per-GPU memory the engine needs beside weights and KV (CUDA context, activations)."""
+    bandwidth_efficiency: Fraction
+    """Achieved / peak memory bandwidth in decode."""
+    compute_efficiency: Fraction
+    """Achieved / peak dense tensor throughput (the seed's utilisation factor)."""
 
 
-class FactorOverrides(_Entry):
-    memory_utilization: float | None = Field(default=None, gt=0, le=1)
-    runtime_overhead_bytes: int | None = Field(default=None, ge=0)
-    bandwidth_efficiency: float | None = Field(default=None, gt=0, le=1)
-    compute_efficiency: float | None = Field(default=None, gt=0, le=1)
+@dataclass(frozen=True)
+class FactorOverrides:
+    __pydantic_config__ = _FORBID
+    memory_utilization: Fraction | None = None
+    runtime_overhead_bytes: NonNegInt | None = None
+    bandwidth_efficiency: Fraction | None = None
+    compute_efficiency: Fraction | None = None
 
     def apply(self, base: Factors) -> Factors:
-        return base.model_copy(update=self.model_dump(exclude_none=True))
+        changes = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return dataclasses.replace(base, **changes)
 
 
+@dataclass(frozen=True)
 class DefaultFactors(Factors):
-    source: str
-    as_of: dt.date
+    source: str = ""
+    as_of: dt.date = dt.date.min
 
 
 # --------------------------------------------------------------------------- devices
 
 
-class Price(_Entry):
-    usd_per_gpu_hour: float = Field(gt=0)
+@dataclass(frozen=True)
+class Price:
+    __pydantic_config__ = _FORBID
+    usd_per_gpu_hour: Positive
     provider: str
     offer: str
     as_of: dt.date
     source: str
 
 
-class Device(_Entry):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._\-]*$")
+@dataclass(frozen=True)
+class Device:
+    __pydantic_config__ = _FORBID
+    name: Name
     display_name: str
     vendor: str
     family: str
-    aliases: list[str] = []
-    memory_bytes: int = Field(gt=0, description="Device memory as the device reports it (e.g. nvidia-smi total).")
-    memory_note: str = Field(description="Where memory_bytes comes from.")
-    memory_bandwidth_bytes_per_s: float = Field(gt=0)
-    dense_flops_per_s: dict[ComputeDtype, float] = Field(
-        description="Dense (no 2:4 sparsity) tensor throughput per precision; absent = unsupported."
-    )
-    weight_formats: list[str] = Field(min_length=1)
-    kv_formats: list[str] = Field(min_length=1)
-    tdp_w: float | None = Field(default=None, gt=0)
-    price: Price | None = None
-    purchase_usd: float | None = Field(default=None, gt=0)
-    purchase_source: str | None = None
-    platforms: list[str] = Field(min_length=1, description="Platforms this device ships in; the first is the default.")
-    factors: FactorOverrides = FactorOverrides()
+    memory_bytes: PositiveInt
+    """Device memory as the device reports it (e.g. nvidia-smi total)."""
+    memory_note: str
+    """Where memory_bytes comes from."""
+    memory_bandwidth_bytes_per_s: Positive
+    dense_flops_per_s: dict[ComputeDtype, Positive]
+    """Dense (no 2:4 sparsity) tensor throughput per precision; absent = unsupported."""
+    weight_formats: Annotated[tuple[str, ...], MinLen(1)]
+    kv_formats: Annotated[tuple[str, ...], MinLen(1)]
+    platforms: Annotated[tuple[str, ...], MinLen(1)]
+    """Platforms this device ships in; the first is the default."""
     source: str
     as_of: dt.date
+    aliases: tuple[str, ...] = ()
+    tdp_w: Positive | None = None
+    price: Price | None = None
+    purchase_usd: Positive | None = None
+    purchase_source: str | None = None
+    factors: FactorOverrides = FactorOverrides()
 
-    @model_validator(mode="after")
-    def _check(self) -> Device:
+    def __post_init__(self) -> None:
+        _check_name("device", self.name)
         if not self.dense_flops_per_s:
             raise ValueError("dense_flops_per_s needs at least one precision")
-        if any(v <= 0 for v in self.dense_flops_per_s.values()):
-            raise ValueError("dense_flops_per_s values must be positive")
         if self.purchase_usd is not None and not self.purchase_source:
             raise ValueError("purchase_usd needs purchase_source")
-        return self
 
 
 # --------------------------------------------------------------------------- platforms
 
 
-class Link(_Entry):
+@dataclass(frozen=True)
+class Link:
+    __pydantic_config__ = _FORBID
     kind: LinkKind
-    bandwidth_bytes_per_s: float = Field(gt=0, description="Per GPU, per direction.")
-    latency_s: float = Field(ge=0, description="Per hop.")
+    bandwidth_bytes_per_s: Positive
+    """Per GPU, per direction."""
+    latency_s: Annotated[float, Ge(0)]
+    """Per link."""
     source: str
 
 
-class Platform(_Entry):
+@dataclass(frozen=True)
+class Platform:
     """How devices connect. `layout` says how the scale-up links are wired:
     switch — every GPU on one switch (NVSwitch, PCIe switch, ICI approximated);
     mesh — every pair of GPUs has its own link (AMD Infinity Fabric, Gaudi RoCE);
     pairs — GPUs bridged two by two, pairs joined through the host link (NVLink bridge);
     single — one device, no scale-up."""
 
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._\-]*$")
+    __pydantic_config__ = _FORBID
+    name: Name
     display_name: str
     layout: Literal["switch", "mesh", "pairs", "single"]
-    gpus_per_node: int = Field(ge=1)
-    scale_up: Link | None = None
-    host: Link | None = Field(default=None, description="PCIe link to the host (joins bridged pairs).")
-    scale_out: Link | None = Field(default=None, description="Network between nodes; absent = one node only.")
-    max_nodes: int = Field(default=1, ge=1)
+    gpus_per_node: Count
     source: str
     as_of: dt.date
+    scale_up: Link | None = None
+    host: Link | None = None
+    """PCIe link to the host (joins bridged pairs)."""
+    scale_out: Link | None = None
+    """Network between nodes; absent = one node only."""
+    max_nodes: Count = 1
 
-    @model_validator(mode="after")
-    def _check(self) -> Platform:
+    def __post_init__(self) -> None:
+        _check_name("platform", self.name)
         if self.layout == "single":
             if self.gpus_per_node != 1:
                 raise ValueError("layout 'single' has gpus_per_node 1")
@@ -149,43 +181,50 @@ class Platform(_Entry):
             raise ValueError("layout 'pairs' needs a host link to join the pairs")
         if self.max_nodes > 1 and self.scale_out is None:
             raise ValueError("max_nodes > 1 needs a scale_out link")
-        return self
 
 
 # --------------------------------------------------------------------------- models
 
 
-class Model(_Entry):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._\-]*$")
+@dataclass(frozen=True)
+class Model:
+    __pydantic_config__ = _FORBID
+    name: Name
     display_name: str
-    hf_id: str | None = None
-    aliases: list[str] = []
-    num_layers: int = Field(ge=1)
-    hidden_size: int = Field(ge=1)
-    num_attention_heads: int = Field(ge=1)
-    num_kv_heads: int = Field(ge=1)
-    head_dim: int = Field(ge=1)
-    v_head_dim: int | None = Field(default=None, ge=1, description="When V heads differ from Q/K heads (MLA).")
-    intermediate_size: int = Field(ge=1)
-    moe_intermediate_size: int | None = Field(default=None, ge=1)
-    vocab_size: int = Field(ge=1)
-    tie_word_embeddings: bool = False
-    total_params: int = Field(gt=0)
-    active_params: int = Field(gt=0, description="Parameters used per token (= total for dense models).")
-    num_experts: int = Field(default=0, ge=0, description="Routed experts per MoE layer (0 = dense).")
-    experts_per_token: int = Field(default=0, ge=0)
-    shared_experts: int = Field(default=0, ge=0)
+    num_layers: Count
+    hidden_size: Count
+    num_attention_heads: Count
+    num_kv_heads: Count
+    head_dim: Count
+    intermediate_size: Count
+    vocab_size: Count
+    total_params: PositiveInt
+    active_params: PositiveInt
+    """Parameters used per token (= total for dense models)."""
     attention: AttentionKind
-    kv_lora_rank: int | None = Field(default=None, ge=1, description="MLA: compressed KV latent width.")
-    qk_rope_head_dim: int | None = Field(default=None, ge=1, description="MLA: decoupled RoPE key width.")
-    sliding_window: int | None = Field(default=None, ge=1)
-    sliding_layers: int = Field(default=0, ge=0, description="How many layers attend only within the window.")
-    max_context_tokens: int = Field(ge=1)
+    max_context_tokens: Count
     source: str
     as_of: dt.date
+    hf_id: str | None = None
+    aliases: tuple[str, ...] = ()
+    v_head_dim: Count | None = None
+    """When V heads differ from Q/K heads (MLA)."""
+    moe_intermediate_size: Count | None = None
+    tie_word_embeddings: bool = False
+    num_experts: NonNegInt = 0
+    """Routed experts per MoE layer (0 = dense)."""
+    experts_per_token: NonNegInt = 0
+    shared_experts: NonNegInt = 0
+    kv_lora_rank: Count | None = None
+    """MLA: compressed KV latent width."""
+    qk_rope_head_dim: Count | None = None
+    """MLA: decoupled RoPE key width."""
+    sliding_window: Count | None = None
+    sliding_layers: NonNegInt = 0
+    """How many layers attend only within the window."""
 
-    @model_validator(mode="after")
-    def _check(self) -> Model:
+    def __post_init__(self) -> None:
+        _check_name("model", self.name)
         h, kv = self.num_attention_heads, self.num_kv_heads
         if self.attention == "mha" and kv != h:
             raise ValueError(f"attention 'mha' needs num_kv_heads == num_attention_heads ({kv} != {h})")
@@ -208,7 +247,6 @@ class Model(_Entry):
             raise ValueError("sliding_layers exceeds num_layers")
         if self.sliding_layers and self.sliding_window is None:
             raise ValueError("sliding_layers needs sliding_window")
-        return self
 
     @property
     def is_moe(self) -> bool:
@@ -232,26 +270,32 @@ class Model(_Entry):
 # --------------------------------------------------------------------------- precisions
 
 
-class Precision(_Entry):
+@dataclass(frozen=True)
+class Precision:
     """A number format for weights and/or the KV cache, with its real storage cost."""
 
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._\-]*$")
+    __pydantic_config__ = _FORBID
+    name: Name
     display_name: str
-    aliases: list[str] = []
-    bits: float = Field(gt=0, le=32, description="Bits per stored value, before scales.")
-    group_size: int | None = Field(default=None, ge=1, description="Values sharing one scale (block formats).")
-    scale_bytes_per_group: float = Field(default=0, ge=0)
-    zero_bytes_per_group: float = Field(default=0, ge=0)
-    keeps_embeddings_16bit: bool = Field(
-        default=False, description="Embedding and LM head stay in 16-bit (AWQ/GPTQ/FP8 checkpoints)."
-    )
-    compute: ComputeDtype = Field(description="Tensor-core precision its matmuls run in when the device has it.")
-    fallback_compute: ComputeDtype | None = Field(
-        default=None, description="Precision used (weight-only kernels) on a device without `compute`."
-    )
-    use: list[Literal["weights", "kv"]] = Field(min_length=1)
+    bits: Annotated[float, Gt(0), Le(32)]
+    """Bits per stored value, before scales."""
+    compute: ComputeDtype
+    """Tensor-core precision its matmuls run in when the device has it."""
+    use: Annotated[tuple[Literal["weights", "kv"], ...], MinLen(1)]
     source: str
     as_of: dt.date
+    aliases: tuple[str, ...] = ()
+    group_size: Count | None = None
+    """Values sharing one scale (block formats)."""
+    scale_bytes_per_group: Annotated[float, Ge(0)] = 0
+    zero_bytes_per_group: Annotated[float, Ge(0)] = 0
+    keeps_embeddings_16bit: bool = False
+    """Embedding and LM head stay in 16-bit (AWQ/GPTQ/FP8 checkpoints)."""
+    fallback_compute: ComputeDtype | None = None
+    """Precision used (weight-only kernels) on a device without `compute`."""
+
+    def __post_init__(self) -> None:
+        _check_name("precision", self.name)
 
     @property
     def bytes_per_value(self) -> float:
@@ -261,23 +305,31 @@ class Precision(_Entry):
         return self.bits / 8 + per_group
 
 
-# --------------------------------------------------------------------------- the catalog
+# --------------------------------------------------------------------------- the catalog files
 
 
-class _DevicesFile(_Entry):
+@dataclass(frozen=True)
+class _DevicesFile:
+    __pydantic_config__ = _FORBID
     default_factors: DefaultFactors
     devices: list[Device]
 
 
-class _PlatformsFile(_Entry):
+@dataclass(frozen=True)
+class _PlatformsFile:
+    __pydantic_config__ = _FORBID
     platforms: list[Platform]
 
 
-class _ModelsFile(_Entry):
+@dataclass(frozen=True)
+class _ModelsFile:
+    __pydantic_config__ = _FORBID
     models: list[Model]
 
 
-class _PrecisionsFile(_Entry):
+@dataclass(frozen=True)
+class _PrecisionsFile:
+    __pydantic_config__ = _FORBID
     precisions: list[Precision]
 
 
@@ -336,8 +388,9 @@ class Catalog:
     """Everything plan-opt knows about hardware and models, validated."""
 
     def __init__(self, devices: _DevicesFile, platforms: _PlatformsFile, models: _ModelsFile, precisions: _PrecisionsFile):
-        self.default_factors = Factors(**devices.default_factors.model_dump(exclude={"source", "as_of"}))
-        self.default_factors_source = devices.default_factors.source
+        df = devices.default_factors
+        self.default_factors = Factors(df.memory_utilization, df.runtime_overhead_bytes, df.bandwidth_efficiency, df.compute_efficiency)
+        self.default_factors_source = df.source
         self.devices = _Index.build("device", "gpu", devices.devices)
         self.platforms = _Index.build("platform", "platform", platforms.platforms)
         self.models = _Index.build("model", "model", models.models)
@@ -398,21 +451,46 @@ def catalog_dir() -> Path:
     raise InputError("catalog", str(here), "the catalogs are missing from this installation; reinstall plan-opt")
 
 
-def _load_file(path: Path, schema: type[BaseModel]):
-    data, lines = load_yaml_file(path)
+def _validate_file(path: Path, text: str, schema: type):
+    from pydantic import TypeAdapter, ValidationError
+
+    from solver.yaml_lines import load_yaml_text
+
+    data, lines = load_yaml_text(text, source=str(path))
     try:
-        return schema.model_validate(data)
+        return TypeAdapter(schema).validate_python(data)
     except ValidationError as exc:
         raise InputError.from_validation(exc, lines, source=str(path)) from None
 
 
-def load_catalog(directory: Path | None = None) -> Catalog:
+def load_catalog(directory: Path | None = None, *, use_cache: bool = True) -> Catalog:
+    """Validate the four catalog files, or reuse the validated catalog cached for
+    exactly these bytes and this code."""
     directory = Path(directory) if directory else catalog_dir()
-    parts = {key: _load_file(directory / fname, schema) for key, (fname, schema) in CATALOG_FILES.items()}
+    texts = {}
+    for key, (fname, _) in CATALOG_FILES.items():
+        try:
+            texts[key] = (directory / fname).read_text(encoding="utf-8")
+        except OSError:
+            raise InputError("catalog", str(directory / fname), "no such catalog file") from None
+    cache_name = "catalog-" + cache.digest(
+        Path(__file__).read_bytes(), *(t.encode() for t in texts.values())
+    ) + ".pickle"
+    if use_cache:
+        raw = cache.read_bytes(cache_name)
+        if raw:
+            try:
+                return pickle.loads(raw)
+            except Exception:  # a cache from an older layout: rebuild it
+                pass
+    parts = {key: _validate_file(directory / fname, texts[key], schema) for key, (fname, schema) in CATALOG_FILES.items()}
     try:
-        return Catalog(**parts)
+        catalog = Catalog(**parts)
     except ValueError as exc:
         raise InputError("catalog", str(directory), str(exc)) from None
+    if use_cache:
+        cache.write_bytes(cache_name, pickle.dumps(catalog, protocol=pickle.HIGHEST_PROTOCOL))
+    return catalog
 
 
 _cached: Catalog | None = None

@@ -3,6 +3,7 @@ serving one workload. Plain dataclasses: the physics reads these, never YAML."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -41,6 +42,4 @@ class Deployment:
         return math.ceil(workload.users / self.replicas)
 
     def replace(self, **changes) -> Deployment:
-        from dataclasses import replace
-
-        return replace(self, **changes)
+        return dataclasses.replace(self, **changes)

@@ -41,11 +41,11 @@ class InputError(Exception):
         path = tuple(p for p in loc if isinstance(p, int) or not str(p).startswith(("function-", "union")))
         field = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in path).replace(".[", "[") or "input"
         kind = err.get("type", "")
-        msg = err.get("msg", "invalid")
-        if kind == "extra_forbidden":
+        msg = err.get("msg", "invalid").removeprefix("Value error, ")
+        if kind in ("extra_forbidden", "unexpected_keyword_argument"):
             value = None
             msg = "unknown field (check its spelling; `plan-opt evaluate --help` lists the fields)"
-        elif kind == "missing":
+        elif kind in ("missing", "missing_argument"):
             value = None
             msg = "required field is missing"
         else:

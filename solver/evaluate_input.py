@@ -11,6 +11,7 @@ the edge, resolved against the catalog into plain dataclasses for the physics.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -42,7 +43,7 @@ FlopPerS = Annotated[float, _quantity("flop_per_s"), Field(gt=0, lt=1e18)]
 
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class HardwareIn(_In):
@@ -159,7 +160,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
         active = int(mo.active_params if mo.active_params is not None else (total if not model.is_moe else model.active_params))
         if active > total:
             raise InputError("overrides.model.active_params", active, f"must not exceed total_params ({total})")
-        model = model.model_copy(update={"total_params": total, "active_params": active})
+        model = dataclasses.replace(model, total_params=total, active_params=active)
 
     device = catalog.device(inp.hardware.gpu)
     go = inp.overrides.gpu
@@ -171,7 +172,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
     if go.dense_flops_per_s:
         update["dense_flops_per_s"] = {**device.dense_flops_per_s, **go.dense_flops_per_s}
     if update:
-        device = device.model_copy(update=update)
+        device = dataclasses.replace(device, **update)
 
     hw = inp.hardware
     platform_name = hw.platform or device.platforms[0]

@@ -6,6 +6,7 @@ GB (1e9) and GiB (2^30), labelled; JSON carries raw SI numbers (bytes, seconds).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from solver.evaluate import Evaluation, Remedy, Verdict
@@ -241,7 +242,7 @@ def to_dict(ev: Evaluation) -> dict:
             "output_tokens": w.output_tokens,
         },
         "targets": {"max_ttft_s": t.max_ttft_s, "max_tpot_s": t.max_tpot_s},
-        "factors": d.factors.model_dump(),
+        "factors": dataclasses.asdict(d.factors),
         "valid": ev.valid,
         "refusals": ev.refusals,
         "ok": ev.ok,

@@ -12,8 +12,6 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from solver.catalog import Model
 from solver.errors import InputError
 
@@ -164,5 +162,5 @@ def model_from_config(path: str | Path) -> Model:
             source=f"local config.json: {path}",
             as_of=dt.date.fromtimestamp(path.stat().st_mtime),
         )
-    except ValidationError as exc:
-        raise InputError.from_validation(exc, source=str(path)) from None
+    except ValueError as exc:
+        raise InputError("model", str(path), f"config.json describes an unusable model: {exc}") from None

@@ -9,9 +9,11 @@ more than one GPU needs its ring.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import astuple, dataclass
 from functools import lru_cache
 
+from solver import cache
 from solver.catalog import Platform
 
 
@@ -68,8 +70,13 @@ def build_graph(platform: Platform, nodes: int = 1):
     return g
 
 
+@lru_cache(maxsize=64)
 def scale_up_domain_size(platform: Platform) -> int:
     """GPUs reachable from one GPU without crossing the network."""
+    return _memo(platform, "domain", lambda: _compute_domain(platform))
+
+
+def _compute_domain(platform: Platform) -> int:
     import networkx as nx
 
     g = build_graph(platform, nodes=2 if platform.scale_out is not None and platform.max_nodes > 1 else 1)
@@ -84,11 +91,20 @@ def scale_up_domain_size(platform: Platform) -> int:
 def tp_ring(platform: Platform, size: int) -> Ring:
     """The ring of a TP group of `size` GPUs placed on consecutive GPUs of one node
     (bridged pairs together). Each hop follows the widest path between neighbours; a
-    path through a maximum spanning tree is a widest path."""
-    import networkx as nx
+    path through a maximum spanning tree is a widest path.
 
+    Results (and domain sizes) are kept in a small on-disk cache keyed by the
+    platform's full contents and this module's source, so that a CLI run does not
+    pay networkx's import (a third of a second here) for an answer computed before."""
     if size == 1:
         return Ring(1, float("inf"), 0.0, ())
+    bw, lat, kinds, parallel = _memo(platform, f"ring{size}", lambda: list(astuple(_compute_ring(platform, size)))[1:])
+    return Ring(size, bw, lat, tuple(kinds), parallel)
+
+
+def _compute_ring(platform: Platform, size: int) -> Ring:
+    import networkx as nx
+
     g = build_graph(platform, nodes=1)
     tree = nx.maximum_spanning_tree(g, weight="bandwidth")
     gpus = [_gpu(0, i) for i in range(size)]
@@ -105,3 +121,25 @@ def tp_ring(platform: Platform, size: int) -> Ring:
     # run size-1 rings at once (RCCL on MI300X), so the usable bandwidth multiplies.
     parallel = size - 1 if platform.layout == "mesh" else 1
     return Ring(size, worst_bw * parallel, worst_lat, kinds, parallel)
+
+
+# --------------------------------------------------------------------------- cache
+
+_CACHE_FILE = f"topology-{cache.source_digest(__file__)}.json"
+_loaded: dict | None = None
+
+
+def _memo(platform: Platform, what: str, compute):
+    """A JSON-able answer about `platform`, from the on-disk cache or computed and stored."""
+    global _loaded
+    if _loaded is None:
+        raw = cache.read_bytes(_CACHE_FILE)
+        try:
+            _loaded = json.loads(raw) if raw else {}
+        except ValueError:
+            _loaded = {}
+    key = f"{platform.name}/{cache.digest(repr(platform).encode())}/{what}"
+    if key not in _loaded:
+        _loaded[key] = compute()
+        cache.write_bytes(_CACHE_FILE, json.dumps(_loaded).encode())
+    return _loaded[key]

@@ -40,3 +40,13 @@ def build(model, gpu, *, users=1, context=None, prompt=None, output=None, tp=1, 
 @pytest.fixture
 def build_deployment():
     return build
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory):
+    """Each test session starts with an empty topology cache, so the networkx path
+    runs, and never touches the user's ~/.cache."""
+    import os
+
+    os.environ["PLAN_OPT_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    yield

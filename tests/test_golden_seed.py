@@ -5,6 +5,8 @@ with them, exactly as a user can in a spec."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from solver.evaluate import evaluate
@@ -17,7 +19,7 @@ SEED_NO_OVERHEAD = {"memory_utilization": 1.0, "runtime_overhead_bytes": 0}
 
 def test_step1_70b_weights_in_16bit_are_140_gb(catalog):
     # "For a 70-billion parameter model ... in 16-bit precision ... 140 GB": 70e9 × 2 B.
-    model = catalog.model("llama-3.1-70b").model_copy(update={"total_params": 70_000_000_000, "active_params": 70_000_000_000})
+    model = dataclasses.replace(catalog.model("llama-3.1-70b"), total_params=70_000_000_000, active_params=70_000_000_000)
     assert weights_bytes(model, catalog.precision("fp16")) == 140e9
 
 

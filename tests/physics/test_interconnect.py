@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from solver.physics.decode import estimate_decode
@@ -72,3 +74,22 @@ def test_pipeline_across_nodes_pays_the_network(build_deployment):
     # through the network switch: two links of 2.5 µs.
     hop = 1 * 16384 * 2 / 8 / 50e9 + 2 * 2.5e-6
     assert comm.pp_time_s == pytest.approx(hop)
+
+
+def test_ring_answers_are_cached_on_disk_and_equal_to_a_fresh_computation(catalog, tmp_path, monkeypatch):
+    import solver.topology as topo
+
+    monkeypatch.setenv("PLAN_OPT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(topo, "_loaded", None)
+    plat = catalog.platform("pcie-nvlink-pairs-8gpu")
+    fresh = topo._compute_ring(plat, 4)
+    topo.tp_ring.cache_clear()
+    first = topo.tp_ring(plat, 4)
+    assert first == fresh
+    assert list(tmp_path.glob("topology-*.json"))
+    monkeypatch.setattr(topo, "_loaded", None)  # a new process: read back from disk
+    topo.tp_ring.cache_clear()
+    assert topo.tp_ring(plat, 4) == fresh
+    # A changed platform is a different key, never a stale answer.
+    faster = dataclasses.replace(plat, host=dataclasses.replace(plat.host, bandwidth_bytes_per_s=126e9))
+    assert topo.tp_ring(faster, 4).bandwidth_bytes_per_s == 126e9
