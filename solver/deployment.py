@@ -18,6 +18,14 @@ class Workload:
     """Tokens resident per sequence at its longest (prompt + output, or the engine's max_model_len)."""
     prompt_tokens: int
     output_tokens: int
+    kv_fill: float = 1.0
+    """Share of the context each sequence holds on average; 1.0 = every user at full
+    context, the seed's worst case."""
+
+    @property
+    def resident_tokens(self) -> int:
+        """Tokens of KV cache each sequence is sized for."""
+        return max(1, math.ceil(self.kv_fill * self.context_tokens))
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ on; it knows nothing of YAML, CLI or reports.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -205,7 +206,7 @@ def remedies(ev: Evaluation, precisions: dict[str, Precision]) -> list[Remedy]:
         add(
             f"lower the batch to {fit_batch} per replica ({users} concurrent users)",
             d,
-            Workload(users, w.context_tokens, w.prompt_tokens, w.output_tokens),
+            dataclasses.replace(w, users=users),
         )
         replicas = math.ceil(w.users / fit_batch)
         add(
@@ -217,7 +218,7 @@ def remedies(ev: Evaluation, precisions: dict[str, Precision]) -> list[Remedy]:
         if 0 < ctx < w.context_tokens:
             prompt = min(w.prompt_tokens, max(ctx - w.output_tokens, 1))
             output = min(w.output_tokens, ctx - prompt)
-            add(f"limit the context to {ctx} tokens per sequence", d, Workload(w.users, ctx, prompt, output))
+            add(f"limit the context to {ctx} tokens per sequence", d, dataclasses.replace(w, context_tokens=ctx, prompt_tokens=prompt, output_tokens=output))
     return out
 
 

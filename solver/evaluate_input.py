@@ -72,6 +72,9 @@ class WorkloadIn(_In):
     context_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description="Tokens per sequence at its longest.")
     prompt_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
     output_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    kv_fill: float = Field(
+        default=1.0, gt=0, le=1, description="Share of the context each user holds on average; 1.0 = all at full context (worst case)."
+    )
 
     @model_validator(mode="after")
     def _derive(self):
@@ -206,7 +209,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
         weights_bytes_override=mo.weights_bytes,
     )
     w = inp.workload
-    workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens)
+    workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens, w.kv_fill)
     if workload.users < replicas:
         raise InputError("workload.users", w.users, f"fewer users than replicas ({replicas}); lower hardware.count")
     targets = Targets(max_ttft_s=inp.sla.max_ttft, max_tpot_s=inp.sla.max_tpot)

@@ -103,11 +103,17 @@ def tp_ring(platform: Platform, size: int) -> Ring:
 
 
 def _compute_ring(platform: Platform, size: int) -> Ring:
+    """A group larger than a node spans nodes over the network (which a TP group may
+    not do: the interconnect constraint says so, but the figures still exist)."""
     import networkx as nx
 
-    g = build_graph(platform, nodes=1)
+    per_node = platform.gpus_per_node
+    nodes = -(-size // per_node)
+    if nodes > 1 and (platform.scale_out is None or nodes > platform.max_nodes):
+        raise ValueError(f"{platform.name} cannot join {size} GPUs")
+    g = build_graph(platform, nodes=nodes)
     tree = nx.maximum_spanning_tree(g, weight="bandwidth")
-    gpus = [_gpu(0, i) for i in range(size)]
+    gpus = [_gpu(i // per_node, i % per_node) for i in range(size)]
     worst_bw, worst_lat, kinds = float("inf"), 0.0, ()
     for a, b in zip(gpus, gpus[1:] + gpus[:1]):
         path = nx.shortest_path(tree, a, b)

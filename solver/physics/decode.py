@@ -57,26 +57,143 @@ def attention_flops_per_token(d: Deployment, context_tokens: int) -> float:
 
 
 @dataclass(frozen=True)
-class DecodeEstimate:
-    batch: int
+class DecodeCoefficients:
+    """A decode step's pieces as functions of the batch, per TP rank: what the
+    estimate at one batch and the solver's search over batches both read, so the
+    two can never disagree."""
+
     context_tokens: int
-    weight_bytes_read: float
-    """Per TP rank per step, summed over pipeline stages."""
-    kv_bytes_read: float
-    """Per TP rank per step, summed over pipeline stages."""
+    dense_weight_bytes: float
+    """Weights every step reads (all but the routed experts), per TP rank."""
+    routed_weight_bytes: float
+    """All routed experts, per TP rank; a step reads the share its batch hits."""
+    num_experts: int
+    experts_per_token: int
+    kv_bytes_per_sequence: float
+    """One sequence at full context, per TP rank."""
+    flops_per_sequence: float
+    """One token's FLOPs (linear + attention), per TP rank."""
     bandwidth_bytes_per_s: float
     bandwidth_efficiency: float
-    flops: float
-    """Per TP rank per step."""
     peak_flops_per_s: float
     compute_dtype: str
     compute_efficiency: float
+    comm_fixed_s: float
+    """Communication latency per step (independent of the batch)."""
+    comm_per_sequence_s: float
+
+    def weight_bytes(self, batch: int) -> float:
+        hit = expert_hit_fraction(self.num_experts, self.experts_per_token, batch)
+        return self.dense_weight_bytes + self.routed_weight_bytes * hit
+
+    def memory_time_s(self, batch: int) -> float:
+        return (self.weight_bytes(batch) + batch * self.kv_bytes_per_sequence) / (
+            self.bandwidth_bytes_per_s * self.bandwidth_efficiency
+        )
+
+    def compute_time_s(self, batch: int) -> float:
+        return batch * self.flops_per_sequence / (self.peak_flops_per_s * self.compute_efficiency)
+
+    def comm_time_s(self, batch: int) -> float:
+        return self.comm_fixed_s + batch * self.comm_per_sequence_s
+
+    def tpot_s(self, batch: int) -> float:
+        return max(self.memory_time_s(batch), self.compute_time_s(batch)) + self.comm_time_s(batch)
+
+    def max_batch(self, max_tpot_s: float, upper: int) -> int:
+        """Largest batch (≤ upper) whose step meets `max_tpot_s`; 0 if none. Every
+        term grows with the batch, so bisect."""
+        if upper < 1 or self.tpot_s(1) > max_tpot_s:
+            return 0
+        if self.tpot_s(upper) <= max_tpot_s:
+            return upper
+        lo, hi = 1, upper
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.tpot_s(mid) <= max_tpot_s:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+
+def decode_coefficients(d: Deployment, context_tokens: int) -> DecodeCoefficients:
+    m = d.model
+    total = deployment_weights_bytes(d)
+    routed = total * m.routed_expert_params / m.total_params if m.is_moe else 0.0
+    comm0 = estimate_comm(d, 0).time_s
+    return DecodeCoefficients(
+        context_tokens=context_tokens,
+        dense_weight_bytes=(total - routed) / d.tp,
+        routed_weight_bytes=routed / d.tp,
+        num_experts=m.num_experts,
+        experts_per_token=m.experts_per_token,
+        kv_bytes_per_sequence=kv_bytes_per_sequence(m, d.kv, context_tokens) * kv_shard_fraction(m, d.tp),
+        flops_per_sequence=(2.0 * m.active_params + attention_flops_per_token(d, context_tokens)) / d.tp,
+        bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,
+        bandwidth_efficiency=d.factors.bandwidth_efficiency,
+        peak_flops_per_s=peak_flops_per_s(d.device, d.weights),
+        compute_dtype=compute_dtype(d.device, d.weights),
+        compute_efficiency=d.factors.compute_efficiency,
+        comm_fixed_s=comm0,
+        comm_per_sequence_s=estimate_comm(d, 1).time_s - comm0,
+    )
+
+
+@dataclass(frozen=True)
+class DecodeEstimate:
+    batch: int
+    coefficients: DecodeCoefficients
     comm: CommEstimate
-    expert_hit_fraction: float
+    """The communication's parts at this batch, for the report."""
+
+    @property
+    def context_tokens(self) -> int:
+        return self.coefficients.context_tokens
+
+    @property
+    def weight_bytes_read(self) -> float:
+        """Per TP rank per step, summed over pipeline stages."""
+        return self.coefficients.weight_bytes(self.batch)
+
+    @property
+    def kv_bytes_read(self) -> float:
+        """Per TP rank per step, summed over pipeline stages."""
+        return self.batch * self.coefficients.kv_bytes_per_sequence
+
+    @property
+    def flops(self) -> float:
+        """Per TP rank per step."""
+        return self.batch * self.coefficients.flops_per_sequence
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        return self.coefficients.bandwidth_bytes_per_s
+
+    @property
+    def bandwidth_efficiency(self) -> float:
+        return self.coefficients.bandwidth_efficiency
+
+    @property
+    def peak_flops_per_s(self) -> float:
+        return self.coefficients.peak_flops_per_s
+
+    @property
+    def compute_dtype(self) -> str:
+        return self.coefficients.compute_dtype
+
+    @property
+    def compute_efficiency(self) -> float:
+        return self.coefficients.compute_efficiency
+
+    @property
+    def expert_hit_fraction(self) -> float:
+        c = self.coefficients
+        return expert_hit_fraction(c.num_experts, c.experts_per_token, self.batch)
 
     @property
     def memory_time_s(self) -> float:
-        return (self.weight_bytes_read + self.kv_bytes_read) / (self.bandwidth_bytes_per_s * self.bandwidth_efficiency)
+        return self.coefficients.memory_time_s(self.batch)
 
     @property
     def weights_time_s(self) -> float:
@@ -88,11 +205,11 @@ class DecodeEstimate:
 
     @property
     def compute_time_s(self) -> float:
-        return self.flops / (self.peak_flops_per_s * self.compute_efficiency)
+        return self.coefficients.compute_time_s(self.batch)
 
     @property
     def comm_time_s(self) -> float:
-        return self.comm.time_s
+        return self.coefficients.comm_time_s(self.batch)
 
     @property
     def bound(self) -> str:
@@ -100,7 +217,7 @@ class DecodeEstimate:
 
     @property
     def tpot_s(self) -> float:
-        return max(self.memory_time_s, self.compute_time_s) + self.comm_time_s
+        return self.coefficients.tpot_s(self.batch)
 
     @property
     def tokens_per_s_per_user(self) -> float:
@@ -116,40 +233,9 @@ def estimate_decode(d: Deployment, w: Workload, batch: int | None = None) -> Dec
     """The decode step at `batch` sequences (default: the workload's batch per
     replica), every sequence at full context — the worst case the seed sizes for."""
     batch = d.batch_per_replica(w) if batch is None else batch
-    ctx = w.context_tokens
-    m = d.model
-    kv_read = batch * kv_bytes_per_sequence(m, d.kv, ctx) * kv_shard_fraction(m, d.tp)
-    active_flops = 2.0 * m.active_params * batch
-    attn = attention_flops_per_token(d, ctx) * batch
-    hit = expert_hit_fraction(m.num_experts, m.experts_per_token, batch)
-    return DecodeEstimate(
-        batch=batch,
-        context_tokens=ctx,
-        weight_bytes_read=touched_weight_bytes(d, batch) / d.tp,
-        kv_bytes_read=kv_read,
-        bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,
-        bandwidth_efficiency=d.factors.bandwidth_efficiency,
-        flops=(active_flops + attn) / d.tp,
-        peak_flops_per_s=peak_flops_per_s(d.device, d.weights),
-        compute_dtype=compute_dtype(d.device, d.weights),
-        compute_efficiency=d.factors.compute_efficiency,
-        comm=estimate_comm(d, batch),
-        expert_hit_fraction=hit,
-    )
+    return DecodeEstimate(batch, decode_coefficients(d, w.resident_tokens), estimate_comm(d, batch))
 
 
 def max_batch_for_tpot(d: Deployment, w: Workload, max_tpot_s: float, upper: int) -> int:
-    """Largest batch per replica (≤ upper) whose step time meets `max_tpot_s`; 0 if
-    none. Step time grows with batch, so bisect."""
-    if estimate_decode(d, w, 1).tpot_s > max_tpot_s:
-        return 0
-    lo, hi = 1, max(1, upper)
-    if estimate_decode(d, w, hi).tpot_s <= max_tpot_s:
-        return hi
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if estimate_decode(d, w, mid).tpot_s <= max_tpot_s:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    """Largest batch per replica (≤ upper) whose step time meets `max_tpot_s`; 0 if none."""
+    return decode_coefficients(d, w.resident_tokens).max_batch(max_tpot_s, upper)

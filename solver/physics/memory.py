@@ -139,7 +139,7 @@ def per_gpu_kv_bytes_per_sequence(d: Deployment, tokens: int) -> float:
 
 def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
     batch = d.batch_per_replica(w)
-    per_seq = per_gpu_kv_bytes_per_sequence(d, w.context_tokens)
+    per_seq = per_gpu_kv_bytes_per_sequence(d, w.resident_tokens)
     return MemoryEstimate(
         weights_bytes=per_gpu_weights_bytes(d),
         kv_bytes=per_seq * batch,
@@ -147,7 +147,7 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
         device_bytes=float(d.device.memory_bytes),
         utilization=d.factors.memory_utilization,
         model_weights_bytes=deployment_weights_bytes(d),
-        model_kv_bytes=kv_bytes_per_sequence(d.model, d.kv, w.context_tokens) * batch,
+        model_kv_bytes=kv_bytes_per_sequence(d.model, d.kv, w.resident_tokens) * batch,
         kv_bytes_per_sequence=per_seq,
         batch=batch,
     )

@@ -16,50 +16,61 @@ from solver.deployment import Deployment, Workload
 from solver.physics.compute import compute_dtype
 
 
+INTERCONNECT = "interconnect"
+"""The kind of refusal the interconnect constraint owns: a TP group or a replica that
+does not fit the platform's scale-up domain or nodes."""
+
+
 def refusals(d: Deployment, w: Workload) -> list[str]:
+    return [reason for _, reason in check(d, w)]
+
+
+def check(d: Deployment, w: Workload) -> list[tuple[str, str]]:
+    """(kind, reason) for every rule this split breaks; kind is "split", "format",
+    "workload" or INTERCONNECT."""
     m, dev, plat = d.model, d.device, d.platform
-    out: list[str] = []
+    out: list[tuple[str, str]] = []
     tp, pp = d.tp, d.pp
     if m.num_attention_heads % tp:
-        out.append(f"tp={tp} does not divide the model's {m.num_attention_heads} attention heads")
+        out.append(("split", f"tp={tp} does not divide the model's {m.num_attention_heads} attention heads"))
     if m.attention != "mla":
         kv = m.num_kv_heads
         if tp <= kv and kv % tp:
-            out.append(f"tp={tp} does not divide the model's {kv} KV heads")
+            out.append(("split", f"tp={tp} does not divide the model's {kv} KV heads"))
         if tp > kv and tp % kv:
-            out.append(f"tp={tp} exceeds the model's {kv} KV heads and is not a multiple of them")
+            out.append(("split", f"tp={tp} exceeds the model's {kv} KV heads and is not a multiple of them"))
     mlp = m.moe_intermediate_size if m.is_moe and m.moe_intermediate_size else m.intermediate_size
     if mlp % tp:
-        out.append(f"tp={tp} does not divide the MLP intermediate size {mlp}")
+        out.append(("split", f"tp={tp} does not divide the MLP intermediate size {mlp}"))
     elif d.weights.group_size and (mlp // tp) % d.weights.group_size:
-        out.append(
+        out.append(("split", 
             f"tp={tp} leaves {mlp // tp} MLP columns per GPU, not a multiple of the "
             f"{d.weights.name} group size {d.weights.group_size}"
-        )
+        ))
     if pp > m.num_layers:
-        out.append(f"pp={pp} exceeds the model's {m.num_layers} layers")
+        out.append(("split", f"pp={pp} exceeds the model's {m.num_layers} layers"))
     if plat.layout == "single" and (tp > 1 or pp > 1):
-        out.append(f"platform {plat.name} holds one device: tp and pp must be 1")
+        out.append((INTERCONNECT, f"platform {plat.name} holds one device: tp and pp must be 1"))
     elif tp > 1:
         from solver.topology import scale_up_domain_size
 
         domain = scale_up_domain_size(plat)
         if tp > domain:
-            out.append(f"tp={tp} exceeds the scale-up domain of {plat.name} ({domain} GPUs); a TP group cannot span nodes")
+            out.append((INTERCONNECT, f"tp={tp} exceeds the scale-up domain of {plat.name} ({domain} GPUs); a TP group cannot span nodes"))
     if tp * pp > plat.gpus_per_node * plat.max_nodes:
-        out.append(
+        out.append((INTERCONNECT, 
             f"tp×pp = {tp * pp} GPUs exceeds {plat.name}: {plat.max_nodes} node(s) of {plat.gpus_per_node}"
-        )
+        ))
     if d.weights.name not in dev.weight_formats and d.weights_bytes_override is None:
-        out.append(f"{dev.display_name} cannot run {d.weights.name} weights (it runs: {', '.join(dev.weight_formats)})")
+        out.append(("format", f"{dev.display_name} cannot run {d.weights.name} weights (it runs: {', '.join(dev.weight_formats)})"))
     elif compute_dtype(dev, d.weights) is None:
-        out.append(f"{dev.display_name} has no tensor throughput for {d.weights.name}")
+        out.append(("format", f"{dev.display_name} has no tensor throughput for {d.weights.name}"))
     if d.kv.name not in dev.kv_formats:
-        out.append(f"{dev.display_name} cannot hold a {d.kv.name} KV cache (it holds: {', '.join(dev.kv_formats)})")
+        out.append(("format", f"{dev.display_name} cannot hold a {d.kv.name} KV cache (it holds: {', '.join(dev.kv_formats)})"))
     if w.context_tokens > m.max_context_tokens:
-        out.append(f"context of {w.context_tokens} tokens exceeds the model's maximum {m.max_context_tokens}")
+        out.append(("workload", f"context of {w.context_tokens} tokens exceeds the model's maximum {m.max_context_tokens}"))
     if w.prompt_tokens + w.output_tokens > w.context_tokens:
-        out.append(
+        out.append(("workload", 
             f"prompt + output = {w.prompt_tokens + w.output_tokens} tokens exceeds the context of {w.context_tokens}"
-        )
+        ))
     return out

@@ -1,0 +1,170 @@
+"""Candidate plans: a shape with its batch per replica and replica count for one
+workload and set of targets, and the integer coefficients CP-SAT reads.
+
+Resolutions (DESIGN: round in the safe direction): times in microseconds, requirements
+rounded up and limits down; money in cents per hour and whole dollars to buy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from solver.deployment import Workload
+from solver.evaluate import Targets
+from solver.shapes import Problem, Shape, ShapePhysics
+
+US = 1_000_000  # microseconds per second
+
+
+def ceil_us(seconds: float) -> int:
+    return math.ceil(seconds * US - 1e-6)  # a hair of float noise never costs a microsecond
+
+
+def floor_us(seconds: float) -> int:
+    return math.floor(seconds * US + 1e-6)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    shape: Shape
+    physics: ShapePhysics
+    batch: int
+    """Sequences per replica (users spread evenly over the replicas)."""
+    replicas: int
+    users: int
+    max_batch_tpot: int
+    """Most sequences per replica the TPOT target allows (memory cap when no target)."""
+    tpot_s: float
+    relaxed: frozenset[str] = frozenset()
+    """Targets this candidate was computed without (diagnosis only): users, context_tokens."""
+
+    @property
+    def gpus(self) -> int:
+        return self.replicas * self.shape.gpus_per_replica
+
+    @property
+    def rented(self) -> int:
+        """GPUs beyond those owned."""
+        return max(0, self.gpus - self.shape.owned)
+
+    @property
+    def cost_usd_per_hour(self) -> float:
+        price = self.shape.device.price
+        return self.rented * price.usd_per_gpu_hour if price and self.rented else 0.0
+
+    @property
+    def purchase_usd(self) -> float:
+        p = self.shape.device.purchase_usd
+        return self.rented * p if p and self.rented else 0.0
+
+    @property
+    def ttft_s(self) -> float:
+        return self.physics.ttft_s
+
+    @property
+    def max_batch_memory(self) -> int:
+        return self.physics.max_batch_memory
+
+    @property
+    def caps(self) -> str:
+        """The limit that sets the batch per replica."""
+        return "memory" if self.max_batch_memory <= self.max_batch_tpot else "bandwidth"
+
+    # Integer coefficients for CP-SAT.
+    @property
+    def memory_excess(self) -> int:
+        return self.batch - self.max_batch_memory
+
+    @property
+    def tpot_us(self) -> int:
+        return ceil_us(self.tpot_s)
+
+    @property
+    def ttft_us(self) -> int:
+        return ceil_us(self.ttft_s)
+
+    @property
+    def interconnect_excess(self) -> int:
+        return 0 if self.physics.interconnect_ok else 1
+
+    @property
+    def cost_cents(self) -> int:
+        return math.ceil(round(self.cost_usd_per_hour * 100, 6))
+
+    @property
+    def purchase_dollars(self) -> int:
+        return math.ceil(round(self.purchase_usd, 6))
+
+
+MAX_BATCH_VARIANTS = 256
+
+
+def _batches(cap: int, users: int, variants: bool) -> list[int]:
+    """Batch sizes to offer for one shape: the largest (fewest replicas) alone, or —
+    when a smaller batch may pay (lower TPOT) — every distinct batch
+    ⌈users / replicas⌉ up to the cap (about 2√users of them; beyond
+    MAX_BATCH_VARIANTS a geometric 5 % ladder, an approximation for huge fleets)."""
+    if cap < 1:
+        return [1]
+    top = min(cap, users)
+    if not variants:
+        return [top]
+    out = set()
+    r = 1
+    while r <= users:
+        b = -(-users // r)
+        if b <= top:
+            out.add(b)
+        # jump to the next replica count that changes the batch
+        r = max(r + 1, -(-users // (b - 1)) if b > 1 else users + 1)
+        if len(out) > MAX_BATCH_VARIANTS:
+            break
+    if len(out) > MAX_BATCH_VARIANTS:
+        out, b = {top, 1}, float(top)
+        while b > 1:
+            b /= 1.05
+            out.add(max(1, int(b)))
+    out.add(top)
+    return sorted(out, reverse=True)
+
+
+def candidates(
+    problem: Problem,
+    workload: Workload | None = None,
+    targets: Targets | None = None,
+    *,
+    batch_variants: bool = False,
+    ignore_tpot_cap: bool = False,
+    relaxed: frozenset[str] = frozenset(),
+    shapes: list[Shape] | None = None,
+) -> list[Candidate]:
+    """One candidate per runnable shape at its largest batch (fewest replicas, the
+    cheapest way to serve the users), or several batches when `batch_variants` (a
+    smaller batch buys a lower TPOT with more replicas). Shapes that break a limit
+    stay in as candidates: the CP-SAT constraints rule them out, and say which."""
+    w = workload or problem.workload
+    t = targets or problem.targets
+    out: list[Candidate] = []
+    for shape in shapes if shapes is not None else problem.shapes:
+        ph = problem.physics(shape, w)
+        if not ph.valid or ph.decode is None:
+            continue
+        b_mem = ph.max_batch_memory
+        upper = max(b_mem, 1)
+        if t.max_tpot_s is None or ignore_tpot_cap:
+            b_tpot = upper
+        else:
+            b_tpot = ph.decode.max_batch(t.max_tpot_s, upper)
+        cap = min(b_mem, b_tpot) if not ignore_tpot_cap else b_mem
+        seen = set()
+        for b in _batches(cap, w.users, batch_variants):
+            replicas = math.ceil(w.users / b)
+            if replicas in seen:
+                continue
+            seen.add(replicas)
+            batch = math.ceil(w.users / replicas)
+            out.append(
+                Candidate(shape, ph, batch, replicas, w.users, b_tpot, ph.decode.tpot_s(batch), relaxed)
+            )
+    return out

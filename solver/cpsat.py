@@ -1,0 +1,217 @@
+"""The CP-SAT model: choose one candidate plan, subject to one named constraint per
+physical limit and per user target, at the least objective.
+
+Encoding (DESIGN: precomputed coefficients beat products of variables by orders of
+magnitude): the physics of every candidate is computed in Python and enters as an
+integer coefficient; one boolean per candidate, exactly one true; each constraint is
+a linear sum over the booleans, so "the chosen plan's TPOT ≤ target" reads
+Σ x_c · tpot_us(c) ≤ target_us. The objective is primary × n + a deterministic
+tie-break rank, so the optimum is unique and the answer reproducible.
+
+Two paths: `optimise` without assumptions; `diagnose`, only when that is infeasible,
+on a model whose user targets are enforced by assumption literals, for a minimal
+conflicting set (an unsat core shrunk by deletion).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from solver.candidates import Candidate, floor_us
+
+# The named constraints: physical limits first, then the user's targets.
+PHYSICAL = ("memory", "interconnect")
+TARGETS = ("max_tpot", "max_ttft", "users", "context_tokens", "max_usd_per_hour", "max_purchase_usd", "max_gpus")
+LABELS = {
+    "memory": "memory capacity: the batch per replica fits beside the weights",
+    "interconnect": "interconnect: the TP group fits one scale-up domain",
+    "max_tpot": "bandwidth: TPOT ≤ max_tpot",
+    "max_ttft": "compute: TTFT ≤ max_ttft",
+    "users": "serve every concurrent user",
+    "context_tokens": "hold every user's context",
+    "max_usd_per_hour": "budget: $/hour ≤ max_usd_per_hour",
+    "max_purchase_usd": "budget: purchase ≤ max_purchase_usd",
+    "max_gpus": "GPUs ≤ max_gpus",
+}
+PRIMARY = {
+    "min_cost": lambda c: c.cost_cents,
+    "min_gpus": lambda c: c.gpus,
+    "min_purchase": lambda c: c.purchase_dollars,
+    "min_tpot": lambda c: c.tpot_us,
+}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The user's limits in the model's integer units (None: not set)."""
+
+    max_tpot_us: int | None = None
+    max_ttft_us: int | None = None
+    max_cost_cents: int | None = None
+    max_purchase_dollars: int | None = None
+    max_gpus: int | None = None
+
+    @classmethod
+    def of(cls, max_tpot_s, max_ttft_s, max_usd_per_hour, max_purchase_usd, max_gpus) -> Limits:
+        return cls(
+            None if max_tpot_s is None else floor_us(max_tpot_s),
+            None if max_ttft_s is None else floor_us(max_ttft_s),
+            None if max_usd_per_hour is None else math.floor(max_usd_per_hour * 100 + 1e-9),
+            None if max_purchase_usd is None else math.floor(max_purchase_usd + 1e-9),
+            max_gpus,
+        )
+
+
+@dataclass(frozen=True)
+class Solution:
+    status: str
+    """optimal, feasible (time limit hit), infeasible, or unknown."""
+    candidate: Candidate | None
+    objective_value: int | None = None
+    wall_s: float = 0.0
+
+    @property
+    def proven_optimal(self) -> bool:
+        return self.status == "optimal"
+
+    @property
+    def feasible(self) -> bool:
+        return self.candidate is not None
+
+
+def _solver(time_limit_s: float):
+    from ortools.sat.python import cp_model
+
+    s = cp_model.CpSolver()
+    s.parameters.num_workers = 1  # reproducible, and fastest at this size
+    s.parameters.random_seed = 0
+    s.parameters.max_time_in_seconds = time_limit_s
+    return s
+
+
+def _rank(cands: list[Candidate]) -> list[int]:
+    """Tie-break: fewer GPUs, lower TPOT, lower TTFT, then catalog order."""
+    order = sorted(range(len(cands)), key=lambda i: (cands[i].gpus, cands[i].tpot_us, cands[i].ttft_us, cands[i].shape.index, -cands[i].batch))
+    rank = [0] * len(cands)
+    for r, i in enumerate(order):
+        rank[i] = r
+    return rank
+
+
+@dataclass
+class _Built:
+    model: object
+    x: list
+    cands: list[Candidate]
+    literals: dict[str, object] = field(default_factory=dict)
+
+
+def _build(cands: list[Candidate], limits: Limits, *, with_assumptions: bool = False) -> _Built:
+    from ortools.sat.python import cp_model
+
+    m = cp_model.CpModel()
+    x = [m.new_bool_var(f"x{i}") for i in range(len(cands))]
+    m.add_exactly_one(x)
+    built = _Built(m, x, cands)
+
+    def constrain(name: str, coeffs: list[int], limit: int, *, physical: bool = False):
+        ct = m.add(cp_model.LinearExpr.weighted_sum(x, coeffs) <= limit).with_name(name)
+        if with_assumptions and not physical:
+            lit = built.literals.get(name) or m.new_bool_var(f"assume_{name}")
+            built.literals[name] = lit
+            ct.only_enforce_if(lit)
+
+    constrain("memory", [c.memory_excess for c in cands], 0, physical=True)
+    constrain("interconnect", [c.interconnect_excess for c in cands], 0, physical=True)
+    if limits.max_tpot_us is not None:
+        constrain("max_tpot", [c.tpot_us for c in cands], limits.max_tpot_us)
+    if limits.max_ttft_us is not None:
+        constrain("max_ttft", [c.ttft_us for c in cands], limits.max_ttft_us)
+    if limits.max_cost_cents is not None:
+        constrain("max_usd_per_hour", [c.cost_cents for c in cands], limits.max_cost_cents)
+    if limits.max_purchase_dollars is not None:
+        constrain("max_purchase_usd", [c.purchase_dollars for c in cands], limits.max_purchase_dollars)
+    if limits.max_gpus is not None:
+        constrain("max_gpus", [c.gpus for c in cands], limits.max_gpus)
+    if with_assumptions:
+        # Candidates computed without the users or the context target may be chosen
+        # only when that target is not assumed.
+        for target in ("users", "context_tokens"):
+            relaxed = [xi for xi, c in zip(x, cands) if target in c.relaxed]
+            if relaxed:
+                lit = m.new_bool_var(f"assume_{target}")
+                built.literals[target] = lit
+                for xi in relaxed:
+                    m.add_implication(xi, lit.Not())
+    return built
+
+
+def _status_name(code) -> str:
+    from ortools.sat.python import cp_model
+
+    return {
+        cp_model.OPTIMAL: "optimal",
+        cp_model.FEASIBLE: "feasible",
+        cp_model.INFEASIBLE: "infeasible",
+        cp_model.MODEL_INVALID: "invalid",
+    }.get(code, "unknown")
+
+
+def optimise(cands: list[Candidate], limits: Limits, objective: str, time_limit_s: float = 10.0) -> Solution:
+    """The least-objective candidate meeting every constraint, proven optimal when
+    CP-SAT finishes within the time limit."""
+    if not cands:
+        return Solution("infeasible", None)
+    b = _build(cands, limits)
+    primary = PRIMARY[objective]
+    n = len(cands)
+    rank = _rank(cands)
+    b.model.minimize(sum((primary(c) * n + rank[i]) * b.x[i] for i, c in enumerate(cands)))
+    s = _solver(time_limit_s)
+    code = s.solve(b.model)
+    status = _status_name(code)
+    if status not in ("optimal", "feasible"):
+        return Solution(status, None, None, s.wall_time)
+    chosen = next(c for xi, c in zip(b.x, cands) if s.boolean_value(xi))
+    return Solution(status, chosen, int(s.objective_value), s.wall_time)
+
+
+def is_feasible(cands: list[Candidate], limits: Limits, time_limit_s: float = 10.0) -> bool:
+    if not cands:
+        return False
+    b = _build(cands, limits)
+    return _status_name(_solver(time_limit_s).solve(b.model)) in ("optimal", "feasible")
+
+
+def minimal_conflict(cands: list[Candidate], limits: Limits, time_limit_s: float = 10.0) -> list[str]:
+    """The smallest set of user targets that cannot hold together: CP-SAT's
+    sufficient assumptions for infeasibility, shrunk by deletion until removing any
+    one target makes the rest feasible. Empty when the physics alone (memory,
+    interconnect) rules out every candidate."""
+    b = _build(cands, limits, with_assumptions=True)
+    names = [n for n in TARGETS if n in b.literals]
+    index = {b.literals[n].index: n for n in names}
+
+    def infeasible(subset: list[str]) -> tuple[bool, list[str]]:
+        b.model.clear_assumptions()
+        b.model.add_assumptions([b.literals[n] for n in subset])
+        s = _solver(time_limit_s)
+        s.parameters.interleave_search = False
+        code = _status_name(s.solve(b.model))
+        if code != "infeasible":
+            return False, []
+        core = [index[i] for i in s.sufficient_assumptions_for_infeasibility() if i in index]
+        return True, core
+
+    bad, core = infeasible(names)
+    if not bad:
+        return []  # feasible with every target: nothing to explain
+    core = [n for n in names if n in core] or names
+    # Deletion: drop each target in turn; keep it out if the rest still conflict.
+    for n in list(core):
+        trial = [c for c in core if c != n]
+        still, _ = infeasible(trial)
+        if still:
+            core = trial
+    return core

@@ -1,0 +1,274 @@
+"""From a spec and the catalog to every replica shape the spec allows — (GPU, TP, PP,
+weight format, KV format) on the platform that can hold it — and, per shape, the
+physics the CP-SAT model reads as integer coefficients.
+
+The expensive part of the physics (memory per GPU, decode coefficients, TTFT)
+depends on the shape and the context only, so it is computed once per shape and
+context; a change of a latency target or of the users only re-reads it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from solver.catalog import Catalog, Device, FactorOverrides, Price
+from solver.deployment import Deployment, Workload
+from solver.errors import InputError
+from solver.evaluate import Targets
+from solver.evaluate_input import _resolve_model
+from solver.physics import validity
+from solver.physics.decode import DecodeCoefficients, decode_coefficients
+from solver.physics.memory import per_gpu_kv_bytes_per_sequence, per_gpu_weights_bytes
+from solver.physics.prefill import estimate_prefill
+from solver.spec import Spec
+from solver.topology import scale_up_domain_size
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One replica: a model split and quantised one way on one kind of device."""
+
+    index: int
+    """Position in catalog order: the final tie-break, so answers are reproducible."""
+    deployment: Deployment
+    domain: int
+    """GPUs in the platform's scale-up domain."""
+    owned: int
+    """GPUs of this device the user already owns (free, limited)."""
+
+    @property
+    def device(self) -> Device:
+        return self.deployment.device
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.deployment.tp * self.deployment.pp
+
+    @property
+    def label(self) -> str:
+        d = self.deployment
+        pp = f" PP{d.pp}" if d.pp > 1 else ""
+        return f"{d.device.name} TP{d.tp}{pp} {d.weights.name}/{d.kv.name}"
+
+
+@dataclass(frozen=True)
+class ShapePhysics:
+    """What a shape can do at one context, independent of users and targets."""
+
+    shape: Shape
+    refusals: tuple[tuple[str, str], ...]
+    """(kind, reason) the engines' rules give for this split."""
+    max_batch_memory: int
+    """Sequences per replica that fit beside the weights (0: not even one)."""
+    ttft_s: float
+    decode: DecodeCoefficients | None
+
+    @property
+    def valid(self) -> bool:
+        """Runnable apart from the interconnect, which is a constraint of its own."""
+        return all(kind == validity.INTERCONNECT for kind, _ in self.refusals)
+
+    @property
+    def interconnect_ok(self) -> bool:
+        return not any(kind == validity.INTERCONNECT for kind, _ in self.refusals)
+
+
+@dataclass
+class Problem:
+    """Everything the solver needs, resolved: the shapes with their prices, the
+    workload, the targets, the budgets, the objective."""
+
+    spec: Spec
+    shapes: list[Shape]
+    workload: Workload
+    targets: Targets
+    devices: list[Device]
+    """The devices searched, in catalog order."""
+    excluded: dict[str, str]
+    """Device name → why it was left out before any physics (e.g. no price)."""
+    _physics: dict[tuple[int, int, int], ShapePhysics] = field(default_factory=dict)
+
+    @property
+    def objective(self) -> str:
+        return self.spec.objective
+
+    @property
+    def max_gpus(self) -> int | None:
+        return self.spec.search.max_gpus
+
+    @property
+    def max_usd_per_hour(self) -> float | None:
+        return self.spec.budget.max_usd_per_hour
+
+    @property
+    def max_purchase_usd(self) -> float | None:
+        return self.spec.budget.max_purchase_usd
+
+    def physics(self, shape: Shape, workload: Workload) -> ShapePhysics:
+        key = (shape.index, workload.resident_tokens, workload.prompt_tokens)
+        got = self._physics.get(key)
+        if got is None:
+            got = _shape_physics(shape, workload)
+            self._physics[key] = got
+        return got
+
+
+def _shape_physics(shape: Shape, w: Workload) -> ShapePhysics:
+    d = shape.deployment
+    refused = tuple(validity.check(d, w))
+    if any(kind != validity.INTERCONNECT for kind, _ in refused):
+        return ShapePhysics(shape, refused, 0, math.inf, None)
+    f = d.factors
+    if any(kind == validity.INTERCONNECT for kind, _ in refused):
+        try:
+            from solver.physics.interconnect import ring_for
+
+            ring_for(d)
+        except ValueError:  # no link joins this many GPUs at all: nothing to estimate
+            return ShapePhysics(shape, refused, 0, math.inf, None)
+    room = d.device.memory_bytes * f.memory_utilization - per_gpu_weights_bytes(d) - f.runtime_overhead_bytes
+    per_seq = per_gpu_kv_bytes_per_sequence(d, w.resident_tokens)
+    max_batch = int(room // per_seq) if room > 0 and per_seq > 0 else 0
+    return ShapePhysics(
+        shape,
+        refused,
+        max_batch,
+        estimate_prefill(d, w).ttft_s,
+        decode_coefficients(d, w.resident_tokens),
+    )
+
+
+# --------------------------------------------------------------------------- building the problem
+
+
+def _select_devices(spec: Spec, catalog: Catalog) -> list[Device]:
+    wanted: list[str] = []
+    families = {d.family for d in catalog.devices} | {d.vendor.lower() for d in catalog.devices}
+    for i, token in enumerate(spec.search.gpus):
+        t = token.strip().lower()
+        if t == "all":
+            wanted += [d.name for d in catalog.devices]
+        elif t in families:
+            wanted += [d.name for d in catalog.devices if t in (d.family, d.vendor.lower())]
+        else:
+            try:
+                wanted.append(catalog.device(token).name)
+            except InputError as exc:
+                raise InputError(
+                    f"search.gpus[{i}]", token, exc.allowed + f"; or a family: {', '.join(sorted(families))}; or all"
+                ) from None
+    order = {d.name: i for i, d in enumerate(catalog.devices)}
+    return [catalog.devices.entries[n] for n in sorted(set(wanted), key=order.__getitem__)]
+
+
+def _apply_overrides(device: Device, spec: Spec, catalog: Catalog) -> Device:
+    changes: dict = {}
+    for name, o in spec.overrides.gpus.items():
+        if catalog.device(name).name != device.name:
+            continue
+        if o.price_usd_per_gpu_hour is not None:
+            changes["price"] = Price(o.price_usd_per_gpu_hour, "spec override", "spec override", device.as_of, "the spec")
+        if o.purchase_usd is not None:
+            changes["purchase_usd"] = o.purchase_usd
+            changes["purchase_source"] = "the spec"
+        if o.memory_bytes is not None:
+            changes["memory_bytes"] = int(o.memory_bytes)
+        if o.memory_bandwidth_bytes_per_s is not None:
+            changes["memory_bandwidth_bytes_per_s"] = o.memory_bandwidth_bytes_per_s
+        if o.dense_flops_per_s:
+            changes["dense_flops_per_s"] = {**device.dense_flops_per_s, **o.dense_flops_per_s}
+    return dataclasses.replace(device, **changes) if changes else device
+
+
+def _factors(device: Device, spec: Spec, catalog: Catalog):
+    factors = catalog.factors_for(device)
+    layers = [spec.overrides.factors] + [o.factors for n, o in spec.overrides.gpus.items() if catalog.device(n).name == device.name]
+    for layer in layers:
+        fo = layer.model_dump(exclude_none=True)
+        if "runtime_overhead_bytes" in fo:
+            fo["runtime_overhead_bytes"] = int(fo["runtime_overhead_bytes"])
+        factors = FactorOverrides(**fo).apply(factors)
+    return factors
+
+
+def _platform_for(device: Device, tp: int, pp: int, catalog: Catalog):
+    """The first of the device's platforms whose scale-up domain holds the TP group
+    and whose nodes hold a replica; else its default (the interconnect constraint
+    then rules the shape out)."""
+    for name in device.platforms:
+        p = catalog.platform(name)
+        if tp <= 1 or p.layout != "single":
+            if scale_up_domain_size(p) >= tp and p.gpus_per_node * p.max_nodes >= tp * pp:
+                return p
+    return catalog.platform(device.platforms[0])
+
+
+def _sixteen(device: Device, precision, catalog: Catalog, use: str):
+    """bf16 and fp16 are the same size and speed: on a device that runs only one of
+    them (V100 and T4 lack bf16), asking for 16-bit means the one it has."""
+    formats = device.weight_formats if use == "weights" else device.kv_formats
+    if precision.name in ("bf16", "fp16") and precision.name not in formats:
+        other = "fp16" if precision.name == "bf16" else "bf16"
+        if other in formats:
+            return catalog.precision(other, use)
+    return precision
+
+
+def needs_price(spec: Spec) -> bool:
+    return spec.objective == "min_cost" or spec.budget.max_usd_per_hour is not None
+
+
+def needs_purchase(spec: Spec) -> bool:
+    return spec.objective == "min_purchase" or spec.budget.max_purchase_usd is not None
+
+
+def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
+    model = _resolve_model(spec.model, catalog, base_dir)
+    mo = spec.overrides.model
+    if mo.total_params is not None or mo.active_params is not None:
+        total = int(mo.total_params if mo.total_params is not None else model.total_params)
+        active = int(mo.active_params if mo.active_params is not None else (total if not model.is_moe else model.active_params))
+        if active > total:
+            raise InputError("overrides.model.active_params", active, f"must not exceed total_params ({total})")
+        model = dataclasses.replace(model, total_params=total, active_params=active)
+    for name in list(spec.inventory) + list(spec.overrides.gpus):
+        catalog.device(name)  # unknown names are errors, with a did-you-mean
+    weights = [catalog.precision(p, "weights") for p in spec.search.weights]
+    kvs = [catalog.precision(p, "kv") for p in spec.search.kv_cache]
+    owned = {catalog.device(n).name: c for n, c in spec.inventory.items()}
+
+    w = spec.workload
+    workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens, w.kv_fill)
+    targets = Targets(max_ttft_s=spec.sla.max_ttft, max_tpot_s=spec.sla.max_tpot)
+    devices = [_apply_overrides(d, spec, catalog) for d in _select_devices(spec, catalog)]
+    excluded: dict[str, str] = {}
+    shapes: list[Shape] = []
+    for device in devices:
+        own = owned.get(device.name, 0)
+        if needs_price(spec) and device.price is None and not own:
+            excluded[device.name] = "no rental price in the catalog (give overrides.gpus.<name>.price_usd_per_gpu_hour)"
+            continue
+        if needs_purchase(spec) and device.purchase_usd is None and not own:
+            excluded[device.name] = "no purchase price in the catalog (give overrides.gpus.<name>.purchase_usd)"
+            continue
+        factors = _factors(device, spec, catalog)
+        for tp in spec.search.tp:
+            for pp in spec.search.pp:
+                platform = _platform_for(device, tp, pp, catalog)
+                domain = scale_up_domain_size(platform)
+                seen = set()
+                for wp in weights:
+                    for kp in kvs:
+                        wf, kf = _sixteen(device, wp, catalog, "weights"), _sixteen(device, kp, catalog, "kv")
+                        if (wf.name, kf.name) in seen:
+                            continue
+                        seen.add((wf.name, kf.name))
+                        d = Deployment(model, device, platform, wf, kf, factors, tp=tp, pp=pp,
+                                       weights_bytes_override=mo.weights_bytes)
+                        shapes.append(Shape(len(shapes), d, domain, own))
+    if not devices:
+        raise InputError("search.gpus", spec.search.gpus, "selects no device")
+    return Problem(spec, shapes, workload, targets, devices, excluded)

@@ -1,0 +1,348 @@
+"""Render a SolveResult: a terminal report, Markdown, or JSON whose schema is
+published (`plan-opt schema --result`). JSON is deterministic: the same spec gives
+the same bytes (no timings, no dictionary-order accidents)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from solver.cpsat import LABELS
+from solver.solve import SolveResult, objective_value
+from solver.spec import OBJECTIVES
+from solver.units import GB, fmt_seconds
+
+# --------------------------------------------------------------------------- JSON (pydantic at the edge)
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SpecSummaryOut(_Out):
+    model: str
+    users: int
+    context_tokens: int
+    prompt_tokens: int
+    output_tokens: int
+    kv_fill: float
+    max_ttft_s: float | None
+    max_tpot_s: float | None
+    objective: str
+    max_usd_per_hour: float | None
+    max_purchase_usd: float | None
+    max_gpus: int | None
+    inventory: dict[str, int]
+
+
+class PlanOut(_Out):
+    gpu: str
+    gpu_display_name: str
+    platform: str
+    tp: int
+    pp: int
+    replicas: int
+    gpus: int
+    gpus_owned_used: int
+    gpus_rented: int
+    weights: str
+    kv_cache: str
+    batch_per_replica: int
+    max_batch_memory: int = Field(description="Sequences per replica that fit beside the weights.")
+    max_batch_tpot: int = Field(description="Sequences per replica the TPOT target allows.")
+    cost_usd_per_hour: float
+    purchase_usd: float
+    tpot_s: float
+    ttft_s: float
+    memory_needed_bytes: float = Field(description="Per GPU.")
+    memory_usable_bytes: float = Field(description="Per GPU.")
+    tokens_per_s: float = Field(description="All replicas.")
+    batch_capped_by: str
+    replicas_forced_by: str | None
+
+
+class ConstraintOut(_Out):
+    name: str
+    label: str
+    value: float
+    limit: float | None
+    unit: str
+    slack: float | None
+    note: str
+
+
+class SensitivityOut(_Out):
+    target: str
+    change: str
+    value: float
+    plan: str | None
+    objective: float | None
+    delta: float | None
+
+
+class RunnerUpOut(_Out):
+    device: str
+    plan: str | None
+    objective: float | None
+    delta: float | None
+    reason: str
+
+
+class RelaxationOut(_Out):
+    target: str
+    current: float
+    nearest: float | None
+    plan: str | None
+    note: str
+
+
+class SolveOut(_Out):
+    """`plan-opt solve --format json`."""
+
+    spec: SpecSummaryOut
+    status: str = Field(description="optimal (proven), feasible (time limit hit), infeasible or unknown.")
+    proven_optimal: bool
+    objective: str
+    objective_value: float | None = Field(description="In the objective's unit: $/hour, GPUs, $ or seconds.")
+    plan: PlanOut | None
+    constraints: list[ConstraintOut]
+    binding_targets: list[str] = Field(description="Targets whose relaxation lowers the optimum.")
+    gpu_forced_by: list[str] = Field(description="Other GPUs ruled out by a constraint, and which.")
+    sensitivity: list[SensitivityOut]
+    runners_up: list[RunnerUpOut]
+    conflict: list[str] = Field(description="Minimal set of targets that cannot hold together (infeasible specs).")
+    relaxations: list[RelaxationOut]
+    excluded: dict[str, str]
+    shapes_searched: int
+    devices_searched: int
+
+
+def to_output(r: SolveResult) -> SolveOut:
+    p = r.problem
+    w, t = p.workload, p.targets
+    spec = SpecSummaryOut(
+        model=p.shapes[0].deployment.model.name if p.shapes else p.spec.model,
+        users=w.users,
+        context_tokens=w.context_tokens,
+        prompt_tokens=w.prompt_tokens,
+        output_tokens=w.output_tokens,
+        kv_fill=w.kv_fill,
+        max_ttft_s=t.max_ttft_s,
+        max_tpot_s=t.max_tpot_s,
+        objective=p.objective,
+        max_usd_per_hour=p.max_usd_per_hour,
+        max_purchase_usd=p.max_purchase_usd,
+        max_gpus=p.max_gpus,
+        inventory=dict(sorted(p.spec.inventory.items())),
+    )
+    plan = None
+    c = r.solution.candidate
+    if c is not None and r.plan is not None:
+        ev = r.plan
+        d = ev.deployment
+        plan = PlanOut(
+            gpu=d.device.name,
+            gpu_display_name=d.device.display_name,
+            platform=d.platform.name,
+            tp=d.tp,
+            pp=d.pp,
+            replicas=c.replicas,
+            gpus=c.gpus,
+            gpus_owned_used=c.gpus - c.rented,
+            gpus_rented=c.rented,
+            weights=d.weights.name,
+            kv_cache=d.kv.name,
+            batch_per_replica=c.batch,
+            max_batch_memory=c.max_batch_memory,
+            max_batch_tpot=c.max_batch_tpot,
+            cost_usd_per_hour=round(c.cost_usd_per_hour, 6),
+            purchase_usd=round(c.purchase_usd, 2),
+            tpot_s=ev.decode.tpot_s,
+            ttft_s=ev.prefill.ttft_s,
+            memory_needed_bytes=ev.memory.needed_bytes,
+            memory_usable_bytes=ev.memory.usable_bytes,
+            tokens_per_s=ev.decode.tokens_per_s * c.replicas,
+            batch_capped_by=r.batch_capped_by,
+            replicas_forced_by=r.replicas_forced_by,
+        )
+    return SolveOut(
+        spec=spec,
+        status=r.solution.status,
+        proven_optimal=r.solution.proven_optimal,
+        objective=p.objective,
+        objective_value=objective_value(p, c) if c is not None else None,
+        plan=plan,
+        constraints=[ConstraintOut(**vars(x)) for x in r.constraints],
+        binding_targets=r.binding_targets,
+        gpu_forced_by=r.gpu_forced_by,
+        sensitivity=[SensitivityOut(**vars(x)) for x in r.sensitivity],
+        runners_up=[RunnerUpOut(**vars(x)) for x in r.runners_up],
+        conflict=r.conflict,
+        relaxations=[RelaxationOut(**vars(x)) for x in r.relaxations],
+        excluded=dict(sorted(p.excluded.items())),
+        shapes_searched=len(p.shapes),
+        devices_searched=len(p.devices),
+    )
+
+
+def to_json(r: SolveResult) -> str:
+    return to_output(r).model_dump_json(indent=2)
+
+
+def result_json_schema() -> dict:
+    return SolveOut.model_json_schema()
+
+
+# --------------------------------------------------------------------------- text and Markdown
+
+
+def _objective_text(objective: str, value: float | None) -> str:
+    if value is None:
+        return "—"
+    return {
+        "min_cost": f"${value:,.2f}/h",
+        "min_gpus": f"{value:,.0f} GPUs",
+        "min_purchase": f"${value:,.0f}",
+        "min_tpot": f"{value * 1e3:,.1f} ms",
+    }[objective]
+
+
+def _delta_text(objective: str, delta: float | None) -> str:
+    if delta is None:
+        return "—"
+    sign = "+" if delta >= 0 else "−"
+    mag = abs(delta)
+    return sign + {
+        "min_cost": f"${mag:,.2f}/h",
+        "min_gpus": f"{mag:,.0f} GPUs",
+        "min_purchase": f"${mag:,.0f}",
+        "min_tpot": f"{mag * 1e3:,.1f} ms",
+    }[objective]
+
+
+def _value_text(target: str, value: float | None) -> str:
+    if value is None:
+        return "—"
+    if target in ("max_tpot", "max_ttft"):
+        return fmt_seconds(value)
+    if target == "max_usd_per_hour":
+        return f"${value:,.2f}/h"
+    if target == "max_purchase_usd":
+        return f"${value:,.0f}"
+    return f"{value:,.0f}"
+
+
+def _constraint_cells(row) -> tuple[str, str, str]:
+    if row.unit == "bytes":
+        return f"{row.value / GB:,.2f} GB", f"{row.limit / GB:,.2f} GB", f"{row.slack / GB:,.2f} GB"
+    if row.unit == "s":
+        lim = fmt_seconds(row.limit) if row.limit is not None else "no target"
+        slack = fmt_seconds(row.slack) if row.slack is not None else "—"
+        if row.slack is not None and row.slack < 0:
+            slack = "−" + fmt_seconds(-row.slack)
+        return fmt_seconds(row.value), lim, slack
+    if row.unit == "usd_per_hour":
+        return f"${row.value:,.2f}/h", f"${row.limit:,.2f}/h", f"${row.slack:,.2f}/h"
+    if row.unit == "usd":
+        return f"${row.value:,.0f}", f"${row.limit:,.0f}", f"${row.slack:,.0f}"
+    return f"{row.value:,.0f}", f"{row.limit:,.0f}", f"{row.slack:,.0f}"
+
+
+def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
+    if markdown:
+        out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+        return out
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    fmt = "  ".join("{:<%d}" % w for w in widths)
+    return ["  " + fmt.format(*headers).rstrip()] + ["  " + fmt.format(*r).rstrip() for r in rows]
+
+
+def render(r: SolveResult, markdown: bool = False) -> str:
+    o = to_output(r)
+    p = r.problem
+    s = o.spec
+    h = (lambda x: f"## {x}") if markdown else (lambda x: x)
+    lines: list[str] = []
+    targets = ", ".join(
+        x for x in (
+            f"TTFT ≤ {fmt_seconds(s.max_ttft_s)}" if s.max_ttft_s else "",
+            f"TPOT ≤ {fmt_seconds(s.max_tpot_s)}" if s.max_tpot_s else "",
+        ) if x
+    ) or "no latency targets"
+    title = (
+        f"plan-opt solve · {s.model} · {s.users:,} users × {s.context_tokens:,}-token context "
+        f"(prompt {s.prompt_tokens:,}) · {targets} · objective: {OBJECTIVES[s.objective]}"
+    )
+    lines.append(f"# {title}" if markdown else title)
+    budgets = [f"${s.max_usd_per_hour:,.2f}/h" if s.max_usd_per_hour else "", f"${s.max_purchase_usd:,.0f} to buy" if s.max_purchase_usd else "",
+               f"≤ {s.max_gpus} GPUs" if s.max_gpus else "", ("owned: " + ", ".join(f"{n} × {k}" for k, n in s.inventory.items())) if s.inventory else ""]
+    budgets = [b for b in budgets if b]
+    if budgets:
+        lines.append(("budget: " + "; ".join(budgets)))
+    status = {"optimal": "optimal (proven by CP-SAT)", "feasible": "feasible, not proven optimal (time limit)",
+              "infeasible": "no plan exists", "unknown": "unknown (time limit before any plan)"}[o.status]
+    lines.append(f"searched {o.shapes_searched:,} shapes on {o.devices_searched} devices: {status}")
+    lines.append("")
+
+    if o.plan:
+        pl = o.plan
+        split = f"TP {pl.tp}" + (f" × PP {pl.pp}" if pl.pp > 1 else "")
+        own = f" ({pl.gpus_owned_used} owned, {pl.gpus_rented} rented)" if pl.gpus_owned_used else ""
+        lines.append(h("Plan"))
+        lines.append(
+            f"{pl.replicas} × {pl.gpu_display_name}, {split}, weights {pl.weights}, KV cache {pl.kv_cache} — "
+            f"{pl.gpus} GPU{'s' if pl.gpus != 1 else ''}{own}, ${pl.cost_usd_per_hour:,.2f}/hour"
+            + (f", ${pl.purchase_usd:,.0f} to buy" if p.max_purchase_usd or p.objective == "min_purchase" else "")
+        )
+        lines.append(
+            f"{pl.batch_per_replica:,} users per replica on {pl.platform}; TPOT {fmt_seconds(pl.tpot_s)}, "
+            f"TTFT {fmt_seconds(pl.ttft_s)}, {pl.tokens_per_s:,.0f} tokens/s in all"
+        )
+        lines.append("")
+        lines.append(h("Constraints at the plan"))
+        rows = []
+        for c in o.constraints:
+            value, limit, slack = _constraint_cells(c)
+            rows.append([c.name, value, limit, slack, c.note])
+        lines += _table(["constraint", "value", "limit", "slack", "note"], rows, markdown)
+        lines.append("")
+        lines.append(h("What decided it"))
+        capped = "memory (room beside the weights)" if pl.batch_capped_by == "memory" else "the TPOT target (bandwidth)"
+        lines.append(f"- batch per replica: capped by {capped}: memory allows {pl.max_batch_memory:,}, TPOT allows {pl.max_batch_tpot:,}")
+        if pl.replicas > 1:
+            lines.append(f"- replicas: ⌈{s.users:,} users / {min(pl.max_batch_memory, pl.max_batch_tpot):,} per replica⌉ = {pl.replicas}, forced by {pl.replicas_forced_by}")
+        if o.binding_targets:
+            lines.append(f"- targets that bind (relaxing them lowers the optimum): {', '.join(o.binding_targets)}")
+        else:
+            lines.append("- no target binds: relaxing any by 50 % leaves the optimum unchanged")
+        cheaper_blocked = [ru for ru in o.runners_up if ru.plan is None and not ru.reason.startswith(("no rental", "no purchase", "cannot run"))]
+        if cheaper_blocked:
+            lines.append("- other GPUs ruled out: " + "; ".join(f"{ru.device}: {ru.reason}" for ru in cheaper_blocked[:6]))
+        if o.sensitivity:
+            lines.append("")
+            lines.append(h("The price of each target (re-solved)"))
+            rows = [[x.target, x.change, _value_text(x.target, x.value), x.plan or "no plan",
+                     _objective_text(o.objective, x.objective), _delta_text(o.objective, x.delta)] for x in o.sensitivity]
+            lines += _table(["target", "change", "value", "plan", "objective", "Δ"], rows, markdown)
+    else:
+        lines.append(h("No plan"))
+        if o.conflict:
+            lines.append(
+                "These targets cannot hold together (a minimal set: drop any one and the others can): "
+                + ", ".join(f"{t} ({LABELS[t]})" for t in o.conflict)
+            )
+        else:
+            lines.append("No searched device can run this model for even one user at any allowed split: see each device below.")
+        if o.relaxations:
+            lines.append("")
+            lines.append(h("Nearest feasible relaxation (the other targets held)"))
+            rows = [[x.target, _value_text(x.target, x.current), x.note, x.plan or "—"] for x in o.relaxations]
+            lines += _table(["target", "asked", "nearest", "plan"], rows, markdown)
+
+    if o.runners_up:
+        lines.append("")
+        lines.append(h("Runners-up (best plan on each other GPU)" if o.plan else "Each GPU searched"))
+        rows = [[ru.device, ru.plan or "—", _objective_text(o.objective, ru.objective), _delta_text(o.objective, ru.delta),
+                 "" if ru.plan else ru.reason] for ru in o.runners_up]
+        lines += _table(["gpu", "plan", "objective", "Δ", "why not"], rows, markdown)
+    return "\n".join(lines) + "\n"

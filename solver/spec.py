@@ -1,0 +1,129 @@
+"""The spec of `plan-opt solve`: what to serve, how fast, on what, within what
+budget. Pydantic at the edge; `plan-opt schema` prints its JSON Schema.
+
+    model: llama-3.1-70b
+    workload: {users: 64, context_tokens: 8192, prompt_tokens: 2048, kv_fill: 1.0}
+    sla: {max_ttft: 1s, max_tpot: 50ms}
+    search: {gpus: [all], max_gpus: 64, tp: [1, 2, 4, 8], pp: [1], weights: [bf16, fp8], kv_cache: [bf16, fp8]}
+    objective: min_cost
+    budget: {max_usd_per_hour: 200}
+    inventory: {a100-80gb: 8}
+    overrides: {gpus: {h100-sxm: {price_usd_per_gpu_hour: 2.5}}, factors: {...}, model: {...}}
+    solver: {time_limit_s: 10}
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, field_validator
+
+from solver.errors import InputError
+from solver.evaluate_input import (
+    MAX_PARALLEL,
+    FactorsIn,
+    FlopPerS,
+    ModelOverrides,
+    SlaIn,
+    WorkloadIn,
+    _In,
+    Bytes,
+    BytesPerS,
+)
+from solver.catalog import ComputeDtype
+from solver.yaml_lines import load_yaml_file
+
+Objective = Literal["min_cost", "min_gpus", "min_purchase", "min_tpot"]
+OBJECTIVES: dict[str, str] = {
+    "min_cost": "cheapest $/hour (GPUs you own are free)",
+    "min_gpus": "fewest GPUs",
+    "min_purchase": "cheapest to buy (GPUs you own are free)",
+    "min_tpot": "fastest time per output token within the budget",
+}
+
+
+class SearchIn(_In):
+    gpus: list[str] = Field(
+        default=["all"],
+        min_length=1,
+        description='Device names or aliases, architecture families (e.g. "hopper"), or "all".',
+    )
+    max_gpus: int | None = Field(default=None, ge=1, le=100_000, description="Most GPUs in the plan, all replicas.")
+    tp: list[int] = Field(default=[1, 2, 4, 8], min_length=1, description="Tensor-parallel degrees to consider.")
+    pp: list[int] = Field(default=[1], min_length=1, description="Pipeline-parallel degrees to consider.")
+    weights: list[str] = Field(default=["bf16", "fp8", "int4-awq"], min_length=1, description="Weight formats to consider.")
+    kv_cache: list[str] = Field(default=["bf16", "fp8"], min_length=1, description="KV-cache formats to consider.")
+
+    @field_validator("tp", "pp")
+    @classmethod
+    def _degrees(cls, v: list[int]) -> list[int]:
+        bad = [x for x in v if not 1 <= x <= MAX_PARALLEL]
+        if bad:
+            raise ValueError(f"degrees must be between 1 and {MAX_PARALLEL}, got {bad}")
+        return sorted(set(v))
+
+
+class BudgetIn(_In):
+    max_usd_per_hour: float | None = Field(default=None, gt=0, lt=1e7, description="Cap on rented $/hour.")
+    max_purchase_usd: float | None = Field(default=None, gt=0, lt=1e11, description="Cap on the price of GPUs to buy.")
+
+
+class GpuOverrideIn(_In):
+    price_usd_per_gpu_hour: float | None = Field(default=None, gt=0, lt=1000)
+    purchase_usd: float | None = Field(default=None, gt=0, lt=1e7)
+    memory_bytes: Bytes | None = None
+    memory_bandwidth_bytes_per_s: BytesPerS | None = None
+    dense_flops_per_s: dict[ComputeDtype, FlopPerS] | None = None
+    factors: FactorsIn = FactorsIn()
+
+
+class SpecOverridesIn(_In):
+    gpus: dict[str, GpuOverrideIn] = Field(default={}, description="Per device: any catalog figure.")
+    factors: FactorsIn = Field(default=FactorsIn(), description="For every device (a device's own override wins).")
+    model: ModelOverrides = ModelOverrides()
+
+
+class SolverIn(_In):
+    time_limit_s: float = Field(default=10.0, gt=0, le=3600, description="CP-SAT's limit per solve.")
+
+
+class Spec(_In):
+    """A serving target: plan-opt finds the cheapest hardware that meets it."""
+
+    model: str = Field(description="Catalog name, Hugging Face id, or path to a local config.json.")
+    workload: WorkloadIn
+    sla: SlaIn = SlaIn()
+    search: SearchIn = SearchIn()
+    objective: Objective = Field(default="min_cost", description="; ".join(f"{k}: {v}" for k, v in OBJECTIVES.items()))
+    budget: BudgetIn = BudgetIn()
+    inventory: dict[str, int] = Field(default={}, description="GPUs already owned, per device: free to use, limited in number.")
+    overrides: SpecOverridesIn = SpecOverridesIn()
+    solver: SolverIn = SolverIn()
+
+    @field_validator("inventory")
+    @classmethod
+    def _inventory(cls, v: dict[str, int]) -> dict[str, int]:
+        bad = {k: n for k, n in v.items() if not 0 <= n <= 100_000}
+        if bad:
+            raise ValueError(f"owned counts must be between 0 and 100000, got {bad}")
+        return v
+
+
+def parse_spec(data: object, lines: dict | None = None, source: str | None = None) -> Spec:
+    if not isinstance(data, dict):
+        raise InputError("spec", None, "expected a YAML mapping with model and workload", source=source)
+    try:
+        return Spec.model_validate(data)
+    except ValidationError as exc:
+        raise InputError.from_validation(exc, lines, source=source) from None
+
+
+def load_spec(path: str | Path) -> tuple[Spec, dict]:
+    """The spec and the map from field path to YAML line (for later messages)."""
+    data, lines = load_yaml_file(path)
+    return parse_spec(data, lines, str(path)), lines
+
+
+def spec_json_schema() -> dict:
+    return Spec.model_json_schema()
