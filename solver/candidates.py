@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from solver.deployment import Workload
 from solver.evaluate import Targets
@@ -39,21 +40,21 @@ class Candidate:
     relaxed: frozenset[str] = frozenset()
     """Targets this candidate was computed without (diagnosis only): users, context_tokens."""
 
-    @property
+    @cached_property
     def gpus(self) -> int:
         return self.replicas * self.shape.gpus_per_replica
 
-    @property
+    @cached_property
     def rented(self) -> int:
         """GPUs beyond those owned."""
         return max(0, self.gpus - self.shape.owned)
 
-    @property
+    @cached_property
     def cost_usd_per_hour(self) -> float:
         price = self.shape.device.price
         return self.rented * price.usd_per_gpu_hour if price and self.rented else 0.0
 
-    @property
+    @cached_property
     def purchase_usd(self) -> float:
         p = self.shape.device.purchase_usd
         return self.rented * p if p and self.rented else 0.0
@@ -72,27 +73,27 @@ class Candidate:
         return "memory" if self.max_batch_memory <= self.max_batch_tpot else "bandwidth"
 
     # Integer coefficients for CP-SAT.
-    @property
+    @cached_property
     def memory_excess(self) -> int:
         return self.batch - self.max_batch_memory
 
-    @property
+    @cached_property
     def tpot_us(self) -> int:
         return ceil_us(self.tpot_s)
 
-    @property
+    @cached_property
     def ttft_us(self) -> int:
         return ceil_us(self.ttft_s)
 
-    @property
+    @cached_property
     def interconnect_excess(self) -> int:
         return 0 if self.physics.interconnect_ok else 1
 
-    @property
+    @cached_property
     def cost_cents(self) -> int:
         return math.ceil(round(self.cost_usd_per_hour * 100, 6))
 
-    @property
+    @cached_property
     def purchase_dollars(self) -> int:
         return math.ceil(round(self.purchase_usd, 6))
 
@@ -155,7 +156,7 @@ def candidates(
         if t.max_tpot_s is None or ignore_tpot_cap:
             b_tpot = upper
         else:
-            b_tpot = ph.decode.max_batch(t.max_tpot_s, upper)
+            b_tpot = problem.tpot_cap(ph, w, t.max_tpot_s, upper)
         cap = min(b_mem, b_tpot) if not ignore_tpot_cap else b_mem
         seen = set()
         for b in _batches(cap, w.users, batch_variants):

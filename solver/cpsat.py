@@ -92,7 +92,7 @@ def _solver(time_limit_s: float):
 
 def _rank(cands: list[Candidate]) -> list[int]:
     """Tie-break: fewer GPUs, lower TPOT, lower TTFT, then catalog order."""
-    order = sorted(range(len(cands)), key=lambda i: (cands[i].gpus, cands[i].tpot_us, cands[i].ttft_us, cands[i].shape.index, -cands[i].batch))
+    order = sorted(range(len(cands)), key=lambda i: tie_key(cands[i], "min_gpus")[1:])
     rank = [0] * len(cands)
     for r, i in enumerate(order):
         rank[i] = r
@@ -158,9 +158,53 @@ def _status_name(code) -> str:
     }.get(code, "unknown")
 
 
+def tie_key(c: Candidate, objective: str) -> tuple:
+    """The objective, then fewer GPUs, lower TPOT, lower TTFT, catalog order, larger batch."""
+    return (PRIMARY[objective](c), c.gpus, c.tpot_us, c.ttft_us, c.shape.index, -c.batch)
+
+
+def prune(cands: list[Candidate], limits: Limits, objective: str) -> list[Candidate]:
+    """Drop candidates that can never be the optimum: those another candidate of the
+    same device beats on the objective while being no worse on any coefficient of a
+    constraint in force (DESIGN: prune dominated shapes within their device). Exact:
+    whenever a dropped candidate is feasible, the one that dominates it is too, and
+    better."""
+
+    def coeffs(c: Candidate) -> tuple:
+        out = [max(c.memory_excess, 0), c.interconnect_excess]
+        if limits.max_tpot_us is not None:
+            out.append(c.tpot_us)
+        if limits.max_ttft_us is not None:
+            out.append(c.ttft_us)
+        if limits.max_cost_cents is not None:
+            out.append(c.cost_cents)
+        if limits.max_purchase_dollars is not None:
+            out.append(c.purchase_dollars)
+        if limits.max_gpus is not None:
+            out.append(c.gpus)
+        return tuple(out)
+
+    by_device: dict[str, list[Candidate]] = {}
+    for c in cands:
+        by_device.setdefault(c.shape.device.name, []).append(c)
+    kept: list[Candidate] = []
+    for group in by_device.values():
+        front: list[tuple[tuple, Candidate]] = []
+        keyed = sorted(((tie_key(c, objective), c) for c in group), key=lambda kc: kc[0])
+        for _, c in keyed:
+            v = coeffs(c)
+            if any(all(a <= b for a, b in zip(fv, v)) for fv, _ in front):
+                continue
+            front.append((v, c))
+        kept += [c for _, c in front]
+    kept.sort(key=lambda c: (c.shape.index, -c.batch))
+    return kept
+
+
 def optimise(cands: list[Candidate], limits: Limits, objective: str, time_limit_s: float = 10.0) -> Solution:
     """The least-objective candidate meeting every constraint, proven optimal when
     CP-SAT finishes within the time limit."""
+    cands = prune(cands, limits, objective)
     if not cands:
         return Solution("infeasible", None)
     b = _build(cands, limits)
@@ -178,6 +222,7 @@ def optimise(cands: list[Candidate], limits: Limits, objective: str, time_limit_
 
 
 def is_feasible(cands: list[Candidate], limits: Limits, time_limit_s: float = 10.0) -> bool:
+    cands = prune(cands, limits, "min_gpus")
     if not cands:
         return False
     b = _build(cands, limits)

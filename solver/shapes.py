@@ -65,6 +65,7 @@ class ShapePhysics:
     """Sequences per replica that fit beside the weights (0: not even one)."""
     ttft_s: float
     decode: DecodeCoefficients | None
+    prompt_tokens: int = 0
 
     @property
     def valid(self) -> bool:
@@ -90,6 +91,7 @@ class Problem:
     excluded: dict[str, str]
     """Device name → why it was left out before any physics (e.g. no price)."""
     _physics: dict[tuple[int, int, int], ShapePhysics] = field(default_factory=dict)
+    _caps: dict[tuple, int] = field(default_factory=dict)
 
     @property
     def objective(self) -> str:
@@ -116,6 +118,17 @@ class Problem:
         return got
 
 
+    def tpot_cap(self, physics: ShapePhysics, workload: Workload, max_tpot_s: float, upper: int) -> int:
+        """Most sequences per replica meeting `max_tpot_s` (memoised: re-solves that
+        move another target reuse it)."""
+        key = (physics.shape.index, workload.resident_tokens, workload.prompt_tokens, max_tpot_s, upper)
+        got = self._caps.get(key)
+        if got is None:
+            got = physics.decode.max_batch(max_tpot_s, upper)
+            self._caps[key] = got
+        return got
+
+
 def _shape_physics(shape: Shape, w: Workload) -> ShapePhysics:
     d = shape.deployment
     refused = tuple(validity.check(d, w))
@@ -138,6 +151,7 @@ def _shape_physics(shape: Shape, w: Workload) -> ShapePhysics:
         max_batch,
         estimate_prefill(d, w).ttft_s,
         decode_coefficients(d, w.resident_tokens),
+        w.prompt_tokens,
     )
 
 

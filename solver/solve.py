@@ -262,8 +262,32 @@ def _why_not(problem: Problem, s: Scenario, shapes) -> str:
     ok_phys = [c for c in cands if c.memory_excess <= 0 and c.interconnect_excess == 0]
     for target in alone:
         best = _best_on(ok_phys, target)
-        parts.append(f"{target} (best here {best})" if best else target)
-    return "ruled out by " + " or ".join(parts)
+        blame = _comm_blame(ok_phys, target, limits)
+        parts.append(f"{target} (best here {best}{blame})" if best else target)
+    reason = "ruled out by " + " or ".join(parts)
+    if all("interconnect" in p for p in parts):
+        reason = "interconnect: " + reason
+    return reason
+
+
+def _comm_blame(cands: list[Candidate], target: str, limits: Limits) -> str:
+    """When the all-reduces alone push a latency past its target, the interconnect
+    is what rules the device out: say so, with the figure without them."""
+    if target == "max_tpot" and limits.max_tpot_us is not None:
+        without = min((c.tpot_s - c.physics.decode.comm_time_s(c.batch) for c in cands), default=None)
+        if without is not None and without * 1e6 <= limits.max_tpot_us:
+            return f"; {without * 1e3:.1f} ms without the interconnect's all-reduces"
+    if target == "max_ttft" and limits.max_ttft_us is not None:
+        without = min((c.ttft_s - _prefill_comm(c) for c in cands), default=None)
+        if without is not None and without * 1e6 <= limits.max_ttft_us:
+            return f"; {without * 1e3:.0f} ms without the interconnect's all-reduces"
+    return ""
+
+
+def _prefill_comm(c: Candidate) -> float:
+    from solver.physics.interconnect import estimate_comm
+
+    return estimate_comm(c.shape.deployment, c.physics.prompt_tokens).time_s
 
 
 def _limit_field(target: str) -> str:

@@ -98,8 +98,19 @@ def tp_ring(platform: Platform, size: int) -> Ring:
     pay networkx's import (a third of a second here) for an answer computed before."""
     if size == 1:
         return Ring(1, float("inf"), 0.0, ())
-    bw, lat, kinds, parallel = _memo(platform, f"ring{size}", lambda: list(astuple(_compute_ring(platform, size)))[1:])
+    found = _memo(platform, f"ring{size}", lambda: _ring_fields(platform, size))
+    if found is None:
+        raise ValueError(f"{platform.name} cannot join {size} GPUs")
+    bw, lat, kinds, parallel = found
     return Ring(size, bw, lat, tuple(kinds), parallel)
+
+
+def _ring_fields(platform: Platform, size: int) -> list | None:
+    """JSON-able ring figures, or None when no link joins that many GPUs (cached too)."""
+    try:
+        return list(astuple(_compute_ring(platform, size)))[1:]
+    except ValueError:
+        return None
 
 
 def _compute_ring(platform: Platform, size: int) -> Ring:

@@ -1,0 +1,123 @@
+"""Time `plan-opt solve` on the full catalog, against an exhaustive enumeration of
+the same space, in one run; and how solve time grows with the catalog (1x, 2x, 4x
+the devices). Targets (issue 3): the whole process, explanation included, under 1 s;
+at least 10x faster than enumeration; growth at most linear.
+
+    python bench/bench_solve.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+FULL = {
+    "model": "llama-3.1-70b",
+    "workload": {"users": 64, "context_tokens": 8192, "prompt_tokens": 2048},
+    "sla": {"max_ttft": "1s", "max_tpot": "50ms"},
+    "search": {"gpus": ["all"], "tp": [1, 2, 4, 8], "pp": [1, 2], "weights": ["bf16", "fp8", "int4-awq"], "kv_cache": ["bf16", "fp8"]},
+}
+
+
+def median_time(fn, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def scaled(problem, k: int):
+    """The problem with every device present k times (renamed copies, prices up by
+    0.1 % per copy so that no two are tied)."""
+    from solver.catalog import Price
+    from solver.shapes import Problem, Shape
+
+    shapes, devices = [], []
+    for copy in range(k):
+        renamed = {}
+        for d in problem.devices:
+            price = d.price and dataclasses.replace(d.price, usd_per_gpu_hour=d.price.usd_per_gpu_hour * (1 + 0.001 * copy))
+            nd = dataclasses.replace(d, name=f"{d.name}-{copy}" if copy else d.name, price=price)
+            renamed[d.name] = nd
+            devices.append(nd)
+        for sh in problem.shapes:
+            dep = dataclasses.replace(sh.deployment, device=renamed[sh.device.name])
+            shapes.append(Shape(len(shapes), dep, sh.domain, sh.owned))
+    return Problem(problem.spec, shapes, problem.workload, problem.targets, devices, problem.excluded)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+
+    from solver.candidates import candidates
+    from solver.catalog import default_catalog
+    from solver.cpsat import optimise
+    from solver.enumerate import exhaustive
+    from solver.shapes import build_problem
+    from solver.solve import scenario_of, solve
+    from solver.spec import parse_spec
+
+    import yaml
+
+    spec_file = ROOT / "bench" / "results" / "full-catalog.yaml"
+    spec_file.parent.mkdir(exist_ok=True)
+    spec_file.write_text(yaml.safe_dump(FULL))
+    exe = shutil.which("plan-opt")
+    cmd = [exe] if exe else [sys.executable, "-m", "solver.cli"]
+
+    print(f"plan-opt solve on the full catalog ({args.runs} runs each; medians)")
+    subprocess.run([*cmd, "solve", str(spec_file)], capture_output=True)  # warm caches
+    whole = median_time(lambda: subprocess.run([*cmd, "solve", str(spec_file)], capture_output=True), args.runs)
+    plan_only = median_time(lambda: subprocess.run([*cmd, "solve", str(spec_file), "--no-explain"], capture_output=True), args.runs)
+    floor = median_time(lambda: subprocess.run([sys.executable, "-c", "import pydantic, ortools.sat.python.cp_model"], capture_output=True), args.runs)
+    print(f"  whole process, explanation included   {whole:7.3f} s")
+    print(f"  whole process, plan only (--no-explain) {plan_only:5.3f} s")
+    print(f"  floor: python + import pydantic + ortools {floor:5.3f} s")
+
+    catalog = default_catalog()
+    problem = build_problem(parse_spec(FULL), catalog)
+    s = scenario_of(problem)
+
+    def cpsat_path(p=problem):
+        p._physics.clear()
+        cands = candidates(p)
+        return optimise(cands, s.limits(), p.objective)
+
+    def enumeration(p=problem):
+        return exhaustive(p)
+
+    cp = cpsat_path()
+    en = enumeration()
+    assert (cp.candidate.shape.index, cp.candidate.replicas) == (en.shape.index, en.replicas), "CP-SAT and enumeration disagree"
+    t_cp = median_time(cpsat_path, args.runs)
+    t_en = median_time(enumeration, max(1, args.runs // 2))
+    t_explain = median_time(lambda: solve(problem), args.runs)
+    print(f"in-process, {len(problem.shapes)} shapes on {len(problem.devices)} devices, {s.workload.users} users:")
+    print(f"  CP-SAT (physics + model + proof)      {t_cp * 1e3:8.1f} ms")
+    print(f"  exhaustive enumeration                {t_en * 1e3:8.1f} ms")
+    print(f"  ratio enumeration / CP-SAT            {t_en / t_cp:8.1f} x")
+    print(f"  solve with full explanation           {t_explain * 1e3:8.1f} ms")
+    print("growth with the catalog (CP-SAT path, physics included):")
+    base = None
+    for k in (1, 2, 4):
+        pk = scaled(problem, k)
+        t = median_time(lambda pk=pk: cpsat_path(pk), args.runs)
+        base = base or t
+        print(f"  {k}x devices ({len(pk.shapes):5d} shapes)  {t * 1e3:8.1f} ms   {t / base:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,11 @@
+"""Build a Problem from a spec dict, the way the CLI does."""
+
+from __future__ import annotations
+
+from solver.catalog import default_catalog
+from solver.shapes import build_problem
+from solver.spec import parse_spec
+
+
+def problem_of(spec: dict):
+    return build_problem(parse_spec(spec), default_catalog())

@@ -1,0 +1,70 @@
+"""`plan-opt solve` from the command line: every shipped spec solves (or, the
+impossible one, explains), the JSON is deterministic, formats and exit codes hold."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from solver.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = sorted((ROOT / "specs").glob("*.yaml"))
+
+
+def run(argv, capsys):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.name)
+def test_every_shipped_spec_solves_or_explains(spec, capsys):
+    code, out, err = run(["solve", spec, "--format", "json"], capsys)
+    data = json.loads(out)
+    if spec.name.startswith("impossible"):
+        assert code == 3 and data["plan"] is None
+        assert data["conflict"] or data["runners_up"], "an impossible spec must say why"
+        assert all(r["nearest"] is not None or r["note"] for r in data["relaxations"])
+    else:
+        assert code == 0, err
+        assert data["status"] == "optimal" and data["proven_optimal"]
+        assert data["plan"]["gpus"] >= 1 and data["constraints"]
+
+
+def test_json_is_byte_identical_across_runs():
+    spec = ROOT / "specs" / "chat-llama70b.yaml"
+    runs = [
+        subprocess.run([sys.executable, "-m", "solver.cli", "solve", str(spec), "--format", "json"], capture_output=True, text=True)
+        for _ in range(2)
+    ]
+    assert runs[0].returncode == 0, runs[0].stderr
+    assert runs[0].stdout == runs[1].stdout
+
+
+def test_text_and_markdown_reports(capsys):
+    spec = ROOT / "specs" / "chat-llama70b.yaml"
+    code, out, _ = run(["solve", spec], capsys)
+    assert code == 0
+    for section in ("Plan", "Constraints at the plan", "What decided it", "The price of each target", "Runners-up"):
+        assert section in out
+    code, md, _ = run(["solve", spec, "--format", "markdown"], capsys)
+    assert md.startswith("# plan-opt solve") and "| constraint | value | limit | slack | note |" in md
+
+
+def test_no_explain_and_time_limit(capsys):
+    spec = ROOT / "specs" / "chat-llama70b.yaml"
+    code, out, _ = run(["solve", spec, "--no-explain", "--time-limit", "5", "--format", "json"], capsys)
+    data = json.loads(out)
+    assert code == 0 and data["sensitivity"] == [] and data["runners_up"] == []
+    code, _, err = run(["solve", spec, "--time-limit", "0"], capsys)
+    assert code == 2 and "--time-limit" in err
+
+
+def test_missing_spec_file(capsys):
+    code, _, err = run(["solve", "nope.yaml"], capsys)
+    assert code == 2 and "no such file" in err

@@ -1,0 +1,202 @@
+"""`plan-opt solve`: CP-SAT's optimum against exhaustive enumeration, and hand-built
+cases whose binding constraint is known in advance (derivations beside them)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from solver.enumerate import exhaustive
+from solver.solve import Scenario, scenario_of, solve, solve_scenario
+from tests.solve_helpers import problem_of
+
+GiB = 2**30
+
+
+# --------------------------------------------------------------------------- the oracle
+
+
+@st.composite
+def small_specs(draw):
+    gpus = draw(st.lists(st.sampled_from(["rtx-4090", "l40s", "a100-80gb", "h100-sxm", "l4", "mi300x"]), min_size=1, max_size=3, unique=True))
+    context = draw(st.sampled_from([1024, 4096, 16384]))
+    output = draw(st.integers(16, 512))
+    spec = {
+        "model": draw(st.sampled_from(["llama-3.1-8b", "qwen2.5-7b", "mixtral-8x7b", "qwen3-30b-a3b", "phi-4"])),
+        "workload": {"users": draw(st.integers(1, 48)), "context_tokens": context, "output_tokens": output},
+        "search": {
+            "gpus": gpus,
+            "tp": draw(st.lists(st.sampled_from([1, 2, 4]), min_size=1, max_size=3, unique=True)),
+            "weights": draw(st.lists(st.sampled_from(["bf16", "fp8", "int4-awq"]), min_size=1, max_size=3, unique=True)),
+            "kv_cache": draw(st.lists(st.sampled_from(["bf16", "fp8"]), min_size=1, max_size=2, unique=True)),
+        },
+        "objective": draw(st.sampled_from(["min_cost", "min_gpus", "min_purchase", "min_tpot"])),
+        "sla": {},
+        "budget": {},
+    }
+    if draw(st.booleans()):
+        spec["sla"]["max_tpot"] = f"{draw(st.integers(4, 80))}ms"
+    if draw(st.booleans()):
+        spec["sla"]["max_ttft"] = f"{draw(st.integers(50, 4000))}ms"
+    if draw(st.booleans()):
+        spec["search"]["max_gpus"] = draw(st.integers(1, 16))
+    if draw(st.booleans()):
+        spec["budget"]["max_usd_per_hour"] = draw(st.integers(1, 60))
+    if draw(st.booleans()):
+        spec["inventory"] = {gpus[0]: draw(st.integers(0, 6))}
+    return spec
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_specs())
+def test_cpsat_optimum_equals_exhaustive_enumeration(spec):
+    problem = problem_of(spec)
+    got = solve(problem, explain=False).solution
+    want = exhaustive(problem)
+    if want is None:
+        assert not got.feasible, spec
+        return
+    assert got.feasible and got.status == "optimal", spec
+    c = got.candidate
+    # Same plan, not just the same objective: the tie-break is part of the contract.
+    assert (c.shape.index, c.replicas) == (want.shape.index, want.replicas), spec
+    assert c.gpus == want.gpus and c.cost_usd_per_hour == pytest.approx(want.cost_usd_per_hour)
+
+
+# --------------------------------------------------------------------------- binding, case by case
+
+
+def test_seed_scenario_is_memory_bound_with_hand_derived_batch():
+    # Llama-3.1-8B, 16 users at 8,192 tokens, 16-bit, RTX 4090 only (TP 1), catalog
+    # defaults: 90 % of 24,564 MiB usable, 2 GiB runtime overhead.
+    spec = {"model": "llama-3.1-8b", "workload": {"users": 16, "context_tokens": 8192, "output_tokens": 256},
+            "search": {"gpus": ["rtx-4090"], "tp": [1], "weights": ["fp16"], "kv_cache": ["fp16"]}}
+    r = solve(problem_of(spec))
+    usable = 24_564 * 2**20 * 0.9  # 23,181,498,777.6 B
+    weights = 8_030_261_248 * 2  # 16,060,522,496 B
+    room = usable - weights - 2 * GiB  # 4,973,492,633.6 B
+    per_seq = 2 * 32 * 8 * 128 * 2 * 8192  # 1,073,741,824 B: the seed's KV for one user
+    cap = int(room // per_seq)
+    assert cap == 4
+    c = r.solution.candidate
+    assert (c.max_batch_memory, c.replicas, c.batch) == (4, math.ceil(16 / 4), 4)
+    assert r.batch_capped_by == "memory" and r.replicas_forced_by == "memory"
+    assert r.plan.memory.weights_bytes == weights
+    assert r.plan.memory.kv_bytes == 4 * per_seq
+    assert r.solution.status == "optimal"
+    # With TP=2 allowed one replica of two cards holds all 16 (cap 24) and costs less.
+    spec["search"]["tp"] = [1, 2]
+    c2 = solve(problem_of(spec), explain=False).solution.candidate
+    room2 = usable - weights / 2 - 2 * GiB
+    assert c2.shape.deployment.tp == 2 and c2.replicas == 1 and c2.max_batch_memory == int(room2 // (per_seq / 2)) == 24
+
+
+def test_bandwidth_binds_when_tpot_caps_the_batch():
+    # H100 SXM, Llama-3.1-8B bf16, 32 users at 4,096 tokens, TPOT ≤ 8 ms. A decode step
+    # reads 16.06 GB of weights + b × 0.537 GB of KV at 3.35 TB/s × 0.8:
+    #   b ≤ (8e-3 × 2.68e12 − 16.0605e9) / 0.53687e9 = 10.02 → 10 per replica
+    # while memory would allow (76.97e9 − 16.06e9 − 2.15e9) / 0.537e9 = 109.
+    spec = {"model": "llama-3.1-8b", "workload": {"users": 32, "context_tokens": 4096, "output_tokens": 512},
+            "sla": {"max_tpot": "8ms"}, "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]}}
+    r = solve(problem_of(spec))
+    c = r.solution.candidate
+    assert c.max_batch_tpot == 10 and c.max_batch_memory == 109
+    assert (c.replicas, c.batch) == (4, 8)
+    assert r.batch_capped_by == "max_tpot" and r.replicas_forced_by == "max_tpot"
+    assert "max_tpot" in r.binding_targets
+
+
+def test_compute_binds_when_ttft_forces_a_wider_tp_group():
+    # Llama-3.1-70B fp8 on H100 SXM, an 8,192-token prompt, TTFT ≤ 500 ms.
+    # FLOPs: 2 × 70.55e9 × 8192 = 1.156e15 linear + 4 × 64 × 128 × 80 × 8192·8193/2
+    # = 8.80e13 attention = 1.244e15; at 1,979 TFLOP/s × 0.5 per GPU:
+    #   TP 2: 0.629 s (+48 ms all-reduce) > 0.5 s;  TP 4: 0.314 s (+74 ms) < 0.5 s.
+    # Memory alone would take TP 2 (TP 1 leaves room for one user; 8 users → 8 GPUs).
+    spec = {"model": "llama-3.1-70b", "workload": {"users": 8, "prompt_tokens": 8192, "output_tokens": 256},
+            "sla": {"max_ttft": "500ms"}, "search": {"gpus": ["h100-sxm"], "weights": ["fp8"], "kv_cache": ["fp8"]}}
+    r = solve(problem_of(spec))
+    c = r.solution.candidate
+    assert c.shape.deployment.tp == 4 and c.replicas == 1
+    assert 0.3 < c.ttft_s < 0.5
+    assert "max_ttft" in r.binding_targets  # at 750 ms, TP 2 suffices and costs half
+    relaxed = next(x for x in r.sensitivity if x.target == "max_ttft" and x.change == "relaxed 50%")
+    assert "TP2" in relaxed.plan and relaxed.delta < 0
+
+
+def test_interconnect_rules_out_the_pcie_pair():
+    # Llama-3.1-8B bf16, one user, TPOT ≤ 11 ms. One RTX 4090 reads 16.06 GB at
+    # 1,008 GB/s × 0.8: 19.9 ms. Two on PCIe read 8.03 GB each: 9.96 ms + 0.17 ms KV,
+    # but 64 all-reduces × (2 × 10 µs hops) add 1.3 ms: 11.4 ms > 11 ms. Without the
+    # interconnect the pair would do (and cost 2 × $0.69 < one H100's $3.99).
+    spec = {"model": "llama-3.1-8b", "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
+            "sla": {"max_tpot": "11ms"},
+            "search": {"gpus": ["rtx-4090", "h100-sxm"], "tp": [1, 2], "weights": ["bf16"], "kv_cache": ["bf16"]}}
+    r = solve(problem_of(spec))
+    assert r.solution.candidate.shape.device.name == "h100-sxm"
+    ru = next(x for x in r.runners_up if x.device == "rtx-4090")
+    assert ru.plan is None and ru.reason.startswith("interconnect")
+    assert "without the interconnect" in ru.reason
+
+
+def test_tp_beyond_the_domain_is_the_interconnect_constraint():
+    # Llama-3.1-405B bf16 needs ~812 GB: 16 H100s. TP 16 spans two HGX nodes, which a
+    # TP group may not do; TP 8 × PP 2 is the way.
+    spec = {"model": "llama-3.1-405b", "workload": {"users": 1, "context_tokens": 4096, "output_tokens": 256},
+            "search": {"gpus": ["h100-sxm"], "tp": [8, 16], "pp": [1, 2], "weights": ["bf16"], "kv_cache": ["bf16"]}}
+    r = solve(problem_of(spec))
+    d = r.solution.candidate.shape.deployment
+    assert (d.tp, d.pp) == (8, 2)
+    problem = problem_of(spec)
+    tp16 = [sh for sh in problem.shapes if sh.deployment.tp == 16]
+    assert tp16 and all(not problem.physics(sh, problem.workload).interconnect_ok for sh in tp16)
+
+
+# --------------------------------------------------------------------------- inventory, budgets, impossible specs
+
+
+def test_owned_gpus_are_used_before_renting():
+    spec = {"model": "llama-3.1-8b", "workload": {"users": 8, "context_tokens": 4096, "output_tokens": 256},
+            "search": {"gpus": ["a100-80gb", "h100-sxm", "l40s"], "weights": ["bf16"], "kv_cache": ["bf16"]},
+            "inventory": {"a100-80gb": 2}}
+    c = solve(problem_of(spec), explain=False).solution.candidate
+    assert c.shape.device.name == "a100-80gb" and c.rented == 0 and c.cost_usd_per_hour == 0
+
+
+def test_min_tpot_spends_the_budget_on_replicas():
+    # Smaller batches decode faster; the budget buys the replicas.
+    base = {"model": "llama-3.1-8b", "workload": {"users": 32, "context_tokens": 4096, "output_tokens": 256},
+            "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]}, "objective": "min_tpot"}
+    tight = solve(problem_of({**base, "budget": {"max_usd_per_hour": 4}}), explain=False).solution.candidate
+    loose = solve(problem_of({**base, "budget": {"max_usd_per_hour": 17}}), explain=False).solution.candidate
+    assert tight.replicas == 1 and tight.cost_usd_per_hour <= 4
+    assert loose.replicas == 4 and loose.cost_usd_per_hour <= 17  # 4 × $3.99
+    assert loose.tpot_s < tight.tpot_s
+
+
+def test_impossible_spec_names_a_minimal_conflict_and_the_nearest_relaxation():
+    spec = {"model": "llama-3.1-70b", "workload": {"users": 64, "context_tokens": 8192, "output_tokens": 256},
+            "sla": {"max_tpot": "4ms", "max_ttft": "2s"}, "budget": {"max_usd_per_hour": 30},
+            "search": {"gpus": ["h100-sxm", "h200", "b200"], "weights": ["fp8"], "kv_cache": ["fp8"]}}
+    problem = problem_of(spec)
+    r = solve(problem)
+    assert not r.feasible and r.conflict
+    assert "max_tpot" in r.conflict
+    # Minimal: the set conflicts, and dropping any one of its targets removes the conflict.
+    s = scenario_of(problem)
+    none = {"max_tpot": None, "max_ttft": None, "max_usd_per_hour": None, "max_gpus": None}
+    for t in r.conflict:
+        if t in none:
+            assert solve_scenario(problem, s.with_value(t, none[t])).feasible, t
+    tpot = next(x for x in r.relaxations if x.target == "max_tpot")
+    assert tpot.nearest is not None and tpot.nearest > 0.004 and "lowest TPOT reachable" in tpot.note
+
+
+def test_model_that_fits_nowhere_has_an_empty_conflict_and_says_why():
+    spec = {"model": "llama-3.1-405b", "workload": {"users": 1, "context_tokens": 4096, "output_tokens": 256},
+            "search": {"gpus": ["rtx-4090"], "tp": [1, 2, 4], "weights": ["bf16"], "kv_cache": ["bf16"]}}
+    r = solve(problem_of(spec))
+    assert not r.feasible and r.conflict == []
+    assert any("memory" in ru.reason for ru in r.runners_up)
