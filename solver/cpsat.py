@@ -229,13 +229,14 @@ def is_feasible(cands: list[Candidate], limits: Limits, time_limit_s: float = 10
     return _status_name(_solver(time_limit_s).solve(b.model)) in ("optimal", "feasible")
 
 
-def minimal_conflict(cands: list[Candidate], limits: Limits, time_limit_s: float = 10.0) -> list[str]:
-    """The smallest set of user targets that cannot hold together: CP-SAT's
-    sufficient assumptions for infeasibility, shrunk by deletion until removing any
-    one target makes the rest feasible. Empty when the physics alone (memory,
-    interconnect) rules out every candidate."""
+def minimal_conflict(cands: list[Candidate], limits: Limits, time_limit_s: float = 10.0, *, exclude: set[str] = frozenset()) -> list[str]:
+    """A smallest set of user targets that cannot hold together, even with every
+    other target dropped: CP-SAT's sufficient assumptions for infeasibility, shrunk
+    by deletion until removing any one makes the rest of the set feasible. Targets in
+    `exclude` are left unenforced. Empty when the physics alone (memory,
+    interconnect) rules out every candidate, or when nothing conflicts."""
     b = _build(cands, limits, with_assumptions=True)
-    names = [n for n in TARGETS if n in b.literals]
+    names = [n for n in TARGETS if n in b.literals and n not in exclude]
     index = {b.literals[n].index: n for n in names}
 
     def infeasible(subset: list[str]) -> tuple[bool, list[str]]:

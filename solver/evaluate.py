@@ -105,7 +105,7 @@ def _verdicts(d: Deployment, t: Targets, mem: MemoryEstimate, dec: DecodeEstimat
         else "one GPU per replica: no communication"
     )
     if blamed:
-        note += f"; it alone breaks the {' and '.join(blamed)} target"
+        note += f"; without it the {' and '.join(blamed)} target would hold"
     out.append(Verdict("interconnect", dec.comm_time_s + pre.comm_time_s, None, "s", False if blamed else (True if (d.tp > 1 or d.pp > 1) else None), note))
     return out
 

@@ -21,6 +21,14 @@ CONSTRAINT_TITLES = {
 }
 
 
+FAILING_WORDS = {
+    "memory": "memory capacity",
+    "bandwidth": "the TPOT target (decode step)",
+    "compute": "the TTFT target (prefill)",
+    "interconnect": "on the interconnect",
+}
+
+
 def _gb(x: float) -> str:
     return f"{x / GB:,.2f} GB"
 
@@ -121,13 +129,14 @@ def render_text(ev: Evaluation) -> str:
     out += ["", f"{CONSTRAINT_TITLES['bandwidth']}  —  {_verdict_text(ev.verdict('bandwidth'))}"]
     eff_bw = dec.bandwidth_bytes_per_s * dec.bandwidth_efficiency
     moe = f" ({dec.expert_hit_fraction:.0%} of experts hit at batch {dec.batch})" if m.is_moe else ""
+    per_gpu = f" per TP rank, over its {d.pp} pipeline stages" if d.pp > 1 else " per GPU"
     rows = [
-        ("weights read", f"{_gb(dec.weight_bytes_read)} per step per GPU{moe}  → {fmt_seconds(dec.weights_time_s)}"),
-        ("KV read", f"{_gb(dec.kv_bytes_read)} per step per GPU ({dec.batch:,} seqs at full context)  → {fmt_seconds(dec.kv_time_s)}"),
+        ("weights read", f"{_gb(dec.weight_bytes_read)} per step{per_gpu}{moe}  → {fmt_seconds(dec.weights_time_s)}"),
+        ("KV read", f"{_gb(dec.kv_bytes_read)} per step{per_gpu} ({dec.batch:,} sequence{'s' if dec.batch != 1 else ''} × {w.resident_tokens:,} tokens)  → {fmt_seconds(dec.kv_time_s)}"),
         ("bandwidth", f"{dec.bandwidth_bytes_per_s / GB:,.0f} GB/s × {dec.bandwidth_efficiency:.2f} efficiency = {eff_bw / GB:,.0f} GB/s"),
         (
             "compute",
-            f"{fmt_rate(dec.flops, 'FLOP')} per step per GPU at {fmt_rate(dec.peak_flops_per_s, 'FLOP/s')} {dec.compute_dtype} × {dec.compute_efficiency:.2f}  → {fmt_seconds(dec.compute_time_s)}",
+            f"{fmt_rate(dec.flops, 'FLOP')} per step{per_gpu} at {fmt_rate(dec.peak_flops_per_s, 'FLOP/s')} {dec.compute_dtype} × {dec.compute_efficiency:.2f}  → {fmt_seconds(dec.compute_time_s)}",
         ),
         ("communication", _comm(dec.comm_time_s, d)),
         (
@@ -178,7 +187,7 @@ def render_text(ev: Evaluation) -> str:
     if ev.ok:
         out.append("Verdict: every constraint holds.")
     else:
-        out.append(f"Verdict: fails {', '.join(ev.failing)}.")
+        out.append(f"Verdict: fails {', '.join(FAILING_WORDS[c] for c in ev.failing)}.")
     if ev.remedies:
         out += ["", "Remedies (each re-evaluated in full):"]
         for r in ev.remedies:

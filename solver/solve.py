@@ -55,9 +55,10 @@ class Scenario:
         if target == "users":
             return dataclasses.replace(self, workload=dataclasses.replace(self.workload, users=value))
         if target == "context_tokens":
+            # A shorter context trims the output first: the prompt sets the TTFT.
             w = self.workload
-            prompt = min(w.prompt_tokens, max(1, value - w.output_tokens))
-            output = min(w.output_tokens, max(1, value - prompt))
+            output = min(w.output_tokens, max(1, value - w.prompt_tokens))
+            prompt = min(w.prompt_tokens, max(1, value - output))
             return dataclasses.replace(self, workload=dataclasses.replace(w, context_tokens=value, prompt_tokens=prompt, output_tokens=output))
         return dataclasses.replace(self, **{target: value})
 
@@ -136,7 +137,13 @@ class SolveResult:
     sensitivity: list[SensitivityRow] = field(default_factory=list)
     runners_up: list[RunnerUp] = field(default_factory=list)
     conflict: list[str] = field(default_factory=list)
+    """The first minimal conflict found."""
+    more_conflicts: list[list[str]] = field(default_factory=list)
+    """Further conflicts among the targets left once the first is dropped."""
     relaxations: list[Relaxation] = field(default_factory=list)
+    tight_targets: list[str] = field(default_factory=list)
+    """Targets with little headroom: tightening them by 10 % changes the optimum."""
+    explained: bool = True
 
     @property
     def feasible(self) -> bool:
@@ -165,14 +172,13 @@ def plan_label(c: Candidate) -> str:
 def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
     s = scenario_of(problem)
     sol = solve_scenario(problem, s)
-    result = SolveResult(problem, sol)
-    if not explain:
-        return result
+    result = SolveResult(problem, sol, explained=explain)
     if sol.feasible:
         _explain_plan(problem, s, result)
-        _sensitivity(problem, s, result)
-        _runners_up(problem, s, result)
-    else:
+        if explain:
+            _sensitivity(problem, s, result)
+            _runners_up(problem, s, result)
+    elif explain:
         _diagnose(problem, s, result)
     return result
 
@@ -187,7 +193,7 @@ def _explain_plan(problem: Problem, s: Scenario, result: SolveResult) -> None:
                       ev.memory.margin_bytes, f"room for {c.max_batch_memory} sequences per replica; {c.batch} used"),
         ConstraintRow("max_tpot", LABELS["max_tpot"], ev.decode.tpot_s, s.targets.max_tpot_s, "s",
                       None if s.targets.max_tpot_s is None else s.targets.max_tpot_s - ev.decode.tpot_s,
-                      f"decode is {ev.decode.bound}-bound; the target allows {c.max_batch_tpot} sequences per replica"),
+                      f"decode is {ev.decode.bound}-bound" + (f"; the target allows {_at_least(c)}{c.max_batch_tpot} sequences per replica" if s.targets.max_tpot_s is not None else "")),
         ConstraintRow("max_ttft", LABELS["max_ttft"], ev.prefill.ttft_s, s.targets.max_ttft_s, "s",
                       None if s.targets.max_ttft_s is None else s.targets.max_ttft_s - ev.prefill.ttft_s,
                       f"prefill is {ev.prefill.bound}-bound"),
@@ -204,6 +210,11 @@ def _explain_plan(problem: Problem, s: Scenario, result: SolveResult) -> None:
     result.batch_capped_by = "memory" if c.max_batch_memory <= c.max_batch_tpot else "max_tpot"
     if c.replicas > 1:
         result.replicas_forced_by = result.batch_capped_by
+
+
+def _at_least(c: Candidate) -> str:
+    """The TPOT cap is searched only up to the memory cap: at that bound it may allow more."""
+    return "at least " if c.max_batch_tpot >= max(c.max_batch_memory, 1) else ""
 
 
 def _step_value(target: str, current, frac: float):
@@ -230,8 +241,12 @@ def _sensitivity(problem: Problem, s: Scenario, result: SolveResult) -> None:
                 result.sensitivity.append(SensitivityRow(target, change, v, plan_label(sol.candidate), obj, obj - base))
                 if change.startswith("relaxed") and obj < base - 1e-9 and target not in binding:
                     binding.append(target)
+                if change == "tightened 10%" and obj > base + 1e-9:
+                    result.tight_targets.append(target)
             else:
                 result.sensitivity.append(SensitivityRow(target, change, v, None, None, None))
+                if change == "tightened 10%":
+                    result.tight_targets.append(target)
     result.binding_targets = binding
 
 
@@ -257,7 +272,14 @@ def _why_not(problem: Problem, s: Scenario, shapes) -> str:
         if is_feasible(cands, relaxed):
             alone.append(target)
     if not alone:
-        return "several targets together rule it out: " + ", ".join(set_targets(s))
+        diag = _diagnosis_candidates(problem, s, shapes)
+        core = minimal_conflict(diag, limits, problem.spec.solver.time_limit_s)
+        if len(core) == 1:
+            best = _best_on([c for c in diag if c.memory_excess <= 0 and c.interconnect_excess == 0], core[0])
+            return f"ruled out by {core[0]} alone, even for one user" + (f" (best here {best})" if best else "")
+        if core:
+            return "ruled out by " + ", ".join(core[:-1]) + f" and {core[-1]} together"
+        return "memory: not even one user with a short context fits"
     parts = []
     ok_phys = [c for c in cands if c.memory_excess <= 0 and c.interconnect_excess == 0]
     for target in alone:
@@ -343,23 +365,33 @@ def _runners_up(problem: Problem, s: Scenario, result: SolveResult) -> None:
 # --------------------------------------------------------------------------- impossible specs
 
 
-def _diagnosis_candidates(problem: Problem, s: Scenario) -> list[Candidate]:
+def _diagnosis_candidates(problem: Problem, s: Scenario, shapes=None) -> list[Candidate]:
     """Every shape at several batches, with and without the users and context targets
     (1 user; a 1-token context), so each target can be switched off by assumption."""
     w = s.workload
-    out = candidates(problem, w, s.targets, batch_variants=True, ignore_tpot_cap=True)
+    kw = {"batch_variants": True, "ignore_tpot_cap": True, "shapes": shapes}
+    out = candidates(problem, w, s.targets, **kw)
     one_user = dataclasses.replace(w, users=1)
     tiny = dataclasses.replace(w, context_tokens=w.prompt_tokens + 1, output_tokens=1, kv_fill=1.0 / (w.prompt_tokens + 1))
-    out += candidates(problem, one_user, s.targets, batch_variants=True, ignore_tpot_cap=True, relaxed=frozenset({"users"}))
-    out += candidates(problem, tiny, s.targets, batch_variants=True, ignore_tpot_cap=True, relaxed=frozenset({"context_tokens"}))
-    out += candidates(problem, dataclasses.replace(tiny, users=1), s.targets, batch_variants=True, ignore_tpot_cap=True,
-                      relaxed=frozenset({"users", "context_tokens"}))
+    out += candidates(problem, one_user, s.targets, relaxed=frozenset({"users"}), **kw)
+    out += candidates(problem, tiny, s.targets, relaxed=frozenset({"context_tokens"}), **kw)
+    out += candidates(problem, dataclasses.replace(tiny, users=1), s.targets, relaxed=frozenset({"users", "context_tokens"}), **kw)
     return out
 
 
 def _diagnose(problem: Problem, s: Scenario, result: SolveResult) -> None:
     cands = _diagnosis_candidates(problem, s)
-    result.conflict = minimal_conflict(cands, s.limits(), problem.spec.solver.time_limit_s)
+    limit = problem.spec.solver.time_limit_s
+    result.conflict = minimal_conflict(cands, s.limits(), limit)
+    # A target outside one conflict may sit in another: drop the conflict's targets
+    # and look again, until what is left can hold together.
+    dropped = set(result.conflict)
+    while dropped:
+        more = minimal_conflict(cands, s.limits(), limit, exclude=dropped)
+        if not more:
+            break
+        result.more_conflicts.append(more)
+        dropped |= set(more)
     for target in result.conflict:
         result.relaxations.append(_nearest(problem, s, target))
     for device in problem.devices:
@@ -386,12 +418,12 @@ def _nearest(problem: Problem, s: Scenario, target: str) -> Relaxation:
         if objective is None:  # TTFT: no objective of its own; take the least TTFT among feasible plans
             feasible = [c for c in cands if meets(c, free.limits())]
             if not feasible:
-                return Relaxation(target, current, None, None, "no plan even without this target")
+                return Relaxation(target, current, None, None, "not enough alone: another conflict among the other targets remains")
             best = min(feasible, key=lambda c: (c.ttft_us, c.gpus, c.shape.index))
             return Relaxation(target, current, best.ttft_s, plan_label(best), f"lowest TTFT reachable: {best.ttft_s * 1e3:.0f} ms")
         sol = optimise(cands, free.limits(), objective, problem.spec.solver.time_limit_s)
         if not sol.feasible:
-            return Relaxation(target, current, None, None, "no plan even without this target")
+            return Relaxation(target, current, None, None, "not enough alone: another conflict among the other targets remains")
         c = sol.candidate
         value = {"max_tpot": c.tpot_s, "max_usd_per_hour": c.cost_usd_per_hour, "max_purchase_usd": c.purchase_usd, "max_gpus": float(c.gpus)}[target]
         note = {

@@ -109,7 +109,10 @@ class SolveOut(_Out):
     gpu_forced_by: list[str] = Field(description="Other GPUs ruled out by a constraint, and which.")
     sensitivity: list[SensitivityOut]
     runners_up: list[RunnerUpOut]
-    conflict: list[str] = Field(description="Minimal set of targets that cannot hold together (infeasible specs).")
+    conflict: list[str] = Field(description="A minimal set of targets that cannot hold together (infeasible specs).")
+    more_conflicts: list[list[str]] = Field(description="Further minimal conflicts once the first one's targets are dropped.")
+    tight_targets: list[str] = Field(description="Targets whose 10 % tightening changes the optimum.")
+    explained: bool = Field(description="False under --no-explain: sensitivity, runners-up and diagnosis were skipped.")
     relaxations: list[RelaxationOut]
     excluded: dict[str, str]
     shapes_searched: int
@@ -177,6 +180,9 @@ def to_output(r: SolveResult) -> SolveOut:
         sensitivity=[SensitivityOut(**vars(x)) for x in r.sensitivity],
         runners_up=[RunnerUpOut(**vars(x)) for x in r.runners_up],
         conflict=r.conflict,
+        more_conflicts=r.more_conflicts,
+        tight_targets=r.tight_targets,
+        explained=r.explained,
         relaxations=[RelaxationOut(**vars(x)) for x in r.relaxations],
         excluded=dict(sorted(p.excluded.items())),
         shapes_searched=len(p.shapes),
@@ -275,10 +281,12 @@ def render(r: SolveResult, markdown: bool = False) -> str:
     )
     lines.append(f"# {title}" if markdown else title)
     budgets = [f"${s.max_usd_per_hour:,.2f}/h" if s.max_usd_per_hour else "", f"${s.max_purchase_usd:,.0f} to buy" if s.max_purchase_usd else "",
-               f"≤ {s.max_gpus} GPUs" if s.max_gpus else "", ("owned: " + ", ".join(f"{n} × {k}" for k, n in s.inventory.items())) if s.inventory else ""]
+               f"≤ {s.max_gpus} GPUs" if s.max_gpus else ""]
     budgets = [b for b in budgets if b]
     if budgets:
-        lines.append(("budget: " + "; ".join(budgets)))
+        lines.append("budget: " + "; ".join(budgets))
+    if s.inventory:
+        lines.append("owned (free, limited): " + ", ".join(f"{n} × {k}" for k, n in s.inventory.items()))
     status = {"optimal": "optimal (proven by CP-SAT)", "feasible": "feasible, not proven optimal (time limit)",
               "infeasible": "no plan exists", "unknown": "unknown (time limit before any plan)"}[o.status]
     lines.append(f"searched {o.shapes_searched:,} shapes on {o.devices_searched} devices: {status}")
@@ -307,14 +315,24 @@ def render(r: SolveResult, markdown: bool = False) -> str:
         lines += _table(["constraint", "value", "limit", "slack", "note"], rows, markdown)
         lines.append("")
         lines.append(h("What decided it"))
-        capped = "memory (room beside the weights)" if pl.batch_capped_by == "memory" else "the TPOT target (bandwidth)"
-        lines.append(f"- batch per replica: capped by {capped}: memory allows {pl.max_batch_memory:,}, TPOT allows {pl.max_batch_tpot:,}")
-        if pl.replicas > 1:
-            lines.append(f"- replicas: ⌈{s.users:,} users / {min(pl.max_batch_memory, pl.max_batch_tpot):,} per replica⌉ = {pl.replicas}, forced by {pl.replicas_forced_by}")
+        capped = "memory (room beside the weights)" if pl.batch_capped_by == "memory" else "the TPOT target (decode step time)"
+        tpot_allows = (
+            "no TPOT target" if s.max_tpot_s is None
+            else f"TPOT allows {'at least ' if pl.max_batch_tpot >= pl.max_batch_memory else ''}{pl.max_batch_tpot:,}"
+        )
+        lines.append(f"- batch per replica: capped by {capped}: memory allows {pl.max_batch_memory:,}, {tpot_allows}")
+        cap = min(pl.max_batch_memory, pl.max_batch_tpot)
+        needed = -(-s.users // cap) if cap else pl.replicas
+        if pl.replicas > needed:
+            lines.append(f"- replicas: {pl.replicas}, more than the ⌈{s.users:,} / {cap:,}⌉ = {needed} that hold the users: chosen for the objective ({OBJECTIVES[s.objective]})")
+        elif pl.replicas > 1:
+            lines.append(f"- replicas: ⌈{s.users:,} users / {cap:,} per replica⌉ = {pl.replicas}, forced by {pl.replicas_forced_by}")
         if o.binding_targets:
             lines.append(f"- targets that bind (relaxing them lowers the optimum): {', '.join(o.binding_targets)}")
-        else:
+        elif o.explained:
             lines.append("- no target binds: relaxing any by 50 % leaves the optimum unchanged")
+        if o.tight_targets:
+            lines.append(f"- little headroom: tightening {', '.join(o.tight_targets)} by 10 % changes the plan")
         cheaper_blocked = [ru for ru in o.runners_up if ru.plan is None and not ru.reason.startswith(("no rental", "no purchase", "cannot run"))]
         if cheaper_blocked:
             lines.append("- other GPUs ruled out: " + "; ".join(f"{ru.device}: {ru.reason}" for ru in cheaper_blocked[:6]))
@@ -326,13 +344,20 @@ def render(r: SolveResult, markdown: bool = False) -> str:
             lines += _table(["target", "change", "value", "plan", "objective", "Δ"], rows, markdown)
     else:
         lines.append(h("No plan"))
-        if o.conflict:
+        if not o.explained:
+            lines.append("No plan meets the spec. Run without --no-explain to see which targets conflict and how far each must move.")
+        elif len(o.conflict) == 1:
+            t = o.conflict[0]
+            lines.append(f"No plan meets {t} ({LABELS[t]}), whatever the other targets.")
+        elif o.conflict:
             lines.append(
                 "These targets cannot hold together (a minimal set: drop any one and the others can): "
                 + ", ".join(f"{t} ({LABELS[t]})" for t in o.conflict)
             )
         else:
             lines.append("No searched device can run this model for even one user at any allowed split: see each device below.")
+        for more in o.more_conflicts:
+            lines.append("Another conflict among the remaining targets: " + ", ".join(more))
         if o.relaxations:
             lines.append("")
             lines.append(h("Nearest feasible relaxation (the other targets held)"))

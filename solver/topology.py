@@ -127,9 +127,13 @@ def _compute_ring(platform: Platform, size: int) -> Ring:
     gpus = [_gpu(i // per_node, i % per_node) for i in range(size)]
     worst_bw, worst_lat, kinds = float("inf"), 0.0, ()
     for a, b in zip(gpus, gpus[1:] + gpus[:1]):
-        path = nx.shortest_path(tree, a, b)
+        tree_path = nx.shortest_path(tree, a, b)
+        bw = min(g.edges[u, v]["bandwidth"] for u, v in zip(tree_path, tree_path[1:]))
+        # Among the paths that wide, the one with the least latency (a full mesh's
+        # direct link rather than a detour through the tree).
+        wide = g.edge_subgraph([(u, v) for u, v, x in g.edges(data="bandwidth") if x >= bw])
+        path = nx.dijkstra_path(wide, a, b, weight="latency_s")
         edges = [g.edges[u, v] for u, v in zip(path, path[1:])]
-        bw = min(e["bandwidth"] for e in edges)
         lat = sum(e["latency_s"] for e in edges)
         if bw < worst_bw:
             worst_bw, kinds = bw, tuple(sorted({e["kind"] for e in edges if e["bandwidth"] == bw}))
