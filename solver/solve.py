@@ -285,11 +285,10 @@ def _why_not(problem: Problem, s: Scenario, shapes) -> str:
     for target in alone:
         best = _best_on(ok_phys, target)
         blame = _comm_blame(ok_phys, target, limits)
-        parts.append(f"{target} (best here {best}{blame})" if best else target)
-    reason = "ruled out by " + " or ".join(parts)
-    if all("interconnect" in p for p in parts):
-        reason = "interconnect: " + reason
-    return reason
+        if blame:
+            return f"interconnect: its all-reduces push the best {target[4:].upper()} to {best} ({blame} without them), past {target}"
+        parts.append(f"{target} (best here {best})" if best else target)
+    return "ruled out by " + " or ".join(parts)
 
 
 def _comm_blame(cands: list[Candidate], target: str, limits: Limits) -> str:
@@ -298,11 +297,11 @@ def _comm_blame(cands: list[Candidate], target: str, limits: Limits) -> str:
     if target == "max_tpot" and limits.max_tpot_us is not None:
         without = min((c.tpot_s - c.physics.decode.comm_time_s(c.batch) for c in cands), default=None)
         if without is not None and without * 1e6 <= limits.max_tpot_us:
-            return f"; {without * 1e3:.1f} ms without the interconnect's all-reduces"
+            return f"{without * 1e3:.1f} ms"
     if target == "max_ttft" and limits.max_ttft_us is not None:
         without = min((c.ttft_s - _prefill_comm(c) for c in cands), default=None)
         if without is not None and without * 1e6 <= limits.max_ttft_us:
-            return f"; {without * 1e3:.0f} ms without the interconnect's all-reduces"
+            return f"{without * 1e3:.0f} ms"
     return ""
 
 
