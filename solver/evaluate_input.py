@@ -155,18 +155,21 @@ def _resolve_model(name: str, catalog: Catalog, base_dir: Path | None):
     return catalog.model(name)
 
 
-def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) -> tuple[Deployment, Workload, Targets]:
-    model = _resolve_model(inp.model, catalog, base_dir)
-    mo = inp.overrides.model
+def resolve_model(name: str, overrides: ModelOverrides, catalog: Catalog, base_dir: Path | None):
+    """The model by name or config.json, with the spec's parameter counts applied."""
+    model = _resolve_model(name, catalog, base_dir)
+    mo = overrides
     if mo.total_params is not None or mo.active_params is not None:
         total = int(mo.total_params if mo.total_params is not None else model.total_params)
         active = int(mo.active_params if mo.active_params is not None else (total if not model.is_moe else model.active_params))
         if active > total:
             raise InputError("overrides.model.active_params", active, f"must not exceed total_params ({total})")
         model = dataclasses.replace(model, total_params=total, active_params=active)
+    return model
 
-    device = catalog.device(inp.hardware.gpu)
-    go = inp.overrides.gpu
+
+def override_device(device, go: GpuOverrides):
+    """The device with any catalog figure the spec gives instead."""
     update = {}
     if go.memory_bytes is not None:
         update["memory_bytes"] = int(go.memory_bytes)
@@ -174,8 +177,23 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
         update["memory_bandwidth_bytes_per_s"] = go.memory_bandwidth_bytes_per_s
     if go.dense_flops_per_s:
         update["dense_flops_per_s"] = {**device.dense_flops_per_s, **go.dense_flops_per_s}
-    if update:
-        device = dataclasses.replace(device, **update)
+    return dataclasses.replace(device, **update) if update else device
+
+
+def apply_factors(factors, *layers: FactorsIn):
+    """Factor overrides, later layers winning."""
+    for layer in layers:
+        fo = layer.model_dump(exclude_none=True)
+        if "runtime_overhead_bytes" in fo:
+            fo["runtime_overhead_bytes"] = int(fo["runtime_overhead_bytes"])
+        factors = FactorOverrides(**fo).apply(factors)
+    return factors
+
+
+def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) -> tuple[Deployment, Workload, Targets]:
+    model = resolve_model(inp.model, inp.overrides.model, catalog, base_dir)
+    mo = inp.overrides.model
+    device = override_device(catalog.device(inp.hardware.gpu), inp.overrides.gpu)
 
     hw = inp.hardware
     platform_name = hw.platform or device.platforms[0]
@@ -190,10 +208,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
     weights = catalog.precision(inp.precision.weights, "weights")
     kv = catalog.precision(inp.precision.kv_cache, "kv")
 
-    fo = inp.overrides.factors.model_dump(exclude_none=True)
-    if "runtime_overhead_bytes" in fo:
-        fo["runtime_overhead_bytes"] = int(fo["runtime_overhead_bytes"])
-    factors = FactorOverrides(**fo).apply(catalog.factors_for(device))
+    factors = apply_factors(catalog.factors_for(device), inp.overrides.factors)
 
     replicas = (hw.count // (hw.tp * hw.pp)) if hw.count else 1
     deployment = Deployment(

@@ -14,11 +14,11 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from solver.catalog import Catalog, Device, FactorOverrides, Price
+from solver.catalog import Catalog, Device, Price
 from solver.deployment import Deployment, Workload
 from solver.errors import InputError
 from solver.evaluate import Targets
-from solver.evaluate_input import _resolve_model
+from solver.evaluate_input import apply_factors, override_device, resolve_model
 from solver.physics import validity
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.memory import per_gpu_kv_bytes_per_sequence, per_gpu_weights_bytes
@@ -179,33 +179,23 @@ def _select_devices(spec: Spec, catalog: Catalog) -> list[Device]:
 
 
 def _apply_overrides(device: Device, spec: Spec, catalog: Catalog) -> Device:
-    changes: dict = {}
     for name, o in spec.overrides.gpus.items():
         if catalog.device(name).name != device.name:
             continue
+        device = override_device(device, o)
+        changes: dict = {}
         if o.price_usd_per_gpu_hour is not None:
             changes["price"] = Price(o.price_usd_per_gpu_hour, "spec override", "spec override", device.as_of, "the spec")
         if o.purchase_usd is not None:
             changes["purchase_usd"] = o.purchase_usd
             changes["purchase_source"] = "the spec"
-        if o.memory_bytes is not None:
-            changes["memory_bytes"] = int(o.memory_bytes)
-        if o.memory_bandwidth_bytes_per_s is not None:
-            changes["memory_bandwidth_bytes_per_s"] = o.memory_bandwidth_bytes_per_s
-        if o.dense_flops_per_s:
-            changes["dense_flops_per_s"] = {**device.dense_flops_per_s, **o.dense_flops_per_s}
-    return dataclasses.replace(device, **changes) if changes else device
+        device = dataclasses.replace(device, **changes) if changes else device
+    return device
 
 
 def _factors(device: Device, spec: Spec, catalog: Catalog):
-    factors = catalog.factors_for(device)
-    layers = [spec.overrides.factors] + [o.factors for n, o in spec.overrides.gpus.items() if catalog.device(n).name == device.name]
-    for layer in layers:
-        fo = layer.model_dump(exclude_none=True)
-        if "runtime_overhead_bytes" in fo:
-            fo["runtime_overhead_bytes"] = int(fo["runtime_overhead_bytes"])
-        factors = FactorOverrides(**fo).apply(factors)
-    return factors
+    own = [o.factors for n, o in spec.overrides.gpus.items() if catalog.device(n).name == device.name]
+    return apply_factors(catalog.factors_for(device), spec.overrides.factors, *own)
 
 
 def _platform_for(device: Device, tp: int, pp: int, catalog: Catalog):
@@ -240,14 +230,8 @@ def needs_purchase(spec: Spec) -> bool:
 
 
 def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
-    model = _resolve_model(spec.model, catalog, base_dir)
+    model = resolve_model(spec.model, spec.overrides.model, catalog, base_dir)
     mo = spec.overrides.model
-    if mo.total_params is not None or mo.active_params is not None:
-        total = int(mo.total_params if mo.total_params is not None else model.total_params)
-        active = int(mo.active_params if mo.active_params is not None else (total if not model.is_moe else model.active_params))
-        if active > total:
-            raise InputError("overrides.model.active_params", active, f"must not exceed total_params ({total})")
-        model = dataclasses.replace(model, total_params=total, active_params=active)
     for name in list(spec.inventory) + list(spec.overrides.gpus):
         catalog.device(name)  # unknown names are errors, with a did-you-mean
     weights = [catalog.precision(p, "weights") for p in spec.search.weights]

@@ -215,14 +215,7 @@ def _objective_text(objective: str, value: float | None) -> str:
 def _delta_text(objective: str, delta: float | None) -> str:
     if delta is None:
         return "—"
-    sign = "+" if delta >= 0 else "−"
-    mag = abs(delta)
-    return sign + {
-        "min_cost": f"${mag:,.2f}/h",
-        "min_gpus": f"{mag:,.0f} GPUs",
-        "min_purchase": f"${mag:,.0f}",
-        "min_tpot": f"{mag * 1e3:,.1f} ms",
-    }[objective]
+    return ("+" if delta >= 0 else "−") + _objective_text(objective, abs(delta))
 
 
 def _value_text(target: str, value: float | None) -> str:

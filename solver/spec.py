@@ -20,18 +20,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator
 
 from solver.errors import InputError
-from solver.evaluate_input import (
-    MAX_PARALLEL,
-    FactorsIn,
-    FlopPerS,
-    ModelOverrides,
-    SlaIn,
-    WorkloadIn,
-    _In,
-    Bytes,
-    BytesPerS,
-)
-from solver.catalog import ComputeDtype
+from solver.evaluate_input import MAX_PARALLEL, FactorsIn, GpuOverrides, ModelOverrides, SlaIn, WorkloadIn, _In
 from solver.yaml_lines import load_yaml_file
 
 Objective = Literal["min_cost", "min_gpus", "min_purchase", "min_tpot"]
@@ -69,12 +58,9 @@ class BudgetIn(_In):
     max_purchase_usd: float | None = Field(default=None, gt=0, lt=1e11, description="Cap on the price of GPUs to buy.")
 
 
-class GpuOverrideIn(_In):
+class GpuOverrideIn(GpuOverrides):
     price_usd_per_gpu_hour: float | None = Field(default=None, gt=0, lt=1000)
     purchase_usd: float | None = Field(default=None, gt=0, lt=1e7)
-    memory_bytes: Bytes | None = None
-    memory_bandwidth_bytes_per_s: BytesPerS | None = None
-    dense_flops_per_s: dict[ComputeDtype, FlopPerS] | None = None
     factors: FactorsIn = FactorsIn()
 
 
