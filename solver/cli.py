@@ -212,6 +212,49 @@ def _cmd_solve(args) -> int:
     return EXIT_OK if result.feasible else EXIT_DOES_NOT_FIT
 
 
+def _add_pareto(sub) -> None:
+    p = sub.add_parser(
+        "pareto",
+        help="every Pareto-optimal plan trading cost against TPOT, TTFT and users served",
+        description="Epsilon-constraint on the CP-SAT model: the cheapest plan, then the cheapest that is strictly "
+        "faster, and so on, for cost against TPOT and against TTFT (the traded target lifted, the others held), "
+        "and cost against users served. Prints the frontiers and, with --plot, draws them.",
+        epilog="Example:\n  plan-opt pareto specs/chat-llama70b.yaml --plot pareto.png\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("spec", help="YAML spec file (as for solve)")
+    p.add_argument("--axes", default="tpot,ttft,users", help="which frontiers, comma-separated: tpot, ttft, users (default all)")
+    p.add_argument("--format", choices=["text", "json", "markdown"], default="text", help="report format (default text)")
+    p.add_argument("--plot", metavar="FILE", help="also draw the frontiers: FILE.png and FILE.svg")
+    p.set_defaults(func=_cmd_pareto)
+
+
+def _cmd_pareto(args) -> int:
+    from solver.catalog import default_catalog
+    from solver.pareto import AXES, frontiers
+    from solver.pareto_report import plot, render, to_json
+    from solver.shapes import build_problem
+    from solver.spec import load_spec
+
+    axes = [a.strip() for a in args.axes.split(",") if a.strip()]
+    bad = [a for a in axes if a not in AXES]
+    if bad or not axes:
+        raise InputError("--axes", args.axes, f"choose from {', '.join(AXES)}")
+    spec, _ = load_spec(args.spec)
+    problem = build_problem(spec, default_catalog(), Path(args.spec).parent)
+    fronts = frontiers(problem, axes)
+    w = problem.workload
+    title = f"plan-opt pareto · {problem.shapes[0].deployment.model.display_name if problem.shapes else spec.model} · {w.users:,} users × {w.context_tokens:,} tokens"
+    if args.format == "json":
+        print(to_json(fronts))
+    else:
+        sys.stdout.write(render(fronts, title, markdown=args.format == "markdown"))
+    if args.plot:
+        files = plot(fronts, title, Path(args.plot))
+        print(f"picture: {', '.join(str(f) for f in files)}", file=sys.stderr)
+    return EXIT_OK if any(f.points for f in fronts.values()) else EXIT_DOES_NOT_FIT
+
+
 def _add_schema(sub) -> None:
     p = sub.add_parser("schema", help="print the JSON Schema of the spec (or of solve's JSON output)")
     p.add_argument("--result", action="store_true", help="the schema of `solve --format json` instead of the spec")
@@ -273,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"plan-opt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_solve(sub)
+    _add_pareto(sub)
     _add_evaluate(sub)
     _add_schema(sub)
     _add_list(sub)

@@ -91,7 +91,7 @@ def _solver(time_limit_s: float):
 
 
 def _rank(cands: list[Candidate]) -> list[int]:
-    """Tie-break: fewer GPUs, lower TPOT, lower TTFT, then catalog order."""
+    """Tie-break rank: lower TPOT, lower TTFT, fewer GPUs, then catalog order."""
     order = sorted(range(len(cands)), key=lambda i: tie_key(cands[i], "min_gpus")[1:])
     rank = [0] * len(cands)
     for r, i in enumerate(order):
@@ -159,8 +159,10 @@ def _status_name(code) -> str:
 
 
 def tie_key(c: Candidate, objective: str) -> tuple:
-    """The objective, then fewer GPUs, lower TPOT, lower TTFT, catalog order, larger batch."""
-    return (PRIMARY[objective](c), c.gpus, c.tpot_us, c.ttft_us, c.shape.index, -c.batch)
+    """The objective, then lower TPOT, lower TTFT, fewer GPUs, catalog order, larger
+    batch: at equal cost the faster plan wins, so a solve's plan is never dominated
+    on the Pareto frontier."""
+    return (PRIMARY[objective](c), c.tpot_us, c.ttft_us, c.gpus, c.shape.index, -c.batch)
 
 
 def prune(cands: list[Candidate], limits: Limits, objective: str) -> list[Candidate]:

@@ -45,7 +45,7 @@ class Found:
 
 def exhaustive(problem: Problem) -> Found | None:
     """The best plan by brute force, with the CP-SAT model's objective, rounding and
-    tie-break: (objective, GPUs, TPOT µs, TTFT µs, catalog order, larger batch)."""
+    tie-break: (objective, TPOT µs, TTFT µs, GPUs, catalog order, larger batch)."""
     w, t = problem.workload, problem.targets
     best: Found | None = None
     for shape in problem.shapes:
@@ -83,7 +83,7 @@ def exhaustive(problem: Problem) -> Found | None:
                 "min_purchase": math.ceil(round(purchase, 6)),
                 "min_tpot": ceil_us(tpot),
             }[problem.objective]
-            key = (primary, gpus, ceil_us(tpot), ceil_us(ttft), shape.index, -batch)
+            key = (primary, ceil_us(tpot), ceil_us(ttft), gpus, shape.index, -batch)
             if best is None or key < best.key:
                 best = Found(shape, replicas, batch, gpus, cost, purchase, tpot, ttft, key)
     return best

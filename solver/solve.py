@@ -76,8 +76,14 @@ def set_targets(s: Scenario) -> list[str]:
     return [t for t in ("max_tpot", "max_ttft", "users", "context_tokens", "max_usd_per_hour", "max_purchase_usd", "max_gpus") if s.value(t) is not None]
 
 
+def wants_batch_variants(problem: Problem) -> bool:
+    """Smaller batches (more replicas) can win only when they are cheap: the objective
+    is TPOT itself, or owned GPUs make extra replicas free."""
+    return problem.objective == "min_tpot" or any(n > 0 for n in problem.spec.inventory.values())
+
+
 def solve_scenario(problem: Problem, s: Scenario, *, shapes=None) -> Solution:
-    cands = candidates(problem, s.workload, s.targets, batch_variants=problem.objective == "min_tpot", shapes=shapes)
+    cands = candidates(problem, s.workload, s.targets, batch_variants=wants_batch_variants(problem), shapes=shapes)
     return optimise(cands, s.limits(), problem.objective, problem.spec.solver.time_limit_s)
 
 
