@@ -255,6 +255,65 @@ def _cmd_pareto(args) -> int:
     return EXIT_OK if any(f.points for f in fronts.values()) else EXIT_DOES_NOT_FIT
 
 
+def _add_fleet(sub) -> None:
+    p = sub.add_parser(
+        "fleet",
+        help="one fleet for several workloads, within budgets, quotas and owned GPUs",
+        description="Choose GPU types and replica counts for several workloads at once (each workload, or each "
+        "request-size class of its mix, on replicas of its own), proven optimal by CP-SAT: the least cost serving "
+        "all demand, or (objective max_served) the most weighted demand within the budget.",
+        epilog="""The fleet file:
+  workloads:
+    - {name: chat, model: llama-3.1-70b, workload: {users: 200, context_tokens: 8192, prompt_tokens: 2048},
+       sla: {max_ttft: 1s, max_tpot: 50ms}, priority: 3,
+       mix: [{share: 0.8, context_tokens: 2048, prompt_tokens: 1536}, {share: 0.2, context_tokens: 32768, prompt_tokens: 30000}]}
+  search, budget, inventory, overrides, solver: as in a solve spec
+  quota: {h100-sxm: 64}                most GPUs of a type that can be rented
+  objective: min_cost | max_served
+
+Examples:
+  plan-opt fleet specs/fleet-three-services.yaml
+  plan-opt fleet specs/fleet-three-services.yaml --budget 10,20,40
+""",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("fleet", help="YAML fleet file")
+    p.add_argument("--budget", metavar="B1,B2,...", help="sweep $/hour budgets: the most weighted demand each buys")
+    p.add_argument("--format", choices=["text", "json", "markdown"], default="text", help="report format (default text)")
+    p.set_defaults(func=_cmd_fleet)
+
+
+def _cmd_fleet(args) -> int:
+    from solver.catalog import default_catalog
+    from solver.fleet import build_classes, load_fleet_spec, solve_fleet, sweep
+    from solver.fleet_report import render, render_sweep, to_json
+
+    fs = load_fleet_spec(args.fleet)
+    budgets = None
+    if args.budget:
+        try:
+            budgets = [float(x) for x in args.budget.split(",") if x.strip()]
+        except ValueError:
+            raise InputError("--budget", args.budget, "a comma-separated list of $/hour figures, e.g. 100,200,400") from None
+        if not budgets or any(b <= 0 for b in budgets):
+            raise InputError("--budget", args.budget, "budgets must be positive $/hour figures")
+    classes = build_classes(fs, default_catalog(), Path(args.fleet).parent)
+    title = f"plan-opt fleet · {len(fs.workloads)} workload(s): " + ", ".join(w.name for w in fs.workloads)
+    if budgets:
+        swept = sweep(fs, classes, budgets)
+        if args.format == "json":
+            print(to_json(None, swept))
+        else:
+            sys.stdout.write(render_sweep(swept, title + " · budget sweep", markdown=args.format == "markdown"))
+        return EXIT_OK
+    res = solve_fleet(fs, classes)
+    if args.format == "json":
+        print(to_json(res))
+    else:
+        sys.stdout.write(render(res, title, markdown=args.format == "markdown", show_purchase=fs.budget.max_purchase_usd is not None))
+    return EXIT_OK if res.feasible else EXIT_DOES_NOT_FIT
+
+
 def _add_schema(sub) -> None:
     p = sub.add_parser("schema", help="print the JSON Schema of the spec (or of solve's JSON output)")
     p.add_argument("--result", action="store_true", help="the schema of `solve --format json` instead of the spec")
@@ -317,6 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_solve(sub)
     _add_pareto(sub)
+    _add_fleet(sub)
     _add_evaluate(sub)
     _add_schema(sub)
     _add_list(sub)

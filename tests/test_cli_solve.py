@@ -13,7 +13,8 @@ import pytest
 from solver.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-SPECS = sorted((ROOT / "specs").glob("*.yaml"))
+SPECS = sorted(p for p in (ROOT / "specs").glob("*.yaml") if not p.name.startswith("fleet-"))
+FLEETS = sorted((ROOT / "specs").glob("fleet-*.yaml"))
 
 
 def run(argv, capsys):
@@ -68,3 +69,15 @@ def test_no_explain_and_time_limit(capsys):
 def test_missing_spec_file(capsys):
     code, _, err = run(["solve", "nope.yaml"], capsys)
     assert code == 2 and "no such file" in err
+
+
+@pytest.mark.parametrize("fleet", FLEETS, ids=lambda p: p.name)
+def test_every_shipped_fleet_solves(fleet, capsys):
+    code, out, err = run(["fleet", fleet, "--format", "json"], capsys)
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["status"] == "optimal" and data["served"] == data["demand"]
+    code, out, _ = run(["fleet", fleet, "--budget", "5,50"], capsys)
+    assert code == 0 and "budget sweep" in out
+    code, _, err = run(["fleet", fleet, "--budget", "ten"], capsys)
+    assert code == 2 and "--budget" in err

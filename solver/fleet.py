@@ -1,0 +1,378 @@
+"""`plan-opt fleet`: several workloads served by one fleet of (possibly) several GPU
+types, within budgets, quotas and what is already owned.
+
+Each workload — or each request-size class of a workload's mix (Mélange, arXiv
+2404.14527: short and long prompts are cheapest on different GPUs) — gets replicas
+of its own. Per (class, shape) the foundation's physics gives the users one replica
+holds at the class's targets (the same caps as `solve`); CP-SAT then chooses integer
+replica counts:
+
+    served_k ≤ Σ_s r_ks · cap_ks            (memory and TPOT, through the caps)
+    gpus_t   = Σ_{k, s on t} r_ks · gpus_s   rented_t ≥ gpus_t − owned_t, rented_t ≤ quota_t
+    cost     = Σ_t rented_t · price_t ≤ budget; purchase likewise
+    min_cost: served_k = demand_k, minimise cost (then GPUs)
+    max_served: maximise Σ_k priority_k · served_k, then least cost
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from solver.candidates import candidates
+from solver.catalog import Catalog
+from solver.errors import InputError
+from solver.evaluate_input import ModelOverrides, SlaIn, WorkloadIn, _In
+from solver.shapes import Problem, build_problem
+from solver.spec import BudgetIn, SearchIn, SolverIn, Spec, SpecOverridesIn
+from solver.yaml_lines import load_yaml_file
+
+# --------------------------------------------------------------------------- the fleet spec
+
+
+class MixClassIn(_In):
+    share: float = Field(gt=0, le=1, description="Share of the workload's users in this class.")
+    context_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
+    prompt_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
+    output_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
+
+
+class FleetWorkloadIn(_In):
+    name: str = Field(min_length=1, description="A label for the reports.")
+    model: str
+    workload: WorkloadIn
+    sla: SlaIn = SlaIn()
+    priority: float = Field(default=1.0, gt=0, le=1000, description="Weight of a user served, for max_served.")
+    mix: list[MixClassIn] = Field(default=[], description="Request-size classes; shares sum to 1.")
+    overrides: ModelOverrides = ModelOverrides()
+
+    @model_validator(mode="after")
+    def _shares(self):
+        if self.mix and abs(sum(c.share for c in self.mix) - 1) > 1e-6:
+            raise ValueError(f"mix shares sum to {sum(c.share for c in self.mix):g}, not 1")
+        return self
+
+
+class FleetSpec(_In):
+    """Several workloads, one fleet."""
+
+    workloads: list[FleetWorkloadIn] = Field(min_length=1)
+    search: SearchIn = SearchIn()
+    objective: Literal["min_cost", "max_served"] = Field(
+        default="min_cost", description="min_cost: serve all demand at least cost; max_served: most weighted demand within the budget."
+    )
+    budget: BudgetIn = BudgetIn()
+    inventory: dict[str, int] = Field(default={}, description="GPUs owned per device: free, limited.")
+    quota: dict[str, int] = Field(default={}, description="Most GPUs of a device that can be rented (a cloud quota).")
+    overrides: SpecOverridesIn = SpecOverridesIn()
+    solver: SolverIn = SolverIn()
+
+    @field_validator("inventory", "quota")
+    @classmethod
+    def _counts(cls, v: dict[str, int]) -> dict[str, int]:
+        bad = {k: n for k, n in v.items() if not 0 <= n <= 1_000_000}
+        if bad:
+            raise ValueError(f"counts must be between 0 and 1000000, got {bad}")
+        return v
+
+    @model_validator(mode="after")
+    def _names(self):
+        names = [w.name for w in self.workloads]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"workload names must be unique: {', '.join(dup)}")
+        return self
+
+
+def load_fleet_spec(path: str | Path) -> FleetSpec:
+    data, lines = load_yaml_file(path)
+    if not isinstance(data, dict):
+        raise InputError("fleet", None, "expected a YAML mapping with workloads", source=str(path))
+    try:
+        return FleetSpec.model_validate(data)
+    except ValidationError as exc:
+        raise InputError.from_validation(exc, lines, source=str(path)) from None
+
+
+# --------------------------------------------------------------------------- classes and their options
+
+
+@dataclass(frozen=True)
+class Option:
+    """A shape serving one class: replicas of it hold `cap` users each."""
+
+    shape_index: int
+    label: str
+    device: str
+    gpus_per_replica: int
+    cap: int
+    capped_by: str
+    tpot_s: float
+    ttft_s: float
+
+
+@dataclass
+class ServiceClass:
+    workload: str
+    name: str
+    demand: int
+    priority: float
+    problem: Problem
+    options: list[Option] = field(default_factory=list)
+    why_none: str = ""
+
+
+def _class_specs(fs: FleetSpec, w: FleetWorkloadIn) -> list[tuple[str, Spec]]:
+    common = {
+        "model": w.model,
+        "sla": w.sla.model_dump(exclude_none=True),
+        "search": fs.search.model_dump(),
+        "inventory": fs.inventory,
+        "overrides": {**fs.overrides.model_dump(exclude_none=True), "model": w.overrides.model_dump(exclude_none=True)},
+    }
+    base = w.workload.model_dump(exclude_none=True)
+    if not w.mix:
+        return [(w.name, Spec.model_validate({**common, "workload": base}))]
+    out = []
+    users = w.workload.users
+    shares = [c.share for c in w.mix]
+    # Largest-remainder split of the users over the classes: they add up exactly.
+    raw = [users * s for s in shares]
+    counts = [math.floor(x) for x in raw]
+    for i in sorted(range(len(raw)), key=lambda i: raw[i] - counts[i], reverse=True)[: users - sum(counts)]:
+        counts[i] += 1
+    for i, (c, n) in enumerate(zip(w.mix, counts)):
+        if n == 0:
+            continue
+        wl = {"users": n, "kv_fill": w.workload.kv_fill}
+        for key in ("context_tokens", "prompt_tokens", "output_tokens"):
+            v = getattr(c, key)
+            if v is not None:
+                wl[key] = v
+        try:
+            spec = Spec.model_validate({**common, "workload": wl})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(x) for x in err.get("loc", ()))
+            raise InputError(f"workloads[{w.name}].mix[{i}]", None, f"{where}: {err.get('msg', 'invalid')}".strip(": ")) from None
+        ctx = spec.workload.context_tokens
+        out.append((f"{w.name}/{c.share:.0%}@{ctx // 1024 if ctx >= 1024 else ctx}{'k' if ctx >= 1024 else ''}", spec))
+    return out
+
+
+def _options(problem: Problem) -> tuple[list[Option], str]:
+    """The shapes that can serve this class at all (memory, interconnect, TTFT, TPOT
+    hold for at least one user), pruned to those not beaten within their device on
+    both GPUs per replica and users per replica."""
+    t = problem.targets
+    good = []
+    for c in candidates(problem):
+        if c.memory_excess > 0 or c.interconnect_excess or c.max_batch_memory < 1 or c.max_batch_tpot < 1:
+            continue
+        if t.max_ttft_s is not None and c.ttft_s > t.max_ttft_s:
+            continue
+        if t.max_tpot_s is not None and c.tpot_s > t.max_tpot_s:
+            continue
+        cap = min(c.max_batch_memory, c.max_batch_tpot)
+        good.append(Option(c.shape.index, c.shape.label, c.shape.device.name, c.shape.gpus_per_replica, cap, c.caps, c.tpot_s, c.ttft_s))
+    if not good:
+        return [], "no GPU in the search meets this class's targets (try `plan-opt solve` on it alone for the reason)"
+    kept: list[Option] = []
+    by_device: dict[str, list[Option]] = {}
+    for o in good:
+        by_device.setdefault(o.device, []).append(o)
+    for opts in by_device.values():
+        opts.sort(key=lambda o: (o.gpus_per_replica, -o.cap, o.shape_index))
+        best_cap = 0
+        for o in opts:  # fewer GPUs first: keep only those that hold more users than any cheaper one
+            if o.cap > best_cap:
+                kept.append(o)
+                best_cap = o.cap
+    kept.sort(key=lambda o: o.shape_index)
+    return kept, ""
+
+
+def build_classes(fs: FleetSpec, catalog: Catalog, base_dir=None) -> list[ServiceClass]:
+    for name in list(fs.inventory) + list(fs.quota):
+        catalog.device(name)
+    out = []
+    for w in fs.workloads:
+        for cname, spec in _class_specs(fs, w):
+            problem = build_problem(spec, catalog, base_dir)
+            sc = ServiceClass(w.name, cname, spec.workload.users, w.priority, problem)
+            sc.options, sc.why_none = _options(problem)
+            out.append(sc)
+    return out
+
+
+# --------------------------------------------------------------------------- the model
+
+
+@dataclass(frozen=True)
+class Assignment:
+    service: str
+    workload: str
+    option: Option
+    replicas: int
+
+
+@dataclass
+class FleetResult:
+    status: str
+    objective: str
+    assignments: list[Assignment] = field(default_factory=list)
+    served: dict[str, int] = field(default_factory=dict)
+    demand: dict[str, int] = field(default_factory=dict)
+    gpus: dict[str, int] = field(default_factory=dict)
+    rented: dict[str, int] = field(default_factory=dict)
+    owned_used: dict[str, int] = field(default_factory=dict)
+    cost_usd_per_hour: float = 0.0
+    purchase_usd: float = 0.0
+    binds: list[str] = field(default_factory=list)
+    unservable: dict[str, str] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+    @property
+    def feasible(self) -> bool:
+        return self.status in ("optimal", "feasible")
+
+
+def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour: float | None = None) -> FleetResult:
+    from ortools.sat.python import cp_model
+
+    from solver.cpsat import _solver, _status_name
+
+    budget_hour = max_usd_per_hour if max_usd_per_hour is not None else fs.budget.max_usd_per_hour
+    objective = fs.objective
+    result = FleetResult("unknown", objective)
+    m = cp_model.CpModel()
+    devices: dict[str, object] = {}
+    for sc in classes:
+        for o in sc.options:
+            devices.setdefault(o.device, sc.problem.shapes[o.shape_index].device)
+    r: dict[tuple[int, int], object] = {}
+    served = {}
+    for k, sc in enumerate(classes):
+        result.demand[sc.name] = sc.demand
+        if not sc.options:
+            result.unservable[sc.name] = sc.why_none
+        terms = []
+        for j, o in enumerate(sc.options):
+            top = -(-sc.demand // o.cap)
+            r[k, j] = m.new_int_var(0, top, f"r_{k}_{j}")
+            terms.append(o.cap * r[k, j])
+        served[k] = m.new_int_var(0, sc.demand, f"served_{k}")
+        m.add(served[k] <= sum(terms) if terms else served[k] == 0).with_name(f"capacity of {sc.name}")
+        if objective == "min_cost":
+            m.add(served[k] == sc.demand).with_name(f"demand of {sc.name}")
+    owned = {fs_dev: n for fs_dev, n in _resolve_counts(fs.inventory, classes).items()}
+    quota = _resolve_counts(fs.quota, classes)
+    gpus, rented, cost_terms, purchase_terms, uppers = {}, {}, [], [], {}
+    for dev_name, dev in devices.items():
+        total = sum(o.gpus_per_replica * r[k, j] for k, sc in enumerate(classes) for j, o in enumerate(sc.options) if o.device == dev_name)
+        upper = sum(o.gpus_per_replica * (-(-sc.demand // o.cap)) for sc in classes for o in sc.options if o.device == dev_name)
+        uppers[dev_name] = upper
+        gpus[dev_name] = m.new_int_var(0, upper, f"gpus_{dev_name}")
+        m.add(gpus[dev_name] == total)
+        rented[dev_name] = m.new_int_var(0, upper, f"rented_{dev_name}")
+        m.add(rented[dev_name] >= gpus[dev_name] - owned.get(dev_name, 0))
+        if dev_name in quota:
+            m.add(rented[dev_name] <= quota[dev_name]).with_name(f"quota {dev_name}")
+        price = round(dev.price.usd_per_gpu_hour * 100) if dev.price else None
+        if price is None:
+            if dev_name not in owned:
+                m.add(rented[dev_name] == 0).with_name(f"no price for {dev_name}")
+        else:
+            cost_terms.append(price * rented[dev_name])
+        if dev.purchase_usd:
+            purchase_terms.append(round(dev.purchase_usd) * rented[dev_name])
+        elif fs.budget.max_purchase_usd is not None and dev_name not in owned:
+            m.add(rented[dev_name] == 0)
+    cost = sum(cost_terms) if cost_terms else 0
+    if budget_hour is not None:
+        m.add(cost <= math.floor(budget_hour * 100 + 1e-9)).with_name("budget per hour")
+    if fs.budget.max_purchase_usd is not None and purchase_terms:
+        m.add(sum(purchase_terms) <= math.floor(fs.budget.max_purchase_usd + 1e-9)).with_name("purchase budget")
+    if fs.search.max_gpus is not None:
+        m.add(sum(gpus.values()) <= fs.search.max_gpus).with_name("max_gpus")
+    total_gpus = sum(gpus.values()) if gpus else 0
+    gpu_bound = sum(uppers.values()) + 1
+    sv = _solver(fs.solver.time_limit_s)
+    if objective == "max_served":
+        # Lexicographic: the most weighted demand first, then the least cost for it.
+        weights = {k: round(sc.priority * 1000) for k, sc in enumerate(classes)}
+        weighted = sum(weights[k] * served[k] for k in served)
+        m.maximize(weighted)
+        first = _status_name(sv.solve(m))
+        result.wall_s += sv.wall_time
+        if first not in ("optimal", "feasible"):
+            result.status = first
+            return result
+        m.add(weighted >= round(sv.objective_value))
+        sv = _solver(fs.solver.time_limit_s)
+    m.minimize(cost * gpu_bound + total_gpus)
+    result.status = _status_name(sv.solve(m))
+    result.wall_s += sv.wall_time
+    if not result.feasible:
+        return result
+    for k, sc in enumerate(classes):
+        result.served[sc.name] = sv.value(served[k])
+        for j, o in enumerate(sc.options):
+            n = sv.value(r[k, j])
+            if n:
+                result.assignments.append(Assignment(sc.name, sc.workload, o, n))
+    for d in devices:
+        g = sv.value(gpus[d])
+        if g:
+            result.gpus[d] = g
+            result.rented[d] = sv.value(rented[d])
+            result.owned_used[d] = g - result.rented[d]
+            price = devices[d].price.usd_per_gpu_hour if devices[d].price else 0.0
+            result.cost_usd_per_hour += result.rented[d] * price
+            result.purchase_usd += result.rented[d] * (devices[d].purchase_usd or 0.0)
+    result.binds = _binds(fs, classes, result, devices, owned, quota, budget_hour)
+    return result
+
+
+def _resolve_counts(counts: dict[str, int], classes: list[ServiceClass]) -> dict[str, int]:
+    if not counts or not classes:
+        return {}
+    catalog_devices = classes[0].problem.devices
+    out = {}
+    for name, n in counts.items():
+        match = next((d.name for d in catalog_devices if d.name == name or name in d.aliases), name)
+        out[match] = n
+    return out
+
+
+def _binds(fs, classes, res: FleetResult, devices, owned, quota, budget_hour) -> list[str]:
+    """What holds the answer where it is: budgets and quotas at their limit, owned
+    GPUs all in use, demand left unserved, and what caps each class's replicas."""
+    out = []
+    if budget_hour is not None and res.cost_usd_per_hour >= budget_hour - 0.01 * max(1.0, budget_hour) / 100:
+        out.append(f"budget: ${res.cost_usd_per_hour:,.2f}/h of ${budget_hour:,.2f}/h spent")
+    elif budget_hour is not None and any(res.served[k] < res.demand[k] for k in res.demand):
+        out.append(f"budget: ${res.cost_usd_per_hour:,.2f}/h of ${budget_hour:,.2f}/h; the rest buys no whole replica more")
+    if fs.budget.max_purchase_usd is not None and res.purchase_usd >= fs.budget.max_purchase_usd * 0.99:
+        out.append(f"purchase budget: ${res.purchase_usd:,.0f} of ${fs.budget.max_purchase_usd:,.0f}")
+    for d, q in quota.items():
+        if res.rented.get(d, 0) >= q:
+            out.append(f"quota: all {q} rentable {d} in use")
+    for d, n in owned.items():
+        if n and res.owned_used.get(d, 0) >= n:
+            out.append(f"inventory: all {n} owned {d} in use")
+    if fs.search.max_gpus is not None and sum(res.gpus.values()) >= fs.search.max_gpus:
+        out.append(f"max_gpus: {sum(res.gpus.values())} of {fs.search.max_gpus}")
+    for a in res.assignments:
+        out.append(f"{a.service}: {a.option.label} holds {a.option.cap} users per replica (capped by {'the TPOT target' if a.option.capped_by == 'bandwidth' else 'memory'})")
+    return out
+
+
+def sweep(fs: FleetSpec, classes: list[ServiceClass], budgets: list[float]) -> list[tuple[float, FleetResult]]:
+    """What each budget buys: the most weighted demand served within it."""
+    swept = fs.model_copy(update={"objective": "max_served"})
+    return [(b, solve_fleet(swept, classes, max_usd_per_hour=b)) for b in budgets]

@@ -1,0 +1,101 @@
+"""Render a fleet: GPUs of each type, replicas per workload, cost, what binds — as a
+table, Markdown or JSON — and a budget sweep."""
+
+from __future__ import annotations
+
+import json
+
+from solver.fleet import FleetResult
+
+
+def to_dict(res: FleetResult) -> dict:
+    return {
+        "status": res.status,
+        "objective": res.objective,
+        "cost_usd_per_hour": round(res.cost_usd_per_hour, 6),
+        "purchase_usd": round(res.purchase_usd, 2),
+        "gpus": dict(sorted(res.gpus.items())),
+        "rented": dict(sorted(res.rented.items())),
+        "owned_used": dict(sorted(res.owned_used.items())),
+        "served": res.served,
+        "demand": res.demand,
+        "assignments": [
+            {
+                "service": a.service,
+                "workload": a.workload,
+                "plan": a.option.label,
+                "gpu": a.option.device,
+                "replicas": a.replicas,
+                "gpus": a.replicas * a.option.gpus_per_replica,
+                "users_per_replica": a.option.cap,
+                "batch_capped_by": "max_tpot" if a.option.capped_by == "bandwidth" else "memory",
+                "tpot_s": a.option.tpot_s,
+                "ttft_s": a.option.ttft_s,
+            }
+            for a in res.assignments
+        ],
+        "binds": res.binds,
+        "unservable": res.unservable,
+    }
+
+
+def to_json(res: FleetResult, sweep=None) -> str:
+    if sweep is not None:
+        return json.dumps([{"max_usd_per_hour": b, **to_dict(r)} for b, r in sweep], indent=2)
+    return json.dumps(to_dict(res), indent=2)
+
+
+def _table(headers, rows, markdown):
+    if markdown:
+        return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + ["| " + " | ".join(r) + " |" for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    fmt = "  " + "  ".join("{:<%d}" % w for w in widths)
+    return [fmt.format(*headers).rstrip()] + [fmt.format(*r).rstrip() for r in rows]
+
+
+def render(res: FleetResult, title: str, markdown: bool = False, show_purchase: bool = False) -> str:
+    h = (lambda x: f"## {x}") if markdown else (lambda x: x)
+    lines = [f"# {title}" if markdown else title]
+    status = {"optimal": "optimal (proven by CP-SAT)", "feasible": "feasible, not proven optimal (time limit)",
+              "infeasible": "no fleet meets every demand within the limits", "unknown": "unknown (time limit)"}[res.status]
+    lines.append(f"objective: {'least cost serving all demand' if res.objective == 'min_cost' else 'most weighted demand served, then least cost'} — {status}")
+    for name, why in res.unservable.items():
+        lines.append(f"! {name}: {why}")
+    if not res.feasible:
+        return "\n".join(lines) + "\n"
+    total = sum(res.gpus.values())
+    lines.append(f"fleet: {total} GPUs, ${res.cost_usd_per_hour:,.2f}/hour" + (f", ${res.purchase_usd:,.0f} to buy" if show_purchase else ""))
+    lines.append("")
+    lines.append(h("GPUs"))
+    rows = [[d, str(n), str(res.owned_used.get(d, 0)), str(res.rented.get(d, 0))] for d, n in sorted(res.gpus.items())]
+    lines += _table(["gpu", "in use", "owned", "rented"], rows, markdown)
+    lines.append("")
+    lines.append(h("Workloads"))
+    rows = []
+    for a in res.assignments:
+        rows.append([a.service, a.option.label, str(a.replicas), str(a.option.cap),
+                     f"{a.option.tpot_s * 1e3:.1f} ms", f"{a.option.ttft_s * 1e3:.0f} ms"])
+    lines += _table(["service", "replica", "replicas", "users/replica", "TPOT", "TTFT"], rows, markdown)
+    rows = [[name, f"{res.served.get(name, 0):,}", f"{d:,}"] for name, d in res.demand.items()]
+    lines.append("")
+    lines += _table(["service", "served", "demand"], rows, markdown)
+    lines.append("")
+    lines.append(h("What binds"))
+    lines += [f"- {b}" for b in res.binds]
+    return "\n".join(lines) + "\n"
+
+
+def render_sweep(sweep, title: str, markdown: bool = False) -> str:
+    lines = [f"# {title}" if markdown else title, ""]
+    rows = []
+    for budget, r in sweep:
+        if not r.feasible:
+            rows.append([f"${budget:,.0f}/h", "—", "—", "no fleet", ""])
+            continue
+        served = sum(r.served.values())
+        demand = sum(r.demand.values())
+        fleet = ", ".join(f"{n} × {d}" for d, n in sorted(r.gpus.items())) or "nothing"
+        binding = next((b for b in r.binds if b.startswith(("budget", "quota", "inventory", "max_gpus"))), "all demand served")
+        rows.append([f"${budget:,.0f}/h", f"${r.cost_usd_per_hour:,.2f}/h", f"{served:,} of {demand:,}", fleet, binding])
+    lines += _table(["budget", "spent", "users served", "fleet", "binds"], rows, markdown)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,160 @@
+"""`plan-opt fleet`: CP-SAT against brute force on small fleets, a request mix that is
+strictly cheaper on two GPU types than on any one, budgets, quotas, owned GPUs."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from solver.catalog import default_catalog
+from solver.fleet import FleetSpec, build_classes, solve_fleet, sweep
+
+
+def fleet(spec: dict):
+    fs = FleetSpec.model_validate(spec)
+    return fs, build_classes(fs, default_catalog())
+
+
+def brute_force(fs: FleetSpec, classes):
+    """Every replica vector of every class; the least (cost, GPUs) meeting all limits
+    (min_cost), or the most weighted users then least cost (max_served)."""
+    owned = dict(fs.inventory)
+    per_class = []
+    for sc in classes:
+        ranges = [range(0, -(-sc.demand // o.cap) + 1) for o in sc.options]
+        per_class.append(list(itertools.product(*ranges)))
+    best = None
+    for choice in itertools.product(*per_class):
+        gpus: dict[str, int] = {}
+        served_w = 0
+        ok = True
+        for sc, vec in zip(classes, choice):
+            cap = sum(n * o.cap for n, o in zip(vec, sc.options))
+            if fs.objective == "min_cost" and cap < sc.demand:
+                ok = False
+                break
+            served_w += round(sc.priority * 1000) * min(cap, sc.demand)
+            for n, o in zip(vec, sc.options):
+                gpus[o.device] = gpus.get(o.device, 0) + n * o.gpus_per_replica
+        if not ok:
+            continue
+        cost_cents = 0
+        for d, g in gpus.items():
+            rented = max(0, g - owned.get(d, 0))
+            if d in fs.quota and rented > fs.quota[d]:
+                ok = False
+            dev = default_catalog().device(d)
+            cost_cents += rented * round(dev.price.usd_per_gpu_hour * 100)
+        if not ok:
+            continue
+        if fs.budget.max_usd_per_hour is not None and cost_cents > math.floor(fs.budget.max_usd_per_hour * 100 + 1e-9):
+            continue
+        key = (-served_w if fs.objective == "max_served" else 0, cost_cents, sum(gpus.values()))
+        if best is None or key < best:
+            best = key
+    return best
+
+
+@st.composite
+def small_fleets(draw):
+    gpus = draw(st.lists(st.sampled_from(["rtx-4090", "l40s", "a100-80gb", "h100-sxm", "l4"]), min_size=1, max_size=2, unique=True))
+    workloads = []
+    for i in range(draw(st.integers(1, 2))):
+        workloads.append({
+            "name": f"w{i}",
+            "model": draw(st.sampled_from(["llama-3.1-8b", "qwen2.5-7b", "phi-4"])),
+            "priority": draw(st.integers(1, 3)),
+            "workload": {"users": draw(st.integers(1, 24)), "context_tokens": draw(st.sampled_from([2048, 8192, 32768])), "output_tokens": 256},
+            "sla": {"max_tpot": f"{draw(st.integers(10, 60))}ms"},
+        })
+    spec = {
+        "workloads": workloads,
+        "search": {"gpus": gpus, "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
+        "objective": draw(st.sampled_from(["min_cost", "max_served"])),
+    }
+    if draw(st.booleans()):
+        spec["inventory"] = {gpus[0]: draw(st.integers(0, 3))}
+    if draw(st.booleans()):
+        spec["quota"] = {gpus[-1]: draw(st.integers(0, 4))}
+    if spec["objective"] == "max_served" or draw(st.booleans()):
+        spec["budget"] = {"max_usd_per_hour": draw(st.integers(1, 20))}
+    return spec
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_fleets())
+def test_cpsat_fleet_equals_brute_force(spec):
+    fs, classes = fleet(spec)
+    got = solve_fleet(fs, classes)
+    want = brute_force(fs, classes)
+    if want is None:
+        assert not got.feasible, spec
+        return
+    assert got.status == "optimal", spec
+    weights = {sc.name: round(sc.priority * 1000) for sc in classes}
+    served_w = sum(weights[n] * s for n, s in got.served.items())
+    cost_cents = round(got.cost_usd_per_hour * 100)
+    assert (-served_w if fs.objective == "max_served" else 0, cost_cents, sum(got.gpus.values())) == want, spec
+
+
+MIX = {
+    "workloads": [{
+        "name": "chat", "model": "llama-3.1-8b",
+        "workload": {"users": 64, "context_tokens": 8192, "prompt_tokens": 2048},
+        "sla": {"max_ttft": "1500ms", "max_tpot": "40ms"},
+        "mix": [{"share": 0.75, "context_tokens": 2048, "prompt_tokens": 1536},
+                {"share": 0.25, "context_tokens": 32768, "prompt_tokens": 30000}],
+    }],
+    "search": {"gpus": ["l4", "h100-sxm"], "tp": [1, 2, 4], "weights": ["fp8"], "kv_cache": ["fp8"]},
+}
+
+
+def test_a_request_mix_is_cheaper_on_two_gpu_types_than_on_either():
+    # 48 short requests fit two L4s ($0.43 each) at TP 2; the 16 long 30k-token prompts
+    # need an H100 for TTFT. One H100 type alone needs two of them; L4s alone cannot
+    # prefill 30k tokens in 1.5 s at all.
+    fs, classes = fleet(MIX)
+    mixed = solve_fleet(fs, classes)
+    assert set(mixed.gpus) == {"l4", "h100-sxm"}
+    for only in ("l4", "h100-sxm"):
+        one = {**MIX, "search": {**MIX["search"], "gpus": [only]}}
+        single = solve_fleet(*fleet(one))
+        assert not single.feasible or single.cost_usd_per_hour > mixed.cost_usd_per_hour + 1e-9
+
+
+def test_bigger_budget_never_serves_less_weighted_demand():
+    fs, classes = fleet({**MIX, "workloads": MIX["workloads"] + [{
+        "name": "code", "model": "qwen2.5-7b", "priority": 2,
+        "workload": {"users": 40, "context_tokens": 4096, "output_tokens": 256}, "sla": {"max_tpot": "20ms"}}]})
+    budgets = [0.5, 1, 2, 4, 6, 8, 12]
+    results = sweep(fs, classes, budgets)
+    weighted = [sum(round(sc.priority * 1000) * r.served.get(sc.name, 0) for sc in classes) if r.feasible else 0 for _, r in results]
+    assert weighted == sorted(weighted)
+    assert all(r.cost_usd_per_hour <= b + 1e-9 for b, r in results if r.feasible)
+    assert weighted[-1] > weighted[0]
+
+
+def test_owned_gpus_are_used_before_renting():
+    spec = {**MIX, "inventory": {"h100-sxm": 2}}
+    res = solve_fleet(*fleet(spec))
+    assert res.owned_used.get("h100-sxm") == 2 and res.cost_usd_per_hour == 0
+    assert any("inventory" in b for b in res.binds)
+
+
+def test_quota_caps_what_is_rented():
+    spec = {**MIX, "search": {**MIX["search"], "gpus": ["h100-sxm"]}, "quota": {"h100-sxm": 1}}
+    res = solve_fleet(*fleet(spec))
+    assert not res.feasible  # two H100s are needed, one may be rented
+    res = solve_fleet(*fleet({**spec, "objective": "max_served", "budget": {"max_usd_per_hour": 100}}))
+    assert res.feasible and res.rented["h100-sxm"] == 1 and sum(res.served.values()) < 64
+    assert any(b.startswith("quota") for b in res.binds)
+
+
+def test_mix_shares_must_sum_to_one():
+    bad = {**MIX, "workloads": [{**MIX["workloads"][0], "mix": [{"share": 0.5, "context_tokens": 2048}]}]}
+    with pytest.raises(Exception, match="sum to 0.5"):
+        FleetSpec.model_validate(bad)
