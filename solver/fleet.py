@@ -301,7 +301,15 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
         m.add(sum(gpus.values()) <= fs.search.max_gpus).with_name("max_gpus")
     total_gpus = sum(gpus.values()) if gpus else 0
     gpu_bound = sum(uppers.values()) + 1
-    sv = _solver(fs.solver.time_limit_s)
+    def fleet_solver():
+        # Integer replica counts coupled by shared budgets: CP-SAT's full LP relaxation
+        # (linearization level 2) proves these in a fraction of a second where the
+        # default level runs out of time (measured on the 10-workload benchmark).
+        sv = _solver(fs.solver.time_limit_s)
+        sv.parameters.linearization_level = 2
+        return sv
+
+    sv = fleet_solver()
     if objective == "max_served":
         # Lexicographic: the most weighted demand first, then the least cost for it.
         weights = {k: round(sc.priority * 1000) for k, sc in enumerate(classes)}
@@ -313,7 +321,7 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
             result.status = first
             return result
         m.add(weighted >= round(sv.objective_value))
-        sv = _solver(fs.solver.time_limit_s)
+        sv = fleet_solver()
     m.minimize(cost * gpu_bound + total_gpus)
     result.status = _status_name(sv.solve(m))
     result.wall_s += sv.wall_time
