@@ -305,6 +305,30 @@ class Precision:
         return self.bits / 8 + per_group
 
 
+# --------------------------------------------------------------------------- engines
+
+
+@dataclass(frozen=True)
+class Engine:
+    """How a serving engine sizes its KV cache (see catalogs/engines.yaml)."""
+
+    __pydantic_config__ = _FORBID
+    name: Name
+    display_name: str
+    rule: Literal["fraction_of_total", "static_fraction", "fraction_of_free", "contiguous"]
+    fraction: Fraction
+    fraction_flag: str | None
+    block_size_tokens: Count
+    max_num_batched_tokens: Count
+    max_num_seqs: Count
+    source: str
+    as_of: dt.date
+    aliases: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_name("engine", self.name)
+
+
 # --------------------------------------------------------------------------- the catalog files
 
 
@@ -331,6 +355,12 @@ class _ModelsFile:
 class _PrecisionsFile:
     __pydantic_config__ = _FORBID
     precisions: list[Precision]
+
+
+@dataclass(frozen=True)
+class _EnginesFile:
+    __pydantic_config__ = _FORBID
+    engines: list[Engine]
 
 
 def _norm(name: str) -> str:
@@ -387,7 +417,7 @@ class _Index:
 class Catalog:
     """Everything plan-opt knows about hardware and models, validated."""
 
-    def __init__(self, devices: _DevicesFile, platforms: _PlatformsFile, models: _ModelsFile, precisions: _PrecisionsFile):
+    def __init__(self, devices: _DevicesFile, platforms: _PlatformsFile, models: _ModelsFile, precisions: _PrecisionsFile, engines: _EnginesFile):
         df = devices.default_factors
         self.default_factors = Factors(df.memory_utilization, df.runtime_overhead_bytes, df.bandwidth_efficiency, df.compute_efficiency)
         self.default_factors_source = df.source
@@ -395,6 +425,7 @@ class Catalog:
         self.platforms = _Index.build("platform", "platform", platforms.platforms)
         self.models = _Index.build("model", "model", models.models)
         self.precisions = _Index.build("precision", "precision", precisions.precisions)
+        self.engines = _Index.build("engine", "engine", engines.engines)
         self._cross_check()
 
     def _cross_check(self) -> None:
@@ -428,6 +459,9 @@ class Catalog:
             raise InputError(f"precision.{'kv_cache' if use == 'kv' else use}", name, f"not a {use} format; allowed: {allowed}")
         return p
 
+    def engine(self, name: str) -> Engine:
+        return self.engines.get(name)
+
     def factors_for(self, device: Device) -> Factors:
         return device.factors.apply(self.default_factors)
 
@@ -437,6 +471,7 @@ CATALOG_FILES = {
     "platforms": ("platforms.yaml", _PlatformsFile),
     "models": ("models.yaml", _ModelsFile),
     "precisions": ("precisions.yaml", _PrecisionsFile),
+    "engines": ("engines.yaml", _EnginesFile),
 }
 
 

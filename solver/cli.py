@@ -52,6 +52,7 @@ def _add_evaluate(sub) -> None:
     g.add_argument("--tp", type=int, help="tensor-parallel degree (default 1)")
     g.add_argument("--pp", type=int, help="pipeline-parallel degree (default 1)")
     g.add_argument("--platform", help="platform the GPUs sit in (default: the device's first)")
+    g.add_argument("--engine", help="serving engine whose KV sizing to follow: vllm (default), sglang, trtllm, llama.cpp")
     g.add_argument("--weights", help="weight precision (default bf16)")
     g.add_argument("--kv-cache", dest="kv_cache", help="KV-cache precision (default bf16)")
     g = p.add_argument_group("workload and targets")
@@ -105,6 +106,7 @@ def _cmd_evaluate(args) -> int:
         data = loaded
     flag_paths = {
         "model": "model",
+        "engine": "engine",
         "gpu": "hardware.gpu",
         "count": "hardware.count",
         "tp": "hardware.tp",
@@ -334,7 +336,7 @@ def _cmd_schema(args) -> int:
 
 def _add_list(sub) -> None:
     p = sub.add_parser("list", help="list the catalog: devices, models, platforms or precisions")
-    p.add_argument("what", choices=["devices", "models", "platforms", "precisions"])
+    p.add_argument("what", choices=["devices", "models", "platforms", "precisions", "engines"])
     p.set_defaults(func=_cmd_list)
 
 
@@ -360,6 +362,10 @@ def _cmd_list(args) -> int:
     elif args.what == "platforms":
         for p in cat.platforms:
             print(f"{p.name:<24} {p.layout:<7} {p.gpus_per_node:>3} GPUs/node × {p.max_nodes:<3} {p.display_name}")
+    elif args.what == "engines":
+        for e in cat.engines:
+            flag = f"{e.fraction_flag} {e.fraction:g}" if e.fraction_flag else "—"
+            print(f"{e.name:<10} {e.rule:<18} {flag:<40} block {e.block_size_tokens:>2}  {e.display_name}")
     else:
         for p in cat.precisions:
             print(f"{p.name:<10} {p.bytes_per_value:>8.5f} B/value  {'+'.join(p.use):<10} {p.display_name}")

@@ -7,7 +7,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from solver.catalog import Device, Factors, Model, Platform, Precision
+from solver.catalog import Device, Engine, Factors, Model, Platform, Precision
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ class Deployment:
     replicas: int = 1
     weights_bytes_override: float | None = None
     """Whole-model weight bytes given by the user (e.g. a checkpoint's size on disk)."""
+    engine: Engine | None = None
+    """How the KV cache is sized; None: vLLM's rule (a fraction of the total)."""
 
     @property
     def gpus(self) -> int:

@@ -126,6 +126,7 @@ class OverridesIn(_In):
 
 class EvaluateInput(_In):
     model: str = Field(description="Catalog name, Hugging Face id, or path to a local config.json.")
+    engine: str = Field(default="vllm", description="Serving engine whose KV sizing to follow (`plan-opt list engines`).")
     hardware: HardwareIn
     precision: PrecisionIn = PrecisionIn()
     workload: WorkloadIn
@@ -180,6 +181,13 @@ def override_device(device, go: GpuOverrides):
     return dataclasses.replace(device, **update) if update else device
 
 
+def engine_factors(catalog: Catalog, device, engine):
+    """Catalog defaults, then the engine's memory fraction, then the device's own
+    factors (an Apple GPU's Metal cap wins over any engine)."""
+    base = dataclasses.replace(catalog.default_factors, memory_utilization=engine.fraction)
+    return device.factors.apply(base)
+
+
 def apply_factors(factors, *layers: FactorsIn):
     """Factor overrides, later layers winning."""
     for layer in layers:
@@ -208,7 +216,8 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
     weights = catalog.precision(inp.precision.weights, "weights")
     kv = catalog.precision(inp.precision.kv_cache, "kv")
 
-    factors = apply_factors(catalog.factors_for(device), inp.overrides.factors)
+    engine = catalog.engine(inp.engine)
+    factors = apply_factors(engine_factors(catalog, device, engine), inp.overrides.factors)
 
     replicas = (hw.count // (hw.tp * hw.pp)) if hw.count else 1
     deployment = Deployment(
@@ -222,6 +231,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
         pp=hw.pp,
         replicas=replicas,
         weights_bytes_override=mo.weights_bytes,
+        engine=engine,
     )
     w = inp.workload
     workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens, w.kv_fill)

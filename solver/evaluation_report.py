@@ -45,6 +45,19 @@ def _verdict_text(v: Verdict) -> str:
     return f"{word} {fmt_seconds(v.limit)} target ({'spare' if v.ok else 'over by'} {fmt_seconds(abs(v.margin))})"
 
 
+def _engine_rule(d, mem) -> str:
+    total = _gb(mem.device_bytes)
+    rule = d.engine.rule if d.engine else "fraction_of_total"
+    flag = (d.engine.fraction_flag if d.engine else None) or "utilisation"
+    if rule == "static_fraction":
+        return f"{total} device × {mem.utilization:.2f} ({flag}) for weights + KV"
+    if rule == "fraction_of_free":
+        return f"weights + overhead + {mem.utilization:.2f} ({flag}) of the {total} device's free memory"
+    if rule == "contiguous":
+        return f"{total} device × {mem.utilization:.2f}, KV allocated up front"
+    return f"{total} device × {mem.utilization:.2f} ({flag})"
+
+
 def _comm(seconds: float, d) -> str:
     return fmt_seconds(seconds) if d.tp * d.pp > 1 else "none (one GPU per replica)"
 
@@ -121,8 +134,15 @@ def render_text(ev: Evaluation) -> str:
         ("", f"{'':>24}   × {kvdesc}"),
         ("runtime overhead", f"{fmt_bytes(mem.overhead_bytes):>24}   CUDA context, activations (factor)"),
         ("needed", f"{fmt_bytes(mem.needed_bytes):>24}"),
-        ("usable", f"{fmt_bytes(mem.usable_bytes):>24}   {_gb(mem.device_bytes)} device × {mem.utilization:.2f} utilisation"),
+        ("usable", f"{fmt_bytes(mem.usable_bytes):>24}   {_engine_rule(d, mem)}"),
     ]
+    if mem.kv_capacity_blocks:
+        name = d.engine.display_name if d.engine else "vLLM"
+        rows.append((
+            "KV capacity",
+            f"{mem.kv_capacity_tokens:>17,} tokens   {mem.kv_capacity_blocks:,} blocks of {mem.block_size_tokens}; "
+            f"max concurrency at {w.context_tokens:,} tokens: {mem.max_concurrency:.2f}x ({name})",
+        ))
     out += _rows(rows)
 
     # Step 2
@@ -272,6 +292,12 @@ def to_dict(ev: Evaluation) -> dict:
         "kv_bytes_per_token": kv_bytes_per_token_per_layer(d.model, d.kv) * d.model.num_layers,
         "batch": mem.batch,
         "max_batch": mem.max_batch,
+        "engine": d.engine.name if d.engine else "vllm",
+        "kv_budget_bytes": mem.kv_budget_bytes,
+        "kv_capacity_blocks": mem.kv_capacity_blocks,
+        "kv_capacity_tokens": mem.kv_capacity_tokens,
+        "block_size_tokens": mem.block_size_tokens,
+        "max_concurrency": mem.max_concurrency,
     }
     out["decode"] = {
         "batch": dec.batch,

@@ -61,6 +61,7 @@ class FleetSpec(_In):
     """Several workloads, one fleet."""
 
     workloads: list[FleetWorkloadIn] = Field(min_length=1)
+    engine: str = Field(default="vllm", description="Serving engine whose KV sizing to follow.")
     search: SearchIn = SearchIn()
     objective: Literal["min_cost", "max_served"] = Field(
         default="min_cost", description="min_cost: serve all demand at least cost; max_served: most weighted demand within the budget."
@@ -129,6 +130,7 @@ class ServiceClass:
 def _class_specs(fs: FleetSpec, w: FleetWorkloadIn) -> list[tuple[str, Spec]]:
     common = {
         "model": w.model,
+        "engine": fs.engine,
         "sla": w.sla.model_dump(exclude_none=True),
         "search": fs.search.model_dump(),
         "inventory": fs.inventory,

@@ -18,10 +18,10 @@ from solver.catalog import Catalog, Device, Price
 from solver.deployment import Deployment, Workload
 from solver.errors import InputError
 from solver.evaluate import Targets
-from solver.evaluate_input import apply_factors, override_device, resolve_model
+from solver.evaluate_input import apply_factors, engine_factors, override_device, resolve_model
 from solver.physics import validity
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
-from solver.physics.memory import per_gpu_kv_bytes_per_sequence, per_gpu_weights_bytes
+from solver.physics.memory import kv_budget_bytes, per_gpu_kv_bytes_per_sequence, per_gpu_weights_bytes
 from solver.physics.prefill import estimate_prefill
 from solver.spec import Spec
 from solver.topology import scale_up_domain_size
@@ -142,7 +142,8 @@ def _shape_physics(shape: Shape, w: Workload) -> ShapePhysics:
             ring_for(d)
         except ValueError:  # no link joins this many GPUs at all: nothing to estimate
             return ShapePhysics(shape, refused, 0, math.inf, None)
-    room = d.device.memory_bytes * f.memory_utilization - per_gpu_weights_bytes(d) - f.runtime_overhead_bytes
+    rule = d.engine.rule if d.engine else "fraction_of_total"
+    room = kv_budget_bytes(rule, d.device.memory_bytes, f.memory_utilization, per_gpu_weights_bytes(d), f.runtime_overhead_bytes)
     per_seq = per_gpu_kv_bytes_per_sequence(d, w.resident_tokens)
     max_batch = int(room // per_seq) if room > 0 and per_seq > 0 else 0
     return ShapePhysics(
@@ -195,7 +196,7 @@ def _apply_overrides(device: Device, spec: Spec, catalog: Catalog) -> Device:
 
 def _factors(device: Device, spec: Spec, catalog: Catalog):
     own = [o.factors for n, o in spec.overrides.gpus.items() if catalog.device(n).name == device.name]
-    return apply_factors(catalog.factors_for(device), spec.overrides.factors, *own)
+    return apply_factors(engine_factors(catalog, device, catalog.engine(spec.engine)), spec.overrides.factors, *own)
 
 
 def _platform_for(device: Device, tp: int, pp: int, catalog: Catalog):
@@ -234,6 +235,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
     mo = spec.overrides.model
     for name in list(spec.inventory) + list(spec.overrides.gpus):
         catalog.device(name)  # unknown names are errors, with a did-you-mean
+    engine = catalog.engine(spec.engine)
     weights = [catalog.precision(p, "weights") for p in spec.search.weights]
     kvs = [catalog.precision(p, "kv") for p in spec.search.kv_cache]
     owned = {catalog.device(n).name: c for n, c in spec.inventory.items()}
@@ -265,7 +267,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
                             continue
                         seen.add((wf.name, kf.name))
                         d = Deployment(model, device, platform, wf, kf, factors, tp=tp, pp=pp,
-                                       weights_bytes_override=mo.weights_bytes)
+                                       weights_bytes_override=mo.weights_bytes, engine=engine)
                         shapes.append(Shape(len(shapes), d, domain, own))
     if not devices:
         raise InputError("search.gpus", spec.search.gpus, "selects no device")

@@ -55,6 +55,10 @@ class PlanOut(_Out):
     ttft_s: float
     memory_needed_bytes: float = Field(description="Per GPU.")
     memory_usable_bytes: float = Field(description="Per GPU.")
+    engine: str
+    kv_capacity_tokens: int = Field(description="Per replica, as the engine would report it (vLLM: GPU KV cache size).")
+    kv_capacity_blocks: int
+    max_concurrency: float = Field(description="KV capacity / context tokens (vLLM: Maximum concurrency).")
     tokens_per_s: float = Field(description="All replicas.")
     batch_capped_by: str
     replicas_forced_by: str | None
@@ -163,6 +167,10 @@ def to_output(r: SolveResult) -> SolveOut:
             ttft_s=ev.prefill.ttft_s,
             memory_needed_bytes=ev.memory.needed_bytes,
             memory_usable_bytes=ev.memory.usable_bytes,
+            engine=d.engine.name if d.engine else "vllm",
+            kv_capacity_tokens=ev.memory.kv_capacity_tokens,
+            kv_capacity_blocks=ev.memory.kv_capacity_blocks,
+            max_concurrency=round(ev.memory.max_concurrency, 4),
             tokens_per_s=ev.decode.tokens_per_s * c.replicas,
             batch_capped_by=r.batch_capped_by,
             replicas_forced_by=r.replicas_forced_by,

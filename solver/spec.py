@@ -78,6 +78,7 @@ class Spec(_In):
     """A serving target: plan-opt finds the cheapest hardware that meets it."""
 
     model: str = Field(description="Catalog name, Hugging Face id, or path to a local config.json.")
+    engine: str = Field(default="vllm", description="Serving engine whose KV sizing to follow: vllm, sglang, trtllm, llama.cpp.")
     workload: WorkloadIn
     sla: SlaIn = SlaIn()
     search: SearchIn = SearchIn()

@@ -72,6 +72,25 @@ def stage_layer_fraction(model: Model, pp: int) -> float:
     return math.ceil(model.num_layers / pp) / model.num_layers
 
 
+def kv_budget_bytes(rule: str, device_bytes: float, fraction: float, weights_bytes: float, overhead_bytes: float) -> float:
+    """Bytes an engine gives the KV cache on one GPU (catalogs/engines.yaml):
+    vLLM a fraction of the total less weights and overhead; SGLang a static fraction
+    for weights and KV (the overhead must fit in the rest); TensorRT-LLM a fraction
+    of what is free after weights and overhead; llama.cpp what is left."""
+    if rule == "static_fraction":
+        return min(device_bytes * fraction - weights_bytes, device_bytes - weights_bytes - overhead_bytes)
+    if rule == "fraction_of_free":
+        return (device_bytes - weights_bytes - overhead_bytes) * fraction
+    return device_bytes * fraction - weights_bytes - overhead_bytes  # fraction_of_total, contiguous
+
+
+def kv_capacity_blocks(kv_budget_bytes: float, kv_bytes_per_token: float, block_size_tokens: int) -> int:
+    """Whole blocks of block_size tokens (every layer) the KV budget holds: vLLM's
+    num_gpu_blocks; its "GPU KV cache size" is that times the block size."""
+    per_block = kv_bytes_per_token * block_size_tokens
+    return max(0, int(kv_budget_bytes // per_block)) if per_block > 0 else 0
+
+
 @dataclass(frozen=True)
 class MemoryEstimate:
     """Per-GPU memory of the heaviest GPU (first pipeline stage), in bytes."""
@@ -88,6 +107,16 @@ class MemoryEstimate:
     kv_bytes_per_sequence: float
     """Per GPU, one sequence at full context."""
     batch: int
+    rule: str = "fraction_of_total"
+    """The engine's KV sizing rule."""
+    kv_bytes_per_token: float = 0.0
+    """Per GPU, one token in every layer."""
+    block_size_tokens: int = 16
+    context_tokens: int = 0
+
+    @property
+    def kv_budget_bytes(self) -> float:
+        return kv_budget_bytes(self.rule, self.device_bytes, self.utilization, self.weights_bytes, self.overhead_bytes)
 
     @property
     def needed_bytes(self) -> float:
@@ -95,11 +124,12 @@ class MemoryEstimate:
 
     @property
     def usable_bytes(self) -> float:
-        return self.device_bytes * self.utilization
+        """Weights, overhead and the KV budget: for vLLM, memory × utilisation."""
+        return self.weights_bytes + self.overhead_bytes + self.kv_budget_bytes
 
     @property
     def margin_bytes(self) -> float:
-        return self.usable_bytes - self.needed_bytes
+        return self.kv_budget_bytes - self.kv_bytes
 
     @property
     def fits(self) -> bool:
@@ -108,10 +138,25 @@ class MemoryEstimate:
     @property
     def max_batch(self) -> int:
         """Most sequences at this context that fit beside the weights."""
-        room = self.usable_bytes - self.weights_bytes - self.overhead_bytes
+        room = self.kv_budget_bytes
         if room <= 0 or self.kv_bytes_per_sequence <= 0:
             return 0
         return int(room // self.kv_bytes_per_sequence)
+
+    @property
+    def kv_capacity_blocks(self) -> int:
+        """Blocks of block_size tokens the KV budget holds (vLLM's "# GPU blocks")."""
+        return kv_capacity_blocks(self.kv_budget_bytes, self.kv_bytes_per_token, self.block_size_tokens)
+
+    @property
+    def kv_capacity_tokens(self) -> int:
+        """vLLM's "GPU KV cache size: N tokens"."""
+        return self.kv_capacity_blocks * self.block_size_tokens
+
+    @property
+    def max_concurrency(self) -> float:
+        """vLLM's "Maximum concurrency for L tokens per request: X"."""
+        return self.kv_capacity_tokens / self.context_tokens if self.context_tokens else 0.0
 
 
 def per_gpu_weights_bytes(d: Deployment) -> float:
@@ -140,6 +185,7 @@ def per_gpu_kv_bytes_per_sequence(d: Deployment, tokens: int) -> float:
 def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
     batch = d.batch_per_replica(w)
     per_seq = per_gpu_kv_bytes_per_sequence(d, w.resident_tokens)
+    engine = d.engine
     return MemoryEstimate(
         weights_bytes=per_gpu_weights_bytes(d),
         kv_bytes=per_seq * batch,
@@ -150,6 +196,10 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
         model_kv_bytes=kv_bytes_per_sequence(d.model, d.kv, w.resident_tokens) * batch,
         kv_bytes_per_sequence=per_seq,
         batch=batch,
+        rule=engine.rule if engine else "fraction_of_total",
+        kv_bytes_per_token=per_gpu_kv_bytes_per_sequence(d, 1),
+        block_size_tokens=engine.block_size_tokens if engine else 16,
+        context_tokens=w.context_tokens,
     )
 
 
@@ -157,7 +207,7 @@ def max_context_tokens(d: Deployment, w: Workload) -> int:
     """Longest context at this batch that fits (0 if none), by bisection: KV grows
     monotonically with tokens but not linearly once windows fill."""
     mem = estimate_memory(d, w)
-    room = mem.usable_bytes - mem.weights_bytes - mem.overhead_bytes
+    room = mem.kv_budget_bytes
     batch = mem.batch
     if room <= 0 or per_gpu_kv_bytes_per_sequence(d, 1) * batch > room:
         return 0
