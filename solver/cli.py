@@ -316,6 +316,52 @@ def _cmd_fleet(args) -> int:
     return EXIT_OK if res.feasible else EXIT_DOES_NOT_FIT
 
 
+def _add_deploy(sub) -> None:
+    p = sub.add_parser(
+        "deploy",
+        help="solve a spec and print the engine command that serves the plan",
+        description="Solve the spec, then turn the plan into the command one replica runs (vLLM's `vllm serve` or "
+        "SGLang's launch_server) and the number of replicas. Flags are checked against catalogs/engine_flags.yaml.",
+        epilog="Example:\n  plan-opt deploy specs/chat-llama70b.yaml --engine sglang\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("spec", help="YAML spec file (as for solve)")
+    p.add_argument("--engine", choices=["vllm", "sglang"], help="command to emit (default: the spec's engine, else vllm)")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=_cmd_deploy)
+
+
+def _cmd_deploy(args) -> int:
+    from solver.catalog import default_catalog
+    from solver.deploy import check_flags, emit
+    from solver.shapes import build_problem
+    from solver.solve import solve
+    from solver.spec import load_spec
+
+    spec, _ = load_spec(args.spec)
+    engine = args.engine or (spec.engine if spec.engine in ("vllm", "sglang") else "vllm")
+    result = solve(build_problem(spec, default_catalog(), Path(args.spec).parent), explain=False)
+    if not result.feasible:
+        print("plan-opt: no plan meets the spec; run `plan-opt solve` for the reason", file=sys.stderr)
+        return EXIT_DOES_NOT_FIT
+    dep = emit(result, engine)
+    if engine != spec.engine:
+        dep.notes.append(f"the plan was sized with {spec.engine}'s memory rule; set `engine: {engine}` in the spec to size it for {engine}")
+    bad = check_flags(dep)
+    if bad:  # a bug in the template, not the user's input
+        raise RuntimeError("emitted flags not in the engine's list: " + "; ".join(bad))
+    if args.format == "json":
+        print(json.dumps({"engine": dep.engine, "command": dep.argv, "replicas": dep.replicas,
+                          "gpus_per_replica": dep.gpus_per_replica, "notes": dep.notes}, indent=2))
+    else:
+        c = result.solution.candidate
+        print(f"# {dep.replicas} replica(s) × {dep.gpus_per_replica} × {c.shape.device.display_name} — {dep.engine}")
+        print(dep.command)
+        for n in dep.notes:
+            print(f"# {n}")
+    return EXIT_OK
+
+
 def _add_schema(sub) -> None:
     p = sub.add_parser("schema", help="print the JSON Schema of the spec (or of solve's JSON output)")
     p.add_argument("--result", action="store_true", help="the schema of `solve --format json` instead of the spec")
@@ -383,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_solve(sub)
     _add_pareto(sub)
     _add_fleet(sub)
+    _add_deploy(sub)
     _add_evaluate(sub)
     _add_schema(sub)
     _add_list(sub)
