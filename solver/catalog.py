@@ -65,6 +65,9 @@ class Factors:
     """Achieved / peak memory bandwidth in decode."""
     compute_efficiency: Fraction
     """Achieved / peak dense tensor throughput (the seed's utilisation factor)."""
+    step_overhead_s: Annotated[float, Ge(0), Le(1)] = 0.0
+    """Fixed cost of every decode step (scheduling, sampling, launches): what lets one
+    bandwidth efficiency fit small fast models and large slow ones together."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ class FactorOverrides:
     runtime_overhead_bytes: NonNegInt | None = None
     bandwidth_efficiency: Fraction | None = None
     compute_efficiency: Fraction | None = None
+    step_overhead_s: Annotated[float, Ge(0), Le(1)] | None = None
 
     def apply(self, base: Factors) -> Factors:
         changes = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
@@ -419,7 +423,7 @@ class Catalog:
 
     def __init__(self, devices: _DevicesFile, platforms: _PlatformsFile, models: _ModelsFile, precisions: _PrecisionsFile, engines: _EnginesFile):
         df = devices.default_factors
-        self.default_factors = Factors(df.memory_utilization, df.runtime_overhead_bytes, df.bandwidth_efficiency, df.compute_efficiency)
+        self.default_factors = Factors(df.memory_utilization, df.runtime_overhead_bytes, df.bandwidth_efficiency, df.compute_efficiency, df.step_overhead_s)
         self.default_factors_source = df.source
         self.devices = _Index.build("device", "gpu", devices.devices)
         self.platforms = _Index.build("platform", "platform", platforms.platforms)

@@ -116,6 +116,7 @@ class FactorsIn(_In):
     runtime_overhead_bytes: NonNegBytes | None = None
     bandwidth_efficiency: float | None = Field(default=None, gt=0, le=1)
     compute_efficiency: float | None = Field(default=None, gt=0, le=1)
+    step_overhead_s: Annotated[float, _quantity("seconds"), Field(ge=0, le=1)] | None = None
 
 
 class OverridesIn(_In):

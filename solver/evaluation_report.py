@@ -159,6 +159,7 @@ def render_text(ev: Evaluation) -> str:
             f"{fmt_rate(dec.flops, 'FLOP')} per step{per_gpu} at {fmt_rate(dec.peak_flops_per_s, 'FLOP/s')} {dec.compute_dtype} × {dec.compute_efficiency:.2f}  → {fmt_seconds(dec.compute_time_s)}",
         ),
         ("communication", _comm(dec.comm_time_s, d)),
+        *([("step overhead", fmt_seconds(dec.coefficients.step_overhead_s) + " (calibrated)")] if dec.coefficients.step_overhead_s else []),
         (
             "TPOT",
             f"{fmt_seconds(dec.tpot_s)} ({dec.bound}-bound): {dec.tokens_per_s_per_user:,.1f} tokens/s per user, "

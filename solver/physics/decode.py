@@ -81,6 +81,8 @@ class DecodeCoefficients:
     comm_fixed_s: float
     """Communication latency per step (independent of the batch)."""
     comm_per_sequence_s: float
+    step_overhead_s: float = 0.0
+    """Fixed per-step cost (calibrated; 0 by default)."""
 
     def weight_bytes(self, batch: int) -> float:
         hit = expert_hit_fraction(self.num_experts, self.experts_per_token, batch)
@@ -98,7 +100,7 @@ class DecodeCoefficients:
         return self.comm_fixed_s + batch * self.comm_per_sequence_s
 
     def tpot_s(self, batch: int) -> float:
-        return max(self.memory_time_s(batch), self.compute_time_s(batch)) + self.comm_time_s(batch)
+        return max(self.memory_time_s(batch), self.compute_time_s(batch)) + self.comm_time_s(batch) + self.step_overhead_s
 
     def max_batch(self, max_tpot_s: float, upper: int) -> int:
         """Largest batch (≤ upper) whose step meets `max_tpot_s`; 0 if none. Every
@@ -137,6 +139,7 @@ def decode_coefficients(d: Deployment, context_tokens: int) -> DecodeCoefficient
         compute_efficiency=d.factors.compute_efficiency,
         comm_fixed_s=comm0,
         comm_per_sequence_s=estimate_comm(d, 1).time_s - comm0,
+        step_overhead_s=d.factors.step_overhead_s,
     )
 
 
