@@ -72,7 +72,15 @@ def _add_evaluate(sub) -> None:
     )
     g.add_argument("--format", choices=["text", "json"], default="text", help="report format (default text)")
     g.add_argument("--check", action="store_true", help="exit 3 when any constraint fails")
+    p.add_argument("--calibration", metavar="FILE", help="factors fitted by `plan-opt calibrate` (applied to their devices)")
     p.set_defaults(func=_cmd_evaluate)
+
+
+def _catalog(args):
+    from solver.calibrate import with_calibration
+    from solver.catalog import default_catalog
+
+    return with_calibration(default_catalog(), getattr(args, "calibration", None))
 
 
 def _set_path(data: dict, path: str, value) -> None:
@@ -140,7 +148,7 @@ def _cmd_evaluate(args) -> int:
             source=source,
         )
     inp = parse_input(data, lines, source)
-    catalog = default_catalog()
+    catalog = _catalog(args)
     deployment, workload, targets = resolve(inp, catalog, base_dir)
     ev = evaluate(deployment, workload, targets, precisions=catalog.precisions.entries)
     if args.format == "json":
@@ -190,6 +198,7 @@ def _add_solve(sub) -> None:
     p.add_argument("--format", choices=["text", "json", "markdown"], default="text", help="report format (default text)")
     p.add_argument("--time-limit", type=float, metavar="S", help="CP-SAT time limit per solve, seconds (overrides the spec)")
     p.add_argument("--no-explain", action="store_true", help="the plan only: skip sensitivity and runners-up")
+    p.add_argument("--calibration", metavar="FILE", help="factors fitted by `plan-opt calibrate` (applied to their devices)")
     p.set_defaults(func=_cmd_solve)
 
 
@@ -205,7 +214,7 @@ def _cmd_solve(args) -> int:
         if not 0 < args.time_limit <= 3600:
             raise InputError("--time-limit", args.time_limit, "must be between 0 and 3600 seconds")
         spec = spec.model_copy(update={"solver": spec.solver.model_copy(update={"time_limit_s": args.time_limit})})
-    problem = build_problem(spec, default_catalog(), Path(args.spec).parent)
+    problem = build_problem(spec, _catalog(args), Path(args.spec).parent)
     result = solve(problem, explain=not args.no_explain)
     if args.format == "json":
         print(to_json(result))
@@ -228,6 +237,7 @@ def _add_pareto(sub) -> None:
     p.add_argument("--axes", default="tpot,ttft,users", help="which frontiers, comma-separated: tpot, ttft, users (default all)")
     p.add_argument("--format", choices=["text", "json", "markdown"], default="text", help="report format (default text)")
     p.add_argument("--plot", metavar="FILE", help="also draw the frontiers: FILE.png and FILE.svg")
+    p.add_argument("--calibration", metavar="FILE", help="factors fitted by `plan-opt calibrate` (applied to their devices)")
     p.set_defaults(func=_cmd_pareto)
 
 
@@ -243,7 +253,7 @@ def _cmd_pareto(args) -> int:
     if bad or not axes:
         raise InputError("--axes", args.axes, f"choose from {', '.join(AXES)}")
     spec, _ = load_spec(args.spec)
-    problem = build_problem(spec, default_catalog(), Path(args.spec).parent)
+    problem = build_problem(spec, _catalog(args), Path(args.spec).parent)
     fronts = frontiers(problem, axes)
     w = problem.workload
     title = f"plan-opt pareto · {problem.shapes[0].deployment.model.display_name if problem.shapes else spec.model} · {w.users:,} users × {w.context_tokens:,} tokens"
@@ -282,6 +292,7 @@ Examples:
     p.add_argument("fleet", help="YAML fleet file")
     p.add_argument("--budget", metavar="B1,B2,...", help="sweep $/hour budgets: the most weighted demand each buys")
     p.add_argument("--format", choices=["text", "json", "markdown"], default="text", help="report format (default text)")
+    p.add_argument("--calibration", metavar="FILE", help="factors fitted by `plan-opt calibrate` (applied to their devices)")
     p.set_defaults(func=_cmd_fleet)
 
 
@@ -299,7 +310,7 @@ def _cmd_fleet(args) -> int:
             raise InputError("--budget", args.budget, "a comma-separated list of $/hour figures, e.g. 100,200,400") from None
         if not budgets or any(b <= 0 for b in budgets):
             raise InputError("--budget", args.budget, "budgets must be positive $/hour figures")
-    classes = build_classes(fs, default_catalog(), Path(args.fleet).parent)
+    classes = build_classes(fs, _catalog(args), Path(args.fleet).parent)
     title = f"plan-opt fleet · {len(fs.workloads)} workload(s): " + ", ".join(w.name for w in fs.workloads)
     if budgets:
         swept = sweep(fs, classes, budgets)
@@ -328,6 +339,7 @@ def _add_deploy(sub) -> None:
     p.add_argument("spec", help="YAML spec file (as for solve)")
     p.add_argument("--engine", choices=["vllm", "sglang"], help="command to emit (default: the spec's engine, else vllm)")
     p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--calibration", metavar="FILE", help="factors fitted by `plan-opt calibrate` (applied to their devices)")
     p.set_defaults(func=_cmd_deploy)
 
 
@@ -340,7 +352,7 @@ def _cmd_deploy(args) -> int:
 
     spec, _ = load_spec(args.spec)
     engine = args.engine or (spec.engine if spec.engine in ("vllm", "sglang") else "vllm")
-    result = solve(build_problem(spec, default_catalog(), Path(args.spec).parent), explain=False)
+    result = solve(build_problem(spec, _catalog(args), Path(args.spec).parent), explain=False)
     if not result.feasible:
         print("plan-opt: no plan meets the spec; run `plan-opt solve` for the reason", file=sys.stderr)
         return EXIT_DOES_NOT_FIT
@@ -377,6 +389,63 @@ def _cmd_schema(args) -> int:
         from solver.spec import spec_json_schema
 
         print(json.dumps(spec_json_schema(), indent=2))
+    return EXIT_OK
+
+
+def _add_calibrate(sub) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="fit efficiency factors to your own measurements",
+        description="Fit each device's bandwidth efficiency, per-step decode overhead and compute efficiency to "
+        "measured TPOT and TTFT (least squares on the physics, which is linear in them), print the error before and "
+        "after, and write a calibration file that evaluate, solve, pareto, fleet and deploy accept (--calibration).",
+        epilog="""The CSV: one row per measurement, columns
+  model, gpu, tp, weights, kv_cache, batch, prompt_tokens, output_tokens   (required)
+  tpot_ms, ttft_ms                                                        (at least one)
+  count, pp, engine                                                       (optional)
+Or the JSON of `vllm bench serve --save-result` with --model --gpu --tp --weights --kv-cache.
+
+Example:
+  plan-opt calibrate my-runs.csv -o calibration.yaml
+  plan-opt solve spec.yaml --calibration calibration.yaml
+""",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("measurements", nargs="+", help="CSV file(s), or vllm bench JSON file(s)")
+    p.add_argument("-o", "--output", default="calibration.yaml", help="calibration file to write (default calibration.yaml)")
+    for flag in ("--model", "--gpu", "--weights", "--kv-cache"):
+        p.add_argument(flag, help="for vllm bench JSON inputs")
+    p.add_argument("--tp", type=int, default=1, help="for vllm bench JSON inputs")
+    p.set_defaults(func=_cmd_calibrate)
+
+
+def _cmd_calibrate(args) -> int:
+    from solver.calibrate import fit, read_csv, read_vllm_bench, write_calibration
+    from solver.catalog import default_catalog
+
+    ms = []
+    for f in args.measurements:
+        if f.endswith(".json"):
+            if not (args.model and args.gpu):
+                raise InputError("--model/--gpu", None, f"{f} is a vllm bench JSON: say which model and GPU it measured")
+            ms += read_vllm_bench(f, model=args.model, gpu=args.gpu, tp=args.tp, weights=args.weights or "bf16", kv_cache=args.kv_cache or "bf16")
+        else:
+            ms += read_csv(f)
+    fits = fit(ms, default_catalog())
+    for f in fits:
+        print(f"{f.gpu} ({f.engine}): {f.tpot_points} TPOT and {f.ttft_points} TTFT points")
+        for k, v in f.factors.items():
+            print(f"  {k:<22} {v:.4g}")
+        for metric in ("tpot", "ttft"):
+            b, a = f.before.get(metric), f.after.get(metric)
+            if b:
+                print(f"  {metric.upper()} error: median {b['median_ape']:.1%} → {a['median_ape']:.1%}, worst {b['max_ape']:.1%} → {a['max_ape']:.1%}")
+        for r in f.refused:
+            print(f"  not fitted: {r}")
+    if not any(f.factors for f in fits):
+        raise InputError("measurements", ", ".join(args.measurements), "too few usable points to fit anything (see above)")
+    write_calibration(fits, args.output, ", ".join(args.measurements))
+    print(f"wrote {args.output}")
     return EXIT_OK
 
 
@@ -431,6 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fleet(sub)
     _add_deploy(sub)
     _add_evaluate(sub)
+    _add_calibrate(sub)
     _add_schema(sub)
     _add_list(sub)
     return parser

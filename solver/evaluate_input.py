@@ -186,7 +186,9 @@ def engine_factors(catalog: Catalog, device, engine):
     """Catalog defaults, then the engine's memory fraction, then the device's own
     factors (an Apple GPU's Metal cap wins over any engine)."""
     base = dataclasses.replace(catalog.default_factors, memory_utilization=engine.fraction)
-    return device.factors.apply(base)
+    factors = device.factors.apply(base)
+    fitted = getattr(catalog, "calibration", {}).get(device.name)
+    return fitted.apply(factors) if fitted else factors
 
 
 def apply_factors(factors, *layers: FactorsIn):

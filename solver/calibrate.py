@@ -1,0 +1,266 @@
+"""`plan-opt calibrate`: fit a device's efficiency factors from the user's own
+measurements, and write a calibration file the other commands accept.
+
+The physics is linear in the factors' inverses, so the fit is least squares, not a
+search:
+
+    TPOT − communication = (bytes / bandwidth) · 1/e_bw + step_overhead      (bandwidth-bound)
+    TTFT − communication = (FLOPs / peak) · 1/e_compute                     (compute-bound)
+
+Points whose decode is compute-bound at the uncalibrated factors are left out of
+the TPOT fit (they say nothing about bandwidth). Two parameters need at least three
+points, one at least two; fewer is refused, with the reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import datetime as dt
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from solver.catalog import Catalog, Factors, FactorOverrides
+from solver.errors import InputError
+from solver.evaluate_input import parse_input, resolve
+
+REQUIRED = ("model", "gpu", "tp", "weights", "kv_cache", "batch", "prompt_tokens", "output_tokens")
+MEASURES = ("tpot_ms", "ttft_ms")
+MIN_TPOT_POINTS = 3
+MIN_TTFT_POINTS = 2
+
+
+@dataclass(frozen=True)
+class Measurement:
+    row: int
+    model: str
+    gpu: str
+    count: int
+    tp: int
+    pp: int
+    weights: str
+    kv_cache: str
+    batch: int
+    prompt_tokens: int
+    output_tokens: int
+    tpot_s: float | None
+    ttft_s: float | None
+    engine: str = "vllm"
+
+
+@dataclass
+class Fit:
+    gpu: str
+    engine: str
+    factors: dict
+    tpot_points: int
+    ttft_points: int
+    before: dict = field(default_factory=dict)
+    after: dict = field(default_factory=dict)
+    refused: list[str] = field(default_factory=list)
+
+
+def _num(row: dict, key: str, i: int, source: str, kind=float, lo=0.0, hi=1e12, optional=False):
+    raw = (row.get(key) or "").strip()
+    if raw == "":
+        if optional:
+            return None
+        raise InputError(key, None, f"row {i}: missing (a number is required)", source=source)
+    try:
+        v = kind(float(raw)) if kind is int else kind(raw)
+    except ValueError:
+        raise InputError(key, raw, f"row {i}: not a number", source=source) from None
+    if not lo < v <= hi:
+        raise InputError(key, raw, f"row {i}: must be in ({lo:g}, {hi:g}]", source=source)
+    return v
+
+
+def read_csv(path: str | Path) -> list[Measurement]:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        raise InputError("file", str(path), "no such file") from None
+    reader = csv.DictReader(text.splitlines())
+    cols = set(reader.fieldnames or [])
+    missing = [c for c in REQUIRED if c not in cols]
+    if missing:
+        raise InputError("columns", ", ".join(sorted(cols)) or "none", f"missing {', '.join(missing)}; required: {', '.join(REQUIRED)} and one of {', '.join(MEASURES)}", source=str(path))
+    if not any(m in cols for m in MEASURES):
+        raise InputError("columns", ", ".join(sorted(cols)), f"no measurement column: give {' and/or '.join(MEASURES)}", source=str(path))
+    out = []
+    for i, row in enumerate(reader, start=2):
+        tpot = _num(row, "tpot_ms", i, str(path), hi=1e6, optional=True)
+        ttft = _num(row, "ttft_ms", i, str(path), hi=1e7, optional=True)
+        if tpot is None and ttft is None:
+            raise InputError("tpot_ms/ttft_ms", None, f"row {i}: no measurement", source=str(path))
+        tp = _num(row, "tp", i, str(path), int, hi=1024)
+        pp = _num(row, "pp", i, str(path), int, hi=1024, optional=True) or 1
+        out.append(Measurement(
+            row=i, model=row["model"].strip(), gpu=row["gpu"].strip(),
+            count=_num(row, "count", i, str(path), int, hi=100000, optional=True) or tp * pp,
+            tp=tp, pp=pp, weights=row["weights"].strip(), kv_cache=row["kv_cache"].strip(),
+            batch=_num(row, "batch", i, str(path), int, hi=1e6),
+            prompt_tokens=_num(row, "prompt_tokens", i, str(path), int, hi=1e8),
+            output_tokens=_num(row, "output_tokens", i, str(path), int, hi=1e8),
+            tpot_s=tpot / 1e3 if tpot else None, ttft_s=ttft / 1e3 if ttft else None,
+            engine=(row.get("engine") or "vllm").strip() or "vllm",
+        ))
+    if not out:
+        raise InputError("rows", 0, "the CSV has a header but no measurements", source=str(path))
+    return out
+
+
+def read_vllm_bench(path: str | Path, *, model: str, gpu: str, tp: int, weights: str, kv_cache: str) -> list[Measurement]:
+    """The JSON `vllm bench serve --save-result` writes: mean TTFT/TPOT at its
+    concurrency, average prompt and output lengths from its totals."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError("file", str(path), f"not a readable vllm bench JSON ({exc})") from None
+    need = ["mean_ttft_ms", "mean_tpot_ms", "completed", "total_input_tokens", "total_output_tokens"]
+    missing = [k for k in need if k not in data]
+    if missing:
+        raise InputError("file", str(path), f"missing {', '.join(missing)} (expected `vllm bench serve --save-result` output)")
+    n = max(1, int(data["completed"]))
+    conc = int(data.get("max_concurrency") or n)
+    return [Measurement(
+        row=1, model=model, gpu=gpu, count=tp, tp=tp, pp=1, weights=weights, kv_cache=kv_cache,
+        batch=conc, prompt_tokens=max(1, round(data["total_input_tokens"] / n)),
+        output_tokens=max(1, round(data["total_output_tokens"] / n)),
+        tpot_s=data["mean_tpot_ms"] / 1e3, ttft_s=data["mean_ttft_ms"] / 1e3,
+    )]
+
+
+def _evaluate(m: Measurement, catalog: Catalog, factors: Factors | None):
+    data = {
+        "model": m.model, "engine": m.engine,
+        "hardware": {"gpu": m.gpu, "tp": m.tp, "pp": m.pp},
+        "precision": {"weights": m.weights, "kv_cache": m.kv_cache},
+        "workload": {"users": m.batch, "prompt_tokens": m.prompt_tokens, "output_tokens": m.output_tokens},
+    }
+    d, w, t = resolve(parse_input(data), catalog)
+    if factors is not None:
+        d = d.replace(factors=factors)
+    from solver.evaluate import evaluate
+
+    return evaluate(d, w, t, with_remedies=False)
+
+
+def _ape(pred: float, meas: float) -> float:
+    return abs(pred - meas) / meas
+
+
+def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
+    """One fit per (device, engine)."""
+    groups: dict[tuple[str, str], list[Measurement]] = {}
+    for m in measurements:
+        groups.setdefault((catalog.device(m.gpu).name, m.engine), []).append(m)
+    fits = []
+    for (gpu, engine), ms in sorted(groups.items()):
+        evs = [_evaluate(m, catalog, None) for m in ms]
+        base = evs[0].deployment.factors
+        f = Fit(gpu, engine, {}, 0, 0)
+        # TPOT: bandwidth-bound points only.
+        xs, ys = [], []
+        for m, ev in zip(ms, evs):
+            if m.tpot_s is None or not ev.valid:
+                continue
+            dec = ev.decode
+            if dec.bound != "bandwidth":
+                continue
+            xs.append((dec.weight_bytes_read + dec.kv_bytes_read) / dec.bandwidth_bytes_per_s)
+            ys.append(m.tpot_s - dec.comm_time_s)
+        f.tpot_points = len(xs)
+        changes = {}
+        if len(xs) >= MIN_TPOT_POINTS and len(set(round(x, 12) for x in xs)) >= 2:
+            mx, my = statistics.fmean(xs), statistics.fmean(ys)
+            sxx = sum((x - mx) ** 2 for x in xs)
+            slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+            overhead = my - slope * mx
+            if slope <= 1 or overhead < 0:
+                # Fall back to one parameter through the origin when the two-parameter
+                # fit is unphysical (efficiency above 1 or a negative overhead).
+                slope = sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
+                overhead = 0.0
+            changes["bandwidth_efficiency"] = min(1.0, 1 / slope)
+            changes["step_overhead_s"] = max(0.0, overhead)
+        elif xs:
+            f.refused.append(f"TPOT: {len(xs)} bandwidth-bound point(s) with distinct sizes; at least {MIN_TPOT_POINTS} needed to fit efficiency and per-step overhead")
+        # TTFT: compute-bound prefill.
+        xs, ys = [], []
+        for m, ev in zip(ms, evs):
+            if m.ttft_s is None or not ev.valid:
+                continue
+            pre = ev.prefill
+            if pre.bound != "compute":
+                continue
+            xs.append(pre.flops / (pre.tp * pre.peak_flops_per_s))
+            ys.append(m.ttft_s - pre.comm_time_s)
+        f.ttft_points = len(xs)
+        if len(xs) >= MIN_TTFT_POINTS:
+            slope = sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
+            changes["compute_efficiency"] = min(1.0, 1 / slope)
+        elif xs:
+            f.refused.append(f"TTFT: {len(xs)} compute-bound point(s); at least {MIN_TTFT_POINTS} needed")
+        f.factors = changes
+        fitted = dataclasses.replace(base, **changes)
+        f.before = _errors(ms, evs)
+        f.after = _errors(ms, [_evaluate(m, catalog, fitted) for m in ms])
+        fits.append(f)
+    return fits
+
+
+def _errors(ms: list[Measurement], evs) -> dict:
+    out = {}
+    for key, get in (("tpot", lambda m, ev: (ev.decode.tpot_s, m.tpot_s)), ("ttft", lambda m, ev: (ev.prefill.ttft_s, m.ttft_s))):
+        apes = [_ape(*get(m, ev)) for m, ev in zip(ms, evs) if ev.valid and get(m, ev)[1] is not None]
+        if apes:
+            out[key] = {"median_ape": statistics.median(apes), "max_ape": max(apes), "points": len(apes)}
+    return out
+
+
+def write_calibration(fits: list[Fit], path: str | Path, source: str) -> None:
+    entries = [
+        {"gpu": f.gpu, "engine": f.engine, "factors": f.factors, "tpot_points": f.tpot_points, "ttft_points": f.ttft_points,
+         "residuals": f.after, "source": source, "as_of": dt.date.today().isoformat()}
+        for f in fits if f.factors
+    ]
+    Path(path).write_text(yaml.safe_dump({"calibration": entries}, sort_keys=False))
+
+
+def load_calibration(path: str | Path) -> dict[str, FactorOverrides]:
+    """Device name → fitted factors, for --calibration."""
+    from solver.yaml_lines import load_yaml_file
+
+    data, _ = load_yaml_file(path)
+    if not isinstance(data, dict) or not isinstance(data.get("calibration"), list):
+        raise InputError("calibration", str(path), "expected a file written by `plan-opt calibrate` (a 'calibration' list)")
+    from pydantic import TypeAdapter, ValidationError
+
+    adapter = TypeAdapter(FactorOverrides)
+    out = {}
+    for i, e in enumerate(data["calibration"]):
+        try:
+            out[e["gpu"]] = adapter.validate_python(e["factors"])
+        except (KeyError, TypeError) as exc:
+            raise InputError(f"calibration[{i}]", None, f"malformed entry ({exc})", source=str(path)) from None
+        except ValidationError as exc:
+            raise InputError.from_validation(exc, source=str(path)) from None
+    return out
+
+
+def with_calibration(catalog: Catalog, path: str | Path | None) -> Catalog:
+    """The catalog with fitted factors applied to their devices (a shallow copy)."""
+    if not path:
+        return catalog
+    import copy
+
+    fitted = load_calibration(path)
+    out = copy.copy(catalog)
+    out.calibration = {catalog.device(name).name: fo for name, fo in fitted.items()}
+    return out

@@ -1,0 +1,88 @@
+"""`plan-opt calibrate`: it recovers known factors from measurements made with them,
+refuses bad or too few data with a clear message, and its file changes predictions."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+
+import pytest
+
+from solver.calibrate import fit, read_csv
+from solver.catalog import default_catalog
+from solver.cli import main
+from solver.errors import InputError
+from tests.conftest import build
+
+TRUE = {"bandwidth_efficiency": 0.7, "step_overhead_s": 0.002, "compute_efficiency": 0.6}
+ROWS = [  # model, tp, batch, prompt: bandwidth-bound decode, compute-bound prefill
+    ("llama-3.1-8b", 1, 1, 4096), ("llama-3.1-8b", 1, 8, 2048), ("llama-3.1-70b", 2, 1, 8192),
+    ("llama-3.1-70b", 4, 16, 4096), ("qwen2.5-32b", 2, 4, 1024),
+]
+HEADER = ["model", "gpu", "tp", "weights", "kv_cache", "batch", "prompt_tokens", "output_tokens", "tpot_ms", "ttft_ms"]
+
+
+def synthetic(path):
+    """Measurements made by the physics itself with the TRUE factors."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(HEADER)
+        for model, tp, batch, prompt in ROWS:
+            d, wl, _ = build(model, "h100-sxm", tp=tp, users=batch, prompt=prompt, output=256, overrides={"factors": {}})
+            d = d.replace(factors=dataclasses.replace(d.factors, **TRUE))
+            from solver.evaluate import evaluate
+
+            ev = evaluate(d, wl, with_remedies=False)
+            w.writerow([model, "h100-sxm", tp, "bf16", "bf16", batch, prompt, 256, ev.decode.tpot_s * 1e3, ev.prefill.ttft_s * 1e3])
+
+
+def test_fit_recovers_the_factors_the_measurements_were_made_with(tmp_path):
+    f = tmp_path / "m.csv"
+    synthetic(f)
+    (result,) = fit(read_csv(f), default_catalog())
+    for k, v in TRUE.items():
+        assert result.factors[k] == pytest.approx(v, rel=1e-6), k
+    assert result.after["tpot"]["max_ape"] < 1e-6 < result.before["tpot"]["median_ape"]
+    assert result.after["ttft"]["max_ape"] < 1e-6
+
+
+def test_cli_writes_a_file_the_other_commands_accept(tmp_path, capsys):
+    f = tmp_path / "m.csv"
+    synthetic(f)
+    out = tmp_path / "cal.yaml"
+    assert main(["calibrate", str(f), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "bandwidth_efficiency" in printed and "TPOT error: median" in printed
+    base = ["evaluate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--users", "1", "--prompt", "1024", "--output", "128", "--format", "json"]
+    import json
+
+    main(base)
+    plain = json.loads(capsys.readouterr().out)["decode"]["tpot_s"]
+    main(base + ["--calibration", str(out)])
+    fitted = json.loads(capsys.readouterr().out)["decode"]["tpot_s"]
+    assert fitted > plain  # efficiency 0.7 < 0.8 and a 2 ms step overhead
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("model,gpu\nllama-3.1-8b,h100-sxm\n", "missing tp"),
+        (",".join(HEADER[:-2]) + "\n", "no measurement column"),
+        (",".join(HEADER) + "\nllama-3.1-8b,h100-sxm,1,bf16,bf16,1,128,128,-5,\n", "tpot_ms"),
+        (",".join(HEADER) + "\nllama-3.1-8b,h100-sxm,1,bf16,bf16,1,128,128,abc,\n", "not a number"),
+        (",".join(HEADER) + "\n", "no measurements"),
+    ],
+)
+def test_bad_csv_is_refused_clearly(tmp_path, content, message):
+    f = tmp_path / "bad.csv"
+    f.write_text(content)
+    with pytest.raises(InputError, match=message):
+        read_csv(f)
+
+
+def test_too_few_points_are_refused(tmp_path, capsys):
+    f = tmp_path / "few.csv"
+    f.write_text(",".join(HEADER) + "\nllama-3.1-8b,h100-sxm,1,bf16,bf16,1,4096,128,7.5,\n")
+    assert main(["calibrate", str(f), "-o", str(tmp_path / "c.yaml")]) == 2
+    io = capsys.readouterr()
+    assert "at least 3 needed" in io.out and "too few usable points" in io.err
