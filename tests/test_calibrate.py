@@ -86,3 +86,19 @@ def test_too_few_points_are_refused(tmp_path, capsys):
     assert main(["calibrate", str(f), "-o", str(tmp_path / "c.yaml")]) == 2
     io = capsys.readouterr()
     assert "at least 3 needed" in io.out and "too few usable points" in io.err
+
+
+def test_vllm_bench_json_is_read(tmp_path):
+    import json
+
+    from solver.calibrate import read_vllm_bench
+
+    f = tmp_path / "bench.json"
+    f.write_text(json.dumps({"completed": 10, "total_input_tokens": 10240, "total_output_tokens": 1280,
+                             "mean_ttft_ms": 120.5, "mean_tpot_ms": 14.2, "max_concurrency": 8}))
+    (m,) = read_vllm_bench(f, model="llama-3.1-8b", gpu="h100-sxm", tp=1, weights="bf16", kv_cache="bf16")
+    assert (m.batch, m.prompt_tokens, m.output_tokens) == (8, 1024, 128)
+    assert (m.tpot_s, m.ttft_s) == (pytest.approx(0.0142), pytest.approx(0.1205))
+    f.write_text(json.dumps({"completed": 1}))
+    with pytest.raises(InputError, match="mean_ttft_ms"):
+        read_vllm_bench(f, model="llama-3.1-8b", gpu="h100-sxm", tp=1, weights="bf16", kv_cache="bf16")
