@@ -1,7 +1,8 @@
 """plan-opt's predictions against the measured points of tests/validation/points.yaml:
 per metric, the median and worst absolute percentage error, uncalibrated and with
 leave-one-out calibration (bandwidth efficiency + per-step overhead for decode,
-compute efficiency for prefill, each fitted on every other point of its kind).
+compute efficiency for prefill, each fitted on the other points of the same engine
+and memory kind — HBM, GDDR or unified — as a user would calibrate their own stack).
 
     python bench/bench_validation.py [--verbose]
 
@@ -147,17 +148,30 @@ def _decode_xy(p):
     return (dec.weight_bytes_read + dec.kv_bytes_read) / dec.bandwidth_bytes_per_s, got[1] / 1e3 - dec.comm_time_s
 
 
+def group(p) -> tuple[str, str]:
+    """Calibration group: the engine and the memory kind (HBM, GDDR, unified), as a
+    user calibrating their own stack would fit it."""
+    try:
+        kind = default_catalog().device(p["gpu"]).memory_kind if p.get("gpu") else "?"
+    except InputError:
+        kind = "?"
+    return ENGINE.get(p.get("engine"), "vllm"), kind
+
+
 def loo_decode_factors(points, skip):
     xs, ys = [], []
     for q in points:
-        if q is skip:
+        if q is skip or group(q) != group(skip):
             continue
         xy = _decode_xy(q)
         if xy:
             xs.append(xy[0])
             ys.append(xy[1])
-    if len(xs) < 3:
+    if len(xs) < 2:
         return None
+    if len(xs) < 3 or len({round(x, 12) for x in xs}) < 2:  # one parameter through the origin
+        slope = sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
+        return {"bandwidth_efficiency": min(1.0, 1 / slope), "step_overhead_s": 0.0}
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
     overhead = my - slope * mx
@@ -169,7 +183,7 @@ def loo_decode_factors(points, skip):
 def loo_ttft_factors(points, skip):
     xs, ys = [], []
     for q in points:
-        if q is skip or q["metric"] != "ttft":
+        if q is skip or q["metric"] != "ttft" or group(q) != group(skip):
             continue
         got = predict(q)
         if not got:

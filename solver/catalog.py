@@ -115,6 +115,8 @@ class Device:
     memory_note: str
     """Where memory_bytes comes from."""
     memory_bandwidth_bytes_per_s: Positive
+    memory_kind: Literal["hbm", "gddr", "lpddr"]
+    """HBM, GDDR or LPDDR (unified memory): engines reach different shares of each."""
     dense_flops_per_s: dict[ComputeDtype, Positive]
     """Dense (no 2:4 sparsity) tensor throughput per precision; absent = unsupported."""
     weight_formats: Annotated[tuple[str, ...], MinLen(1)]
