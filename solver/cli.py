@@ -450,7 +450,7 @@ def _cmd_calibrate(args) -> int:
 
 
 def _add_list(sub) -> None:
-    p = sub.add_parser("list", help="list the catalog: devices, models, platforms or precisions")
+    p = sub.add_parser("list", help="list the catalog: devices, models, platforms, precisions or engines")
     p.add_argument("what", choices=["devices", "models", "platforms", "precisions", "engines"])
     p.set_defaults(func=_cmd_list)
 

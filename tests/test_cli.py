@@ -154,3 +154,22 @@ def test_installed_console_script_never_shows_a_traceback():
     assert ok.returncode == 0 and "Step 4" in ok.stdout
     bad = subprocess.run([*cmd, "evaluate", str(SEED), "--gpu", "h1000"], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_engine_profile_sets_the_kv_capacity(capsys):
+    # vLLM: 90 % of the card less weights and overhead, in blocks of 16 tokens.
+    code, out, _ = run(["evaluate", SEED, "--tp", "2", "--format", "json"], capsys)
+    mem = json.loads(out)["memory"]
+    assert mem["engine"] == "vllm" and mem["block_size_tokens"] == 16
+    per_gpu_token = 131_072 // 2
+    budget = 24_564 * 2**20 * 1.0 - 8e9  # the example's utilisation 1.0, no overhead
+    assert mem["kv_capacity_blocks"] == int(budget // (16 * per_gpu_token))
+    assert mem["kv_capacity_tokens"] == 16 * mem["kv_capacity_blocks"]
+    assert mem["max_concurrency"] == pytest.approx(mem["kv_capacity_tokens"] / 8192)
+    # SGLang: a static fraction (0.88 by default) for weights and KV, pages of one token.
+    code, out, _ = run(["evaluate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "sglang", "--users", "1",
+                        "--context", "4096", "--output", "256", "--format", "json"], capsys)
+    mem = json.loads(out)["memory"]
+    assert mem["engine"] == "sglang" and mem["block_size_tokens"] == 1
+    assert mem["kv_budget_bytes"] == pytest.approx(81_559 * 2**20 * 0.88 - 8_030_261_248 * 2)
+    assert _error(["evaluate", SEED, "--engine", "vllmm"], capsys).count("did you mean 'vllm'") == 1
