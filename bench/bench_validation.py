@@ -43,7 +43,7 @@ def load_points():
     return yaml.safe_load((ROOT / "tests" / "validation" / "points.yaml").read_text())["points"]
 
 
-def deployment_for(p, batch: int, prompt: int, output: int, context: int | None = None):
+def deployment_for(p, batch: int, prompt: int, output: int, context: int | None = None, batching: str = "isolated"):
     cond = p.get("conditions") or {}
     model = SAME_AS.get(p.get("model"), p.get("model"))
     data = {
@@ -51,7 +51,7 @@ def deployment_for(p, batch: int, prompt: int, output: int, context: int | None 
         "engine": ENGINE.get(p.get("engine"), "vllm"),
         "hardware": {"gpu": p["gpu"], "tp": p.get("tp", 1)},
         "precision": {"weights": p.get("weights", "bf16"), "kv_cache": p.get("kv_cache") or "bf16"},
-        "workload": {"users": max(1, batch), "prompt_tokens": max(1, prompt), "output_tokens": max(1, output)},
+        "workload": {"users": max(1, batch), "prompt_tokens": max(1, prompt), "output_tokens": max(1, output), "batching": batching},
     }
     if context:
         data["workload"]["context_tokens"] = context
@@ -93,7 +93,11 @@ def predict(p, factors=None):
             replicas = cond.get("replicas", 1)
             per_replica = max(1, round(batch / replicas)) if metric != "throughput" or "replicas" not in cond else batch
             # Sequences hold their prompt and, on average, half their output while decoding.
-            d, w, t = deployment_for(p, per_replica, prompt, output)
+            # Served under concurrency by an engine with in-flight batching (vLLM, and
+            # TensorRT-LLM from v0.7 / MLPerf), prompts are prefilled inside the steps.
+            version = cond.get("engine_version", "")
+            in_flight = metric == "decode_tpot_batched" or (metric == "throughput" and "static" not in version and "v0.5" not in version)
+            d, w, t = deployment_for(p, per_replica, prompt, output, batching="continuous" if in_flight else "isolated")
             if factors:
                 d = d.replace(factors=dataclasses.replace(d.factors, **factors))
             w = dataclasses.replace(w, kv_fill=(prompt + output / 2) / w.context_tokens)
@@ -106,8 +110,11 @@ def predict(p, factors=None):
                     return None
                 # A batch's wall time: its prompts prefilled (compute-bound, one pass over
                 # batch × prompt tokens), then `output` decode steps at the average context.
-                prefill_s = ev.prefill.flops * per_replica / ev.prefill.effective_flops_per_s
-                wall_s = prefill_s + output * ev.decode.tpot_s
+                if in_flight:  # prefill already inside every step
+                    wall_s = output * ev.decode.tpot_s
+                else:
+                    prefill_s = ev.prefill.flops * per_replica / ev.prefill.effective_flops_per_s
+                    wall_s = prefill_s + output * ev.decode.tpot_s
                 predicted = per_replica * replicas * output / wall_s
                 return predicted, m["value"], "throughput"
             measured = m["value"] if m["unit"] == "ms_per_token" else 1e3 / m["value"]

@@ -217,7 +217,7 @@ def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
 
 def _errors(ms: list[Measurement], evs) -> dict:
     out = {}
-    for key, get in (("tpot", lambda m, ev: (ev.decode.tpot_s, m.tpot_s)), ("ttft", lambda m, ev: (ev.prefill.ttft_s, m.ttft_s))):
+    for key, get in (("tpot", lambda m, ev: (ev.decode.tpot_s, m.tpot_s)), ("ttft", lambda m, ev: (ev.ttft_s, m.ttft_s))):
         apes = [_ape(*get(m, ev)) for m, ev in zip(ms, evs) if ev.valid and get(m, ev)[1] is not None]
         if apes:
             out[key] = {"median_ape": statistics.median(apes), "max_ape": max(apes), "points": len(apes)}

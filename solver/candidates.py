@@ -38,6 +38,8 @@ class Candidate:
     """Most sequences per replica the TPOT target allows (memory cap when no target)."""
     tpot_s: float
     relaxed: frozenset[str] = frozenset()
+    max_batch_ttft: int = 10**9
+    """Continuous batching: most sequences per replica the TTFT target allows."""
     """Targets this candidate was computed without (diagnosis only): users, context_tokens."""
 
     @cached_property
@@ -59,8 +61,11 @@ class Candidate:
         p = self.shape.device.purchase_usd
         return self.rented * p if p and self.rented else 0.0
 
-    @property
+    @cached_property
     def ttft_s(self) -> float:
+        dec = self.physics.decode
+        if dec is not None and dec.prefill_budget_tokens:
+            return dec.ttft_under_load_s(self.batch)
         return self.physics.ttft_s
 
     @property
@@ -70,6 +75,8 @@ class Candidate:
     @property
     def caps(self) -> str:
         """The limit that sets the batch per replica."""
+        if self.max_batch_ttft < min(self.max_batch_memory, self.max_batch_tpot):
+            return "compute"
         return "memory" if self.max_batch_memory <= self.max_batch_tpot else "bandwidth"
 
     # Integer coefficients for CP-SAT.
@@ -130,6 +137,22 @@ def _batches(cap: int, users: int, variants: bool) -> list[int]:
     return sorted(out, reverse=True)
 
 
+def _max_batch(ok, upper: int) -> int:
+    """Largest batch in 1..upper for which `ok` holds (monotone: true, then false); 0 if none."""
+    if upper < 1 or not ok(1):
+        return 0
+    if ok(upper):
+        return upper
+    lo, hi = 1, upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def candidates(
     problem: Problem,
     workload: Workload | None = None,
@@ -158,6 +181,10 @@ def candidates(
         else:
             b_tpot = problem.tpot_cap(ph, w, t.max_tpot_s, upper)
         cap = min(b_mem, b_tpot) if not ignore_tpot_cap else b_mem
+        b_ttft = 10**9
+        if ph.decode.prefill_budget_tokens and t.max_ttft_s is not None and not ignore_tpot_cap:
+            b_ttft = _max_batch(lambda b: ph.decode.ttft_under_load_s(b) <= t.max_ttft_s, upper)
+            cap = min(cap, b_ttft)
         seen = set()
         for b in _batches(cap, w.users, batch_variants):
             replicas = math.ceil(w.users / b)
@@ -166,6 +193,6 @@ def candidates(
             seen.add(replicas)
             batch = math.ceil(w.users / replicas)
             out.append(
-                Candidate(shape, ph, batch, replicas, w.users, b_tpot, ph.decode.tpot_s(batch), relaxed)
+                Candidate(shape, ph, batch, replicas, w.users, b_tpot, ph.decode.tpot_s(batch), relaxed, b_ttft)
             )
     return out

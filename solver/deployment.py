@@ -21,6 +21,10 @@ class Workload:
     kv_fill: float = 1.0
     """Share of the context each sequence holds on average; 1.0 = every user at full
     context, the seed's worst case."""
+    batching: str = "isolated"
+    """isolated: the seed's figures, each step and each prompt on its own;
+    continuous: prompts of arriving requests are prefilled in chunks inside the decode
+    steps (vLLM, SGLang), so TPOT grows with the prefill work and TTFT with the load."""
 
     @property
     def resident_tokens(self) -> int:

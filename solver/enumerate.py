@@ -61,7 +61,7 @@ def exhaustive(problem: Problem) -> Found | None:
             ev = evaluate(d.replace(replicas=replicas), w, t, with_remedies=False)
             if not ev.memory.fits:
                 continue
-            tpot, ttft = ev.decode.tpot_s, ev.prefill.ttft_s
+            tpot, ttft = ev.decode.tpot_s, ev.ttft_s
             if t.max_tpot_s is not None and ceil_us(tpot) > math.floor(t.max_tpot_s * 1e6 + 1e-6):
                 continue
             if t.max_ttft_s is not None and ceil_us(ttft) > math.floor(t.max_ttft_s * 1e6 + 1e-6):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
@@ -74,6 +74,11 @@ class WorkloadIn(_In):
     output_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
     kv_fill: float = Field(
         default=1.0, gt=0, le=1, description="Share of the context each user holds on average; 1.0 = all at full context (worst case)."
+    )
+    batching: Literal["isolated", "continuous"] = Field(
+        default="isolated",
+        description="isolated: the seed's figures (each prompt and step alone); continuous: prompts prefilled in chunks "
+        "inside the decode steps, as vLLM and SGLang do, so TTFT and TPOT grow with the load.",
     )
 
     @model_validator(mode="after")
@@ -237,7 +242,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
         engine=engine,
     )
     w = inp.workload
-    workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens, w.kv_fill)
+    workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens, w.kv_fill, w.batching)
     if workload.users < replicas:
         raise InputError("workload.users", w.users, f"fewer users than replicas ({replicas}); lower hardware.count")
     targets = Targets(max_ttft_s=inp.sla.max_ttft, max_tpot_s=inp.sla.max_tpot)

@@ -158,6 +158,7 @@ def render_text(ev: Evaluation) -> str:
             "compute",
             f"{fmt_rate(dec.flops, 'FLOP')} per step{per_gpu} at {fmt_rate(dec.peak_flops_per_s, 'FLOP/s')} {dec.compute_dtype} × {dec.compute_efficiency:.2f}  → {fmt_seconds(dec.compute_time_s)}",
         ),
+        *([("prefill mixed in", f"{dec.prefill_tokens:,.0f} prompt tokens per step (continuous batching: each request brings {w.prompt_tokens:,} over {w.output_tokens:,} steps)")] if dec.prefill_tokens else []),
         ("communication", _comm(dec.comm_time_s, d)),
         *([("step overhead", fmt_seconds(dec.coefficients.step_overhead_s) + " (calibrated)")] if dec.coefficients.step_overhead_s else []),
         (
@@ -185,6 +186,14 @@ def render_text(ev: Evaluation) -> str:
         ("communication", _comm(pre.comm_time_s, d)),
         ("TTFT", f"{fmt_seconds(pre.ttft_s)} ({pre.bound}-bound, one prompt at a time)"),
     ]
+    if dec.ttft_under_load_s is not None:
+        budget = dec.coefficients.prefill_budget_tokens
+        chunk = max(1, budget - dec.batch)
+        rows.append((
+            "TTFT under load",
+            f"{fmt_seconds(dec.ttft_under_load_s)}: the prompt in chunks of {min(chunk, pre.prompt_tokens):,} tokens "
+            f"({budget:,}-token step budget less {dec.batch} decoding), one chunk per step (continuous batching)",
+        ))
     out += _rows(rows)
 
     # Step 4
@@ -248,7 +257,7 @@ def _remedy_dict(r: Remedy) -> dict:
         "memory_needed_bytes": e.memory.needed_bytes if e.memory else None,
         "memory_usable_bytes": e.memory.usable_bytes if e.memory else None,
         "tpot_s": e.decode.tpot_s if e.decode else None,
-        "ttft_s": e.prefill.ttft_s if e.prefill else None,
+        "ttft_s": e.ttft_s,
         "refusals": e.refusals,
     }
 
@@ -327,6 +336,7 @@ def to_dict(ev: Evaluation) -> dict:
         "weights_time_s": pre.weights_time_s,
         "comm_time_s": pre.comm_time_s,
         "ttft_s": pre.ttft_s,
+        "ttft_under_load_s": dec.ttft_under_load_s,
         "bound": pre.bound,
     }
     out["interconnect"] = {

@@ -110,7 +110,7 @@ class Problem:
         return self.spec.budget.max_purchase_usd
 
     def physics(self, shape: Shape, workload: Workload) -> ShapePhysics:
-        key = (shape.index, workload.resident_tokens, workload.prompt_tokens)
+        key = (shape.index, workload.resident_tokens, workload.prompt_tokens, workload.output_tokens, workload.batching)
         got = self._physics.get(key)
         if got is None:
             got = _shape_physics(shape, workload)
@@ -121,7 +121,7 @@ class Problem:
     def tpot_cap(self, physics: ShapePhysics, workload: Workload, max_tpot_s: float, upper: int) -> int:
         """Most sequences per replica meeting `max_tpot_s` (memoised: re-solves that
         move another target reuse it)."""
-        key = (physics.shape.index, workload.resident_tokens, workload.prompt_tokens, max_tpot_s, upper)
+        key = (physics.shape.index, workload.resident_tokens, workload.prompt_tokens, workload.output_tokens, workload.batching, max_tpot_s, upper)
         got = self._caps.get(key)
         if got is None:
             got = physics.decode.max_batch(max_tpot_s, upper)
@@ -151,7 +151,7 @@ def _shape_physics(shape: Shape, w: Workload) -> ShapePhysics:
         refused,
         max_batch,
         estimate_prefill(d, w).ttft_s,
-        decode_coefficients(d, w.resident_tokens),
+        decode_coefficients(d, w.resident_tokens, w),
         w.prompt_tokens,
     )
 
@@ -241,7 +241,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
     owned = {catalog.device(n).name: c for n, c in spec.inventory.items()}
 
     w = spec.workload
-    workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens, w.kv_fill)
+    workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens, w.kv_fill, w.batching)
     targets = Targets(max_ttft_s=spec.sla.max_ttft, max_tpot_s=spec.sla.max_tpot)
     devices = [_apply_overrides(d, spec, catalog) for d in _select_devices(spec, catalog)]
     excluded: dict[str, str] = {}

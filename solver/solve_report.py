@@ -164,7 +164,7 @@ def to_output(r: SolveResult) -> SolveOut:
             cost_usd_per_hour=round(c.cost_usd_per_hour, 6),
             purchase_usd=round(c.purchase_usd, 2),
             tpot_s=ev.decode.tpot_s,
-            ttft_s=ev.prefill.ttft_s,
+            ttft_s=ev.ttft_s,
             memory_needed_bytes=ev.memory.needed_bytes,
             memory_usable_bytes=ev.memory.usable_bytes,
             engine=d.engine.name if d.engine else "vllm",

@@ -26,7 +26,8 @@ def small_specs(draw):
     output = draw(st.integers(16, 512))
     spec = {
         "model": draw(st.sampled_from(["llama-3.1-8b", "qwen2.5-7b", "mixtral-8x7b", "qwen3-30b-a3b", "phi-4"])),
-        "workload": {"users": draw(st.integers(1, 48)), "context_tokens": context, "output_tokens": output},
+        "workload": {"users": draw(st.integers(1, 48)), "context_tokens": context, "output_tokens": output,
+                     "batching": draw(st.sampled_from(["isolated", "continuous"]))},
         "search": {
             "gpus": gpus,
             "tp": draw(st.lists(st.sampled_from([1, 2, 4]), min_size=1, max_size=3, unique=True)),
@@ -50,7 +51,7 @@ def small_specs(draw):
     return spec
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_specs())
 def test_cpsat_optimum_equals_exhaustive_enumeration(spec):
     problem = problem_of(spec)

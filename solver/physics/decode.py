@@ -83,6 +83,14 @@ class DecodeCoefficients:
     comm_per_sequence_s: float
     step_overhead_s: float = 0.0
     """Fixed per-step cost (calibrated; 0 by default)."""
+    prefill_tokens_per_sequence: float = 0.0
+    """Continuous batching: prompt tokens mixed into each step per decoding sequence —
+    every request brings `prompt` tokens over its `output` steps (0 when isolated)."""
+    prefill_flops_per_token: float = 0.0
+    """One prompt token's prefill FLOPs, per TP rank (linear + average attention)."""
+    prompt_tokens: int = 0
+    prefill_budget_tokens: int = 0
+    """Tokens a step may process (the engine's max_num_batched_tokens); 0 when isolated."""
 
     def weight_bytes(self, batch: int) -> float:
         hit = expert_hit_fraction(self.num_experts, self.experts_per_token, batch)
@@ -93,14 +101,31 @@ class DecodeCoefficients:
             self.bandwidth_bytes_per_s * self.bandwidth_efficiency
         )
 
-    def compute_time_s(self, batch: int) -> float:
-        return batch * self.flops_per_sequence / (self.peak_flops_per_s * self.compute_efficiency)
+    def compute_time_s(self, batch: int, prefill_tokens: float | None = None) -> float:
+        """The batch's decode FLOPs plus the prompt tokens mixed into the step."""
+        k = batch * self.prefill_tokens_per_sequence if prefill_tokens is None else prefill_tokens
+        return (batch * self.flops_per_sequence + k * self.prefill_flops_per_token) / (self.peak_flops_per_s * self.compute_efficiency)
 
-    def comm_time_s(self, batch: int) -> float:
-        return self.comm_fixed_s + batch * self.comm_per_sequence_s
+    def comm_time_s(self, batch: int, prefill_tokens: float | None = None) -> float:
+        k = batch * self.prefill_tokens_per_sequence if prefill_tokens is None else prefill_tokens
+        return self.comm_fixed_s + (batch + k) * self.comm_per_sequence_s
+
+    def step_s(self, batch: int, prefill_tokens: float | None = None) -> float:
+        return (
+            max(self.memory_time_s(batch), self.compute_time_s(batch, prefill_tokens))
+            + self.comm_time_s(batch, prefill_tokens)
+            + self.step_overhead_s
+        )
 
     def tpot_s(self, batch: int) -> float:
-        return max(self.memory_time_s(batch), self.compute_time_s(batch)) + self.comm_time_s(batch) + self.step_overhead_s
+        return self.step_s(batch)
+
+    def ttft_under_load_s(self, batch: int) -> float:
+        """Continuous batching: a new prompt is prefilled in chunks of what the step's
+        token budget leaves beside the decoding sequences, one chunk per step."""
+        chunk = max(1, self.prefill_budget_tokens - batch)
+        steps = -(-self.prompt_tokens // chunk)
+        return steps * self.step_s(batch, min(chunk, self.prompt_tokens))
 
     def max_batch(self, max_tpot_s: float, upper: int) -> int:
         """Largest batch (≤ upper) whose step meets `max_tpot_s`; 0 if none. Every
@@ -119,7 +144,8 @@ class DecodeCoefficients:
         return lo
 
 
-def decode_coefficients(d: Deployment, context_tokens: int) -> DecodeCoefficients:
+def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None = None) -> DecodeCoefficients:
+    """`w` with batching "continuous" mixes its prompts' prefill into the steps."""
     m = d.model
     total = deployment_weights_bytes(d)
     routed = total * m.routed_expert_params / m.total_params if m.is_moe else 0.0
@@ -140,7 +166,24 @@ def decode_coefficients(d: Deployment, context_tokens: int) -> DecodeCoefficient
         comm_fixed_s=comm0,
         comm_per_sequence_s=estimate_comm(d, 1).time_s - comm0,
         step_overhead_s=d.factors.step_overhead_s,
+        **_continuous(d, w),
     )
+
+
+def _continuous(d: Deployment, w: Workload | None) -> dict:
+    if w is None or w.batching != "continuous":
+        return {}
+    from solver.physics.prefill import attention_flops, linear_flops
+
+    p = w.prompt_tokens
+    per_token = (linear_flops(d.model.active_params, p) + attention_flops(d, p)) / p / d.tp
+    budget = d.engine.max_num_batched_tokens if d.engine else 8192
+    return {
+        "prefill_tokens_per_sequence": p / max(1, w.output_tokens),
+        "prefill_flops_per_token": per_token,
+        "prompt_tokens": p,
+        "prefill_budget_tokens": budget,
+    }
 
 
 @dataclass(frozen=True)
@@ -166,8 +209,19 @@ class DecodeEstimate:
 
     @property
     def flops(self) -> float:
-        """Per TP rank per step."""
-        return self.batch * self.coefficients.flops_per_sequence
+        """Per TP rank per step (decode, plus any prompt tokens mixed in)."""
+        c = self.coefficients
+        return self.batch * c.flops_per_sequence + self.prefill_tokens * c.prefill_flops_per_token
+
+    @property
+    def prefill_tokens(self) -> float:
+        """Prompt tokens mixed into each step (continuous batching)."""
+        return self.batch * self.coefficients.prefill_tokens_per_sequence
+
+    @property
+    def ttft_under_load_s(self) -> float | None:
+        c = self.coefficients
+        return c.ttft_under_load_s(self.batch) if c.prefill_budget_tokens else None
 
     @property
     def bandwidth_bytes_per_s(self) -> float:
@@ -236,9 +290,9 @@ def estimate_decode(d: Deployment, w: Workload, batch: int | None = None) -> Dec
     """The decode step at `batch` sequences (default: the workload's batch per
     replica), every sequence at full context — the worst case the seed sizes for."""
     batch = d.batch_per_replica(w) if batch is None else batch
-    return DecodeEstimate(batch, decode_coefficients(d, w.resident_tokens), estimate_comm(d, batch))
+    return DecodeEstimate(batch, decode_coefficients(d, w.resident_tokens, w), estimate_comm(d, batch))
 
 
 def max_batch_for_tpot(d: Deployment, w: Workload, max_tpot_s: float, upper: int) -> int:
     """Largest batch per replica (≤ upper) whose step time meets `max_tpot_s`; 0 if none."""
-    return decode_coefficients(d, w.resident_tokens).max_batch(max_tpot_s, upper)
+    return decode_coefficients(d, w.resident_tokens, w).max_batch(max_tpot_s, upper)

@@ -1,0 +1,42 @@
+"""Continuous batching: arriving prompts are prefilled inside the decode steps, so TPOT
+carries their compute and TTFT waits for chunks of the step's token budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from solver.physics.decode import estimate_decode
+
+N = 8_030_261_248  # Llama-3.1-8B parameters
+
+
+def test_each_step_carries_prompt_tokens_in_proportion(build_deployment):
+    # 32 users, each request a 1,024-token prompt over 256 output steps: every step mixes
+    # in 32 × 1024 / 256 = 128 prompt tokens beside the 32 decode tokens.
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=32, prompt=1024, output=256)
+    iso = estimate_decode(d, w)
+    import dataclasses
+
+    cont = estimate_decode(d, dataclasses.replace(w, batching="continuous"))
+    assert cont.prefill_tokens == 128
+    # Prefill FLOPs per prompt token: linear 2N plus causal attention averaged over the
+    # prompt, 4 × 32 heads × 128 × 32 layers × (1024 · 1025 / 2) / 1024.
+    per_prompt_token = 2 * N + 4 * 32 * 128 * 32 * (1024 * 1025 / 2) / 1024
+    assert cont.flops == pytest.approx(iso.flops + 128 * per_prompt_token)
+    assert cont.compute_time_s == pytest.approx(cont.flops / (989.5e12 * 0.5))
+    assert cont.tpot_s >= iso.tpot_s
+
+
+def test_ttft_under_load_is_chunks_of_the_step_budget(build_deployment):
+    import dataclasses
+
+    # vLLM's 8,192-token step budget less 32 decoding sequences leaves 8,160 prompt
+    # tokens per step: a 20,000-token prompt takes ⌈20000 / 8160⌉ = 3 steps.
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=32, prompt=20_000, output=256)
+    cont = estimate_decode(d, dataclasses.replace(w, batching="continuous"))
+    c = cont.coefficients
+    assert c.prefill_budget_tokens == 8192
+    assert cont.ttft_under_load_s == pytest.approx(3 * c.step_s(32, 8160))
+    # More users leave less room per step: TTFT grows with the load.
+    more = estimate_decode(d.replace(), dataclasses.replace(w, users=2000, batching="continuous"), batch=2000)
+    assert more.ttft_under_load_s > cont.ttft_under_load_s
