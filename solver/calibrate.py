@@ -233,6 +233,19 @@ def write_calibration(fits: list[Fit], path: str | Path, source: str) -> None:
     Path(path).write_text(yaml.safe_dump({"calibration": entries}, sort_keys=False))
 
 
+def load_bands(path: str | Path) -> dict[str, dict[str, float]]:
+    """Device name → the worst relative residual of each fitted metric ("tpot",
+    "ttft"): the half-width of the band plan-opt shows around its figures."""
+    from solver.yaml_lines import load_yaml_file
+
+    data, _ = load_yaml_file(path)
+    out = {}
+    for e in (data or {}).get("calibration", []) if isinstance(data, dict) else []:
+        res = e.get("residuals") or {}
+        out[e.get("gpu")] = {k: float(v["max_ape"]) for k, v in res.items() if isinstance(v, dict) and "max_ape" in v}
+    return out
+
+
 def load_calibration(path: str | Path) -> dict[str, FactorOverrides]:
     """Device name → fitted factors, for --calibration."""
     from solver.yaml_lines import load_yaml_file
@@ -263,4 +276,18 @@ def with_calibration(catalog: Catalog, path: str | Path | None) -> Catalog:
     fitted = load_calibration(path)
     out = copy.copy(catalog)
     out.calibration = {catalog.device(name).name: fo for name, fo in fitted.items()}
+    out.calibration_bands = {catalog.device(name).name: b for name, b in load_bands(path).items()}
     return out
+
+
+def pessimistic(factors, band: dict[str, float]):
+    """The factors at the band's slow edge: decode and prefill slower by the worst
+    residual calibration left (bandwidth and compute efficiency divided, per-step
+    overhead multiplied)."""
+    tpot, ttft = band.get("tpot", 0.0), band.get("ttft", 0.0)
+    return dataclasses.replace(
+        factors,
+        bandwidth_efficiency=factors.bandwidth_efficiency / (1 + tpot),
+        step_overhead_s=factors.step_overhead_s * (1 + tpot),
+        compute_efficiency=factors.compute_efficiency / (1 + ttft),
+    )

@@ -47,6 +47,8 @@ class Deployment:
     """Whole-model weight bytes given by the user (e.g. a checkpoint's size on disk)."""
     engine: Engine | None = None
     """How the KV cache is sized; None: vLLM's rule (a fraction of the total)."""
+    band: tuple[float, float] = (0.0, 0.0)
+    """Relative uncertainty of (TPOT, TTFT): the worst residual of a calibration."""
 
     @property
     def gpus(self) -> int:

@@ -102,6 +102,10 @@ class WorkloadIn(_In):
 class SlaIn(_In):
     max_ttft: Seconds | None = Field(default=None, description='Time to first token, e.g. "500ms".')
     max_tpot: Seconds | None = Field(default=None, description='Time per output token, e.g. "50ms".')
+    at: Literal["nominal", "pessimistic"] = Field(
+        default="nominal",
+        description="pessimistic: with --calibration, hold the targets at the slow edge of the band the calibration residuals give.",
+    )
 
 
 class GpuOverrides(_In):
@@ -187,13 +191,25 @@ def override_device(device, go: GpuOverrides):
     return dataclasses.replace(device, **update) if update else device
 
 
-def engine_factors(catalog: Catalog, device, engine):
+def engine_factors(catalog: Catalog, device, engine, at: str = "nominal"):
     """Catalog defaults, then the engine's memory fraction, then the device's own
-    factors (an Apple GPU's Metal cap wins over any engine)."""
+    factors (an Apple GPU's Metal cap wins over any engine), then a calibration's
+    fitted factors — at the slow edge of its band when `at` is pessimistic."""
     base = dataclasses.replace(catalog.default_factors, memory_utilization=engine.fraction)
     factors = device.factors.apply(base)
     fitted = getattr(catalog, "calibration", {}).get(device.name)
-    return fitted.apply(factors) if fitted else factors
+    factors = fitted.apply(factors) if fitted else factors
+    band = getattr(catalog, "calibration_bands", {}).get(device.name)
+    if at == "pessimistic" and band:
+        from solver.calibrate import pessimistic
+
+        factors = pessimistic(factors, band)
+    return factors
+
+
+def band_of(catalog: Catalog, device) -> tuple[float, float]:
+    b = getattr(catalog, "calibration_bands", {}).get(device.name) or {}
+    return (b.get("tpot", 0.0), b.get("ttft", 0.0))
 
 
 def apply_factors(factors, *layers: FactorsIn):
@@ -225,7 +241,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
     kv = catalog.precision(inp.precision.kv_cache, "kv")
 
     engine = catalog.engine(inp.engine)
-    factors = apply_factors(engine_factors(catalog, device, engine), inp.overrides.factors)
+    factors = apply_factors(engine_factors(catalog, device, engine, inp.sla.at), inp.overrides.factors)
 
     replicas = (hw.count // (hw.tp * hw.pp)) if hw.count else 1
     deployment = Deployment(
@@ -240,6 +256,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
         replicas=replicas,
         weights_bytes_override=mo.weights_bytes,
         engine=engine,
+        band=band_of(catalog, device),
     )
     w = inp.workload
     workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens, w.kv_fill, w.batching)

@@ -58,6 +58,12 @@ def _engine_rule(d, mem) -> str:
     return f"{total} device × {mem.utilization:.2f} ({flag})"
 
 
+def _band(value: float, rel: float) -> str:
+    if not rel:
+        return ""
+    return f"; band {fmt_seconds(value * (1 - rel))} – {fmt_seconds(value * (1 + rel))} (calibration residuals)"
+
+
 def _comm(seconds: float, d) -> str:
     return fmt_seconds(seconds) if d.tp * d.pp > 1 else "none (one GPU per replica)"
 
@@ -164,7 +170,7 @@ def render_text(ev: Evaluation) -> str:
         (
             "TPOT",
             f"{fmt_seconds(dec.tpot_s)} ({dec.bound}-bound): {dec.tokens_per_s_per_user:,.1f} tokens/s per user, "
-            f"{dec.tokens_per_s * d.replicas:,.0f} tokens/s in all",
+            f"{dec.tokens_per_s * d.replicas:,.0f} tokens/s in all" + _band(dec.tpot_s, d.band[0]),
         ),
     ]
     out += _rows(rows)
@@ -184,7 +190,7 @@ def render_text(ev: Evaluation) -> str:
         ("compute time", f"{fmt_seconds(pre.linear_time_s)} linear + {fmt_seconds(pre.attention_time_s)} attention = {fmt_seconds(pre.compute_time_s)}"),
         ("weights read", f"{fmt_seconds(pre.weights_time_s)} (floor for short prompts)"),
         ("communication", _comm(pre.comm_time_s, d)),
-        ("TTFT", f"{fmt_seconds(pre.ttft_s)} ({pre.bound}-bound, one prompt at a time)"),
+        ("TTFT", f"{fmt_seconds(pre.ttft_s)} ({pre.bound}-bound, one prompt at a time)" + _band(pre.ttft_s, d.band[1])),
     ]
     if dec.ttft_under_load_s is not None:
         budget = dec.coefficients.prefill_budget_tokens
@@ -320,6 +326,7 @@ def to_dict(ev: Evaluation) -> dict:
         "compute_time_s": dec.compute_time_s,
         "comm_time_s": dec.comm_time_s,
         "tpot_s": dec.tpot_s,
+        "tpot_band_s": [dec.tpot_s * (1 - d.band[0]), dec.tpot_s * (1 + d.band[0])] if d.band[0] else None,
         "bound": dec.bound,
         "tokens_per_s_per_user": dec.tokens_per_s_per_user,
         "tokens_per_s": dec.tokens_per_s * d.replicas,
@@ -336,6 +343,7 @@ def to_dict(ev: Evaluation) -> dict:
         "weights_time_s": pre.weights_time_s,
         "comm_time_s": pre.comm_time_s,
         "ttft_s": pre.ttft_s,
+        "ttft_band_s": [pre.ttft_s * (1 - d.band[1]), pre.ttft_s * (1 + d.band[1])] if d.band[1] else None,
         "ttft_under_load_s": dec.ttft_under_load_s,
         "bound": pre.bound,
     }

@@ -18,7 +18,7 @@ from solver.catalog import Catalog, Device, Price
 from solver.deployment import Deployment, Workload
 from solver.errors import InputError
 from solver.evaluate import Targets
-from solver.evaluate_input import apply_factors, engine_factors, override_device, resolve_model
+from solver.evaluate_input import apply_factors, band_of, engine_factors, override_device, resolve_model
 from solver.physics import validity
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.memory import kv_budget_bytes, per_gpu_kv_bytes_per_sequence, per_gpu_weights_bytes
@@ -196,7 +196,7 @@ def _apply_overrides(device: Device, spec: Spec, catalog: Catalog) -> Device:
 
 def _factors(device: Device, spec: Spec, catalog: Catalog):
     own = [o.factors for n, o in spec.overrides.gpus.items() if catalog.device(n).name == device.name]
-    return apply_factors(engine_factors(catalog, device, catalog.engine(spec.engine)), spec.overrides.factors, *own)
+    return apply_factors(engine_factors(catalog, device, catalog.engine(spec.engine), spec.sla.at), spec.overrides.factors, *own)
 
 
 def _platform_for(device: Device, tp: int, pp: int, catalog: Catalog):
@@ -267,7 +267,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
                             continue
                         seen.add((wf.name, kf.name))
                         d = Deployment(model, device, platform, wf, kf, factors, tp=tp, pp=pp,
-                                       weights_bytes_override=mo.weights_bytes, engine=engine)
+                                       weights_bytes_override=mo.weights_bytes, engine=engine, band=band_of(catalog, device))
                         shapes.append(Shape(len(shapes), d, domain, own))
     if not devices:
         raise InputError("search.gpus", spec.search.gpus, "selects no device")

@@ -102,3 +102,47 @@ def test_vllm_bench_json_is_read(tmp_path):
     f.write_text(json.dumps({"completed": 1}))
     with pytest.raises(InputError, match="mean_ttft_ms"):
         read_vllm_bench(f, model="llama-3.1-8b", gpu="h100-sxm", tp=1, weights="bf16", kv_cache="bf16")
+
+
+def _noisy(path, scale):
+    """The synthetic measurements, each off by its own factor: residuals a fit cannot remove."""
+    synthetic(path)
+    rows = list(csv.reader(open(path)))
+    for row, k in zip(rows[1:], scale):
+        row[-2] = str(float(row[-2]) * k)
+        row[-1] = str(float(row[-1]) * k)
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerows(rows)
+
+
+def test_residuals_become_a_band_and_pessimistic_plans_hold_at_its_edge(tmp_path, capsys):
+    import json
+
+    import yaml
+
+    f = tmp_path / "noisy.csv"
+    _noisy(f, [1.10, 0.92, 1.05, 0.96, 1.00])
+    cal = tmp_path / "cal.yaml"
+    assert main(["calibrate", str(f), "-o", str(cal)]) == 0
+    capsys.readouterr()
+    entry = yaml.safe_load(cal.read_text())["calibration"][0]
+    band = entry["residuals"]["tpot"]["max_ape"]
+    assert 0.02 < band < 0.2
+    assert main(["evaluate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--users", "8", "--prompt", "1024",
+                 "--output", "128", "--format", "json", "--calibration", str(cal)]) == 0
+    dec = json.loads(capsys.readouterr().out)["decode"]
+    assert dec["tpot_band_s"] == pytest.approx([dec["tpot_s"] * (1 - band), dec["tpot_s"] * (1 + band)])
+    # A spec held at the band's slow edge never plans less than at its centre, and its plan
+    # still meets the target when every figure is as slow as the residuals allow.
+    spec = {"model": "llama-3.1-70b", "workload": {"users": 64, "context_tokens": 4096, "output_tokens": 256},
+            "sla": {"max_tpot": "25ms"}, "search": {"gpus": ["h100-sxm"], "weights": ["fp8"], "kv_cache": ["fp8"]}}
+    sf = tmp_path / "s.yaml"
+    sf.write_text(yaml.safe_dump(spec))
+    main(["solve", str(sf), "--calibration", str(cal), "--format", "json", "--no-explain"])
+    nominal = json.loads(capsys.readouterr().out)["plan"]
+    spec["sla"]["at"] = "pessimistic"
+    sf.write_text(yaml.safe_dump(spec))
+    main(["solve", str(sf), "--calibration", str(cal), "--format", "json", "--no-explain"])
+    edge = json.loads(capsys.readouterr().out)["plan"]
+    assert edge["cost_usd_per_hour"] >= nominal["cost_usd_per_hour"]
+    assert edge["tpot_s"] <= 0.025
