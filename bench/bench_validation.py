@@ -207,11 +207,43 @@ def loo_ttft_factors(points, skip):
     return {"compute_efficiency": min(1.0, sum(x * x for x in xs) / sum(x * y for x, y in zip(xs, ys)))}
 
 
+def peer_comparison(points, ours: dict[str, tuple[float, float, str]]) -> None:
+    """aiconfigurator's recorded predictions (tests/validation/aiconfigurator.yaml,
+    made by bench/aiconfigurator_predictions.py) against ours on the same points."""
+    path = ROOT / "tests" / "validation" / "aiconfigurator.yaml"
+    if not path.exists():
+        print("aiconfigurator: no recorded predictions (run bench/aiconfigurator_predictions.py in its own venv)")
+        return
+    peer = yaml.safe_load(path.read_text())
+    by_kind: dict[str, list[tuple[float, float]]] = {}
+    for q in peer.get("points", []):
+        mine = ours.get(q["id"])
+        if not mine:
+            continue
+        pred_ours, measured, kind = mine
+        v, unit = q["predicted"]["value"], q["predicted"]["unit"]
+        if kind == "throughput":
+            theirs = v if unit == "tokens_per_s" else None
+        elif kind == "ttft":
+            theirs = v if unit == "ms" else None
+        else:
+            theirs = v if unit == "ms_per_token" else (1e3 / v if unit == "tokens_per_s" else None)
+        if theirs is None:
+            continue
+        by_kind.setdefault(kind, []).append((abs(pred_ours - measured) / measured, abs(theirs - measured) / measured))
+    print(f"beside {peer.get('tool', 'aiconfigurator')} on the points it covers (median APE, ours vs theirs):")
+    for kind, pairs in sorted(by_kind.items()):
+        o = statistics.median(a for a, _ in pairs)
+        t = statistics.median(b for _, b in pairs)
+        print(f"  {kind:<12} n={len(pairs):<3} plan-opt {o:7.1%}   aiconfigurator {t:7.1%}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     points = load_points()
+    ours: dict[str, tuple[float, float, str]] = {}
     rows: dict[str, list[tuple[float, float | None]]] = {}
     skipped = 0
     for p in points:
@@ -220,6 +252,7 @@ def main() -> None:
             skipped += 1
             continue
         pred, meas, kind = got
+        ours[p["id"]] = got
         cal = None
         if kind in ("tpot", "tpot1", "throughput"):
             f = loo_decode_factors(points, p)
@@ -248,6 +281,7 @@ def main() -> None:
         lm = f"{statistics.median(capes):10.1%}" if capes else "         —"
         lw = f"{max(capes):9.1%}" if capes else "        —"
         print(f"{names[kind]:<36} {len(r):>3} {statistics.median(apes):>7.1%} {max(apes):>7.1%} {lm:>11} {lw:>10}")
+    peer_comparison(points, ours)
 
 
 if __name__ == "__main__":
