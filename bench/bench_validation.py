@@ -23,6 +23,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from solver.calibrate import fit_decode, fit_prefill  # noqa: E402
 from solver.catalog import default_catalog  # noqa: E402
 from solver.errors import InputError  # noqa: E402
 from solver.evaluate import evaluate  # noqa: E402
@@ -176,15 +177,7 @@ def loo_decode_factors(points, skip):
             ys.append(xy[1])
     if len(xs) < 2:
         return None
-    if len(xs) < 3 or len({round(x, 12) for x in xs}) < 2:  # one parameter through the origin
-        slope = sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
-        return {"bandwidth_efficiency": min(1.0, 1 / slope), "step_overhead_s": 0.0}
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-    overhead = my - slope * mx
-    if slope <= 1 or overhead < 0:
-        slope, overhead = sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs), 0.0
-    return {"bandwidth_efficiency": min(1.0, 1 / slope), "step_overhead_s": max(0.0, overhead)}
+    return fit_decode(xs, ys)
 
 
 def loo_ttft_factors(points, skip):
@@ -204,7 +197,7 @@ def loo_ttft_factors(points, skip):
         ys.append(got[1] / 1e3 - pre.comm_time_s)
     if len(xs) < 2:
         return None
-    return {"compute_efficiency": min(1.0, sum(x * x for x in xs) / sum(x * y for x, y in zip(xs, ys)))}
+    return fit_prefill(xs, ys)
 
 
 def peer_comparison(points, ours: dict[str, tuple[float, float, str]]) -> None:

@@ -155,6 +155,27 @@ def _ape(pred: float, meas: float) -> float:
     return abs(pred - meas) / meas
 
 
+def fit_decode(xs: list[float], ys: list[float]) -> dict:
+    """y = x / bandwidth_efficiency + step_overhead, by least squares (x: bytes read /
+    peak bandwidth, y: measured TPOT less communication, seconds). Falls back to one
+    parameter through the origin when two are unphysical or the sizes do not vary."""
+    if len(xs) >= 3 and len({round(x, 12) for x in xs}) >= 2:
+        mx, my = statistics.fmean(xs), statistics.fmean(ys)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+        overhead = my - slope * mx
+        if slope > 1 and overhead >= 0:
+            return {"bandwidth_efficiency": min(1.0, 1 / slope), "step_overhead_s": overhead}
+    slope = sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
+    return {"bandwidth_efficiency": min(1.0, 1 / slope), "step_overhead_s": 0.0}
+
+
+def fit_prefill(xs: list[float], ys: list[float]) -> dict:
+    """y = x / compute_efficiency through the origin (x: FLOPs / (tp × peak), y:
+    measured TTFT less communication, seconds)."""
+    slope = sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
+    return {"compute_efficiency": min(1.0, 1 / slope)}
+
+
 def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
     """One fit per (device, engine)."""
     groups: dict[tuple[str, str], list[Measurement]] = {}
@@ -178,17 +199,7 @@ def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
         f.tpot_points = len(xs)
         changes = {}
         if len(xs) >= MIN_TPOT_POINTS and len(set(round(x, 12) for x in xs)) >= 2:
-            mx, my = statistics.fmean(xs), statistics.fmean(ys)
-            sxx = sum((x - mx) ** 2 for x in xs)
-            slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-            overhead = my - slope * mx
-            if slope <= 1 or overhead < 0:
-                # Fall back to one parameter through the origin when the two-parameter
-                # fit is unphysical (efficiency above 1 or a negative overhead).
-                slope = sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
-                overhead = 0.0
-            changes["bandwidth_efficiency"] = min(1.0, 1 / slope)
-            changes["step_overhead_s"] = max(0.0, overhead)
+            changes.update(fit_decode(xs, ys))
         elif xs:
             f.refused.append(f"TPOT: {len(xs)} bandwidth-bound point(s) with distinct sizes; at least {MIN_TPOT_POINTS} needed to fit efficiency and per-step overhead")
         # TTFT: compute-bound prefill.
@@ -203,8 +214,7 @@ def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
             ys.append(m.ttft_s - pre.comm_time_s)
         f.ttft_points = len(xs)
         if len(xs) >= MIN_TTFT_POINTS:
-            slope = sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
-            changes["compute_efficiency"] = min(1.0, 1 / slope)
+            changes.update(fit_prefill(xs, ys))
         elif xs:
             f.refused.append(f"TTFT: {len(xs)} compute-bound point(s); at least {MIN_TTFT_POINTS} needed")
         f.factors = changes
