@@ -211,7 +211,7 @@ def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
             if pre.bound != "compute":
                 continue
             xs.append(pre.flops / (pre.tp * pre.peak_flops_per_s))
-            ys.append(m.ttft_s - pre.comm_time_s)
+            ys.append(m.ttft_s - pre.comm_time_s - changes.get("step_overhead_s", pre.step_overhead_s))
         f.ttft_points = len(xs)
         if len(xs) >= MIN_TTFT_POINTS:
             changes.update(fit_prefill(xs, ys))

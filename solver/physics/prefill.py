@@ -60,6 +60,8 @@ class PrefillEstimate:
     bandwidth_bytes_per_s: float
     bandwidth_efficiency: float
     comm: CommEstimate
+    step_overhead_s: float = 0.0
+    """The fixed cost of a forward pass (calibrated; 0 by default): a prefill is a step too."""
 
     @property
     def flops(self) -> float:
@@ -96,7 +98,7 @@ class PrefillEstimate:
 
     @property
     def ttft_s(self) -> float:
-        return max(self.compute_time_s, self.weights_time_s) + self.comm_time_s
+        return max(self.compute_time_s, self.weights_time_s) + self.comm_time_s + self.step_overhead_s
 
 
 def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
@@ -113,4 +115,5 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,
         bandwidth_efficiency=d.factors.bandwidth_efficiency,
         comm=estimate_comm(d, p),
+        step_overhead_s=d.factors.step_overhead_s,
     )
