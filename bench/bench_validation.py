@@ -200,7 +200,7 @@ def loo_ttft_factors(points, skip):
     return fit_prefill(xs, ys)
 
 
-def peer_comparison(points, ours: dict[str, tuple[float, float, str]]) -> None:
+def peer_comparison(points, ours: dict[str, tuple[float, float, str]], calibrated: dict[str, float]) -> None:
     """aiconfigurator's recorded predictions (tests/validation/aiconfigurator.yaml,
     made by bench/aiconfigurator_predictions.py) against ours on the same points."""
     path = ROOT / "tests" / "validation" / "aiconfigurator.yaml"
@@ -208,7 +208,7 @@ def peer_comparison(points, ours: dict[str, tuple[float, float, str]]) -> None:
         print("aiconfigurator: no recorded predictions (run bench/aiconfigurator_predictions.py in its own venv)")
         return
     peer = yaml.safe_load(path.read_text())
-    by_kind: dict[str, list[tuple[float, float]]] = {}
+    by_kind: dict[str, list[tuple[float, float, float | None]]] = {}
     for q in peer.get("points", []):
         mine = ours.get(q["id"])
         if not mine:
@@ -223,12 +223,18 @@ def peer_comparison(points, ours: dict[str, tuple[float, float, str]]) -> None:
             theirs = v if unit == "ms_per_token" else (1e3 / v if unit == "tokens_per_s" else None)
         if theirs is None:
             continue
-        by_kind.setdefault(kind, []).append((abs(pred_ours - measured) / measured, abs(theirs - measured) / measured))
-    print(f"beside {peer.get('tool', 'aiconfigurator')} on the points it covers (median APE, ours vs theirs):")
-    for kind, pairs in sorted(by_kind.items()):
-        o = statistics.median(a for a, _ in pairs)
-        t = statistics.median(b for _, b in pairs)
-        print(f"  {kind:<12} n={len(pairs):<3} plan-opt {o:7.1%}   aiconfigurator {t:7.1%}")
+        cal = calibrated.get(q["id"])
+        by_kind.setdefault(kind, []).append(
+            (abs(pred_ours - measured) / measured, abs(theirs - measured) / measured, abs(cal - measured) / measured if cal else None)
+        )
+    print(f"beside {peer.get('tool', 'aiconfigurator')} on the points it covers (median APE):")
+    print(f"  {'metric':<12} {'n':>3}  {'plan-opt':>9} {'plan-opt LOO':>13} {'aiconfigurator':>15}")
+    for kind, rows in sorted(by_kind.items()):
+        o = statistics.median(a for a, _, _ in rows)
+        t = statistics.median(b for _, b, _ in rows)
+        cs = [c for _, _, c in rows if c is not None]
+        c = f"{statistics.median(cs):12.1%}" if cs else "           —"
+        print(f"  {kind:<12} {len(rows):>3}  {o:8.1%} {c:>13} {t:14.1%}")
 
 
 def main() -> None:
@@ -237,6 +243,7 @@ def main() -> None:
     args = ap.parse_args()
     points = load_points()
     ours: dict[str, tuple[float, float, str]] = {}
+    calibrated: dict[str, float] = {}
     rows: dict[str, list[tuple[float, float | None]]] = {}
     skipped = 0
     for p in points:
@@ -257,6 +264,8 @@ def main() -> None:
             cal = g[0] if g else None
         ape = abs(pred - meas) / meas
         cape = abs(cal - meas) / meas if cal is not None else None
+        if cal is not None:
+            calibrated[p["id"]] = cal
         rows.setdefault(kind, []).append((ape, cape))
         if args.verbose:
             c = f"{cal:10.2f}" if cal is not None else "         —"
@@ -274,7 +283,7 @@ def main() -> None:
         lm = f"{statistics.median(capes):10.1%}" if capes else "         —"
         lw = f"{max(capes):9.1%}" if capes else "        —"
         print(f"{names[kind]:<36} {len(r):>3} {statistics.median(apes):>7.1%} {max(apes):>7.1%} {lm:>11} {lw:>10}")
-    peer_comparison(points, ours)
+    peer_comparison(points, ours, calibrated)
 
 
 if __name__ == "__main__":
