@@ -283,6 +283,8 @@ def main() -> None:
         lm = f"{statistics.median(capes):10.1%}" if capes else "         —"
         lw = f"{max(capes):9.1%}" if capes else "        —"
         print(f"{names[kind]:<36} {len(r):>3} {statistics.median(apes):>7.1%} {max(apes):>7.1%} {lm:>11} {lw:>10}")
+    print("note: llama.cpp's default efficiencies (catalogs/engines.yaml) come from the same llama-bench table as its")
+    print("      points here, so the uncalibrated column is in-sample for those; the LOO column is out-of-sample.")
     peer_comparison(points, ours, calibrated)
 
 

@@ -330,6 +330,9 @@ class Engine:
     source: str
     as_of: dt.date
     aliases: tuple[str, ...] = ()
+    efficiency: dict[Literal["hbm", "gddr", "lpddr"], FactorOverrides] = field(default_factory=dict)
+    """Shares of peak this engine reaches on each memory kind, where published
+    measurements give them (see the comments in catalogs/engines.yaml)."""
 
     def __post_init__(self) -> None:
         _check_name("engine", self.name)

@@ -192,10 +192,14 @@ def override_device(device, go: GpuOverrides):
 
 
 def engine_factors(catalog: Catalog, device, engine, at: str = "nominal"):
-    """Catalog defaults, then the engine's memory fraction, then the device's own
-    factors (an Apple GPU's Metal cap wins over any engine), then a calibration's
-    fitted factors — at the slow edge of its band when `at` is pessimistic."""
+    """Catalog defaults, then the engine's memory fraction and its measured efficiency
+    on this kind of memory, then the device's own factors (an Apple GPU's Metal cap
+    wins over any engine), then a calibration's fitted factors — at the slow edge of
+    its band when `at` is pessimistic."""
     base = dataclasses.replace(catalog.default_factors, memory_utilization=engine.fraction)
+    measured = engine.efficiency.get(device.memory_kind)
+    if measured:
+        base = measured.apply(base)
     factors = device.factors.apply(base)
     fitted = getattr(catalog, "calibration", {}).get(device.name)
     factors = fitted.apply(factors) if fitted else factors
