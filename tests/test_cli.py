@@ -173,3 +173,11 @@ def test_engine_profile_sets_the_kv_capacity(capsys):
     assert mem["engine"] == "sglang" and mem["block_size_tokens"] == 1
     assert mem["kv_budget_bytes"] == pytest.approx(81_559 * 2**20 * 0.88 - 8_030_261_248 * 2)
     assert _error(["evaluate", SEED, "--engine", "vllmm"], capsys).count("did you mean 'vllm'") == 1
+
+
+@pytest.mark.parametrize("command", ["solve", "pareto", "fleet", "deploy", "evaluate", "calibrate", "schema", "list"])
+def test_every_command_has_help(command, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    assert "usage: plan-opt " + command in capsys.readouterr().out
