@@ -42,7 +42,6 @@ def median_time(fn, runs: int) -> float:
 def scaled(problem, k: int):
     """The problem with every device present k times (renamed copies, prices up by
     0.1 % per copy so that no two are tied)."""
-    from solver.catalog import Price
     from solver.shapes import Problem, Shape
 
     shapes, devices = [], []

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
+from solver.bisect import largest_true
 from solver.deployment import Workload
 from solver.evaluate import Targets
 from solver.shapes import Problem, Shape, ShapePhysics
@@ -137,22 +138,6 @@ def _batches(cap: int, users: int, variants: bool) -> list[int]:
     return sorted(out, reverse=True)
 
 
-def _max_batch(ok, upper: int) -> int:
-    """Largest batch in 1..upper for which `ok` holds (monotone: true, then false); 0 if none."""
-    if upper < 1 or not ok(1):
-        return 0
-    if ok(upper):
-        return upper
-    lo, hi = 1, upper
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 def candidates(
     problem: Problem,
     workload: Workload | None = None,
@@ -183,7 +168,7 @@ def candidates(
         cap = min(b_mem, b_tpot) if not ignore_tpot_cap else b_mem
         b_ttft = 10**9
         if ph.decode.prefill_budget_tokens and t.max_ttft_s is not None and not ignore_tpot_cap:
-            b_ttft = _max_batch(lambda b: ph.decode.ttft_under_load_s(b) <= t.max_ttft_s, upper)
+            b_ttft = largest_true(lambda b: ph.decode.ttft_under_load_s(b) <= t.max_ttft_s, upper)
             cap = min(cap, b_ttft)
         seen = set()
         for b in _batches(cap, w.users, batch_variants):

@@ -429,7 +429,6 @@ class Catalog:
     def __init__(self, devices: _DevicesFile, platforms: _PlatformsFile, models: _ModelsFile, precisions: _PrecisionsFile, engines: _EnginesFile):
         df = devices.default_factors
         self.default_factors = Factors(df.memory_utilization, df.runtime_overhead_bytes, df.bandwidth_efficiency, df.compute_efficiency, df.step_overhead_s)
-        self.default_factors_source = df.source
         self.devices = _Index.build("device", "gpu", devices.devices)
         self.platforms = _Index.build("platform", "platform", platforms.platforms)
         self.models = _Index.build("model", "model", models.models)

@@ -94,7 +94,6 @@ def _set_path(data: dict, path: str, value) -> None:
 
 
 def _cmd_evaluate(args) -> int:
-    from solver.catalog import default_catalog
     from solver.evaluate import evaluate
     from solver.evaluate_input import parse_input, resolve
     from solver.yaml_lines import load_yaml_text, load_yaml_file
@@ -203,7 +202,6 @@ def _add_solve(sub) -> None:
 
 
 def _cmd_solve(args) -> int:
-    from solver.catalog import default_catalog
     from solver.shapes import build_problem
     from solver.solve import solve
     from solver.solve_report import render, to_json
@@ -242,7 +240,6 @@ def _add_pareto(sub) -> None:
 
 
 def _cmd_pareto(args) -> int:
-    from solver.catalog import default_catalog
     from solver.pareto import AXES, frontiers
     from solver.pareto_report import plot, render, to_json
     from solver.shapes import build_problem
@@ -297,7 +294,6 @@ Examples:
 
 
 def _cmd_fleet(args) -> int:
-    from solver.catalog import default_catalog
     from solver.fleet import build_classes, load_fleet_spec, solve_fleet, sweep
     from solver.fleet_report import render, render_sweep, to_json
 
@@ -344,7 +340,6 @@ def _add_deploy(sub) -> None:
 
 
 def _cmd_deploy(args) -> int:
-    from solver.catalog import default_catalog
     from solver.deploy import check_flags, emit
     from solver.shapes import build_problem
     from solver.solve import solve

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 
 from solver.candidates import Candidate, floor_us
 
-# The named constraints: physical limits first, then the user's targets.
-PHYSICAL = ("memory", "interconnect")
+# The user's targets, each a named constraint (memory and interconnect are physical, always on).
 TARGETS = ("max_tpot", "max_ttft", "users", "context_tokens", "max_usd_per_hour", "max_purchase_usd", "max_gpus")
 LABELS = {
     "memory": "memory capacity: the batch per replica fits beside the weights",

@@ -106,7 +106,6 @@ def render_text(ev: Evaluation) -> str:
         return "\n".join(out) + "\n"
 
     mem, dec, pre, ring = ev.memory, ev.decode, ev.prefill, ev.ring
-    shard = f"/ (TP {d.tp} × PP {d.pp})" if d.tp * d.pp > 1 else ""
 
     # Step 1
     out += ["", f"{CONSTRAINT_TITLES['memory']}  —  {_verdict_text(ev.verdict('memory'))}"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from solver.catalog import Catalog, Device, Price
 from solver.deployment import Deployment, Workload

@@ -10,7 +10,6 @@ re-solving (DESIGN: binding, honestly).
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 
 from solver.candidates import Candidate, candidates
@@ -407,10 +406,6 @@ def _diagnose(problem: Problem, s: Scenario, result: SolveResult) -> None:
         result.runners_up.append(RunnerUp(device.name, None, None, None, _why_not(problem, s, shapes)))
 
 
-def _feasible(problem: Problem, s: Scenario) -> Solution:
-    return solve_scenario(problem, s)
-
-
 def _nearest(problem: Problem, s: Scenario, target: str) -> Relaxation:
     """How far `target` must move, the others held, for a plan to exist."""
     current = s.value(target)
@@ -443,7 +438,7 @@ def _nearest(problem: Problem, s: Scenario, target: str) -> Relaxation:
     best_sol = None
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        sol = _feasible(problem, s.with_value(target, mid))
+        sol = solve_scenario(problem, s.with_value(target, mid))
         if sol.feasible:
             lo, best_sol = mid, sol
         else:

@@ -39,14 +39,6 @@ def parse_quantity(value: object, kind: str) -> float:
     return number * units[unit]
 
 
-def gb(n_bytes: float) -> float:
-    return n_bytes / GB
-
-
-def gib(n_bytes: float) -> float:
-    return n_bytes / GiB
-
-
 def fmt_bytes(n_bytes: float) -> str:
     """Both units, always labelled: '25.76 GB (23.99 GiB)'."""
     return f"{n_bytes / GB:,.2f} GB ({n_bytes / GiB:,.2f} GiB)"

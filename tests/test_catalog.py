@@ -6,7 +6,7 @@ import pytest
 
 from solver.catalog import load_catalog
 from solver.errors import InputError
-from solver.units import GB, GiB
+from solver.units import GiB
 
 SEED_DEVICES = ["rtx-3060-12gb", "rtx-3090", "rtx-4090", "a100-80gb", "h100-pcie", "h100-sxm", "m2-ultra-192gb"]
 REQUIRED_DEVICES = SEED_DEVICES + [

@@ -3,7 +3,6 @@ not only the frontier), and the plan `solve` picks lies on the frontier."""
 
 from __future__ import annotations
 
-import dataclasses
 
 import pytest
 

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver.enumerate import exhaustive
-from solver.solve import Scenario, scenario_of, solve, solve_scenario
+from solver.solve import scenario_of, solve, solve_scenario
 from tests.solve_helpers import problem_of
 
 GiB = 2**30

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from solver.bisect import largest_true
 from solver.deployment import Deployment, Workload
 from solver.physics.compute import compute_dtype, peak_flops_per_s
 from solver.physics.interconnect import CommEstimate, estimate_comm
@@ -130,18 +131,7 @@ class DecodeCoefficients:
     def max_batch(self, max_tpot_s: float, upper: int) -> int:
         """Largest batch (≤ upper) whose step meets `max_tpot_s`; 0 if none. Every
         term grows with the batch, so bisect."""
-        if upper < 1 or self.tpot_s(1) > max_tpot_s:
-            return 0
-        if self.tpot_s(upper) <= max_tpot_s:
-            return upper
-        lo, hi = 1, upper
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.tpot_s(mid) <= max_tpot_s:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
+        return largest_true(lambda b: self.tpot_s(b) <= max_tpot_s, upper)
 
 
 def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None = None) -> DecodeCoefficients:

@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 from solver.catalog import Model, Precision
+from solver.bisect import largest_true
 from solver.deployment import Deployment, Workload
 
 BYTES_16BIT = 2.0
@@ -207,17 +208,6 @@ def max_context_tokens(d: Deployment, w: Workload) -> int:
     """Longest context at this batch that fits (0 if none), by bisection: KV grows
     monotonically with tokens but not linearly once windows fill."""
     mem = estimate_memory(d, w)
-    room = mem.kv_budget_bytes
-    batch = mem.batch
-    if room <= 0 or per_gpu_kv_bytes_per_sequence(d, 1) * batch > room:
-        return 0
-    lo, hi = 1, max(w.context_tokens, d.model.max_context_tokens)
-    if per_gpu_kv_bytes_per_sequence(d, hi) * batch <= room:
-        return hi
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if per_gpu_kv_bytes_per_sequence(d, mid) * batch <= room:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    room, batch = mem.kv_budget_bytes, mem.batch
+    upper = max(w.context_tokens, d.model.max_context_tokens)
+    return largest_true(lambda n: per_gpu_kv_bytes_per_sequence(d, n) * batch <= room, upper)

@@ -5,7 +5,6 @@ exactly, within the log's own rounding (GiB to two decimals)."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pytest
