@@ -271,8 +271,8 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
         m.add(served[k] <= sum(terms) if terms else served[k] == 0).with_name(f"capacity of {sc.name}")
         if objective == "min_cost":
             m.add(served[k] == sc.demand).with_name(f"demand of {sc.name}")
-    owned = {fs_dev: n for fs_dev, n in _resolve_counts(fs.inventory, classes).items()}
-    quota = _resolve_counts(fs.quota, classes)
+    owned = _resolve_counts(fs.inventory)
+    quota = _resolve_counts(fs.quota)
     gpus, rented, cost_terms, purchase_terms, uppers = {}, {}, [], [], {}
     for dev_name, dev in devices.items():
         total = sum(o.gpus_per_replica * r[k, j] for k, sc in enumerate(classes) for j, o in enumerate(sc.options) if o.device == dev_name)
@@ -348,15 +348,11 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
     return result
 
 
-def _resolve_counts(counts: dict[str, int], classes: list[ServiceClass]) -> dict[str, int]:
-    if not counts or not classes:
-        return {}
-    catalog_devices = classes[0].problem.devices
-    out = {}
-    for name, n in counts.items():
-        match = next((d.name for d in catalog_devices if d.name == name or name in d.aliases), name)
-        out[match] = n
-    return out
+def _resolve_counts(counts: dict[str, int]) -> dict[str, int]:
+    """Owned or quota counts keyed by catalog name (the spec may use aliases)."""
+    from solver.catalog import default_catalog
+
+    return {default_catalog().device(name).name: n for name, n in counts.items()}
 
 
 def _binds(fs, classes, res: FleetResult, devices, owned, quota, budget_hour) -> list[str]:
