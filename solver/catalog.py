@@ -66,8 +66,16 @@ class Factors:
     compute_efficiency: Fraction
     """Achieved / peak dense tensor throughput (the seed's utilisation factor)."""
     step_overhead_s: Annotated[float, Ge(0), Le(1)] = 0.0
-    """Fixed cost of every decode step (scheduling, sampling, launches): what lets one
-    bandwidth efficiency fit small fast models and large slow ones together."""
+    """Fixed cost of every forward pass (scheduling, sampling, input preparation): what
+    lets one bandwidth efficiency fit small fast models and large slow ones together."""
+    layer_overhead_s: Annotated[float, Ge(0), Le(0.01)] = 0.0
+    """Fixed cost per layer per forward pass (kernel launches, synchronisation), paid
+    once per layer on each pipeline stage: deep models pay more per token."""
+    reserved_bytes: NonNegInt = 0
+    """Device memory the driver keeps: the device's reported total less what the
+    runtime sees (nvidia-smi total − torch.cuda.mem_get_info total)."""
+    activation_peak_scale: Annotated[float, Ge(0), Le(10)] = 1.0
+    """Scale on the engine's profiled activation peak (0: ignore it, as the seed does)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,9 @@ class FactorOverrides:
     bandwidth_efficiency: Fraction | None = None
     compute_efficiency: Fraction | None = None
     step_overhead_s: Annotated[float, Ge(0), Le(1)] | None = None
+    layer_overhead_s: Annotated[float, Ge(0), Le(0.01)] | None = None
+    reserved_bytes: NonNegInt | None = None
+    activation_peak_scale: Annotated[float, Ge(0), Le(10)] | None = None
 
     def apply(self, base: Factors) -> Factors:
         changes = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
@@ -191,6 +202,24 @@ class Platform:
 
 # --------------------------------------------------------------------------- models
 
+TensorGroup = Literal["embeddings", "lm_head", "attention", "mlp", "experts"]
+
+
+@dataclass(frozen=True)
+class CheckpointLayout:
+    """Which tensors of a published quantised checkpoint stay in 16-bit (Meta's
+    Llama-3.1-405B FP8 keeps attention and its first and last blocks in BF16;
+    gpt-oss quantises only the experts to MXFP4)."""
+
+    __pydantic_config__ = _FORBID
+    format: str
+    """The weight format (precision name) this layout applies to."""
+    source: str
+    sixteen_bit: tuple[TensorGroup, ...] = ()
+    sixteen_bit_layers: NonNegInt = 0
+    """Whole transformer blocks kept in 16-bit (the first and last ones)."""
+
+
 
 @dataclass(frozen=True)
 class Model:
@@ -228,6 +257,8 @@ class Model:
     sliding_window: Count | None = None
     sliding_layers: NonNegInt = 0
     """How many layers attend only within the window."""
+    checkpoints: tuple[CheckpointLayout, ...] = ()
+    """Published checkpoints whose tensors are not all in one format."""
 
     def __post_init__(self) -> None:
         _check_name("model", self.name)
@@ -262,6 +293,29 @@ class Model:
     def embedding_params(self) -> int:
         """Input embedding plus LM head (one matrix when tied)."""
         return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
+
+    def checkpoint(self, weights_format: str) -> CheckpointLayout | None:
+        return next((c for c in self.checkpoints if c.format == weights_format), None)
+
+    @property
+    def attention_params(self) -> int:
+        """Q, K, V and O projections of every layer (MLA: not derivable from these
+        fields, so 0 and counted with the MLP)."""
+        if self.attention == "mla":
+            return 0
+        q = self.num_attention_heads * self.head_dim
+        kv = 2 * self.num_kv_heads * self.head_dim
+        return self.num_layers * self.hidden_size * (2 * q + kv)
+
+    def param_groups(self) -> dict[str, int]:
+        """Parameters per tensor group: input embeddings, LM head, attention, routed
+        experts, and the rest of the blocks (dense MLP, shared experts, router, norms)."""
+        emb = self.vocab_size * self.hidden_size
+        head = 0 if self.tie_word_embeddings else emb
+        experts = self.routed_expert_params
+        attention = self.attention_params
+        mlp = max(0, self.total_params - emb - head - experts - attention)
+        return {"embeddings": emb, "lm_head": head, "attention": attention, "mlp": mlp, "experts": experts}
 
     @property
     def routed_expert_params(self) -> int:
@@ -299,6 +353,12 @@ class Precision:
     """Embedding and LM head stay in 16-bit (AWQ/GPTQ/FP8 checkpoints)."""
     fallback_compute: ComputeDtype | None = None
     """Precision used (weight-only kernels) on a device without `compute`."""
+    bandwidth_share: Annotated[float, Gt(0), Le(1.5)] = 1.0
+    """Share of a 16-bit GEMV's achieved bandwidth that this format's decode kernels
+    reach (dequantisation costs); fitted, catalogs/fitted.yaml."""
+    compute_share: Annotated[float, Gt(0), Le(1.5)] = 1.0
+    """Share of the 16-bit GEMMs' utilisation this format's prefill GEMMs reach of
+    their own peak (FP8 at twice the peak reaches a smaller share); fitted."""
 
     def __post_init__(self) -> None:
         _check_name("precision", self.name)
@@ -331,11 +391,44 @@ class Engine:
     as_of: dt.date
     aliases: tuple[str, ...] = ()
     efficiency: dict[Literal["hbm", "gddr", "lpddr"], FactorOverrides] = field(default_factory=dict)
-    """Shares of peak this engine reaches on each memory kind, where published
-    measurements give them (see the comments in catalogs/engines.yaml)."""
+    """Shares of peak this engine reaches on each memory kind, fitted on the
+    validation set's fit points (catalogs/fitted.yaml, bench/fit_defaults.py)."""
+    max_model_len: Count | None = None
+    """Longest sequence the engine admits; None: the workload's context."""
+    enable_chunked_prefill: bool = True
+    """Prompts split into chunks of max_num_batched_tokens. Off, a prompt is one pass
+    and the memory profile runs max(max_model_len, max_num_batched_tokens) tokens."""
+    enforce_eager: bool = False
+    """No CUDA graphs: every layer's kernels are launched from Python each step."""
+    large_gpu: LargeGpuDefaults | None = None
+    """Bigger default batch knobs on large-memory GPUs (vLLM)."""
+    profiles_activation: bool = False
+    """The KV budget leaves room for the activation peak of a profiled forward pass
+    over max_num_batched_tokens tokens and max_num_seqs sampled rows (vLLM)."""
+    sampler_bytes_per_logit: NonNegInt = 0
+    """Bytes per vocabulary entry per sequence the sampler holds at its peak."""
+    split_mode: Literal["layer", "row"] | None = None
+    """llama.cpp over several GPUs: whole layers per GPU, run one after another
+    (layer, the default) or each matrix split by rows (row)."""
 
     def __post_init__(self) -> None:
         _check_name("engine", self.name)
+
+    def batch_knobs(self, device_memory_bytes: float, device_name: str) -> tuple[int, int]:
+        """(max_num_batched_tokens, max_num_seqs) as the engine defaults them on this GPU."""
+        big = self.large_gpu
+        if big and device_memory_bytes >= big.min_memory_bytes and not any(x in device_name for x in big.except_names):
+            return big.max_num_batched_tokens, big.max_num_seqs
+        return self.max_num_batched_tokens, self.max_num_seqs
+
+
+@dataclass(frozen=True)
+class LargeGpuDefaults:
+    __pydantic_config__ = _FORBID
+    min_memory_bytes: PositiveInt
+    max_num_batched_tokens: Count
+    max_num_seqs: Count
+    except_names: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- the catalog files
@@ -370,6 +463,24 @@ class _PrecisionsFile:
 class _EnginesFile:
     __pydantic_config__ = _FORBID
     engines: list[Engine]
+
+
+@dataclass(frozen=True)
+class FittedShares:
+    __pydantic_config__ = _FORBID
+    bandwidth_share: Annotated[float, Gt(0), Le(1.5)] | None = None
+    compute_share: Annotated[float, Gt(0), Le(1.5)] | None = None
+
+
+@dataclass(frozen=True)
+class _FittedFile:
+    """Factors fitted on the validation set's fit points by bench/fit_defaults.py."""
+
+    __pydantic_config__ = _FORBID
+    fitted_on: str
+    as_of: dt.date
+    engines: dict[str, dict[Literal["hbm", "gddr", "lpddr"], FactorOverrides]] = field(default_factory=dict)
+    precisions: dict[str, FittedShares] = field(default_factory=dict)
 
 
 def _norm(name: str) -> str:
@@ -426,14 +537,27 @@ class _Index:
 class Catalog:
     """Everything plan-opt knows about hardware and models, validated."""
 
-    def __init__(self, devices: _DevicesFile, platforms: _PlatformsFile, models: _ModelsFile, precisions: _PrecisionsFile, engines: _EnginesFile):
+    def __init__(
+        self,
+        devices: _DevicesFile,
+        platforms: _PlatformsFile,
+        models: _ModelsFile,
+        precisions: _PrecisionsFile,
+        engines: _EnginesFile,
+        fitted: _FittedFile | None = None,
+    ):
         df = devices.default_factors
-        self.default_factors = Factors(df.memory_utilization, df.runtime_overhead_bytes, df.bandwidth_efficiency, df.compute_efficiency, df.step_overhead_s)
+        self.default_factors = Factors(**{f.name: getattr(df, f.name) for f in dataclasses.fields(Factors)})
         self.devices = _Index.build("device", "gpu", devices.devices)
         self.platforms = _Index.build("platform", "platform", platforms.platforms)
         self.models = _Index.build("model", "model", models.models)
-        self.precisions = _Index.build("precision", "precision", precisions.precisions)
-        self.engines = _Index.build("engine", "engine", engines.engines)
+        fitted = fitted or _FittedFile("nothing", dt.date.min)
+        self.fitted_on = fitted.fitted_on
+        self.precisions = _Index.build("precision", "precision", [_with_shares(p, fitted) for p in precisions.precisions])
+        self.engines = _Index.build("engine", "engine", [_with_efficiency(e, fitted) for e in engines.engines])
+        for name in [*fitted.engines, *fitted.precisions]:
+            if name not in self.engines.entries and name not in self.precisions.entries:
+                raise ValueError(f"fitted.yaml names unknown engine or precision '{name}'")
         self._cross_check()
 
     def _cross_check(self) -> None:
@@ -474,12 +598,26 @@ class Catalog:
         return device.factors.apply(self.default_factors)
 
 
+def _with_shares(p: Precision, fitted: _FittedFile) -> Precision:
+    got = fitted.precisions.get(p.name)
+    if not got:
+        return p
+    changes = {k: v for k, v in dataclasses.asdict(got).items() if v is not None}
+    return dataclasses.replace(p, **changes)
+
+
+def _with_efficiency(e: Engine, fitted: _FittedFile) -> Engine:
+    got = fitted.engines.get(e.name)
+    return dataclasses.replace(e, efficiency={**e.efficiency, **got}) if got else e
+
+
 CATALOG_FILES = {
     "devices": ("devices.yaml", _DevicesFile),
     "platforms": ("platforms.yaml", _PlatformsFile),
     "models": ("models.yaml", _ModelsFile),
     "precisions": ("precisions.yaml", _PrecisionsFile),
     "engines": ("engines.yaml", _EnginesFile),
+    "fitted": ("fitted.yaml", _FittedFile),
 }
 
 

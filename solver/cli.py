@@ -113,7 +113,7 @@ def _cmd_evaluate(args) -> int:
         data = loaded
     flag_paths = {
         "model": "model",
-        "engine": "engine",
+        "engine": "engine.name",
         "gpu": "hardware.gpu",
         "count": "hardware.count",
         "tp": "hardware.tp",
@@ -128,6 +128,8 @@ def _cmd_evaluate(args) -> int:
         "max_ttft": "sla.max_ttft",
         "max_tpot": "sla.max_tpot",
     }
+    if isinstance(data.get("engine"), str):  # `engine: vllm` is short for {name: vllm}
+        data["engine"] = {"name": data["engine"]}
     for attr, path in flag_paths.items():
         value = getattr(args, attr)
         if value is not None:
@@ -346,14 +348,14 @@ def _cmd_deploy(args) -> int:
     from solver.spec import load_spec
 
     spec, _ = load_spec(args.spec)
-    engine = args.engine or (spec.engine if spec.engine in ("vllm", "sglang") else "vllm")
+    engine = args.engine or (spec.engine.name if spec.engine.name in ("vllm", "sglang") else "vllm")
     result = solve(build_problem(spec, _catalog(args), Path(args.spec).parent), explain=False)
     if not result.feasible:
         print("plan-opt: no plan meets the spec; run `plan-opt solve` for the reason", file=sys.stderr)
         return EXIT_DOES_NOT_FIT
     dep = emit(result, engine)
-    if engine != spec.engine:
-        dep.notes.append(f"the plan was sized with {spec.engine}'s memory rule; set `engine: {engine}` in the spec to size it for {engine}")
+    if engine != spec.engine.name:
+        dep.notes.append(f"the plan was sized with {spec.engine.name}'s memory rule; set `engine: {engine}` in the spec to size it for {engine}")
     bad = check_flags(dep)
     if bad:  # a bug in the template, not the user's input
         raise RuntimeError("emitted flags not in the engine's list: " + "; ".join(bad))

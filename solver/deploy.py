@@ -54,28 +54,41 @@ def emit(result: SolveResult, engine: str = "vllm") -> Deployment:
     model_id = d.model.hf_id or d.model.name
     notes: list[str] = []
     kv = d.kv.name
+    e = d.engine
+    same_engine = e is not None and e.name == engine
+    max_model_len = (e.max_model_len if e is not None else None) or w.context_tokens
     if engine == "vllm":
         argv = ["vllm", "serve", model_id]
         if d.tp > 1:
             argv += ["--tensor-parallel-size", str(d.tp)]
         if d.pp > 1:
             argv += ["--pipeline-parallel-size", str(d.pp)]
-        argv += ["--max-model-len", str(w.context_tokens), "--gpu-memory-utilization", f"{d.factors.memory_utilization:g}"]
+        argv += ["--max-model-len", str(max_model_len), "--gpu-memory-utilization", f"{d.factors.memory_utilization:g}"]
         if kv == "fp8":
             argv += ["--kv-cache-dtype", "fp8"]
         argv += _weights_flags(engine, d.weights.name, model_id, notes)
         argv += ["--max-num-seqs", str(c.batch)]
+        if same_engine:  # the knobs the plan's memory and step times were computed with
+            argv += ["--max-num-batched-tokens", str(e.max_num_batched_tokens)]
+            if not e.enable_chunked_prefill:
+                argv += ["--no-enable-chunked-prefill"]
+            if e.enforce_eager:
+                argv += ["--enforce-eager"]
     elif engine == "sglang":
         argv = ["python", "-m", "sglang.launch_server", "--model-path", model_id]
         if d.tp > 1:
             argv += ["--tp", str(d.tp)]
         if d.pp > 1:
             notes.append(f"pipeline parallelism ({d.pp} stages) is not emitted for SGLang: use vLLM's command")
-        argv += ["--context-length", str(w.context_tokens), "--mem-fraction-static", f"{d.factors.memory_utilization:g}"]
+        argv += ["--context-length", str(max_model_len), "--mem-fraction-static", f"{d.factors.memory_utilization:g}"]
         if kv == "fp8":
             argv += ["--kv-cache-dtype", "fp8_e4m3"]
         argv += _weights_flags(engine, d.weights.name, model_id, notes)
         argv += ["--max-running-requests", str(c.batch)]
+        if same_engine:
+            argv += ["--chunked-prefill-size", str(e.max_num_batched_tokens)]
+            if e.enforce_eager:
+                argv += ["--disable-cuda-graph"]
     else:
         raise ValueError(f"no command template for engine {engine}")
     if kv not in ("bf16", "fp16", "fp8"):

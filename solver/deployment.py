@@ -57,5 +57,13 @@ class Deployment:
     def batch_per_replica(self, workload: Workload) -> int:
         return math.ceil(workload.users / self.replicas)
 
+    def as_engine_runs(self) -> Deployment:
+        """llama.cpp splits a model over GPUs by whole layers unless told to split rows:
+        the GPUs run one after another for a token, as pipeline stages do, so TP
+        GPUs of layer split are estimated as stages (memory grows, speed does not)."""
+        if self.engine is not None and self.engine.split_mode == "layer" and self.tp > 1:
+            return dataclasses.replace(self, tp=1, pp=self.tp * self.pp)
+        return self
+
     def replace(self, **changes) -> Deployment:
         return dataclasses.replace(self, **changes)

@@ -126,17 +126,49 @@ class FactorsIn(_In):
     bandwidth_efficiency: float | None = Field(default=None, gt=0, le=1)
     compute_efficiency: float | None = Field(default=None, gt=0, le=1)
     step_overhead_s: Annotated[float, _quantity("seconds"), Field(ge=0, le=1)] | None = None
+    layer_overhead_s: Annotated[float, _quantity("seconds"), Field(ge=0, le=0.01)] | None = None
+    reserved_bytes: NonNegBytes | None = None
+    activation_peak_scale: float | None = Field(default=None, ge=0, le=10)
+
+
+class PrecisionOverrides(_In):
+    bandwidth_share: float | None = Field(default=None, gt=0, le=1.5, description="Of the weight format's decode kernels.")
+    compute_share: float | None = Field(default=None, gt=0, le=1.5, description="Of the weight format's prefill GEMMs.")
 
 
 class OverridesIn(_In):
     gpu: GpuOverrides = GpuOverrides()
     model: ModelOverrides = ModelOverrides()
     factors: FactorsIn = FactorsIn()
+    precision: PrecisionOverrides = Field(default=PrecisionOverrides(), description="Kernel shares of the weight format.")
+
+
+class EngineIn(_In):
+    """The serving engine and the knobs that size its memory and batches; each one
+    left out is defaulted as the engine defaults it (on this GPU)."""
+
+    name: str = Field(default="vllm", description="vllm, sglang, trtllm or llama.cpp (`plan-opt list engines`).")
+    max_num_seqs: int | None = Field(default=None, ge=1, le=1_000_000, description="Sequences in one batch at most.")
+    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=10_000_000, description="Tokens one step may process.")
+    max_model_len: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description="Longest sequence; default the workload's context.")
+    gpu_memory_utilization: float | None = Field(
+        default=None, gt=0, le=1, description="Share of GPU memory the engine may use (SGLang: mem_fraction_static)."
+    )
+    enable_chunked_prefill: bool | None = Field(default=None, description="Prompts in chunks of max_num_batched_tokens.")
+    enforce_eager: bool | None = Field(default=None, description="No CUDA graphs.")
+    split_mode: Literal["layer", "row"] | None = Field(default=None, description="llama.cpp over several GPUs.")
+
+
+def _engine_field(v):
+    return {"name": v} if isinstance(v, str) else v
+
+
+EngineField = Annotated[EngineIn, BeforeValidator(_engine_field)]
 
 
 class EvaluateInput(_In):
     model: str = Field(description="Catalog name, Hugging Face id, or path to a local config.json.")
-    engine: str = Field(default="vllm", description="Serving engine whose KV sizing to follow (`plan-opt list engines`).")
+    engine: EngineField = Field(default=EngineIn(), description="Serving engine: a name, or a mapping with its knobs.")
     hardware: HardwareIn
     precision: PrecisionIn = PrecisionIn()
     workload: WorkloadIn
@@ -211,6 +243,26 @@ def engine_factors(catalog: Catalog, device, engine, at: str = "nominal"):
     return factors
 
 
+def resolve_engine(engine_in: EngineIn, catalog: Catalog, device):
+    """The catalog's engine with the spec's knobs, the rest as the engine defaults
+    them on this device (vLLM raises its batch knobs on GPUs of 70 GiB and more)."""
+    engine = catalog.engine(engine_in.name)
+    tokens, seqs = engine.batch_knobs(device.memory_bytes, device.name)
+    knobs = {
+        "max_num_batched_tokens": engine_in.max_num_batched_tokens or tokens,
+        "max_num_seqs": engine_in.max_num_seqs or seqs,
+        "max_model_len": engine_in.max_model_len or engine.max_model_len,
+        "fraction": engine_in.gpu_memory_utilization or engine.fraction,
+    }
+    for name in ("enable_chunked_prefill", "enforce_eager", "split_mode"):
+        value = getattr(engine_in, name)
+        if value is not None:
+            knobs[name] = value
+    if engine_in.split_mode is not None and engine.split_mode is None:
+        raise InputError("engine.split_mode", engine_in.split_mode, f"only llama.cpp splits by layer or row, not {engine.display_name}")
+    return dataclasses.replace(engine, **knobs)
+
+
 def band_of(catalog: Catalog, device) -> tuple[float, float]:
     b = getattr(catalog, "calibration_bands", {}).get(device.name) or {}
     return (b.get("tpot", 0.0), b.get("ttft", 0.0))
@@ -220,8 +272,9 @@ def apply_factors(factors, *layers: FactorsIn):
     """Factor overrides, later layers winning."""
     for layer in layers:
         fo = layer.model_dump(exclude_none=True)
-        if "runtime_overhead_bytes" in fo:
-            fo["runtime_overhead_bytes"] = int(fo["runtime_overhead_bytes"])
+        for key in ("runtime_overhead_bytes", "reserved_bytes"):
+            if key in fo:
+                fo[key] = int(fo[key])
         factors = FactorOverrides(**fo).apply(factors)
     return factors
 
@@ -242,9 +295,11 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
         raise InputError("hardware.tp", hw.tp, f"platform {platform.name} holds one device{hint}")
 
     weights = catalog.precision(inp.precision.weights, "weights")
+    shares = inp.overrides.precision.model_dump(exclude_none=True)
+    weights = dataclasses.replace(weights, **shares) if shares else weights
     kv = catalog.precision(inp.precision.kv_cache, "kv")
 
-    engine = catalog.engine(inp.engine)
+    engine = resolve_engine(inp.engine, catalog, device)
     factors = apply_factors(engine_factors(catalog, device, engine, inp.sla.at), inp.overrides.factors)
 
     replicas = (hw.count // (hw.tp * hw.pp)) if hw.count else 1
@@ -261,7 +316,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
         weights_bytes_override=mo.weights_bytes,
         engine=engine,
         band=band_of(catalog, device),
-    )
+    ).as_engine_runs()
     w = inp.workload
     workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens, w.kv_fill, w.batching)
     if workload.users < replicas:

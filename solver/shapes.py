@@ -17,10 +17,10 @@ from solver.catalog import Catalog, Device, Price
 from solver.deployment import Deployment, Workload
 from solver.errors import InputError
 from solver.evaluate import Targets
-from solver.evaluate_input import apply_factors, band_of, engine_factors, override_device, resolve_model
+from solver.evaluate_input import apply_factors, band_of, engine_factors, override_device, resolve_engine, resolve_model
 from solver.physics import validity
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
-from solver.physics.memory import kv_budget_bytes, per_gpu_kv_bytes_per_sequence, per_gpu_weights_bytes
+from solver.physics.memory import estimate_memory
 from solver.physics.prefill import estimate_prefill
 from solver.spec import Spec
 from solver.topology import scale_up_domain_size
@@ -133,7 +133,6 @@ def _shape_physics(shape: Shape, w: Workload) -> ShapePhysics:
     refused = tuple(validity.check(d, w))
     if any(kind != validity.INTERCONNECT for kind, _ in refused):
         return ShapePhysics(shape, refused, 0, math.inf, None)
-    f = d.factors
     if any(kind == validity.INTERCONNECT for kind, _ in refused):
         try:
             from solver.physics.interconnect import ring_for
@@ -141,10 +140,7 @@ def _shape_physics(shape: Shape, w: Workload) -> ShapePhysics:
             ring_for(d)
         except ValueError:  # no link joins this many GPUs at all: nothing to estimate
             return ShapePhysics(shape, refused, 0, math.inf, None)
-    rule = d.engine.rule if d.engine else "fraction_of_total"
-    room = kv_budget_bytes(rule, d.device.memory_bytes, f.memory_utilization, per_gpu_weights_bytes(d), f.runtime_overhead_bytes)
-    per_seq = per_gpu_kv_bytes_per_sequence(d, w.resident_tokens)
-    max_batch = int(room // per_seq) if room > 0 and per_seq > 0 else 0
+    max_batch = estimate_memory(d, w).max_batch
     return ShapePhysics(
         shape,
         refused,
@@ -193,9 +189,9 @@ def _apply_overrides(device: Device, spec: Spec, catalog: Catalog) -> Device:
     return device
 
 
-def _factors(device: Device, spec: Spec, catalog: Catalog):
+def _factors(device: Device, engine, spec: Spec, catalog: Catalog):
     own = [o.factors for n, o in spec.overrides.gpus.items() if catalog.device(n).name == device.name]
-    return apply_factors(engine_factors(catalog, device, catalog.engine(spec.engine), spec.sla.at), spec.overrides.factors, *own)
+    return apply_factors(engine_factors(catalog, device, engine, spec.sla.at), spec.overrides.factors, *own)
 
 
 def _platform_for(device: Device, tp: int, pp: int, catalog: Catalog):
@@ -234,7 +230,6 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
     mo = spec.overrides.model
     for name in list(spec.inventory) + list(spec.overrides.gpus):
         catalog.device(name)  # unknown names are errors, with a did-you-mean
-    engine = catalog.engine(spec.engine)
     weights = [catalog.precision(p, "weights") for p in spec.search.weights]
     kvs = [catalog.precision(p, "kv") for p in spec.search.kv_cache]
     owned = {catalog.device(n).name: c for n, c in spec.inventory.items()}
@@ -253,7 +248,8 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
         if needs_purchase(spec) and device.purchase_usd is None and not own:
             excluded[device.name] = "no purchase price in the catalog (give overrides.gpus.<name>.purchase_usd)"
             continue
-        factors = _factors(device, spec, catalog)
+        engine = resolve_engine(spec.engine, catalog, device)
+        factors = _factors(device, engine, spec, catalog)
         for tp in spec.search.tp:
             for pp in spec.search.pp:
                 platform = _platform_for(device, tp, pp, catalog)
@@ -266,7 +262,8 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
                             continue
                         seen.add((wf.name, kf.name))
                         d = Deployment(model, device, platform, wf, kf, factors, tp=tp, pp=pp,
-                                       weights_bytes_override=mo.weights_bytes, engine=engine, band=band_of(catalog, device))
+                                       weights_bytes_override=mo.weights_bytes, engine=engine,
+                                       band=band_of(catalog, device)).as_engine_runs()
                         shapes.append(Shape(len(shapes), d, domain, own))
     if not devices:
         raise InputError("search.gpus", spec.search.gpus, "selects no device")

@@ -20,7 +20,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator
 
 from solver.errors import InputError
-from solver.evaluate_input import MAX_PARALLEL, FactorsIn, GpuOverrides, ModelOverrides, SlaIn, WorkloadIn, _In
+from solver.evaluate_input import MAX_PARALLEL, EngineField, EngineIn, FactorsIn, GpuOverrides, ModelOverrides, SlaIn, WorkloadIn, _In
 from solver.yaml_lines import load_yaml_file
 
 Objective = Literal["min_cost", "min_gpus", "min_purchase", "min_tpot"]
@@ -78,7 +78,7 @@ class Spec(_In):
     """A serving target: plan-opt finds the cheapest hardware that meets it."""
 
     model: str = Field(description="Catalog name, Hugging Face id, or path to a local config.json.")
-    engine: str = Field(default="vllm", description="Serving engine whose KV sizing to follow: vllm, sglang, trtllm, llama.cpp.")
+    engine: EngineField = Field(default=EngineIn(), description="Serving engine: a name (vllm, sglang, trtllm, llama.cpp) or a mapping with its knobs.")
     workload: WorkloadIn
     sla: SlaIn = SlaIn()
     search: SearchIn = SearchIn()

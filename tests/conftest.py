@@ -15,7 +15,7 @@ def catalog():
 
 
 def build(model, gpu, *, users=1, context=None, prompt=None, output=None, tp=1, pp=1, count=None,
-          weights="bf16", kv="bf16", platform=None, sla=None, overrides=None):
+          weights="bf16", kv="bf16", platform=None, sla=None, overrides=None, engine=None):
     """(deployment, workload, targets) for one configuration, through the real input path."""
     hardware = {"gpu": gpu, "tp": tp, "pp": pp}
     if count is not None:
@@ -34,6 +34,8 @@ def build(model, gpu, *, users=1, context=None, prompt=None, output=None, tp=1, 
         "sla": sla or {},
         "overrides": overrides or {},
     }
+    if engine is not None:
+        data["engine"] = engine
     return resolve(parse_input(data), default_catalog())
 
 

@@ -14,7 +14,10 @@ from solver.physics.decode import estimate_decode
 from solver.physics.memory import estimate_memory, weights_bytes
 from solver.physics.prefill import estimate_prefill
 
-SEED_NO_OVERHEAD = {"memory_utilization": 1.0, "runtime_overhead_bytes": 0}
+# The seed counts the whole card: no runtime overhead, no driver share, no activation peak.
+SEED_NO_OVERHEAD = {"memory_utilization": 1.0, "runtime_overhead_bytes": 0, "reserved_bytes": 0, "activation_peak_scale": 0}
+# Nor any fixed cost per forward pass.
+SEED_NO_FIXED_COST = {"step_overhead_s": 0, "layer_overhead_s": 0}
 
 
 def test_step1_70b_weights_in_16bit_are_140_gb(catalog):
@@ -92,7 +95,8 @@ def test_step2_18gb_model_decodes_at_seed_rates(build_deployment, bandwidth, tok
     over = {
         "model": {"weights_bytes": "18GB"},
         "gpu": {"memory_bandwidth_bytes_per_s": bandwidth},
-        "factors": {"bandwidth_efficiency": 1.0},
+        "factors": {"bandwidth_efficiency": 1.0, **SEED_NO_FIXED_COST},
+        "precision": {"bandwidth_share": 1.0},  # every byte read at full bandwidth, whatever the format
     }
     d, w, _ = build_deployment("qwen2.5-32b", "m2-ultra-192gb", users=1, prompt=1, output=1,
                                weights="int4-awq" if False else "q4_0", kv="fp16", overrides=over)
@@ -105,7 +109,7 @@ def test_step2_18gb_model_decodes_at_seed_rates(build_deployment, bandwidth, tok
 
 def test_step3_mixtral_prefill_on_h100_pcie_takes_0_28_s(build_deployment):
     # 2 × 13e9 × 4096 = 106.4 TFLOP; 756 TFLOP/s × 0.5 = 378 effective; 0.28 s.
-    over = {"model": {"active_params": 13e9}, "factors": {"compute_efficiency": 0.5}}
+    over = {"model": {"active_params": 13e9}, "factors": {"compute_efficiency": 0.5, **SEED_NO_FIXED_COST}}
     d, w, _ = build_deployment("mixtral-8x7b", "h100-pcie", users=1, prompt=4096, output=1, overrides=over)
     pre = estimate_prefill(d, w)
     assert pre.linear_flops == 2 * 13e9 * 4096 == pytest.approx(106.4e12, rel=1e-3)
@@ -119,7 +123,7 @@ def test_step3_rtx3060_at_6_5_effective_tflops_takes_over_16_s(build_deployment)
     over = {
         "model": {"active_params": 13e9, "weights_bytes": "26GB"},
         "gpu": {"dense_flops_per_s": {"fp16": "13TFLOP/s", "bf16": "13TFLOP/s"}},
-        "factors": {"compute_efficiency": 0.5},
+        "factors": {"compute_efficiency": 0.5, **SEED_NO_FIXED_COST},
     }
     d, w, _ = build_deployment("mixtral-8x7b", "rtx-3060-12gb", users=1, prompt=4096, output=1, overrides=over)
     pre = estimate_prefill(d, w)

@@ -2,13 +2,16 @@
 
 Each decode step produces one token for every sequence in the batch. It reads the
 weights the step touches — for an MoE model only the experts the batch's tokens are
-routed to — and every resident KV byte. The seed's TPOT = model bytes / bandwidth is
-the batch-1, zero-context case of
+routed to; of the input embedding table only a row per token — and every resident
+KV byte. A step is a sum of kernels, each bound by its own limit:
 
-    step = max(bytes read / (bandwidth × efficiency), FLOPs / (peak × efficiency)) + communication
+    step = max(weight bytes / (bandwidth × efficiency × format share), linear FLOPs / (peak × efficiency))
+         + max(KV bytes / (bandwidth × efficiency), attention FLOPs / (peak × efficiency))
+         + communication + fixed cost (per step, and per layer)
 
-Pipeline stages run one after another for a token, so pp adds memory, not speed:
-each TP rank reads its 1/(tp·pp) share in each of pp stages.
+The seed's TPOT = model bytes / bandwidth is the batch-1, zero-context case with the
+fixed costs at zero. Pipeline stages run one after another for a token, so pp adds
+memory, not speed: each TP rank reads its 1/(tp·pp) share in each of pp stages.
 """
 
 from __future__ import annotations
@@ -19,7 +22,14 @@ from solver.bisect import largest_true
 from solver.deployment import Deployment, Workload
 from solver.physics.compute import compute_dtype, peak_flops_per_s
 from solver.physics.interconnect import CommEstimate, estimate_comm
-from solver.physics.memory import deployment_weights_bytes, kv_bytes_per_sequence, kv_shard_fraction
+from solver.physics.memory import (
+    deployment_weights_bytes,
+    group_weights_bytes,
+    input_embedding_bytes,
+    kv_bytes_per_sequence,
+    kv_shard_fraction,
+    sixteen_bit_bytes,
+)
 
 
 def expert_hit_fraction(num_experts: int, experts_per_token: int, tokens: int) -> float:
@@ -31,14 +41,44 @@ def expert_hit_fraction(num_experts: int, experts_per_token: int, tokens: int) -
     return 1.0 - (1.0 - experts_per_token / num_experts) ** tokens
 
 
+def _split_weights(d: Deployment) -> tuple[float, float]:
+    """(bytes a step reads of everything but the routed experts, bytes of all routed
+    experts), whole model. A checkpoint size given by the user is read whole."""
+    m = d.model
+    total = deployment_weights_bytes(d)
+    if d.weights_bytes_override is not None:
+        routed = total * m.routed_expert_params / m.total_params if m.is_moe else 0.0
+        return total - routed, routed
+    routed = group_weights_bytes(m, d.weights)["experts"]
+    return total - routed - input_embedding_bytes(m, d.weights), routed
+
+
+def bandwidth_share(d: Deployment) -> float:
+    """The share of a 16-bit GEMV's bandwidth the weight reads reach as a whole: the
+    bytes a step reads in 16-bit at 1, the quantised ones at the format's share."""
+    share = d.weights.bandwidth_share
+    if share == 1.0 or d.weights_bytes_override is not None:
+        return share
+    m = d.model
+    skip = () if m.tie_word_embeddings else ("embeddings",)
+    groups = group_weights_bytes(m, d.weights)
+    read = sum(b for g, b in groups.items() if g not in skip)
+    sixteen = sixteen_bit_bytes(m, d.weights, skip)
+    return read / (sixteen + (read - sixteen) / share)
+
+
 def touched_weight_bytes(d: Deployment, tokens: int) -> float:
     """Whole-model weight bytes one forward pass over `tokens` tokens reads."""
-    total = deployment_weights_bytes(d)
+    dense, routed = _split_weights(d)
     m = d.model
     if not m.is_moe:
-        return total
-    routed = total * m.routed_expert_params / m.total_params
-    return (total - routed) + routed * expert_hit_fraction(m.num_experts, m.experts_per_token, tokens)
+        return dense
+    return dense + routed * expert_hit_fraction(m.num_experts, m.experts_per_token, tokens)
+
+
+def fixed_step_s(d: Deployment) -> float:
+    """A forward pass's fixed cost: once per pass, and once per layer (every stage's)."""
+    return d.factors.step_overhead_s + d.factors.layer_overhead_s * d.model.num_layers
 
 
 def attention_flops_per_token(d: Deployment, context_tokens: int) -> float:
@@ -65,15 +105,18 @@ class DecodeCoefficients:
 
     context_tokens: int
     dense_weight_bytes: float
-    """Weights every step reads (all but the routed experts), per TP rank."""
+    """Weights every step reads (all but the routed experts and the input embedding
+    table), per TP rank."""
     routed_weight_bytes: float
     """All routed experts, per TP rank; a step reads the share its batch hits."""
     num_experts: int
     experts_per_token: int
     kv_bytes_per_sequence: float
     """One sequence at full context, per TP rank."""
-    flops_per_sequence: float
-    """One token's FLOPs (linear + attention), per TP rank."""
+    linear_flops_per_sequence: float
+    """One token's matmul FLOPs (2 × active parameters), per TP rank."""
+    attention_flops_per_sequence: float
+    """One token attending to its context, per TP rank."""
     bandwidth_bytes_per_s: float
     bandwidth_efficiency: float
     peak_flops_per_s: float
@@ -82,8 +125,10 @@ class DecodeCoefficients:
     comm_fixed_s: float
     """Communication latency per step (independent of the batch)."""
     comm_per_sequence_s: float
+    weight_bandwidth_share: float = 1.0
+    """Share of the 16-bit GEMV bandwidth the weight format's kernels reach."""
     step_overhead_s: float = 0.0
-    """Fixed per-step cost (calibrated; 0 by default)."""
+    """Fixed cost of every step: per step plus per layer."""
     prefill_tokens_per_sequence: float = 0.0
     """Continuous batching: prompt tokens mixed into each step per decoding sequence —
     every request brings `prompt` tokens over its `output` steps (0 when isolated)."""
@@ -93,27 +138,59 @@ class DecodeCoefficients:
     prefill_budget_tokens: int = 0
     """Tokens a step may process (the engine's max_num_batched_tokens); 0 when isolated."""
 
+    @property
+    def flops_per_sequence(self) -> float:
+        return self.linear_flops_per_sequence + self.attention_flops_per_sequence
+
     def weight_bytes(self, batch: int) -> float:
         hit = expert_hit_fraction(self.num_experts, self.experts_per_token, batch)
         return self.dense_weight_bytes + self.routed_weight_bytes * hit
 
+    def _bandwidth(self) -> float:
+        return self.bandwidth_bytes_per_s * self.bandwidth_efficiency
+
+    def _flops_rate(self) -> float:
+        return self.peak_flops_per_s * self.compute_efficiency
+
+    def weights_time_s(self, batch: int) -> float:
+        return self.weight_bytes(batch) / (self._bandwidth() * self.weight_bandwidth_share)
+
+    def kv_time_s(self, batch: int) -> float:
+        return batch * self.kv_bytes_per_sequence / self._bandwidth()
+
     def memory_time_s(self, batch: int) -> float:
-        return (self.weight_bytes(batch) + batch * self.kv_bytes_per_sequence) / (
-            self.bandwidth_bytes_per_s * self.bandwidth_efficiency
-        )
+        return self.weights_time_s(batch) + self.kv_time_s(batch)
+
+    def _prefill_tokens(self, batch: int, prefill_tokens: float | None) -> float:
+        return batch * self.prefill_tokens_per_sequence if prefill_tokens is None else prefill_tokens
+
+    def linear_compute_time_s(self, batch: int, prefill_tokens: float | None = None) -> float:
+        """The batch's matmuls plus the prompt tokens mixed into the step."""
+        k = self._prefill_tokens(batch, prefill_tokens)
+        return (batch * self.linear_flops_per_sequence + k * self.prefill_flops_per_token) / self._flops_rate()
+
+    def attention_compute_time_s(self, batch: int) -> float:
+        return batch * self.attention_flops_per_sequence / self._flops_rate()
 
     def compute_time_s(self, batch: int, prefill_tokens: float | None = None) -> float:
-        """The batch's decode FLOPs plus the prompt tokens mixed into the step."""
-        k = batch * self.prefill_tokens_per_sequence if prefill_tokens is None else prefill_tokens
-        return (batch * self.flops_per_sequence + k * self.prefill_flops_per_token) / (self.peak_flops_per_s * self.compute_efficiency)
+        return self.linear_compute_time_s(batch, prefill_tokens) + self.attention_compute_time_s(batch)
+
+    def gemm_time_s(self, batch: int, prefill_tokens: float | None = None) -> float:
+        """The matmul kernels: each reads its weights once for the whole batch."""
+        return max(self.weights_time_s(batch), self.linear_compute_time_s(batch, prefill_tokens))
+
+    def attention_time_s(self, batch: int) -> float:
+        """The attention kernels: each sequence reads its own KV."""
+        return max(self.kv_time_s(batch), self.attention_compute_time_s(batch))
 
     def comm_time_s(self, batch: int, prefill_tokens: float | None = None) -> float:
-        k = batch * self.prefill_tokens_per_sequence if prefill_tokens is None else prefill_tokens
+        k = self._prefill_tokens(batch, prefill_tokens)
         return self.comm_fixed_s + (batch + k) * self.comm_per_sequence_s
 
     def step_s(self, batch: int, prefill_tokens: float | None = None) -> float:
         return (
-            max(self.memory_time_s(batch), self.compute_time_s(batch, prefill_tokens))
+            self.gemm_time_s(batch, prefill_tokens)
+            + self.attention_time_s(batch)
             + self.comm_time_s(batch, prefill_tokens)
             + self.step_overhead_s
         )
@@ -137,17 +214,17 @@ class DecodeCoefficients:
 def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None = None) -> DecodeCoefficients:
     """`w` with batching "continuous" mixes its prompts' prefill into the steps."""
     m = d.model
-    total = deployment_weights_bytes(d)
-    routed = total * m.routed_expert_params / m.total_params if m.is_moe else 0.0
+    dense, routed = _split_weights(d)
     comm0 = estimate_comm(d, 0).time_s
     return DecodeCoefficients(
         context_tokens=context_tokens,
-        dense_weight_bytes=(total - routed) / d.tp,
+        dense_weight_bytes=dense / d.tp,
         routed_weight_bytes=routed / d.tp,
         num_experts=m.num_experts,
         experts_per_token=m.experts_per_token,
         kv_bytes_per_sequence=kv_bytes_per_sequence(m, d.kv, context_tokens) * kv_shard_fraction(m, d.tp),
-        flops_per_sequence=(2.0 * m.active_params + attention_flops_per_token(d, context_tokens)) / d.tp,
+        linear_flops_per_sequence=2.0 * m.active_params / d.tp,
+        attention_flops_per_sequence=attention_flops_per_token(d, context_tokens) / d.tp,
         bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,
         bandwidth_efficiency=d.factors.bandwidth_efficiency,
         peak_flops_per_s=peak_flops_per_s(d.device, d.weights),
@@ -155,7 +232,8 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         compute_efficiency=d.factors.compute_efficiency,
         comm_fixed_s=comm0,
         comm_per_sequence_s=estimate_comm(d, 1).time_s - comm0,
-        step_overhead_s=d.factors.step_overhead_s,
+        weight_bandwidth_share=bandwidth_share(d),
+        step_overhead_s=fixed_step_s(d),
         **_continuous(d, w),
     )
 
@@ -244,11 +322,27 @@ class DecodeEstimate:
 
     @property
     def weights_time_s(self) -> float:
-        return self.weight_bytes_read / (self.bandwidth_bytes_per_s * self.bandwidth_efficiency)
+        return self.coefficients.weights_time_s(self.batch)
 
     @property
     def kv_time_s(self) -> float:
-        return self.kv_bytes_read / (self.bandwidth_bytes_per_s * self.bandwidth_efficiency)
+        return self.coefficients.kv_time_s(self.batch)
+
+    @property
+    def gemm_time_s(self) -> float:
+        return self.coefficients.gemm_time_s(self.batch)
+
+    @property
+    def attention_time_s(self) -> float:
+        return self.coefficients.attention_time_s(self.batch)
+
+    @property
+    def step_overhead_s(self) -> float:
+        return self.coefficients.step_overhead_s
+
+    @property
+    def weight_bandwidth_share(self) -> float:
+        return self.coefficients.weight_bandwidth_share
 
     @property
     def compute_time_s(self) -> float:

@@ -22,18 +22,63 @@ from solver.deployment import Deployment, Workload
 BYTES_16BIT = 2.0
 
 
+def group_weights_bytes(model: Model, precision: Precision) -> dict[str, float]:
+    """Whole-model weight bytes per tensor group in `precision`, as published
+    checkpoints store them: a group the checkpoint keeps in 16-bit (or embeddings in
+    formats that keep them) costs 2 bytes a value, and so do whole blocks kept in
+    16-bit (the first and last, in Meta's FP8 405B)."""
+    bpv = precision.bytes_per_value
+    layout = model.checkpoint(precision.name)
+    sixteen = set(layout.sixteen_bit) if layout else set()
+    if precision.keeps_embeddings_16bit:
+        sixteen |= {"embeddings", "lm_head"}
+    whole = min(1.0, (layout.sixteen_bit_layers if layout else 0) / model.num_layers)
+    out = {}
+    for group, params in model.param_groups().items():
+        if group in sixteen:
+            out[group] = params * BYTES_16BIT
+        elif group in ("attention", "mlp", "experts"):
+            out[group] = params * (whole * BYTES_16BIT + (1 - whole) * bpv)
+        else:
+            out[group] = params * bpv
+    return out
+
+
 def weights_bytes(model: Model, precision: Precision) -> float:
     """Whole-model weight bytes in `precision`."""
+    return sum(group_weights_bytes(model, precision).values())
+
+
+def sixteen_bit_bytes(model: Model, precision: Precision, skip: tuple[str, ...] = ()) -> float:
+    """Of the weights (less the groups in `skip`), the bytes stored in 16-bit: read
+    by 16-bit kernels."""
+    groups = group_weights_bytes(model, precision)
     bpv = precision.bytes_per_value
-    if precision.keeps_embeddings_16bit:
-        emb = model.embedding_params
-        return emb * BYTES_16BIT + (model.total_params - emb) * bpv
-    return model.total_params * bpv
+    total = 0.0
+    for group, params in model.param_groups().items():
+        if group in skip or not params:
+            continue
+        if bpv >= BYTES_16BIT:
+            total += groups[group]
+            continue
+        # a group's bytes are q·bpv + s·(2 − bpv) for s of its values kept in 16-bit
+        kept = (groups[group] - params * bpv) / (BYTES_16BIT - bpv)
+        total += kept * BYTES_16BIT
+    return total
 
 
 def embedding_bytes(model: Model, precision: Precision) -> float:
-    per_value = BYTES_16BIT if precision.keeps_embeddings_16bit else precision.bytes_per_value
-    return model.embedding_params * per_value
+    """Input embedding plus LM head."""
+    g = group_weights_bytes(model, precision)
+    return g["embeddings"] + g["lm_head"]
+
+
+def input_embedding_bytes(model: Model, precision: Precision) -> float:
+    """The input embedding table alone: a step reads one row per token of it, not the
+    table, unless it is tied to the LM head (which reads all of it)."""
+    if model.tie_word_embeddings:
+        return 0.0
+    return group_weights_bytes(model, precision)["embeddings"]
 
 
 def deployment_weights_bytes(d: Deployment) -> float:
@@ -73,6 +118,40 @@ def stage_layer_fraction(model: Model, pp: int) -> float:
     return math.ceil(model.num_layers / pp) / model.num_layers
 
 
+def activation_peak_bytes(d: Deployment, context_tokens: int) -> float:
+    """Per GPU: the activation peak of the engine's profiling pass, which its KV budget
+    leaves room for (vLLM: a forward over max_num_batched_tokens tokens — over the
+    whole max_model_len when chunked prefill is off — then the sampler over
+    max_num_seqs rows). The largest live tensors are the MLP's: the fused gate/up
+    output (2 × intermediate) and the activated half (intermediate), split by TP, beside
+    three hidden-width buffers (residual, normed input, output), all 16-bit; an MoE
+    layer holds that per routed expert of every token (fused-MoE caches). The sampler
+    holds fp32 logits and probabilities over the vocabulary per sampled row."""
+    e = d.engine
+    if e is None or not e.profiles_activation:
+        return 0.0
+    m = d.model
+    length = e.max_model_len or context_tokens
+    tokens = e.max_num_batched_tokens if e.enable_chunked_prefill else max(length, e.max_num_batched_tokens)
+    if m.is_moe:
+        inter = m.experts_per_token * (3 * (m.moe_intermediate_size or m.intermediate_size) / d.tp + m.hidden_size)
+    else:
+        inter = 3 * m.intermediate_size / d.tp
+    per_token = BYTES_16BIT * (inter + 3 * m.hidden_size)
+    sampler = e.max_num_seqs * m.vocab_size * e.sampler_bytes_per_logit
+    return d.factors.activation_peak_scale * (tokens * per_token + sampler)
+
+
+def visible_bytes(d: Deployment) -> float:
+    """Device memory the runtime sees: the reported total less the driver's share."""
+    return max(0.0, float(d.device.memory_bytes) - d.factors.reserved_bytes)
+
+
+def overhead_bytes(d: Deployment, context_tokens: int) -> float:
+    """Per GPU, beside weights and KV: the runtime's fixed memory and the activation peak."""
+    return float(d.factors.runtime_overhead_bytes) + activation_peak_bytes(d, context_tokens)
+
+
 def kv_budget_bytes(rule: str, device_bytes: float, fraction: float, weights_bytes: float, overhead_bytes: float) -> float:
     """Bytes an engine gives the KV cache on one GPU (catalogs/engines.yaml):
     vLLM a fraction of the total less weights and overhead; SGLang a static fraction
@@ -99,7 +178,9 @@ class MemoryEstimate:
     weights_bytes: float
     kv_bytes: float
     overhead_bytes: float
+    """Runtime overhead plus the activation peak."""
     device_bytes: float
+    """What the runtime sees: the device's total less the driver's share."""
     utilization: float
     model_weights_bytes: float
     """Whole model, unsharded."""
@@ -114,6 +195,10 @@ class MemoryEstimate:
     """Per GPU, one token in every layer."""
     block_size_tokens: int = 16
     context_tokens: int = 0
+    activation_bytes: float = 0.0
+    """Of the overhead, the engine's profiled activation peak."""
+    reserved_bytes: float = 0.0
+    """The driver's share, outside device_bytes."""
 
     @property
     def kv_budget_bytes(self) -> float:
@@ -190,8 +275,8 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
     return MemoryEstimate(
         weights_bytes=per_gpu_weights_bytes(d),
         kv_bytes=per_seq * batch,
-        overhead_bytes=float(d.factors.runtime_overhead_bytes),
-        device_bytes=float(d.device.memory_bytes),
+        overhead_bytes=overhead_bytes(d, w.context_tokens),
+        device_bytes=visible_bytes(d),
         utilization=d.factors.memory_utilization,
         model_weights_bytes=deployment_weights_bytes(d),
         model_kv_bytes=kv_bytes_per_sequence(d.model, d.kv, w.resident_tokens) * batch,
@@ -201,6 +286,8 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
         kv_bytes_per_token=per_gpu_kv_bytes_per_sequence(d, 1),
         block_size_tokens=engine.block_size_tokens if engine else 16,
         context_tokens=w.context_tokens,
+        activation_bytes=activation_peak_bytes(d, w.context_tokens),
+        reserved_bytes=float(d.device.memory_bytes) - visible_bytes(d),
     )
 
 

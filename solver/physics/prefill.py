@@ -4,9 +4,14 @@ The seed's heuristic is 2 × active parameters × prompt tokens FLOPs (one multi
 one add per parameter per token). Attention adds a term that grows with the square of
 the prompt: with causal masking, token i attends to i keys, so the score and value
 matmuls cost 2 × 2 × heads × head width × P²/2 per layer (sliding-window layers at
-most P × window). TTFT = FLOPs / (tp × peak × utilisation), but never less than the
-time to read the weights once, plus the all-reduces over the prompt's activations.
-Prompts are assumed prefilled one at a time (no queueing behind other prompts).
+most P × window). A prefill is a sum of kernels too:
+
+    TTFT = fixed(layers) + max(weights read, linear FLOPs / (tp × peak_weights × utilisation × format share))
+         + attention FLOPs / (tp × peak_attention × utilisation) + communication
+
+The matmuls run at the weight format's peak (FP8 GEMMs at twice the 16-bit rate, but
+at a smaller share of it); attention runs in the KV cache's dtype (16-bit unless the
+cache is FP8), whatever the weights. Prompts are prefilled one at a time (no queueing).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from dataclasses import dataclass
 
 from solver.deployment import Deployment, Workload
 from solver.physics.compute import compute_dtype, peak_flops_per_s
-from solver.physics.decode import touched_weight_bytes
+from solver.physics.decode import bandwidth_share, fixed_step_s, touched_weight_bytes
 from solver.physics.interconnect import CommEstimate, estimate_comm
 
 
@@ -53,15 +58,22 @@ class PrefillEstimate:
     """Whole model: the quadratic attention term."""
     tp: int
     peak_flops_per_s: float
+    """Per GPU, the matmuls' dtype."""
     compute_dtype: str
     compute_efficiency: float
+    """Of the matmuls: utilisation × the weight format's share."""
     weight_bytes_read: float
     """Per TP rank, summed over pipeline stages."""
     bandwidth_bytes_per_s: float
     bandwidth_efficiency: float
     comm: CommEstimate
     step_overhead_s: float = 0.0
-    """The fixed cost of a forward pass (calibrated; 0 by default): a prefill is a step too."""
+    """The fixed cost of a forward pass: per pass plus per layer."""
+    attention_peak_flops_per_s: float = 0.0
+    """Per GPU, attention's dtype (0: the matmuls')."""
+    attention_compute_dtype: str = ""
+    attention_efficiency: float = 0.0
+    """Utilisation of the attention kernels (0: the matmuls')."""
 
     @property
     def flops(self) -> float:
@@ -69,8 +81,13 @@ class PrefillEstimate:
 
     @property
     def effective_flops_per_s(self) -> float:
-        """The TP group's usable throughput: tp × peak × utilisation."""
+        """The TP group's usable matmul throughput: tp × peak × utilisation."""
         return self.tp * self.peak_flops_per_s * self.compute_efficiency
+
+    @property
+    def attention_flops_per_s(self) -> float:
+        peak = self.attention_peak_flops_per_s or self.peak_flops_per_s
+        return self.tp * peak * (self.attention_efficiency or self.compute_efficiency)
 
     @property
     def linear_time_s(self) -> float:
@@ -78,15 +95,20 @@ class PrefillEstimate:
 
     @property
     def attention_time_s(self) -> float:
-        return self.attention_flops / self.effective_flops_per_s
+        return self.attention_flops / self.attention_flops_per_s
 
     @property
     def compute_time_s(self) -> float:
-        return self.flops / self.effective_flops_per_s
+        return self.linear_time_s + self.attention_time_s
 
     @property
     def weights_time_s(self) -> float:
         return self.weight_bytes_read / (self.bandwidth_bytes_per_s * self.bandwidth_efficiency)
+
+    @property
+    def gemm_time_s(self) -> float:
+        """The matmuls, never faster than one read of the weights."""
+        return max(self.linear_time_s, self.weights_time_s)
 
     @property
     def comm_time_s(self) -> float:
@@ -94,15 +116,16 @@ class PrefillEstimate:
 
     @property
     def bound(self) -> str:
-        return "compute" if self.compute_time_s >= self.weights_time_s else "bandwidth"
+        return "compute" if self.linear_time_s >= self.weights_time_s else "bandwidth"
 
     @property
     def ttft_s(self) -> float:
-        return max(self.compute_time_s, self.weights_time_s) + self.comm_time_s + self.step_overhead_s
+        return self.gemm_time_s + self.attention_time_s + self.comm_time_s + self.step_overhead_s
 
 
 def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
     p = w.prompt_tokens
+    attn_dtype = compute_dtype(d.device, d.kv) or compute_dtype(d.device, d.weights)
     return PrefillEstimate(
         prompt_tokens=p,
         linear_flops=linear_flops(d.model.active_params, p),
@@ -110,10 +133,13 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         tp=d.tp,
         peak_flops_per_s=peak_flops_per_s(d.device, d.weights),
         compute_dtype=compute_dtype(d.device, d.weights),
-        compute_efficiency=d.factors.compute_efficiency,
+        compute_efficiency=d.factors.compute_efficiency * d.weights.compute_share,
         weight_bytes_read=touched_weight_bytes(d, p) / d.tp,
         bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,
-        bandwidth_efficiency=d.factors.bandwidth_efficiency,
+        bandwidth_efficiency=d.factors.bandwidth_efficiency * bandwidth_share(d),
         comm=estimate_comm(d, p),
-        step_overhead_s=d.factors.step_overhead_s,
+        step_overhead_s=fixed_step_s(d),
+        attention_peak_flops_per_s=d.device.dense_flops_per_s[attn_dtype],
+        attention_compute_dtype=attn_dtype,
+        attention_efficiency=d.factors.compute_efficiency * d.kv.compute_share,
     )

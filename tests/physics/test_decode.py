@@ -6,17 +6,57 @@ import pytest
 
 from solver.physics.decode import estimate_decode, expert_hit_fraction
 
-NO_EFF = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0}}
+NO_FIXED = {"step_overhead_s": 0, "layer_overhead_s": 0}
+NO_EFF = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED}}
+# Llama-3.1-8B: 8,030,261,248 parameters, of which the untied input embedding is
+# 128,256 × 4,096 = 525,336,576; a step reads one row of it per token, not the table.
+LLAMA8B_READ_PARAMS = 8_030_261_248 - 525_336_576  # 7,504,924,672
 
 
 def test_batch1_tpot_is_model_bytes_over_bandwidth(build_deployment):
-    # Llama-3.1-8B bf16 = 8,030,261,248 × 2 B on an H100 SXM at 3.35 TB/s.
+    # Llama-3.1-8B bf16: 7,504,924,672 × 2 B = 15,009,849,344 B read on an H100 SXM at 3.35 TB/s.
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=1, output=1, overrides=NO_EFF)
     dec = estimate_decode(d, w)
-    assert dec.weight_bytes_read == 8_030_261_248 * 2
-    assert dec.weights_time_s == pytest.approx(16_060_522_496 / 3.35e12)
+    assert dec.weight_bytes_read == LLAMA8B_READ_PARAMS * 2 == 15_009_849_344
+    assert dec.weights_time_s == pytest.approx(15_009_849_344 / 3.35e12)
     assert dec.bound == "bandwidth"
-    assert dec.tpot_s == pytest.approx((16_060_522_496 + 2 * 131_072) / 3.35e12)
+    # The GEMMs read the weights, attention reads 2 tokens × 131,072 B of KV: two kernels, one after the other.
+    assert dec.tpot_s == pytest.approx(15_009_849_344 / 3.35e12 + 2 * 131_072 / 3.35e12)
+
+
+def test_the_step_is_a_sum_of_kernels_not_the_larger_of_memory_and_compute(build_deployment):
+    # 64 sequences at 32k context: the GEMMs are weight-bound, attention is KV-bound, and
+    # the two add. KV per sequence: 32,768 tokens × 131,072 B = 4,294,967,296 B.
+    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED}}
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=64, context=32_768, output=256, overrides=over)
+    dec = estimate_decode(d, w)
+    weights_s = 15_009_849_344 / 3.35e12  # 4.48 ms
+    kv_s = 64 * 4_294_967_296 / 3.35e12  # 82.05 ms
+    assert dec.gemm_time_s == pytest.approx(weights_s)  # 64 × 2 × 8.03e9 FLOP = 1.03 PFLOP: 1.04 ms at 989.5 TFLOP/s
+    assert dec.attention_time_s == pytest.approx(kv_s)
+    assert dec.tpot_s == pytest.approx(weights_s + kv_s)
+
+
+def test_a_fixed_cost_per_step_and_per_layer_is_added(build_deployment):
+    # 1 ms per step and 20 µs per layer × 32 layers = 1.64 ms on top of the kernels.
+    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, "step_overhead_s": "1ms", "layer_overhead_s": "20us"}}
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=1, output=1, overrides=over)
+    dec = estimate_decode(d, w)
+    assert dec.step_overhead_s == pytest.approx(1e-3 + 32 * 20e-6)
+    assert dec.tpot_s == pytest.approx((15_009_849_344 + 2 * 131_072) / 3.35e12 + 1.64e-3)
+
+
+def test_a_quantised_format_reads_at_its_kernels_share_of_bandwidth(build_deployment):
+    # AWQ keeps embeddings and LM head in 16-bit: the LM head's 525,336,576 × 2 B are
+    # read at full speed, the 6,979,588,096 quantised parameters × (0.5 + 2.5/128) B (4-bit
+    # values, an FP16 scale and a 4-bit zero per 128) = 3,626,114,128 B at half speed with a share of 0.5.
+    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED},
+            "precision": {"bandwidth_share": 0.5}}
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=1, output=1, weights="int4-awq", overrides=over)
+    dec = estimate_decode(d, w)
+    head, quantised = 525_336_576 * 2, 6_979_588_096 * (0.5 + 2.5 / 128)
+    assert dec.weight_bytes_read == pytest.approx(head + quantised)
+    assert dec.weights_time_s == pytest.approx((head + quantised / 0.5) / 3.35e12)
 
 
 def test_every_resident_kv_byte_is_read_each_step(build_deployment):
@@ -36,8 +76,10 @@ def test_expert_hit_fraction_grows_with_batch():
 
 def test_moe_batch1_reads_only_the_active_parameters(build_deployment, catalog):
     d, w, _ = build_deployment("mixtral-8x7b", "h100-sxm", users=1, prompt=1, output=1)
-    # total − (routed experts a token skips) = active, 12.88 B × 2 B.
-    assert estimate_decode(d, w).weight_bytes_read == pytest.approx(catalog.model("mixtral-8x7b").active_params * 2)
+    # total − (routed experts a token skips) = active, 12.88 B, less the input embedding
+    # table (32,000 × 4,096 = 131,072,000), × 2 B.
+    expected = (catalog.model("mixtral-8x7b").active_params - 131_072_000) * 2
+    assert estimate_decode(d, w).weight_bytes_read == pytest.approx(expected)
 
 
 def test_moe_large_batch_reads_nearly_every_expert(build_deployment, catalog):
@@ -45,21 +87,27 @@ def test_moe_large_batch_reads_nearly_every_expert(build_deployment, catalog):
     m = catalog.model("mixtral-8x7b")
     routed = 32 * 8 * 3 * 4096 * 14336
     hit = 1 - 0.75**64
-    expected = ((m.total_params - routed) + routed * hit) * 2 / 2  # bf16, split over TP=2
+    embedding = 32_000 * 4096  # the input table, read a row per token
+    expected = ((m.total_params - routed - embedding) + routed * hit) * 2 / 2  # bf16, split over TP=2
     assert estimate_decode(d, w).weight_bytes_read == pytest.approx(expected)
 
 
 def test_large_batch_short_context_turns_compute_bound(build_deployment):
     # 512 sequences × 2 × 8.03e9 FLOP = 8.2 TFLOP per step at 989.5 TFLOP/s × 0.5 = 16.6 ms,
-    # against (16.1 GB weights + 512 × 128 × 128 KiB = 8.6 GB KV) / (3.35 TB/s × 0.8) = 9.2 ms.
-    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=512, prompt=64, output=64)
+    # against 15.0 GB of weights / (3.35 TB/s × 0.8) = 5.6 ms: the GEMMs are compute-bound.
+    # Attention: 512 × 128 tokens × 128 KiB = 8.6 GB of KV / 2.68 TB/s = 3.2 ms, more than
+    # its 4 × 32 heads × 128 × 32 layers × 128 keys × 512 = 34.4 GFLOP (0.07 ms).
+    over = {"factors": {"bandwidth_efficiency": 0.8, "compute_efficiency": 0.5, **NO_FIXED}}
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=512, prompt=64, output=64, overrides=over)
     dec = estimate_decode(d, w)
     assert dec.bound == "compute"
     linear = 2 * 8_030_261_248 * 512
     attention = 4 * 32 * 128 * 32 * 128 * 512  # 4 × heads × head_dim × layers × keys × batch
     assert dec.flops == linear + attention
-    assert dec.compute_time_s == pytest.approx((linear + attention) / (989.5e12 * 0.5))
-    assert dec.tpot_s == pytest.approx(dec.compute_time_s)
+    assert dec.gemm_time_s == pytest.approx(linear / (989.5e12 * 0.5))
+    kv_s = 512 * 128 * 131_072 / (3.35e12 * 0.8)
+    assert dec.attention_time_s == pytest.approx(kv_s)
+    assert dec.tpot_s == pytest.approx(linear / (989.5e12 * 0.5) + kv_s)
 
 
 def test_pipeline_parallel_adds_memory_not_speed(build_deployment):

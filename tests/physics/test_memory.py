@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from solver.physics.memory import (
+    activation_peak_bytes,
     estimate_memory,
     kv_bytes_per_sequence,
     kv_bytes_per_token_per_layer,
@@ -98,16 +99,57 @@ def test_pipeline_stage_holds_its_layers_and_one_embedding_matrix(build_deployme
     assert estimate_memory(d, w).kv_bytes == 1 * 4096 * (2 * 11 * 8 * 128 * 2)
 
 
-def test_usable_memory_is_device_times_utilisation_minus_nothing_else(build_deployment):
+def test_usable_memory_is_the_runtimes_total_times_utilisation(build_deployment):
+    # nvidia-smi shows 81,559 MiB; the runtime sees 434 MiB less (the driver's share):
+    # vLLM's total_gpu_memory 79.22 GiB = 81,121 MiB on an H100 (vllm PR #12126).
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, context=1024, output=128,
-                               overrides={"factors": {"memory_utilization": 0.9, "runtime_overhead_bytes": "2GiB"}})
+                               overrides={"factors": {"memory_utilization": 0.9, "runtime_overhead_bytes": "2GiB",
+                                                      "activation_peak_scale": 0}})
     mem = estimate_memory(d, w)
-    assert mem.usable_bytes == pytest.approx(81_559 * 2**20 * 0.9)  # nvidia-smi: 81,559 MiB
+    assert mem.device_bytes == (81_559 - 434) * 2**20
+    assert mem.usable_bytes == pytest.approx((81_559 - 434) * 2**20 * 0.9)
     assert mem.overhead_bytes == 2 * 2**30
 
 
+def test_activation_peak_of_the_profiled_pass(build_deployment):
+    # vLLM V1 profiles 8,192 tokens on an H100 (its large-GPU default): the MLP's fused
+    # gate/up output (2 × 14,336) and activated half (14,336), and three 4,096-wide hidden
+    # buffers, 2 bytes each: 8,192 × 2 × (3 × 14,336 + 3 × 4,096) = 905,969,664 B; then the
+    # sampler's fp32 logits and probabilities for 1,024 rows × 128,256 entries × 8 B
+    # = 1,050,673,152 B.
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, context=1024, output=128)
+    assert activation_peak_bytes(d, w.context_tokens) == 905_969_664 + 1_050_673_152
+    # On a 24 GB card the defaults are 2,048 tokens and 256 rows.
+    d, w, _ = build_deployment("llama-3.1-8b", "rtx-4090", users=1, context=1024, output=128)
+    assert activation_peak_bytes(d, w.context_tokens) == 2048 * 2 * (3 * 14_336 + 3 * 4096) + 256 * 128_256 * 8
+
+
+def test_activation_peak_grows_with_max_model_len_as_a_logged_profile_does(build_deployment):
+    # vllm issue #10517 (V0, chunked prefill off, so the profile runs max_model_len tokens):
+    # peak torch memory 17.06 GiB at max_model_len 20,000 and 17.98 GiB at 29,000 on an
+    # RTX 3090 — 0.92 GiB for 9,000 more tokens, 109,760 B a token.
+    def peak(length):
+        d, w, _ = build_deployment("llama-3.1-8b", "rtx-3090", users=1, context=length, output=128,
+                                   engine={"name": "vllm", "enable_chunked_prefill": False, "max_model_len": length})
+        return activation_peak_bytes(d, length)
+
+    logged = (17.98 - 17.06) * 2**30 / 9000
+    assert (peak(29_000) - peak(20_000)) / 9000 == pytest.approx(logged, rel=0.02)
+
+
+def test_mixed_precision_checkpoint_keeps_its_16bit_groups(catalog):
+    # gpt-oss-120b ships MXFP4 experts with attention, router, embeddings and LM head in
+    # BF16: only the routed experts are 4.25-bit.
+    m = catalog.model("gpt-oss-120b")
+    p = catalog.precision("mxfp4")
+    groups = m.param_groups()
+    expected = groups["experts"] * p.bytes_per_value + (m.total_params - groups["experts"]) * 2
+    assert weights_bytes(m, p) == pytest.approx(expected)
+
+
 def test_max_batch_and_context_fill_the_room_left(build_deployment):
-    over = {"model": {"total_params": 8e9}, "factors": {"memory_utilization": 1.0, "runtime_overhead_bytes": 0}}
+    over = {"model": {"total_params": 8e9},
+            "factors": {"memory_utilization": 1.0, "runtime_overhead_bytes": 0, "reserved_bytes": 0, "activation_peak_scale": 0}}
     d, w, _ = build_deployment("llama-3.1-8b", "rtx-4090", users=16, context=8192, output=256, weights="fp16",
                                kv="fp16", overrides=over)
     room = 24_564 * 2**20 - 16e9

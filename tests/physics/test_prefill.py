@@ -22,10 +22,32 @@ def test_sliding_window_caps_attention_flops(build_deployment):
 
 
 def test_one_token_prompt_is_bounded_by_reading_the_weights(build_deployment):
-    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=1, output=1)
+    # Everything but the input embedding table: (8,030,261,248 − 128,256 × 4,096) × 2 B.
+    over = {"factors": {"bandwidth_efficiency": 0.8, "step_overhead_s": 0, "layer_overhead_s": 0}}
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=1, output=1, overrides=over)
     pre = estimate_prefill(d, w)
     assert pre.bound == "bandwidth"
-    assert pre.ttft_s == pytest.approx(16_060_522_496 / (3.35e12 * 0.8))
+    assert pre.ttft_s == pytest.approx(15_009_849_344 / (3.35e12 * 0.8) + pre.attention_time_s)
+
+
+def test_fixed_cost_per_pass_and_per_layer(build_deployment):
+    # 2 ms per pass and 50 µs per layer × 80 layers = 6 ms beside the FLOPs.
+    over = {"factors": {"step_overhead_s": "2ms", "layer_overhead_s": "50us", "compute_efficiency": 0.5}}
+    d, w, _ = build_deployment("llama-3.1-70b", "h100-sxm", tp=4, users=1, prompt=2048, output=1, overrides=over)
+    pre = estimate_prefill(d, w)
+    assert pre.step_overhead_s == pytest.approx(2e-3 + 80 * 50e-6)
+    assert pre.ttft_s == pytest.approx(pre.gemm_time_s + pre.attention_time_s + pre.comm_time_s + 6e-3)
+
+
+def test_attention_runs_in_the_kv_dtype_not_the_weights(build_deployment):
+    # FP8 weights on an H100 run their GEMMs at 1,979 TFLOP/s, but attention over a
+    # 16-bit cache at the 989.5 TFLOP/s BF16 rate: 4 × 32 × 128 × 32 × 4096·4097/2 FLOP.
+    over = {"factors": {"compute_efficiency": 0.5}, "precision": {"compute_share": 1.0}}
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=4096, output=1, weights="fp8", overrides=over)
+    pre = estimate_prefill(d, w)
+    assert pre.peak_flops_per_s == 1979e12
+    assert pre.attention_compute_dtype == "bf16"
+    assert pre.attention_time_s == pytest.approx(4 * 32 * 128 * 32 * (4096 * 4097 / 2) / (989.5e12 * 0.5 * 1.0))
 
 
 def test_fp8_weights_use_fp8_tensor_cores_where_they_exist(build_deployment):
