@@ -359,12 +359,23 @@ class Precision:
     compute_share: Annotated[float, Gt(0), Le(1.5)] = 1.0
     """Share of the 16-bit GEMMs' utilisation this format's prefill GEMMs reach of
     their own peak (FP8 at twice the peak reaches a smaller share); fitted."""
+    effective_bits_per_value: Annotated[float, Gt(0), Le(32)] | None = None
+    """Bits per weight averaged over a whole model file, for formats that mix block
+    types across tensors (GGUF Q4_K_M / Q5_K_M); when set, it is the storage cost and
+    `bits`/`group_size`/scales describe only the base block."""
 
     def __post_init__(self) -> None:
         _check_name("precision", self.name)
+        if self.effective_bits_per_value is not None and self.effective_bits_per_value < self.bits:
+            raise ValueError(
+                f"precision '{self.name}': effective_bits_per_value {self.effective_bits_per_value} "
+                f"is below its stored bits {self.bits}"
+            )
 
     @property
     def bytes_per_value(self) -> float:
+        if self.effective_bits_per_value is not None:
+            return self.effective_bits_per_value / 8
         per_group = 0.0
         if self.group_size:
             per_group = (self.scale_bytes_per_group + self.zero_bytes_per_group) / self.group_size

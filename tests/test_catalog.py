@@ -117,3 +117,87 @@ def test_a_catalog_with_a_sparse_field_or_missing_source_is_refused(tmp_path, ca
     (tmp_path / "devices.yaml").write_text(text)
     with pytest.raises(InputError, match="unknown field"):
         load_catalog(tmp_path)
+
+
+# ----------------------------------------------------------------- llama.cpp devices and GGUF k-quants
+
+LLAMA_CPP_DEVICES = [
+    "rtx-3070", "rtx-3080", "rtx-3080-ti", "rtx-3090-ti", "rtx-4070-ti", "rtx-4080", "rtx-4090-laptop",
+    "rtx-4080-laptop", "m1-pro", "m1-max", "m1-ultra", "m2-pro", "m2-max", "m3-pro", "m3-max", "m4-max",
+    "rx-7900-xtx", "mi100", "mi210",
+]
+
+
+def test_the_llama_cpp_devices_are_there_and_run_gguf(catalog):
+    for name in LLAMA_CPP_DEVICES:
+        d = catalog.device(name)
+        assert d.name == name
+        assert {"q4_k_m", "q5_k_m", "q6_k", "q8_0", "q4_0"} <= set(d.weight_formats), name
+        if d.vendor == "Apple" or name.endswith("-laptop"):  # one device per machine
+            assert d.platforms == ("single-device",), name
+
+
+def _block_bits(p) -> float:
+    """Bits per value of a precision's base block, from its catalog fields."""
+    return p.bits + 8 * (p.scale_bytes_per_group + p.zero_bytes_per_group) / p.group_size
+
+
+def test_gguf_k_quant_blocks_have_their_ggml_sizes(catalog):
+    # ggml-common.h, by hand, for one 256-value super-block:
+    #   block_q4_K = d (FP16, 2 B) + dmin (FP16, 2 B) + 12 B of 6-bit scales/mins + 256 x 4/8 = 128 B
+    #              = 144 B -> 144 x 8 / 256 = 4.5 bits
+    #   block_q5_K = 2 + 2 + 12 + qh 256/8 = 32 + qs 128 = 176 B -> 5.5 bits
+    #   block_q6_K = ql 256 x 4/8 = 128 + qh 256 x 2/8 = 64 + 16 int8 scales + d 2 = 210 B -> 6.5625 bits
+    for name, block_bytes, bits in (("q4_k_m", 2 + 2 + 12 + 128, 4.5), ("q5_k_m", 2 + 2 + 12 + 32 + 128, 5.5),
+                                    ("q6_k", 128 + 64 + 16 + 2, 6.5625)):
+        assert block_bytes * 8 / 256 == bits
+        p = catalog.precision(name)
+        assert p.group_size == 256 and _block_bits(p) == pytest.approx(bits, abs=1e-12), name
+    # Q6_K is one block type throughout the file, so its storage cost is the block's.
+    assert catalog.precision("q6_k").bytes_per_value == 210 / 256
+
+
+def test_q4_k_m_llama_3_8b_weights_match_the_published_file_size(catalog):
+    from solver.physics.memory import weights_bytes
+
+    m = catalog.model("llama-3.1-8b")  # every tensor shape equals Llama-3-8B's
+    # Hand derivation of the Q4_K_M mix (llama_model_quantize): output.weight and, in the 16 of
+    # 32 layers use_more_bits picks (0-3, 28-31, and 6, 9, ..., 27), attn_v (4096 x 1024) and
+    # ffn_down (14336 x 4096) as Q6_K (210 B / 256); every other matrix Q4_K (144 B / 256);
+    # the 65 norm vectors (4096 each) F32.
+    h, kv, ffn, vocab, layers = 4096, 8 * 128, 14336, 128256, 32
+    norms = (2 * layers + 1) * h
+    q6 = vocab * h + 16 * (h * kv + h * ffn)  # 525,336,576 + 16 x 62,914,560 = 1,531,969,536
+    q4 = m.total_params - norms - q6          # 6,498,025,472
+    assert q6 == 1_531_969_536 and q4 == 6_498_025_472
+    by_hand = q6 * 210 / 256 + q4 * 144 / 256 + norms * 4  # 4,912,898,048 bytes
+    assert by_hand == 4_912_898_048
+    ours = weights_bytes(m, catalog.precision("q4_k_m"))
+    assert ours == pytest.approx(by_hand, rel=1e-4)
+    # Published: bartowski's Llama-3-8B Q4_K_M GGUF is 4.92 GB (LLaMA3-iterative-DPO-final-GGUF
+    # model card); llama.cpp's tools/quantize/README.md lists Llama-3.1-8B Q4_K_M at 4.58 GiB.
+    assert ours == pytest.approx(4.92e9, rel=0.01)
+    assert ours == pytest.approx(4.58 * 2**30, rel=0.01)
+    # The same model card: Q5_K_M 5.73 GB, Q6_K 6.59 GB; its Q8_0 8.54 GB checks the existing q8_0.
+    for name, published in (("q5_k_m", 5.73e9), ("q6_k", 6.59e9), ("q8_0", 8.54e9)):
+        assert weights_bytes(m, catalog.precision(name)) == pytest.approx(published, rel=0.01), name
+
+
+def test_new_devices_match_their_spec_sheets(catalog):
+    # RTX 3090 Ti: 24 GB GDDR6X on 384 bits at 21 Gbps -> 21e9 x 384 / 8 = 1,008 GB/s;
+    # nvidia-smi shows 24,564 MiB (as the 4090's 24 GB does).
+    d = catalog.device("rtx-3090-ti")
+    assert d.memory_bandwidth_bytes_per_s == 21e9 * 384 / 8 == 1.008e12
+    assert d.memory_bytes == 24_564 * 2**20
+    assert d.dense_flops_per_s["fp16"] == 320e12 / 4  # "320 Tensor-TFLOPs" = sparse, FP16 accumulate
+    # MI210: 64 GB HBM2e, 4,096 bits at 3.2 Gbps -> 1,638.4 GB/s ("1.6 TB/s"); rocm-smi shows
+    # 64 GiB less the 16 MiB the driver reserves.
+    d = catalog.device("mi210")
+    assert d.memory_bandwidth_bytes_per_s == pytest.approx(3.2e9 * 4096 / 8)
+    assert d.memory_bytes == 64 * 2**30 - 16 * 2**20
+    # Apple bins: the entries are the top ones (M3 Max 40-core 400 GB/s, not the 30-core's 300;
+    # M4 Max 546, not 410; M3 Pro 150, below M1/M2 Pro's 200).
+    assert catalog.device("m3-max").memory_bandwidth_bytes_per_s == 400e9
+    assert catalog.device("m4-max").memory_bandwidth_bytes_per_s == 546e9
+    assert catalog.device("m3-pro").memory_bandwidth_bytes_per_s == 150e9
+    assert catalog.device("m2-pro").memory_bandwidth_bytes_per_s == 200e9
