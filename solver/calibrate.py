@@ -155,6 +155,26 @@ def _ape(pred: float, meas: float) -> float:
     return abs(pred - meas) / meas
 
 
+def decode_xy(ev) -> tuple[float, float] | None:
+    """(bytes read / peak bandwidth, with quantised bytes weighted by their kernels'
+    share; the rest of the step that the fit leaves alone: communication) for a
+    bandwidth-bound decode step; None when the step is compute-bound."""
+    dec = ev.decode
+    if dec.bound != "bandwidth":
+        return None
+    x = (dec.weight_bytes_read / dec.weight_bandwidth_share + dec.kv_bytes_read) / dec.bandwidth_bytes_per_s
+    return x, dec.comm_time_s
+
+
+def prefill_xy(ev) -> tuple[float, float] | None:
+    """(the prefill's compute time at full utilisation, its communication and fixed
+    cost) for a compute-bound prefill; None when it is bound by reading the weights."""
+    pre = ev.prefill
+    if pre.bound != "compute":
+        return None
+    return pre.compute_time_s * ev.deployment.factors.compute_efficiency, pre.comm_time_s + pre.step_overhead_s
+
+
 def fit_decode(xs: list[float], ys: list[float]) -> dict:
     """y = x / bandwidth_efficiency + step_overhead, by least squares (x: bytes read /
     peak bandwidth, y: measured TPOT less communication, seconds). Falls back to one
@@ -164,9 +184,9 @@ def fit_decode(xs: list[float], ys: list[float]) -> dict:
         slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
         overhead = my - slope * mx
         if slope > 1 and overhead >= 0:
-            return {"bandwidth_efficiency": min(1.0, 1 / slope), "step_overhead_s": overhead}
+            return {"bandwidth_efficiency": min(1.0, 1 / slope), "step_overhead_s": overhead, "layer_overhead_s": 0.0}
     slope = sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
-    return {"bandwidth_efficiency": min(1.0, 1 / slope), "step_overhead_s": 0.0}
+    return {"bandwidth_efficiency": min(1.0, 1 / slope), "step_overhead_s": 0.0, "layer_overhead_s": 0.0}
 
 
 def fit_prefill(xs: list[float], ys: list[float]) -> dict:
@@ -191,11 +211,11 @@ def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
         for m, ev in zip(ms, evs):
             if m.tpot_s is None or not ev.valid:
                 continue
-            dec = ev.decode
-            if dec.bound != "bandwidth":
+            xy = decode_xy(ev)
+            if xy is None:
                 continue
-            xs.append((dec.weight_bytes_read + dec.kv_bytes_read) / dec.bandwidth_bytes_per_s)
-            ys.append(m.tpot_s - dec.comm_time_s)
+            xs.append(xy[0])
+            ys.append(m.tpot_s - xy[1])
         f.tpot_points = len(xs)
         changes = {}
         if len(xs) >= MIN_TPOT_POINTS and len(set(round(x, 12) for x in xs)) >= 2:
@@ -207,11 +227,14 @@ def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
         for m, ev in zip(ms, evs):
             if m.ttft_s is None or not ev.valid:
                 continue
-            pre = ev.prefill
-            if pre.bound != "compute":
+            xy = prefill_xy(ev)
+            if xy is None:
                 continue
-            xs.append(pre.flops / (pre.tp * pre.peak_flops_per_s))
-            ys.append(m.ttft_s - pre.comm_time_s - changes.get("step_overhead_s", pre.step_overhead_s))
+            fixed = xy[1]
+            if "step_overhead_s" in changes:  # the decode fit's fixed cost replaces the default's
+                fixed += changes["step_overhead_s"] - ev.prefill.step_overhead_s
+            xs.append(xy[0])
+            ys.append(m.ttft_s - fixed)
         f.ttft_points = len(xs)
         if len(xs) >= MIN_TTFT_POINTS:
             changes.update(fit_prefill(xs, ys))

@@ -1,0 +1,279 @@
+"""Fit the catalog's default factors on the FIT split of tests/validation/points.yaml
+only, and write them to catalogs/fitted.yaml. Reproducible: the same points give the
+same file.
+
+    python bench/fit_defaults.py            # print the fit
+    python bench/fit_defaults.py --write    # and write catalogs/fitted.yaml
+
+What is fitted, and from what (every other figure is a sourced catalog fact):
+- per engine and memory kind (HBM, GDDR, unified LPDDR): bandwidth efficiency, compute
+  utilisation, the fixed cost of a forward pass and its cost per layer — from batch-1
+  and batched decode TPOT and from single-prompt TTFT points of that engine and kind;
+- per quantised weight format: the share of 16-bit bandwidth its decode kernels reach
+  and the share of 16-bit utilisation its prefill GEMMs reach (16-bit is the reference).
+
+Each point's step is split into the physics' terms once, with every factor at 1, so
+the fit evaluates the same sum of kernels as solver/physics (decode.py, prefill.py)
+without re-running it: TPOT = max(weights / (e·share), FLOPs / c) + max(KV / e,
+attention FLOPs / c) + communication + fixed + layers × per-layer. The loss is the
+sum of |log(predicted / measured)| (robust to the odd outlier, scale-free), with a
+weak pull toward the catalog's priors so that a sparse group stays physical. A group
+with fewer than MIN_POINTS points inherits from its fallback (the same engine on HBM,
+then vLLM on the same kind), and says so in the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from validation_points import ROOT, batch_of, deployment_for, in_flight, kind_of, load_points, measured, out_of_reach, tokens  # noqa: E402
+
+from solver.catalog import default_catalog  # noqa: E402
+from solver.errors import InputError  # noqa: E402
+from solver.evaluate import evaluate  # noqa: E402
+from solver.physics.memory import sixteen_bit_bytes, group_weights_bytes  # noqa: E402
+
+MIN_POINTS = 6
+MIN_FORMAT_POINTS = 4
+UNIT = {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, "step_overhead_s": 0, "layer_overhead_s": 0}
+BOUNDS = {"e": (0.15, 1.0), "c": (0.05, 1.0), "s0": (0.0, 0.02), "s1": (0.0, 2e-4), "sb": (0.25, 1.2), "sc": (0.25, 1.2)}
+PRIOR = {"e": 0.8, "c": 0.5, "s0": 0.0, "s1": 0.0, "sb": 1.0, "sc": 1.0}
+PULL = 0.3  # loss per unit of |log(value / prior)| (fixed costs: per ms and per 10 µs)
+
+
+@dataclasses.dataclass
+class Term:
+    """One point's step, split into the physics' terms with every factor at 1."""
+
+    pid: str
+    kind: str  # tpot or ttft
+    group: tuple[str, str]
+    weights: str
+    kv: str
+    measured_s: float
+    weights_s: float
+    sixteen_fraction: float
+    """Of the weight bytes read, the share stored in 16-bit."""
+    linear_s: float
+    kv_s: float
+    attention_s: float
+    comm_s: float
+    layers: int
+
+
+def _unit_shares(d):
+    w = dataclasses.replace(d.weights, bandwidth_share=1.0, compute_share=1.0)
+    kv = dataclasses.replace(d.kv, bandwidth_share=1.0, compute_share=1.0)
+    return d.replace(weights=w, kv=kv)
+
+
+def _sixteen_fraction(d) -> float:
+    if d.weights_bytes_override is not None or d.weights.bits >= 16:
+        return 1.0
+    m = d.model
+    skip = () if m.tie_word_embeddings else ("embeddings",)
+    read = sum(b for g, b in group_weights_bytes(m, d.weights).items() if g not in skip)
+    return sixteen_bit_bytes(m, d.weights, skip) / read if read else 1.0
+
+
+def terms_of(p: dict, catalog) -> Term | None:
+    kind = kind_of(p)
+    if kind not in ("tpot1", "tpot", "ttft") or out_of_reach(p) or not p.get("gpu"):
+        return None
+    meas = measured(p)
+    prompt, output = tokens(p, "prompt_tokens", 128), tokens(p, "output_tokens", 128)
+    try:
+        if kind == "ttft":
+            d, w, t = deployment_for(p, 1, prompt, 1, factors=UNIT, catalog=catalog)
+        else:
+            d, w, t = deployment_for(p, batch_of(p), prompt, output, factors=UNIT, catalog=catalog,
+                                     batching="continuous" if in_flight(p) else "isolated")
+            w = dataclasses.replace(w, kv_fill=min(1.0, (prompt + output / 2) / w.context_tokens))
+        d = _unit_shares(d)
+        ev = evaluate(d, w, t, with_remedies=False)
+    except (InputError, KeyError, ValueError):
+        return None
+    if not ev.valid:
+        return None
+    group = (d.engine.name, d.device.memory_kind)
+    layers = d.model.num_layers
+    if kind == "ttft":
+        pre = ev.prefill
+        return Term(p["id"], "ttft", group, d.weights.name, d.kv.name, meas / 1e3, pre.weights_time_s, _sixteen_fraction(d),
+                    pre.linear_time_s, 0.0, pre.attention_time_s, pre.comm_time_s, layers)
+    dec = ev.decode
+    c = dec.coefficients
+    return Term(p["id"], "tpot", group, d.weights.name, d.kv.name, meas / 1e3, dec.weights_time_s, _sixteen_fraction(d),
+                c.linear_compute_time_s(dec.batch), dec.kv_time_s, c.attention_compute_time_s(dec.batch), dec.comm_time_s, layers)
+
+
+class Model:
+    """The parameters: per group (e, c, s0, s1), per quantised format (sb, sc)."""
+
+    def __init__(self, terms: list[Term]):
+        self.terms = terms
+        self.groups = sorted({t.group for t in terms})
+        self.formats = sorted({t.weights for t in terms} | {t.kv for t in terms})
+        self.values: dict[tuple, float] = {}
+        for g in self.groups:
+            for k in ("e", "c", "s0", "s1"):
+                self.values[(g, k)] = PRIOR[k]
+        for f in self.formats:
+            for k in ("sb", "sc"):
+                self.values[(f, k)] = PRIOR[k]
+        n = len(terms)
+        self.arr = {name: np.array([getattr(t, name) for t in terms], dtype=float) for name in
+                    ("measured_s", "weights_s", "sixteen_fraction", "linear_s", "kv_s", "attention_s", "comm_s", "layers")}
+        self.is_ttft = np.array([t.kind == "ttft" for t in terms])
+        self.gidx = np.array([self.groups.index(t.group) for t in terms])
+        self.widx = np.array([self.formats.index(t.weights) for t in terms])
+        self.kidx = np.array([self.formats.index(t.kv) for t in terms])
+        self.n = n
+
+    def _vec(self, key: str, index, keys) -> np.ndarray:
+        table = np.array([self.values[(k, key)] for k in keys])
+        return table[index]
+
+    def predict(self) -> np.ndarray:
+        a = self.arr
+        e, c = self._vec("e", self.gidx, self.groups), self._vec("c", self.gidx, self.groups)
+        s0, s1 = self._vec("s0", self.gidx, self.groups), self._vec("s1", self.gidx, self.groups)
+        sb, sc = self._vec("sb", self.widx, self.formats), self._vec("sc", self.widx, self.formats)
+        sck = self._vec("sc", self.kidx, self.formats)
+        weights = a["weights_s"] * (a["sixteen_fraction"] + (1 - a["sixteen_fraction"]) / sb) / e
+        fixed = a["comm_s"] + s0 + a["layers"] * s1
+        # decode: the GEMMs at the weights' utilisation (no format share in decode), attention likewise
+        tpot = np.maximum(weights, a["linear_s"] / c) + np.maximum(a["kv_s"] / e, a["attention_s"] / c) + fixed
+        # prefill: GEMMs at utilisation × the format's share, attention in the KV dtype's share
+        ttft = np.maximum(a["linear_s"] / (c * sc), weights) + a["attention_s"] / (c * sck) + fixed
+        return np.where(self.is_ttft, ttft, tpot)
+
+    def loss(self) -> float:
+        err = np.abs(np.log(self.predict() / self.arr["measured_s"])).sum()
+        pull = 0.0
+        for (owner, key), v in self.values.items():
+            if key in ("s0",):
+                pull += PULL * v / 1e-3
+            elif key == "s1":
+                pull += PULL * v / 1e-5
+            else:
+                pull += PULL * abs(math.log(v / PRIOR[key]))
+        return err + pull
+
+    def free(self, min_points: int, min_format: int) -> list[tuple]:
+        counts = {g: int((self.gidx == i).sum()) for i, g in enumerate(self.groups)}
+        free = [(g, k) for g in self.groups if counts[g] >= min_points for k in ("e", "c", "s0", "s1")]
+        for i, f in enumerate(self.formats):
+            if f in ("bf16", "fp16"):
+                continue  # the reference
+            nb = int(((self.widx == i) & ~self.is_ttft).sum())
+            nc = int(((self.widx == i) & self.is_ttft).sum())
+            if nb >= min_format:
+                free.append((f, "sb"))
+            if nc >= min_format:
+                free.append((f, "sc"))
+        return free
+
+    def fit(self, free: list[tuple], rounds: int = 12) -> None:
+        for _ in range(rounds):
+            before = self.loss()
+            for key in free:
+                lo, hi = BOUNDS[key[1]]
+                if key[1] in ("s0", "s1"):
+                    grid = np.concatenate([[0.0], np.geomspace(max(hi * 1e-4, 1e-7), hi, 80)])
+                else:
+                    grid = np.geomspace(lo, hi, 120)
+                best, best_v = math.inf, self.values[key]
+                for v in grid:
+                    self.values[key] = float(v)
+                    loss = self.loss()
+                    if loss < best:
+                        best, best_v = loss, float(v)
+                self.values[key] = best_v
+            if before - self.loss() < 1e-6:
+                break
+
+
+def fallback(group: tuple[str, str], fitted: set) -> tuple[str, str] | None:
+    engine, kind = group
+    for g in ((engine, "hbm"), ("vllm", kind), ("vllm", "hbm")):
+        if g in fitted and g != group:
+            return g
+    return None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--write", action="store_true", help="write catalogs/fitted.yaml")
+    args = ap.parse_args()
+    catalog = default_catalog()
+    points = [p for p in load_points() if p.get("split") == "fit"]
+    terms = [t for t in (terms_of(p, catalog) for p in points) if t is not None and t.measured_s > 0]
+    model = Model(terms)
+    free = model.free(MIN_POINTS, MIN_FORMAT_POINTS)
+    start = np.median(np.abs(model.predict() / model.arr["measured_s"] - 1))
+    model.fit(free)
+    end_err = np.abs(model.predict() / model.arr["measured_s"] - 1)
+    print(f"fit on {len(terms)} fit-split points (of {len(points)}): median APE at the priors {start:.1%}, fitted {np.median(end_err):.1%}")
+    fitted_groups = {k[0] for k in free if isinstance(k[0], tuple)}
+    engines: dict[str, dict[str, dict]] = {}
+    lines = []
+    all_groups = {(e.name, kind) for e in catalog.engines for kind in ("hbm", "gddr", "lpddr")}
+    for g in sorted(all_groups):
+        src = g if g in fitted_groups else fallback(g, fitted_groups)
+        if src is None:
+            continue
+        v = {k: model.values[(src, k)] for k in ("e", "c", "s0", "s1")}
+        n = int((model.gidx == model.groups.index(src)).sum())
+        engines.setdefault(g[0], {})[g[1]] = {
+            "bandwidth_efficiency": round(v["e"], 4), "compute_efficiency": round(v["c"], 4),
+            "step_overhead_s": round(v["s0"], 7), "layer_overhead_s": round(v["s1"], 8),
+        }
+        how = f"{n} points" if src == g else f"inherited from {src[0]} on {src[1]}"
+        lines.append(f"  {g[0]:<10} {g[1]:<6} e {v['e']:.3f}  c {v['c']:.3f}  fixed {v['s0'] * 1e3:6.3f} ms + {v['s1'] * 1e6:6.2f} µs/layer  ({how})")
+    precisions = {}
+    for f in model.formats:
+        shares = {}
+        for key, name in (("sb", "bandwidth_share"), ("sc", "compute_share")):
+            if (f, key) in free:
+                shares[name] = round(model.values[(f, key)], 4)
+        if shares:
+            precisions[f] = shares
+            lines.append(f"  format {f:<10} " + "  ".join(f"{k} {v:.3f}" for k, v in shares.items()))
+    print("\n".join(lines))
+    by_group: dict = {}
+    for t, err in zip(terms, end_err):
+        by_group.setdefault((t.group, t.kind), []).append(err)
+    for (g, kind), errs in sorted(by_group.items()):
+        print(f"  in-sample {g[0]:<10} {g[1]:<6} {kind:<5} n {len(errs):>3}  median {np.median(errs):6.1%}")
+    if args.write:
+        import datetime
+
+        import yaml
+
+        header = (
+            "# Factors fitted on the FIT split of tests/validation/points.yaml only, by\n"
+            "# `python bench/fit_defaults.py --write` (see its docstring for what and how);\n"
+            "# do not edit by hand. Engines without points of their own inherit (see the\n"
+            "# script's output); everything else keeps the priors in catalogs/devices.yaml.\n"
+        )
+        body = {
+            "fitted_on": f"{len(terms)} fit-split points (TPOT and TTFT) of tests/validation/points.yaml",
+            "as_of": datetime.date.today(),
+            "engines": engines,
+            "precisions": precisions,
+        }
+        (ROOT / "catalogs" / "fitted.yaml").write_text(header + yaml.safe_dump(body, sort_keys=True))
+        print("wrote catalogs/fitted.yaml")
+
+
+if __name__ == "__main__":
+    main()

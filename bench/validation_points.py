@@ -1,0 +1,285 @@
+"""The measured points of tests/validation/points.yaml and how plan-opt predicts each,
+shared by bench/bench_validation.py (which reports the error) and bench/fit_defaults.py
+(which fits the catalog's default factors on the fit split only).
+
+The split is decided once, by source, and recorded in the file (`split: fit|test` on
+every point): a source is one measurement campaign (the cited document at its
+revision, one issue thread, one log); within each engine, sources are taken largest
+first and dealt alternately to fit and test, so both halves hold every engine and the
+largest tables. A factor fitted on a point proves nothing about that point, so
+accuracy is reported on the test split only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from solver.catalog import default_catalog  # noqa: E402
+from solver.errors import InputError  # noqa: E402
+from solver.evaluate import evaluate  # noqa: E402
+from solver.evaluate_input import parse_input, resolve  # noqa: E402
+
+POINTS = ROOT / "tests" / "validation" / "points.yaml"
+GiB = 2**30
+
+# Same architecture under another name (config.json dimensions identical).
+SAME_AS = {
+    "meta-llama/Meta-Llama-3-8B": "llama-3.1-8b",
+    "meta-llama/Meta-Llama-3-8B-Instruct": "llama-3.1-8b",
+    "meta-llama/Meta-Llama-3-70B": "llama-3.1-70b",
+    "meta-llama/Meta-Llama-3-70B-Instruct": "llama-3.1-70b",
+    "Qwen/Qwen2-7B-Instruct": "qwen2.5-7b",
+    "Qwen/Qwen2-72B": "qwen2.5-72b",
+    "Qwen/QwQ-32B": "qwen2.5-32b",
+    "huggyllama/llama-7b": "llama-2-7b",
+}
+# The engine whose rules and fitted factors a point's stack follows.
+ENGINE = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "mlperf": "trtllm", "llama.cpp": "llama.cpp"}
+KINDS = {"weights": "weights memory (GiB per GPU)", "kv": "KV capacity (tokens)", "tpot1": "batch-1 decode TPOT",
+         "tpot": "batched decode TPOT", "throughput": "throughput", "ttft": "TTFT (one prompt)"}
+
+
+def load_points() -> list[dict]:
+    return yaml.safe_load(POINTS.read_text())["points"]
+
+
+def source_key(p: dict) -> str:
+    """The measurement campaign: the cited address up to its first space."""
+    return p["source"].split()[0].rstrip(",;—")
+
+
+def assign_split(points: list[dict]) -> dict[str, str]:
+    """source → 'fit' or 'test'. Sources are grouped by engine and by the metric most
+    of their points measure; within each group, largest first, they are dealt
+    alternately (the first to fit), so both halves hold every engine and metric and
+    the largest tables. Ties broken by the source's address."""
+    counts: dict[str, dict[str, int]] = {}
+    engine_of: dict[str, str] = {}
+    for p in points:
+        src = source_key(p)
+        counts.setdefault(src, {})
+        counts[src][p["metric"]] = counts[src].get(p["metric"], 0) + 1
+        engine_of.setdefault(src, ENGINE.get(p.get("engine"), p.get("engine") or "?"))
+    strata: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    for src, by_metric in counts.items():
+        metric = max(sorted(by_metric), key=by_metric.__getitem__)
+        strata.setdefault((engine_of[src], metric), []).append((sum(by_metric.values()), src))
+    split = {}
+    for key in sorted(strata):
+        for i, (_, src) in enumerate(sorted(strata[key], key=lambda x: (-x[0], x[1]))):
+            split[src] = "fit" if i % 2 == 0 else "test"
+    return split
+
+
+def _cond(p: dict) -> dict:
+    return p.get("conditions") or {}
+
+
+def _num(v, default=None):
+    """A condition's number; sources sometimes write "1024 (random)" or a range."""
+    if isinstance(v, bool):
+        return default
+    if isinstance(v, (int, float)):
+        return v
+    return default
+
+
+def tokens(p: dict, key: str, default: int) -> int:
+    return int(_num(_cond(p).get(key), default) or default)
+
+
+def _engine(p: dict) -> dict:
+    """The engine section for a point: the engine and every knob its run reports."""
+    cond = _cond(p)
+    name = ENGINE.get(p.get("engine"), "vllm")
+    engine: dict = {"name": name}
+    for knob in ("max_num_seqs", "max_num_batched_tokens", "max_model_len"):
+        if _num(cond.get(knob)) is not None:
+            engine[knob] = int(cond[knob])
+    if isinstance(cond.get("enforce_eager"), bool):
+        engine["enforce_eager"] = cond["enforce_eager"]
+    version = str(cond.get("engine_version", ""))
+    if isinstance(cond.get("enable_chunked_prefill"), bool):
+        engine["enable_chunked_prefill"] = cond["enable_chunked_prefill"]
+    elif name == "vllm" and "V0" in version:
+        engine["enable_chunked_prefill"] = False  # V0 chunked prefills only when asked (or past 32k)
+        engine.setdefault("max_num_seqs", 256)
+    if name == "llama.cpp" and cond.get("split_mode") in ("layer", "row"):
+        engine["split_mode"] = cond["split_mode"]
+    if _num(cond.get("gpu_memory_utilization")):
+        engine["gpu_memory_utilization"] = cond["gpu_memory_utilization"]
+    return engine
+
+
+def deployment_for(p: dict, batch: int, prompt: int, output: int, context: int | None = None,
+                   batching: str = "isolated", factors: dict | None = None, catalog=None):
+    catalog = catalog or default_catalog()
+    model = SAME_AS.get(p.get("model"), p.get("model"))
+    engine = _engine(p)
+    tp = p.get("tp", 1) or 1
+    count = p.get("count", 1) or 1
+    if engine["name"] == "llama.cpp" and count > 1 and tp == 1:
+        tp = count  # llama.cpp spreads one model over every GPU (as its split mode says)
+        engine.setdefault("split_mode", "layer")
+    hardware: dict = {"gpu": p["gpu"], "tp": tp}
+    device = catalog.device(p["gpu"])
+    need = tp
+    if need > 1:  # the first of the device's platforms that holds the group
+        for name in device.platforms:
+            plat = catalog.platform(name)
+            if plat.gpus_per_node >= need and plat.layout != "single":
+                hardware["platform"] = name
+                break
+    data = {
+        "model": model,
+        "engine": engine,
+        "hardware": hardware,
+        "precision": {"weights": p.get("weights", "bf16"), "kv_cache": p.get("kv_cache") or "bf16"},
+        "workload": {"users": max(1, batch), "prompt_tokens": max(1, prompt), "output_tokens": max(1, output),
+                     "batching": batching},
+    }
+    if context:
+        data["workload"]["context_tokens"] = context
+    if factors:
+        data["overrides"] = {"factors": factors}
+    return resolve(parse_input(data), catalog)
+
+
+def batch_of(p: dict) -> int | None:
+    cond = _cond(p)
+    batch = _num(cond.get("batch")) or _num(cond.get("concurrency"))
+    if not batch:
+        return None
+    replicas = _num(cond.get("replicas"), 1) or 1
+    return max(1, round(batch / replicas)) if p["metric"] != "throughput" or "replicas" not in cond else batch
+
+
+def in_flight(p: dict) -> bool:
+    """Served under concurrency by an engine with in-flight batching (vLLM, SGLang, and
+    TensorRT-LLM from v0.7 / MLPerf): prompts are prefilled inside the decode steps."""
+    version = str(_cond(p).get("engine_version", ""))
+    if p["metric"] == "decode_tpot_batched":
+        return True
+    return p["metric"] == "throughput" and "static" not in version and "v0.5" not in version and p.get("engine") != "llama.cpp"
+
+
+def kind_of(p: dict) -> str | None:
+    return {"weights_bytes": "weights", "kv_cache_tokens": "kv", "decode_tpot_batch1": "tpot1",
+            "decode_tpot_batched": "tpot", "throughput": "throughput", "ttft": "ttft"}.get(p["metric"])
+
+
+def measured(p: dict) -> float | None:
+    """The measured value in the unit plan-opt predicts: GiB, tokens, ms per token,
+    tokens/s, ms. None where the source's unit is not one of these."""
+    m = p["measured"]
+    value, unit, kind = m["value"], m["unit"], kind_of(p)
+    if kind == "weights":
+        return value if unit == "GiB" else None
+    if kind == "kv":
+        if unit == "blocks":
+            return value * (_num(_cond(p).get("block_size"), 16) or 16)
+        return value if unit == "tokens" else None
+    if kind in ("tpot1", "tpot"):
+        if unit == "ms_per_token":
+            return value
+        if unit == "tokens_per_s" and kind == "tpot1":
+            return 1e3 / value
+        return None
+    if kind == "throughput":
+        return value if unit == "tokens_per_s" else None
+    if kind == "ttft":
+        if unit == "ms":
+            return value
+        if unit == "tokens_per_s":  # a prompt-processing rate (llama-bench ppN)
+            return tokens(p, "prompt_tokens", 512) / value * 1e3
+    return None
+
+
+def out_of_reach(p: dict) -> str | None:
+    """Why the physics does not model this point (None: it does)."""
+    cond = _cond(p)
+    kind = kind_of(p)
+    if kind is None:
+        return "metric"
+    if p.get("engine") not in ENGINE:
+        return "engine not planned"
+    if kind == "ttft" and ((_num(cond.get("concurrency"), 1) or 1) > 1 or cond.get("scenario") == "Server" or cond.get("request_rate")):
+        return "queueing"
+    if kind == "ttft" and cond.get("enable_prefix_caching"):
+        return "prefix-cached"
+    if cond.get("speculative_decoding") or "MTP" in str(p.get("note", "")) and "speculative" in str(p.get("note", "")).lower():
+        return "speculative decoding"
+    if kind in ("tpot1", "tpot") and batch_of(p) is None:
+        return "no batch"
+    if measured(p) is None:
+        return "unit"
+    return None
+
+
+def _saturated_batch(p: dict, prompt: int, output: int, factors, catalog) -> int:
+    """A throughput run at maximum load, with no batch given: as many sequences as the
+    KV cache holds at their average length, up to the engine's max_num_seqs."""
+    d, w, t = deployment_for(p, 1, prompt, output, factors=factors, catalog=catalog)
+    w = dataclasses.replace(w, kv_fill=min(1.0, (prompt + output / 2) / w.context_tokens))
+    ev = evaluate(d, w, t, with_remedies=False)
+    if not ev.valid:
+        return 0
+    return min(ev.memory.max_batch, d.engine.max_num_seqs)
+
+
+def predict(p: dict, factors: dict | None = None, catalog=None) -> float | None:
+    """plan-opt's figure for point p in the unit of `measured`; None when the point is
+    out of reach (model, GPU or format not in the catalog, or the physics refuses)."""
+    if not p.get("gpu") or out_of_reach(p):
+        return None
+    cond = _cond(p)
+    kind = kind_of(p)
+    try:
+        if kind == "weights":
+            from solver.physics.memory import per_gpu_weights_bytes
+
+            d, _, _ = deployment_for(p, 1, 16, 16, factors=factors, catalog=catalog)
+            return per_gpu_weights_bytes(d) / GiB  # vLLM prints "GB" for figures in GiB
+        if kind == "kv":
+            ctx = tokens(p, "max_model_len", 4096)
+            d, w, t = deployment_for(p, 1, min(ctx - 1, 512), 1, context=ctx, factors=factors, catalog=catalog)
+            if cond.get("block_size"):
+                d = d.replace(engine=dataclasses.replace(d.engine, block_size_tokens=cond["block_size"]))
+            ev = evaluate(d, w, t, with_remedies=False)
+            return float(ev.memory.kv_capacity_tokens) if ev.valid else None
+        prompt = tokens(p, "prompt_tokens", 128)
+        output = tokens(p, "output_tokens", 128)
+        if kind == "ttft":
+            d, w, t = deployment_for(p, 1, prompt, 1, factors=factors, catalog=catalog)
+            ev = evaluate(d, w, t, with_remedies=False)
+            return ev.prefill.ttft_s * 1e3 if ev.valid else None
+        batch = batch_of(p) or _saturated_batch(p, prompt, output, factors, catalog)
+        if not batch:
+            return None
+        flight = in_flight(p)
+        d, w, t = deployment_for(p, batch, prompt, output, batching="continuous" if flight else "isolated",
+                                 factors=factors, catalog=catalog)
+        # Sequences hold their prompt and, on average, half their output while decoding.
+        w = dataclasses.replace(w, kv_fill=min(1.0, (prompt + output / 2) / w.context_tokens))
+        ev = evaluate(d, w, t, with_remedies=False)
+        if not ev.valid:
+            return None
+        if kind in ("tpot1", "tpot"):
+            return ev.decode.tpot_s * 1e3
+        replicas = _num(cond.get("replicas"), 1) or 1
+        # A batch's wall time: its prompts prefilled (one pass over batch × prompt tokens,
+        # compute-bound), then `output` decode steps — or, in flight, prefill inside every step.
+        if flight:
+            wall_s = output * ev.decode.tpot_s
+        else:
+            wall_s = ev.prefill.flops * batch / ev.prefill.effective_flops_per_s + output * ev.decode.tpot_s
+        return batch * replicas * output / wall_s
+    except (InputError, KeyError, ValueError, ZeroDivisionError):
+        return None
