@@ -142,9 +142,15 @@ class Device:
     purchase_usd: Positive | None = None
     purchase_source: str | None = None
     factors: FactorOverrides = FactorOverrides()
+    pcie_p2p: bool = True
+    """Whether the driver lets two of these cards read each other's memory over PCIe
+    (GeForce cards: no). Without it a PCIe all-reduce bounces through host memory."""
+    pcie_p2p_source: str | None = None
 
     def __post_init__(self) -> None:
         _check_name("device", self.name)
+        if not self.pcie_p2p and not self.pcie_p2p_source:
+            raise ValueError("pcie_p2p: false needs pcie_p2p_source")
         if not self.dense_flops_per_s:
             raise ValueError("dense_flops_per_s needs at least one precision")
         if self.purchase_usd is not None and not self.purchase_source:
@@ -163,6 +169,65 @@ class Link:
     latency_s: Annotated[float, Ge(0)]
     """Per link."""
     source: str
+
+
+TP_SIZES_WITH_CUSTOM_ALLREDUCE = (2, 4, 6, 8)
+"""The world sizes vLLM's custom all-reduce kernels are built for
+(vllm/distributed/device_communicators/custom_all_reduce.py, _SUPPORTED_WORLD_SIZES)."""
+
+
+@dataclass(frozen=True)
+class CustomAllReduce:
+    """The engines' own all-reduce kernels over peer-to-peer loads (vLLM's
+    csrc/custom_all_reduce.cuh, SGLang's copy of it, TensorRT-LLM's ONESHOT/TWOSHOT):
+    one kernel per call, a flag barrier instead of NCCL's protocol."""
+
+    __pydantic_config__ = _FORBID
+    one_shot_latency_s: Positive
+    """Fixed cost of one one-stage call (launch + two barriers), at a tiny message."""
+    two_shot_latency_s: Positive
+    """Fixed cost of one two-stage call (reduce-scatter, barrier, all-gather)."""
+    source: str
+    max_bytes: tuple[PositiveInt, PositiveInt, PositiveInt, PositiveInt] | None = None
+    """Largest message the engine sends through these kernels at TP 2, 4, 6, 8; None:
+    vLLM's default buffer, 8 MiB (lower where the engine prefers NVLS above)."""
+
+    def limit_bytes(self, tp: int) -> int:
+        if self.max_bytes is None or tp not in TP_SIZES_WITH_CUSTOM_ALLREDUCE:
+            return 8 * 1024 * 1024
+        return self.max_bytes[TP_SIZES_WITH_CUSTOM_ALLREDUCE.index(tp)]
+
+
+@dataclass(frozen=True)
+class Nvls:
+    """NVLink SHARP: the NVSwitch reduces (multimem.ld_reduce) and multicasts the
+    result, so each GPU sends and receives the message about once."""
+
+    __pydantic_config__ = _FORBID
+    bandwidth_bytes_per_s: Positive
+    """Message bytes per second at large sizes (the measured algorithm bandwidth)."""
+    latency_s: Annotated[float, Ge(0)]
+    source: str
+    max_bytes: PositiveInt = 64 * 1024 * 1024
+    """Largest message the engine sends through its own NVLS path (vLLM's torch
+    symmetric-memory all-reduce); above it NCCL, which may pick NVLS itself."""
+
+
+@dataclass(frozen=True)
+class AllReduceSpec:
+    """The all-reduce algorithms a platform offers beside NCCL's ring."""
+
+    __pydantic_config__ = _FORBID
+    custom: CustomAllReduce | None = None
+    nvls: Nvls | None = None
+    host_staged_hop_latency_s: Annotated[float, Ge(0)] | None = None
+    """Cards without PCIe peer access (GeForce): one ring hop through host memory —
+    device→host write, host→device read — as NCCL's shared-memory transport does."""
+    host_staged_source: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.host_staged_hop_latency_s is not None and not self.host_staged_source:
+            raise ValueError("host_staged_hop_latency_s needs host_staged_source")
 
 
 @dataclass(frozen=True)
@@ -186,6 +251,8 @@ class Platform:
     scale_out: Link | None = None
     """Network between nodes; absent = one node only."""
     max_nodes: Count = 1
+    allreduce: AllReduceSpec = AllReduceSpec()
+    """Algorithms beside NCCL's ring: the engines' custom kernels, NVLS, host staging."""
 
     def __post_init__(self) -> None:
         _check_name("platform", self.name)

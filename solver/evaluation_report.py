@@ -208,8 +208,8 @@ def render_text(ev: Evaluation) -> str:
         rows = [
             ("TP ring", f"{ring.size} GPUs over {'/'.join(ring.link_kinds)} at {fmt_rate(ring.bandwidth_bytes_per_s, 'B/s')} per direction, {fmt_seconds(ring.hop_latency_s)} per hop"),
             ("all-reduces", f"{dec.comm.allreduces} per forward pass (2 per layer)"),
-            ("decode", f"{fmt_rate(dec.comm.allreduce_bytes, 'B')} each  → {fmt_seconds(dec.comm.tp_time_s)} per step"),
-            ("prefill", f"{fmt_rate(pre.comm.allreduce_bytes, 'B')} each  → {fmt_seconds(pre.comm.tp_time_s)} per prompt"),
+            ("decode", f"{fmt_rate(dec.comm.allreduce_bytes, 'B')} each by {dec.comm.algorithm}  → {fmt_seconds(dec.comm.tp_time_s)} per step"),
+            ("prefill", f"{fmt_rate(pre.comm.allreduce_bytes, 'B')} each by {pre.comm.algorithm}  → {fmt_seconds(pre.comm.tp_time_s)} per prompt"),
         ]
         if d.pp > 1:
             rows.append(("pipeline", f"{d.pp - 1} stage boundaries → {fmt_seconds(dec.comm.pp_time_s)} per decode step"))
@@ -352,6 +352,8 @@ def to_dict(ev: Evaluation) -> dict:
         "hop_latency_s": ring.hop_latency_s,
         "link_kinds": list(ring.link_kinds),
         "allreduces_per_pass": dec.comm.allreduces,
+        "allreduce_algorithm": dec.comm.algorithm if d.tp > 1 else None,
+        "prefill_allreduce_algorithm": pre.comm.algorithm if d.tp > 1 else None,
         "decode_comm_s": dec.comm_time_s,
         "prefill_comm_s": pre.comm_time_s,
     }

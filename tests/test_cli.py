@@ -182,3 +182,18 @@ def test_every_command_has_help(command, capsys):
         main([command, "--help"])
     assert exc.value.code == 0
     assert "usage: plan-opt " + command in capsys.readouterr().out
+
+
+def test_interconnect_step_names_the_allreduce_algorithm(capsys):
+    # Llama-3.1-70B FP8 at TP 8 on H200, one user: 16 KiB all-reduces by vLLM's custom
+    # one-shot kernel; a 1,024-token prompt's 16.8 MB ones by NVLS (under vLLM's 64 MiB).
+    flags = ["evaluate", "--model", "llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--weights", "fp8",
+             "--users", "1", "--prompt", "1024", "--output", "256"]
+    code, out, _ = run(flags, capsys)
+    assert code == 0
+    assert "16.4 kB each by custom one-shot" in out and "16.8 MB each by NVLS" in out
+    code, out, _ = run(flags + ["--format", "json"], capsys)
+    ic = json.loads(out)["interconnect"]
+    assert ic["allreduce_algorithm"] == "custom one-shot" and ic["prefill_allreduce_algorithm"] == "NVLS"
+    code, out, _ = run([*flags[:6], "1", *flags[7:], "--format", "json"], capsys)
+    assert json.loads(out)["interconnect"]["allreduce_algorithm"] is None  # TP 1

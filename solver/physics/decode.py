@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from solver.bisect import largest_true
 from solver.deployment import Deployment, Workload
 from solver.physics.compute import compute_dtype, peak_flops_per_s
-from solver.physics.interconnect import CommEstimate, estimate_comm
+from solver.physics.interconnect import CommEstimate, CommSegment, comm_segments, comm_time_from_segments, estimate_comm
 from solver.physics.memory import (
     deployment_weights_bytes,
     group_weights_bytes,
@@ -137,6 +137,10 @@ class DecodeCoefficients:
     prompt_tokens: int = 0
     prefill_budget_tokens: int = 0
     """Tokens a step may process (the engine's max_num_batched_tokens); 0 when isolated."""
+    comm_pieces: tuple[CommSegment, ...] = ()
+    """The communication over the step's tokens, piecewise linear: the all-reduce
+    algorithm changes with the message (one-shot, two-shot, NVLS, ring). Empty: the
+    single line comm_fixed_s + tokens × comm_per_sequence_s."""
 
     @property
     def flops_per_sequence(self) -> float:
@@ -185,6 +189,8 @@ class DecodeCoefficients:
 
     def comm_time_s(self, batch: int, prefill_tokens: float | None = None) -> float:
         k = self._prefill_tokens(batch, prefill_tokens)
+        if self.comm_pieces:
+            return comm_time_from_segments(self.comm_pieces, batch + k)
         return self.comm_fixed_s + (batch + k) * self.comm_per_sequence_s
 
     def step_s(self, batch: int, prefill_tokens: float | None = None) -> float:
@@ -233,6 +239,7 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         comm_fixed_s=comm0,
         comm_per_sequence_s=estimate_comm(d, 1).time_s - comm0,
         weight_bandwidth_share=bandwidth_share(d),
+        comm_pieces=comm_segments(d),
         step_overhead_s=fixed_step_s(d),
         **_continuous(d, w),
     )

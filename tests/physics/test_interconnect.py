@@ -1,4 +1,5 @@
-"""Step 4, the interconnect: ring all-reduce over the platform's topology graph."""
+"""Step 4, the interconnect: the all-reduce algorithm the engine picks (custom
+one-shot/two-shot, NVLS, NCCL ring, host-staged ring) over the platform's topology."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import dataclasses
 import pytest
 
 from solver.physics.decode import estimate_decode
-from solver.physics.interconnect import allreduce_time_s, estimate_comm
+from solver.physics.interconnect import allreduce_algorithm, allreduce_time_s, comm_segments, estimate_comm
 from solver.topology import Ring, build_graph, scale_up_domain_size, tp_ring
 
 
@@ -33,8 +34,11 @@ def test_pcie_only_tp_group_runs_at_pcie_speed(catalog, build_deployment):
     comm = estimate_comm(d, 16)
     size = 16 * 4096 * 2  # batch × hidden × 2 B
     assert comm.allreduces == 64  # 2 per layer × 32 layers
-    # 2(t−1)/t = 1 for t = 2; 2(t−1) = 2 hops of GPU → PCIe switch → GPU at 5 µs per link.
-    assert comm.tp_time_s == pytest.approx(64 * (size / 31.5e9 + 2 * 10e-6))
+    # A GeForce card has no PCIe peer access: NCCL's ring goes through host memory.
+    # 2(t−1)/t = 1 for t = 2, each byte crosses PCIe twice (2 × S / 31.5 GB/s);
+    # 2(t−1) = 2 hops of 20 µs each (the platform's host-staged hop).
+    assert comm.algorithm == "NCCL ring via host memory"
+    assert comm.tp_time_s == pytest.approx(64 * (2 * size / 31.5e9 + 2 * 20e-6))
     assert estimate_decode(d, w).comm_time_s == pytest.approx(comm.time_s)
 
 
@@ -93,3 +97,123 @@ def test_ring_answers_are_cached_on_disk_and_equal_to_a_fresh_computation(catalo
     # A changed platform is a different key, never a stale answer.
     faster = dataclasses.replace(plat, host=dataclasses.replace(plat.host, bandwidth_bytes_per_s=126e9))
     assert topo.tp_ring(faster, 4).bandwidth_bytes_per_s == 126e9
+
+
+# --------------------------------------------------------------------------- algorithms
+
+
+def _tp8_70b(build_deployment, gpu="h200"):
+    d, w, _ = build_deployment("llama-3.1-70b", gpu, tp=8, users=1, prompt=1024, output=256, weights="fp8")
+    return d, w
+
+
+KiB, MiB = 1024, 1024 * 1024
+
+
+def test_small_decode_message_on_nvswitch_is_a_custom_one_shot(build_deployment):
+    d, _ = _tp8_70b(build_deployment)
+    # batch 1: 1 × 8192 × 2 B = 16 KiB < 256 KiB, TP 8 on NVSwitch → vLLM's one-stage kernel:
+    # 7.2 µs + (t−1)·S / B = 7.2 µs + 7 × 16384 B / 450 GB/s = 7.2 + 0.2549 = 7.4549 µs.
+    a = allreduce_algorithm(d, 16 * KiB)
+    assert a.name == "custom one-shot"
+    assert a.time_s(16 * KiB) == pytest.approx(7.2e-6 + 7 * 16384 / 450e9)
+    assert a.time_s(16 * KiB) == pytest.approx(7.4549e-6, rel=1e-4)
+    comm = estimate_comm(d, 1)
+    assert comm.algorithm == "custom one-shot"
+    # 80 layers × 2 = 160 all-reduces × 7.4549 µs = 1.1928 ms per decode step.
+    assert comm.tp_time_s == pytest.approx(1.1928e-3, rel=1e-4)
+
+
+def test_above_the_custom_limit_hopper_tp8_goes_to_nvls(build_deployment):
+    d, _ = _tp8_70b(build_deployment)
+    # 256 KiB is vLLM's custom-all-reduce limit at TP 8 on SM 9.0: NVLS from there,
+    # 8.6 µs + S / 214 GB/s; at 1 MiB: 8.6 + 1048576 / 214e9 s = 8.6 + 4.8999 = 13.4999 µs.
+    assert allreduce_algorithm(d, 256 * KiB - 16).name == "custom one-shot"
+    a = allreduce_algorithm(d, 1 * MiB)
+    assert a.name == "NVLS"
+    assert a.time_s(1 * MiB) == pytest.approx(13.4999e-6, rel=1e-4)
+    # Beyond vLLM's 64 MiB symmetric-memory limit NCCL decides, taking the faster: at
+    # 128 MiB its ring, 14 × 2 µs + 1.75 × 134217728 / 450e9 = 28 + 521.96 = 549.96 µs,
+    # beats NVLS, 8.6 + 134217728 / 214e9 = 8.6 + 627.2 = 635.8 µs.
+    big = allreduce_algorithm(d, 128 * MiB)
+    assert big.name == "NCCL ring"
+    assert big.time_s(128 * MiB) == pytest.approx(28e-6 + 1.75 * 134217728 / 450e9)
+    assert big.time_s(128 * MiB) == pytest.approx(549.96e-6, rel=1e-4)
+
+
+def test_without_nvls_tp8_switches_from_one_shot_to_two_shot_then_ring(build_deployment):
+    d, _, _ = build_deployment("llama-3.1-70b", "a100-80gb", tp=8, users=1, prompt=1024, output=256)
+    # A100 HGX: one-shot below 256 KiB, two-shot up to vLLM's 8 MiB buffer, then NCCL's ring.
+    one = allreduce_algorithm(d, 128 * KiB)
+    # 14 µs + 7 × 131072 / 300 GB/s = 14 + 3.0583 = 17.0583 µs
+    assert one.name == "custom one-shot" and one.time_s(128 * KiB) == pytest.approx(17.0583e-6, rel=1e-4)
+    two = allreduce_algorithm(d, 1 * MiB)
+    # 20 µs + 2·7/8 × 1048576 / 300 GB/s = 20 + 6.1167 = 26.1167 µs
+    assert two.name == "custom two-shot" and two.time_s(1 * MiB) == pytest.approx(26.1167e-6, rel=1e-4)
+    ring = allreduce_algorithm(d, 8 * MiB)
+    # 14 hops × 2 µs + 1.75 × 8388608 / 300 GB/s = 28 + 48.934 = 76.934 µs
+    assert ring.name == "NCCL ring" and ring.time_s(8 * MiB) == pytest.approx(76.934e-6, rel=1e-4)
+    assert ring.time_s(8 * MiB) == pytest.approx(allreduce_time_s(8 * MiB, tp_ring(d.platform, 8)))
+
+
+def test_tp4_one_shot_runs_up_to_512_kib(build_deployment):
+    d, _, _ = build_deployment("llama-3.1-70b", "a100-80gb", tp=4, users=1, prompt=1024, output=256)
+    # World size ≤ 4: one-shot below 512 KiB (csrc/custom_all_reduce.cuh).
+    # 384 KiB: 14 µs + 3 × 393216 / 300 GB/s = 14 + 3.9322 = 17.9322 µs
+    a = allreduce_algorithm(d, 384 * KiB)
+    assert a.name == "custom one-shot" and a.time_s(384 * KiB) == pytest.approx(17.9322e-6, rel=1e-4)
+    assert allreduce_algorithm(d, 512 * KiB).name == "custom two-shot"
+
+
+def test_two_pcie_gpus_with_p2p_use_the_custom_kernel_four_do_not(build_deployment):
+    d2, _, _ = build_deployment("llama-3.1-8b", "l40s", tp=2, users=1, prompt=512, output=64)
+    assert d2.device.pcie_p2p and d2.platform.name == "pcie-gen4-8gpu"
+    # World size 2 is always one-shot: 23.2 µs + 1 × 8192 B / 31.5 GB/s = 23.2 + 0.2601 = 23.4601 µs
+    a = allreduce_algorithm(d2, 8192)
+    assert a.name == "custom one-shot" and a.time_s(8192) == pytest.approx(23.4601e-6, rel=1e-4)
+    d4, _, _ = build_deployment("llama-3.1-8b", "l40s", tp=4, users=1, prompt=512, output=64)
+    # More than two PCIe-only GPUs: NCCL's ring, 6 hops × 10 µs + 1.5 × 8192 / 31.5e9 = 60.39 µs
+    r = allreduce_algorithm(d4, 8192)
+    assert r.name == "NCCL ring" and r.time_s(8192) == pytest.approx(60.3901e-6, rel=1e-4)
+
+
+def test_geforce_without_p2p_goes_through_host_memory(build_deployment, catalog):
+    assert not catalog.device("rtx-4090").pcie_p2p and catalog.device("rtx-4090").pcie_p2p_source
+    d, _, _ = build_deployment("llama-3.1-8b", "rtx-4090", tp=4, users=1, prompt=512, output=64)
+    # 4 GPUs, PCIe Gen4 31.5 GB/s, host-staged hop 20 µs:
+    # 2(t−1) × 20 µs + 2(t−1)/t × 2 crossings × S / B = 120 µs + 3 × 1 MiB / 31.5e9 = 120 + 99.864 µs
+    a = allreduce_algorithm(d, 1 * MiB)
+    assert a.name == "NCCL ring via host memory"
+    assert a.time_s(1 * MiB) == pytest.approx(219.864e-6, rel=1e-4)
+    # The 3090's NVLink bridge gives it peer access: a custom one-shot over the bridge,
+    # 14 µs + 1 × 1 MiB / 56.25 GB/s = 14 + 18.641 = 32.641 µs.
+    b, _, _ = build_deployment("llama-3.1-8b", "rtx-3090", tp=2, users=1, prompt=512, output=64)
+    assert b.platform.name == "workstation-nvlink-pair"
+    one = allreduce_algorithm(b, 1 * MiB)
+    assert one.name == "custom one-shot" and one.time_s(1 * MiB) == pytest.approx(32.641e-6, rel=1e-4)
+
+
+def test_decode_pieces_follow_the_algorithm_and_match_estimate_comm(build_deployment):
+    d, w = _tp8_70b(build_deployment)
+    segs = comm_segments(d)
+    assert [s.algorithm for s in segs] == ["custom one-shot", "NVLS", "NCCL ring"]
+    # 256 KiB / 16 KiB per token = 16 tokens; 64 MiB / 16 KiB = 4096 tokens.
+    assert segs[0].upto_tokens == 16 and segs[1].upto_tokens == 4096
+    from solver.physics.decode import decode_coefficients
+
+    c = decode_coefficients(d, 1280, w)
+    for tokens in (0, 1, 8, 15, 16, 64, 1000, 4096, 8192):
+        assert c.comm_time_s(tokens, 0) == pytest.approx(estimate_comm(d, tokens).time_s), tokens
+    # The old two-point line (at 0 and 1 token) is exact below 16 tokens.
+    line = c.comm_fixed_s + 8 * c.comm_per_sequence_s
+    assert line == pytest.approx(estimate_comm(d, 8).time_s)
+
+
+def test_tp8_decode_share_of_allreduce_fell(build_deployment):
+    # Llama-3.1-70B FP8 on 8 × H200: 160 all-reduces per step. Ring: 28.06 µs each
+    # (14 hops × 2 µs + 1.75 × 16 KiB / 450 GB/s) = 4.49 ms of a 6.87 ms step (65 %);
+    # custom one-shot: 7.455 µs each = 1.19 ms of a 3.57 ms step (33 %).
+    d, w = _tp8_70b(build_deployment)
+    dec = estimate_decode(d, w)
+    assert dec.comm_time_s == pytest.approx(1.1928e-3, rel=1e-3)
+    assert dec.comm_time_s / dec.tpot_s < 0.37
