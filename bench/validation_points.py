@@ -62,7 +62,10 @@ def assign_split(points: list[dict]) -> dict[str, str]:
     the largest tables. Ties broken by the source's address."""
     counts: dict[str, dict[str, int]] = {}
     engine_of: dict[str, str] = {}
+    split = {source_key(p): "test" for p in points}  # out-of-scope campaigns: never fitted
     for p in points:
+        if out_of_scope(p):
+            continue
         src = source_key(p)
         counts.setdefault(src, {})
         counts[src][p["metric"]] = counts[src].get(p["metric"], 0) + 1
@@ -71,11 +74,21 @@ def assign_split(points: list[dict]) -> dict[str, str]:
     for src, by_metric in counts.items():
         metric = max(sorted(by_metric), key=by_metric.__getitem__)
         strata.setdefault((engine_of[src], metric), []).append((sum(by_metric.values()), src))
-    split = {}
     for key in sorted(strata):
         for i, (_, src) in enumerate(sorted(strata[key], key=lambda x: (-x[0], x[1]))):
             split[src] = "fit" if i % 2 == 0 else "test"
     return split
+
+
+def out_of_scope(p: dict) -> str | None:
+    """Runs of engines plan-opt does not plan for, or of builds that predate what it models."""
+    if p.get("engine") not in ENGINE:
+        return "engine not planned"
+    if p.get("engine") == "llama.cpp" and str(p.get("as_of", "")) < "2024-01-15":
+        # Builds before the ggml-backend rewrite (llama.cpp PR #4766, January 2024), which
+        # brought --split-mode and today's CUDA kernels: not the engine plan-opt models.
+        return "pre-2024 llama.cpp build"
+    return None
 
 
 def _cond(p: dict) -> dict:
@@ -193,7 +206,7 @@ def measured(p: dict) -> float | None:
             return 1e3 / value
         return None
     if kind == "throughput":
-        return value if unit == "tokens_per_s" else None
+        return value if unit in ("tokens_per_s", "tokens_per_s_per_gpu") else None
     if kind == "ttft":
         if unit == "ms":
             return value
@@ -210,10 +223,16 @@ def out_of_reach(p: dict) -> str | None:
         return "metric"
     if p.get("engine") not in ENGINE:
         return "engine not planned"
+    if p.get("engine") == "llama.cpp" and str(p.get("as_of", "")) < "2024-01-15":
+        # Builds before the ggml-backend rewrite (llama.cpp PR #4766, January 2024), which
+        # brought --split-mode and today's CUDA kernels: not the engine plan-opt models.
+        return "pre-2024 llama.cpp build"
     if kind == "ttft" and ((_num(cond.get("concurrency"), 1) or 1) > 1 or cond.get("scenario") == "Server" or cond.get("request_rate")):
         return "queueing"
     if kind == "ttft" and cond.get("enable_prefix_caching"):
         return "prefix-cached"
+    if cond.get("split_mode") not in (None, "layer", "row"):
+        return "llama.cpp split mode not modelled"
     if cond.get("speculative_decoding") or "MTP" in str(p.get("note", "")) and "speculative" in str(p.get("note", "")).lower():
         return "speculative decoding"
     if kind in ("tpot1", "tpot") and batch_of(p) is None:
@@ -280,6 +299,9 @@ def predict(p: dict, factors: dict | None = None, catalog=None) -> float | None:
             wall_s = output * ev.decode.tpot_s
         else:
             wall_s = ev.prefill.flops * batch / ev.prefill.effective_flops_per_s + output * ev.decode.tpot_s
-        return batch * replicas * output / wall_s
+        total = batch * replicas * output / wall_s
+        if p["measured"]["unit"] == "tokens_per_s_per_gpu":
+            return total / (d.tp * d.pp * replicas)
+        return total
     except (InputError, KeyError, ValueError, ZeroDivisionError):
         return None

@@ -58,10 +58,28 @@ def _engine_rule(d, mem) -> str:
     return f"{total} device × {mem.utilization:.2f} ({flag})"
 
 
+def _activation_note(d, w) -> str:
+    e = d.engine
+    if e is None or not e.profiles_activation:
+        return "none: this engine's KV budget does not reserve it"
+    if d.factors.activation_peak_scale == 0:
+        return "ignored (activation_peak_scale 0)"
+    length = e.max_model_len or w.context_tokens
+    tokens = e.max_num_batched_tokens if e.enable_chunked_prefill else max(length, e.max_num_batched_tokens)
+    return (f"profiled pass of {tokens:,} tokens (max_num_batched_tokens{'' if e.enable_chunked_prefill else ', chunked prefill off'})"
+            f" and {e.max_num_seqs:,} sampled rows (max_num_seqs)")
+
+
 def _band(value: float, rel: float) -> str:
     if not rel:
         return ""
     return f"; band {fmt_seconds(value * (1 - rel))} – {fmt_seconds(value * (1 + rel))} (calibration residuals)"
+
+
+def _fixed(d, seconds: float) -> str:
+    f = d.factors
+    return (f"{fmt_seconds(seconds)} = {fmt_seconds(f.step_overhead_s)} per pass + {fmt_seconds(f.layer_overhead_s)} × "
+            f"{d.model.num_layers} layers (scheduling, sampling, launches)")
 
 
 def _comm(seconds: float, d) -> str:
@@ -137,10 +155,13 @@ def render_text(ev: Evaluation) -> str:
         ("weights", f"{fmt_bytes(mem.weights_bytes):>24}   {wdesc}"),
         ("KV cache", f"{fmt_bytes(mem.kv_bytes):>24}   {per_layer * m.num_layers:,.0f} B/token = {kv_formula}"),
         ("", f"{'':>24}   × {kvdesc}"),
-        ("runtime overhead", f"{fmt_bytes(mem.overhead_bytes):>24}   CUDA context, activations (factor)"),
+        ("runtime overhead", f"{fmt_bytes(mem.overhead_bytes - mem.activation_bytes):>24}   non-torch memory: CUDA context, NCCL, workspaces (factor)"),
+        ("activation peak", f"{fmt_bytes(mem.activation_bytes):>24}   {_activation_note(d, w)}"),
         ("needed", f"{fmt_bytes(mem.needed_bytes):>24}"),
         ("usable", f"{fmt_bytes(mem.usable_bytes):>24}   {_engine_rule(d, mem)}"),
     ]
+    if mem.reserved_bytes:
+        rows.append(("driver's share", f"{fmt_bytes(mem.reserved_bytes):>24}   of the device's {_gb(mem.device_bytes + mem.reserved_bytes)}, unseen by the runtime"))
     if mem.kv_capacity_blocks:
         name = d.engine.display_name if d.engine else "vLLM"
         rows.append((
@@ -155,8 +176,9 @@ def render_text(ev: Evaluation) -> str:
     eff_bw = dec.bandwidth_bytes_per_s * dec.bandwidth_efficiency
     moe = f" ({dec.expert_hit_fraction:.0%} of experts hit at batch {dec.batch})" if m.is_moe else ""
     per_gpu = f" per TP rank, over its {d.pp} pipeline stages" if d.pp > 1 else " per GPU"
+    share = f" at {dec.weight_bandwidth_share:.2f} of 16-bit speed ({d.weights.name} kernels)" if dec.weight_bandwidth_share != 1 else ""
     rows = [
-        ("weights read", f"{_gb(dec.weight_bytes_read)} per step{per_gpu}{moe}  → {fmt_seconds(dec.weights_time_s)}"),
+        ("weights read", f"{_gb(dec.weight_bytes_read)} per step{per_gpu}{moe}{share}  → {fmt_seconds(dec.weights_time_s)}"),
         ("KV read", f"{_gb(dec.kv_bytes_read)} per step{per_gpu} ({dec.batch:,} sequence{'s' if dec.batch != 1 else ''} × {w.resident_tokens:,} tokens)  → {fmt_seconds(dec.kv_time_s)}"),
         ("bandwidth", f"{dec.bandwidth_bytes_per_s / GB:,.0f} GB/s × {dec.bandwidth_efficiency:.2f} efficiency = {eff_bw / GB:,.0f} GB/s"),
         (
@@ -164,8 +186,10 @@ def render_text(ev: Evaluation) -> str:
             f"{fmt_rate(dec.flops, 'FLOP')} per step{per_gpu} at {fmt_rate(dec.peak_flops_per_s, 'FLOP/s')} {dec.compute_dtype} × {dec.compute_efficiency:.2f}  → {fmt_seconds(dec.compute_time_s)}",
         ),
         *([("prefill mixed in", f"{dec.prefill_tokens:,.0f} prompt tokens per step (continuous batching: each request brings {w.prompt_tokens:,} over {w.output_tokens:,} steps)")] if dec.prefill_tokens else []),
+        ("GEMMs", f"max(weights read, matmul FLOPs)  → {fmt_seconds(dec.gemm_time_s)}"),
+        ("attention", f"max(KV read, attention FLOPs)  → {fmt_seconds(dec.attention_time_s)}"),
         ("communication", _comm(dec.comm_time_s, d)),
-        *([("step overhead", fmt_seconds(dec.coefficients.step_overhead_s) + " (calibrated)")] if dec.coefficients.step_overhead_s else []),
+        ("fixed cost", _fixed(d, dec.step_overhead_s)),
         (
             "TPOT",
             f"{fmt_seconds(dec.tpot_s)} ({dec.bound}-bound): {dec.tokens_per_s_per_user:,.1f} tokens/s per user, "
@@ -186,9 +210,11 @@ def render_text(ev: Evaluation) -> str:
             "throughput",
             f"{fmt_rate(pre.peak_flops_per_s, 'FLOP/s')} {pre.compute_dtype} × {pre.compute_efficiency:.2f} utilisation × TP {pre.tp} = {fmt_rate(pre.effective_flops_per_s, 'FLOP/s')}",
         ),
-        ("compute time", f"{fmt_seconds(pre.linear_time_s)} linear + {fmt_seconds(pre.attention_time_s)} attention = {fmt_seconds(pre.compute_time_s)}"),
-        ("weights read", f"{fmt_seconds(pre.weights_time_s)} (floor for short prompts)"),
+        ("compute time", f"{fmt_seconds(pre.linear_time_s)} linear + {fmt_seconds(pre.attention_time_s)} attention "
+                         f"({pre.attention_compute_dtype}, the KV cache's) = {fmt_seconds(pre.compute_time_s)}"),
+        ("weights read", f"{fmt_seconds(pre.weights_time_s)} (floor for the matmuls of short prompts)"),
         ("communication", _comm(pre.comm_time_s, d)),
+        ("fixed cost", _fixed(d, pre.step_overhead_s)),
         ("TTFT", f"{fmt_seconds(pre.ttft_s)} ({pre.bound}-bound, one prompt at a time)" + _band(pre.ttft_s, d.band[1])),
     ]
     if dec.ttft_under_load_s is not None:
@@ -269,8 +295,14 @@ def _remedy_dict(r: Remedy) -> dict:
 
 def to_dict(ev: Evaluation) -> dict:
     d, w, t = ev.deployment, ev.workload, ev.targets
+    e = d.engine
     out = {
         "model": d.model.name,
+        "engine": {
+            "name": e.name, "max_num_seqs": e.max_num_seqs, "max_num_batched_tokens": e.max_num_batched_tokens,
+            "max_model_len": e.max_model_len or w.context_tokens, "gpu_memory_utilization": d.factors.memory_utilization,
+            "enable_chunked_prefill": e.enable_chunked_prefill, "enforce_eager": e.enforce_eager, "split_mode": e.split_mode,
+        } if e else None,
         "gpu": d.device.name,
         "platform": d.platform.name,
         "gpus": d.gpus,
@@ -298,6 +330,8 @@ def to_dict(ev: Evaluation) -> dict:
         "weights_bytes": mem.weights_bytes,
         "kv_bytes": mem.kv_bytes,
         "overhead_bytes": mem.overhead_bytes,
+        "activation_bytes": mem.activation_bytes,
+        "reserved_bytes": mem.reserved_bytes,
         "needed_bytes": mem.needed_bytes,
         "device_bytes": mem.device_bytes,
         "usable_bytes": mem.usable_bytes,
@@ -324,6 +358,10 @@ def to_dict(ev: Evaluation) -> dict:
         "flops": dec.flops,
         "compute_time_s": dec.compute_time_s,
         "comm_time_s": dec.comm_time_s,
+        "weight_bandwidth_share": dec.weight_bandwidth_share,
+        "gemm_time_s": dec.gemm_time_s,
+        "attention_time_s": dec.attention_time_s,
+        "fixed_time_s": dec.step_overhead_s,
         "tpot_s": dec.tpot_s,
         "tpot_band_s": [dec.tpot_s * (1 - d.band[0]), dec.tpot_s * (1 + d.band[0])] if d.band[0] else None,
         "bound": dec.bound,
@@ -341,6 +379,8 @@ def to_dict(ev: Evaluation) -> dict:
         "attention_time_s": pre.attention_time_s,
         "weights_time_s": pre.weights_time_s,
         "comm_time_s": pre.comm_time_s,
+        "attention_compute_dtype": pre.attention_compute_dtype,
+        "fixed_time_s": pre.step_overhead_s,
         "ttft_s": pre.ttft_s,
         "ttft_band_s": [pre.ttft_s * (1 - d.band[1]), pre.ttft_s * (1 + d.band[1])] if d.band[1] else None,
         "ttft_under_load_s": dec.ttft_under_load_s,

@@ -14,7 +14,7 @@ from solver.cli import main
 from solver.errors import InputError
 from tests.conftest import build
 
-TRUE = {"bandwidth_efficiency": 0.7, "step_overhead_s": 0.002, "compute_efficiency": 0.6}
+TRUE = {"bandwidth_efficiency": 0.7, "step_overhead_s": 0.002, "layer_overhead_s": 0.0, "compute_efficiency": 0.6}
 ROWS = [  # model, tp, batch, prompt: bandwidth-bound decode, compute-bound prefill
     ("llama-3.1-8b", 1, 1, 4096), ("llama-3.1-8b", 1, 8, 2048), ("llama-3.1-70b", 2, 1, 8192),
     ("llama-3.1-70b", 4, 16, 4096), ("qwen2.5-32b", 2, 4, 1024),
@@ -60,7 +60,12 @@ def test_cli_writes_a_file_the_other_commands_accept(tmp_path, capsys):
     plain = json.loads(capsys.readouterr().out)["decode"]["tpot_s"]
     main(base + ["--calibration", str(out)])
     fitted = json.loads(capsys.readouterr().out)["decode"]["tpot_s"]
-    assert fitted > plain  # efficiency 0.7 < 0.8 and a 2 ms step overhead
+    # The same figure as the physics gives with the TRUE factors (what the rows were made with).
+    d, wl, _ = build("llama-3.1-8b", "h100-sxm", users=1, prompt=1024, output=128)
+    from solver.evaluate import evaluate
+
+    truth = evaluate(d.replace(factors=dataclasses.replace(d.factors, **TRUE)), wl, with_remedies=False).decode.tpot_s
+    assert fitted == pytest.approx(truth, rel=1e-6) and fitted != pytest.approx(plain, rel=1e-3)
 
 
 @pytest.mark.parametrize(
