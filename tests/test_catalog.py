@@ -68,7 +68,8 @@ def test_tensor_figures_are_dense(catalog):
 
 def test_units_are_si(catalog):
     for d in catalog.devices:
-        assert 1e11 <= d.memory_bandwidth_bytes_per_s <= 2e13, d.name  # 100 GB/s .. 20 TB/s
+        # 50 GB/s .. 20 TB/s: the base M1 (LPDDR4X-4266, 128-bit) is 68.25 GB/s
+        assert 5e10 <= d.memory_bandwidth_bytes_per_s <= 2e13, d.name
         for v in d.dense_flops_per_s.values():
             assert 1e12 <= v <= 5e16, d.name
     for p in catalog.platforms:
@@ -201,3 +202,62 @@ def test_new_devices_match_their_spec_sheets(catalog):
     assert catalog.device("m4-max").memory_bandwidth_bytes_per_s == 546e9
     assert catalog.device("m3-pro").memory_bandwidth_bytes_per_s == 150e9
     assert catalog.device("m2-pro").memory_bandwidth_bytes_per_s == 200e9
+
+
+# ----------------------------------------------------------------- more devices and models
+
+def test_llama_2_13b_params_from_its_config(catalog):
+    # config.json: 40 layers, hidden 5120, 40 heads (MHA, head_dim 128), intermediate 13824,
+    # vocab 32000, untied head, RMSNorm without bias. Per layer: Q, K, V, O = 4 x 5120^2
+    # = 104,857,600; gate, up, down = 3 x 5120 x 13824 = 212,336,640; two norms 2 x 5120 = 10,240
+    # -> 317,204,480 x 40 = 12,688,179,200; embeddings + LM head 2 x 32000 x 5120 = 327,680,000;
+    # final norm 5,120.
+    by_hand = 40 * (4 * 5120**2 + 3 * 5120 * 13824 + 2 * 5120) + 2 * 32000 * 5120 + 5120
+    assert by_hand == 12_688_179_200 + 327_680_000 + 5_120 == 13_015_864_320
+    assert catalog.model("llama-2-13b").total_params == by_hand
+    # Hugging Face's safetensors count, 13,015,866,880, adds 40 x 64 stored rotary buffers.
+    assert by_hand + 40 * 64 == 13_015_866_880
+
+
+def test_codellama_7b_params_from_its_config(catalog):
+    # config.json: llama-2-7b's shape (32 layers, hidden 4096, 32 heads MHA, intermediate 11008)
+    # with vocab 32016: 16 more rows in each of the embedding and the untied LM head.
+    # Per layer 4 x 4096^2 + 3 x 4096 x 11008 + 2 x 4096 = 67,108,864 + 135,266,304 + 8,192
+    # = 202,383,360 -> x 32 = 6,476,267,520; 2 x 32016 x 4096 = 262,275,072; final norm 4,096.
+    by_hand = 32 * (4 * 4096**2 + 3 * 4096 * 11008 + 2 * 4096) + 2 * 32016 * 4096 + 4096
+    assert by_hand == 6_476_267_520 + 262_275_072 + 4_096 == 6_738_546_688
+    assert catalog.model("codellama-7b").total_params == by_hand
+    assert by_hand - catalog.model("llama-2-7b").total_params == 2 * 16 * 4096
+
+
+def test_falcon_180b_params_from_its_config(catalog):
+    # config.json: 80 layers, hidden 14848, 232 query heads and 8 KV groups of head_dim 64, no
+    # biases in the linears, vocab 65024, untied head. Per layer: fused QKV 14848 x (232 + 2 x 8)
+    # x 64 = 235,667,456; dense 14848^2 = 220,463,104; MLP of TWO matrices (h -> 4h, 4h -> h,
+    # GELU) 2 x 14848 x 59392 = 1,763,704,832; ln_attn and ln_mlp, weight + bias, 4 x 14848
+    # = 59,392 -> 2,219,894,784 x 80 = 177,591,582,720; embeddings + LM head 2 x 65024 x 14848
+    # = 1,930,952,704; ln_f 2 x 14848 = 29,696.
+    h = 14848
+    per_layer = h * (232 + 2 * 8) * 64 + h * h + 2 * h * (4 * h) + 4 * h
+    assert per_layer == 235_667_456 + 220_463_104 + 1_763_704_832 + 59_392 == 2_219_894_784
+    by_hand = 80 * per_layer + 2 * 65024 * h + 2 * h
+    assert by_hand == 177_591_582_720 + 1_930_952_704 + 29_696 == 179_522_565_120
+    m = catalog.model("falcon-180b")
+    assert m.total_params == by_hand and m.intermediate_size == 4 * h
+    assert round(by_hand / 1e9, 1) == 179.5  # the published figure (= Hugging Face's safetensors.total)
+    # A gated three-matrix MLP of the same width would overcount by 80 x 14848 x 59392.
+    assert by_hand + 80 * h * 4 * h == 250_070_758_400
+
+
+NEW_DEVICE_ALIASES = {
+    "rtx-a6000": "rtx-a6000-48gb", "a40": "a40-48gb", "rtx-4000-ada": "rtx-4000-ada-20gb",
+    "rtx-5000-ada": "rtx-5000-ada-32gb", "m1": "apple-m1", "m3": "apple-m3", "m4": "apple-m4",
+    "rx-6800-xt": "radeon-rx-6800-xt", "rx-6700-xt": "radeon-rx-6700-xt", "rx-9070-xt": "radeon-rx-9070-xt",
+}
+
+
+def test_each_new_device_resolves_by_its_alias(catalog):
+    for name, alias in NEW_DEVICE_ALIASES.items():
+        assert alias in catalog.device(name).aliases, name
+        assert catalog.device(alias).name == name, alias
+        assert catalog.device(alias.upper().replace("-", " ")).name == name, alias  # case and punctuation fold
