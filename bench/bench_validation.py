@@ -5,8 +5,8 @@ split by bench/fit_defaults.py; see bench/validation_points.py for the split).
 Per metric: n, median and worst absolute percentage error uncalibrated; then the same
 with leave-one-out calibration (bandwidth efficiency + per-step overhead for decode,
 compute utilisation for prefill, fitted by `plan-opt calibrate`'s own least squares on
-the other test points of the same engine and memory kind, as a user would calibrate
-their own stack); and aiconfigurator's recorded error beside ours where it covers a point.
+the other test points of the same engine and GPU, as a user would calibrate their own
+stack); and aiconfigurator's recorded error beside ours where it covers a point.
 
     python bench/bench_validation.py [--verbose] [--split test|fit|all]
 
@@ -38,12 +38,13 @@ KNOBS = ("max_num_batched_tokens", "max_num_seqs", "enable_chunked_prefill", "en
 
 
 def group(p) -> tuple[str, str]:
-    """Calibration group: the engine and the memory kind (HBM, GDDR, unified)."""
+    """Calibration group: the engine and the GPU, as `plan-opt calibrate` fits them
+    (a user calibrates their own stack on their own GPUs)."""
     try:
-        kind = default_catalog().device(p["gpu"]).memory_kind
+        gpu = default_catalog().device(p["gpu"]).name
     except (InputError, KeyError):
-        kind = "?"
-    return p.get("engine") or "?", kind
+        gpu = "?"
+    return p.get("engine") or "?", gpu
 
 
 def _ev(p):
@@ -59,7 +60,7 @@ def _ev(p):
 
 
 def loo_factors(points, skip, predicted: dict) -> dict | None:
-    """Factors fitted on the other points of skip's engine and memory kind (same split)."""
+    """Factors fitted on the other points of skip's engine and GPU (same split)."""
     kind = kind_of(skip)
     want = ("tpot1", "tpot") if kind in ("tpot1", "tpot", "throughput") else ("ttft",)
     xs, ys = [], []

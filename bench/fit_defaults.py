@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from validation_points import ROOT, batch_of, deployment_for, in_flight, kind_of, load_points, measured, out_of_reach, tokens  # noqa: E402
+from validation_points import ROOT, _num, _saturated_batch, batch_of, deployment_for, in_flight, kind_of, load_points, measured, out_of_reach, tokens  # noqa: E402
 
 from solver.catalog import default_catalog  # noqa: E402
 from solver.errors import InputError  # noqa: E402
@@ -43,9 +43,10 @@ from solver.physics.memory import sixteen_bit_bytes, group_weights_bytes  # noqa
 
 MIN_POINTS = 6
 MIN_FORMAT_POINTS = 4
-UNIT = {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, "step_overhead_s": 0, "layer_overhead_s": 0}
-BOUNDS = {"e": (0.15, 1.0), "c": (0.05, 1.0), "s0": (0.0, 0.02), "s1": (0.0, 2e-4), "sb": (0.25, 1.2), "sc": (0.25, 1.2)}
-PRIOR = {"e": 0.8, "c": 0.5, "s0": 0.0, "s1": 0.0, "sb": 1.0, "sc": 1.0}
+UNIT = {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, "step_overhead_s": 0, "layer_overhead_s": 0, "sequence_overhead_s": 0}
+BOUNDS = {"e": (0.15, 1.0), "c": (0.05, 1.0), "s0": (0.0, 0.02), "s1": (0.0, 2e-4), "s2": (0.0, 1e-4), "sb": (0.25, 1.2), "sc": (0.25, 1.2)}
+PRIOR = {"e": 0.8, "c": 0.5, "s0": 0.0, "s1": 0.0, "s2": 0.0, "sb": 1.0, "sc": 1.0}
+GROUP_KEYS = ("e", "c", "s0", "s1", "s2")
 PULL = 0.3  # loss per unit of |log(value / prior)| (fixed costs: per ms and per 10 µs)
 
 
@@ -67,6 +68,7 @@ class Term:
     attention_s: float
     comm_s: float
     layers: int
+    batch: int = 1
 
 
 def _unit_shares(d):
@@ -85,17 +87,31 @@ def _sixteen_fraction(d) -> float:
 
 
 def terms_of(p: dict, catalog) -> Term | None:
+    """A TPOT or TTFT point's terms; an in-flight throughput point is a TPOT point too:
+    B sequences per replica each get a token per step, so TPOT = B / (tokens/s per replica)."""
     kind = kind_of(p)
-    if kind not in ("tpot1", "tpot", "ttft") or out_of_reach(p) or not p.get("gpu"):
+    if kind not in ("tpot1", "tpot", "ttft", "throughput") or out_of_reach(p) or not p.get("gpu"):
+        return None
+    if kind == "throughput" and not in_flight(p):
         return None
     meas = measured(p)
     prompt, output = tokens(p, "prompt_tokens", 128), tokens(p, "output_tokens", 128)
     try:
+        batch = batch_of(p)
+        if kind == "throughput":
+            batch = batch or _saturated_batch(p, prompt, output, UNIT, catalog)
+            if not batch:
+                return None
         if kind == "ttft":
             d, w, t = deployment_for(p, 1, prompt, 1, factors=UNIT, catalog=catalog)
         else:
-            d, w, t = deployment_for(p, batch_of(p), prompt, output, factors=UNIT, catalog=catalog,
+            d, w, t = deployment_for(p, batch, prompt, output, factors=UNIT, catalog=catalog,
                                      batching="continuous" if in_flight(p) else "isolated")
+        if kind == "throughput":
+            replicas = _num(p.get("conditions", {}).get("replicas"), 1) or 1
+            gpus = d.tp * d.pp * replicas
+            total = meas * gpus if p["measured"]["unit"] == "tokens_per_s_per_gpu" else meas
+            meas = batch * replicas / total * 1e3  # ms per token of each sequence
             w = dataclasses.replace(w, kv_fill=min(1.0, (prompt + output / 2) / w.context_tokens))
         d = _unit_shares(d)
         ev = evaluate(d, w, t, with_remedies=False)
@@ -112,7 +128,8 @@ def terms_of(p: dict, catalog) -> Term | None:
     dec = ev.decode
     c = dec.coefficients
     return Term(p["id"], "tpot", group, d.weights.name, d.kv.name, meas / 1e3, dec.weights_time_s, _sixteen_fraction(d),
-                c.linear_compute_time_s(dec.batch), dec.kv_time_s, c.attention_compute_time_s(dec.batch), dec.comm_time_s, layers)
+                c.linear_compute_time_s(dec.batch), dec.kv_time_s, c.attention_compute_time_s(dec.batch), dec.comm_time_s, layers,
+                dec.batch)
 
 
 class Model:
@@ -124,14 +141,14 @@ class Model:
         self.formats = sorted({t.weights for t in terms} | {t.kv for t in terms})
         self.values: dict[tuple, float] = {}
         for g in self.groups:
-            for k in ("e", "c", "s0", "s1"):
+            for k in GROUP_KEYS:
                 self.values[(g, k)] = PRIOR[k]
         for f in self.formats:
             for k in ("sb", "sc"):
                 self.values[(f, k)] = PRIOR[k]
         n = len(terms)
         self.arr = {name: np.array([getattr(t, name) for t in terms], dtype=float) for name in
-                    ("measured_s", "weights_s", "sixteen_fraction", "linear_s", "kv_s", "attention_s", "comm_s", "layers")}
+                    ("measured_s", "weights_s", "sixteen_fraction", "linear_s", "kv_s", "attention_s", "comm_s", "layers", "batch")}
         self.is_ttft = np.array([t.kind == "ttft" for t in terms])
         self.gidx = np.array([self.groups.index(t.group) for t in terms])
         self.widx = np.array([self.formats.index(t.weights) for t in terms])
@@ -146,12 +163,13 @@ class Model:
         a = self.arr
         e, c = self._vec("e", self.gidx, self.groups), self._vec("c", self.gidx, self.groups)
         s0, s1 = self._vec("s0", self.gidx, self.groups), self._vec("s1", self.gidx, self.groups)
+        s2 = self._vec("s2", self.gidx, self.groups)
         sb, sc = self._vec("sb", self.widx, self.formats), self._vec("sc", self.widx, self.formats)
         sck = self._vec("sc", self.kidx, self.formats)
         weights = a["weights_s"] * (a["sixteen_fraction"] + (1 - a["sixteen_fraction"]) / sb) / e
         fixed = a["comm_s"] + s0 + a["layers"] * s1
         # decode: the GEMMs at the weights' utilisation (no format share in decode), attention likewise
-        tpot = np.maximum(weights, a["linear_s"] / c) + np.maximum(a["kv_s"] / e, a["attention_s"] / c) + fixed
+        tpot = np.maximum(weights, a["linear_s"] / c) + np.maximum(a["kv_s"] / e, a["attention_s"] / c) + fixed + a["batch"] * s2
         # prefill: GEMMs at utilisation × the format's share, attention in the KV dtype's share
         ttft = np.maximum(a["linear_s"] / (c * sc), weights) + a["attention_s"] / (c * sck) + fixed
         return np.where(self.is_ttft, ttft, tpot)
@@ -162,7 +180,7 @@ class Model:
         for (owner, key), v in self.values.items():
             if key in ("s0",):
                 pull += PULL * v / 1e-3
-            elif key == "s1":
+            elif key in ("s1", "s2"):
                 pull += PULL * v / 1e-5
             else:
                 pull += PULL * abs(math.log(v / PRIOR[key]))
@@ -170,7 +188,7 @@ class Model:
 
     def free(self, min_points: int, min_format: int) -> list[tuple]:
         counts = {g: int((self.gidx == i).sum()) for i, g in enumerate(self.groups)}
-        free = [(g, k) for g in self.groups if counts[g] >= min_points for k in ("e", "c", "s0", "s1")]
+        free = [(g, k) for g in self.groups if counts[g] >= min_points for k in GROUP_KEYS]
         for i, f in enumerate(self.formats):
             if f in ("bf16", "fp16"):
                 continue  # the reference
@@ -187,7 +205,7 @@ class Model:
             before = self.loss()
             for key in free:
                 lo, hi = BOUNDS[key[1]]
-                if key[1] in ("s0", "s1"):
+                if key[1] in ("s0", "s1", "s2"):
                     grid = np.concatenate([[0.0], np.geomspace(max(hi * 1e-4, 1e-7), hi, 80)])
                 else:
                     grid = np.geomspace(lo, hi, 120)
@@ -231,14 +249,15 @@ def main() -> None:
         src = g if g in fitted_groups else fallback(g, fitted_groups)
         if src is None:
             continue
-        v = {k: model.values[(src, k)] for k in ("e", "c", "s0", "s1")}
+        v = {k: model.values[(src, k)] for k in GROUP_KEYS}
         n = int((model.gidx == model.groups.index(src)).sum())
         engines.setdefault(g[0], {})[g[1]] = {
             "bandwidth_efficiency": round(v["e"], 4), "compute_efficiency": round(v["c"], 4),
             "step_overhead_s": round(v["s0"], 7), "layer_overhead_s": round(v["s1"], 8),
+            "sequence_overhead_s": round(v["s2"], 8),
         }
         how = f"{n} points" if src == g else f"inherited from {src[0]} on {src[1]}"
-        lines.append(f"  {g[0]:<10} {g[1]:<6} e {v['e']:.3f}  c {v['c']:.3f}  fixed {v['s0'] * 1e3:6.3f} ms + {v['s1'] * 1e6:6.2f} µs/layer  ({how})")
+        lines.append(f"  {g[0]:<10} {g[1]:<6} e {v['e']:.3f}  c {v['c']:.3f}  fixed {v['s0'] * 1e3:6.3f} ms + {v['s1'] * 1e6:6.2f} µs/layer + {v['s2'] * 1e6:6.2f} µs/seq  ({how})")
     precisions = {}
     for f in model.formats:
         shares = {}

@@ -71,6 +71,9 @@ class Factors:
     layer_overhead_s: Annotated[float, Ge(0), Le(0.01)] = 0.0
     """Fixed cost per layer per forward pass (kernel launches, synchronisation), paid
     once per layer on each pipeline stage: deep models pay more per token."""
+    sequence_overhead_s: Annotated[float, Ge(0), Le(0.01)] = 0.0
+    """Fixed cost per sequence per decode step (sampling, detokenising, scheduler
+    bookkeeping on the host): what makes large batches slower than their kernels."""
     reserved_bytes: NonNegInt = 0
     """Device memory the driver keeps: the device's reported total less what the
     runtime sees (nvidia-smi total − torch.cuda.mem_get_info total)."""
@@ -87,6 +90,7 @@ class FactorOverrides:
     compute_efficiency: Fraction | None = None
     step_overhead_s: Annotated[float, Ge(0), Le(1)] | None = None
     layer_overhead_s: Annotated[float, Ge(0), Le(0.01)] | None = None
+    sequence_overhead_s: Annotated[float, Ge(0), Le(0.01)] | None = None
     reserved_bytes: NonNegInt | None = None
     activation_peak_scale: Annotated[float, Ge(0), Le(10)] | None = None
 
@@ -129,7 +133,8 @@ class Device:
     memory_kind: Literal["hbm", "gddr", "lpddr"]
     """HBM, GDDR or LPDDR (unified memory): engines reach different shares of each."""
     dense_flops_per_s: dict[ComputeDtype, Positive]
-    """Dense (no 2:4 sparsity) tensor throughput per precision; absent = unsupported."""
+    """Dense (no 2:4 sparsity) tensor throughput per precision; absent = unsupported.
+    16-bit figures are with FP32 accumulate (what cuBLAS uses for LLM GEMMs)."""
     weight_formats: Annotated[tuple[str, ...], MinLen(1)]
     kv_formats: Annotated[tuple[str, ...], MinLen(1)]
     platforms: Annotated[tuple[str, ...], MinLen(1)]
@@ -146,6 +151,9 @@ class Device:
     """Whether the driver lets two of these cards read each other's memory over PCIe
     (GeForce cards: no). Without it a PCIe all-reduce bounces through host memory."""
     pcie_p2p_source: str | None = None
+    fp16_accumulate_flops_per_s: Positive | None = None
+    """FP16 matmuls with FP16 accumulate, where faster than with FP32 accumulate
+    (GeForce: twice): what an engine that accumulates in FP16 (llama.cpp) reaches."""
 
     def __post_init__(self) -> None:
         _check_name("device", self.name)
@@ -485,6 +493,9 @@ class Engine:
     over max_num_batched_tokens tokens and max_num_seqs sampled rows (vLLM)."""
     sampler_bytes_per_logit: NonNegInt = 0
     """Bytes per vocabulary entry per sequence the sampler holds at its peak."""
+    accumulates_fp16: bool = False
+    """FP16 matmuls accumulate in FP16 (llama.cpp's cuBLAS path), at the device's
+    fp16_accumulate_flops_per_s where it has one."""
     split_mode: Literal["layer", "row"] | None = None
     """llama.cpp over several GPUs: whole layers per GPU, run one after another
     (layer, the default) or each matrix split by rows (row)."""

@@ -127,6 +127,7 @@ class FactorsIn(_In):
     compute_efficiency: float | None = Field(default=None, gt=0, le=1)
     step_overhead_s: Annotated[float, _quantity("seconds"), Field(ge=0, le=1)] | None = None
     layer_overhead_s: Annotated[float, _quantity("seconds"), Field(ge=0, le=0.01)] | None = None
+    sequence_overhead_s: Annotated[float, _quantity("seconds"), Field(ge=0, le=0.01)] | None = None
     reserved_bytes: NonNegBytes | None = None
     activation_peak_scale: float | None = Field(default=None, ge=0, le=10)
 

@@ -76,10 +76,11 @@ def _band(value: float, rel: float) -> str:
     return f"; band {fmt_seconds(value * (1 - rel))} – {fmt_seconds(value * (1 + rel))} (calibration residuals)"
 
 
-def _fixed(d, seconds: float) -> str:
+def _fixed(d, seconds: float, batch: int = 0) -> str:
     f = d.factors
+    per_seq = f" + {fmt_seconds(f.sequence_overhead_s)} × {batch} sequences" if batch and f.sequence_overhead_s else ""
     return (f"{fmt_seconds(seconds)} = {fmt_seconds(f.step_overhead_s)} per pass + {fmt_seconds(f.layer_overhead_s)} × "
-            f"{d.model.num_layers} layers (scheduling, sampling, launches)")
+            f"{d.model.num_layers} layers{per_seq} (scheduling, sampling, launches)")
 
 
 def _comm(seconds: float, d) -> str:
@@ -189,7 +190,7 @@ def render_text(ev: Evaluation) -> str:
         ("GEMMs", f"max(weights read, matmul FLOPs)  → {fmt_seconds(dec.gemm_time_s)}"),
         ("attention", f"max(KV read, attention FLOPs)  → {fmt_seconds(dec.attention_time_s)}"),
         ("communication", _comm(dec.comm_time_s, d)),
-        ("fixed cost", _fixed(d, dec.step_overhead_s)),
+        ("fixed cost", _fixed(d, dec.step_overhead_s, dec.batch)),
         (
             "TPOT",
             f"{fmt_seconds(dec.tpot_s)} ({dec.bound}-bound): {dec.tokens_per_s_per_user:,.1f} tokens/s per user, "

@@ -20,8 +20,12 @@ def compute_dtype(device: Device, precision: Precision) -> str | None:
     return None
 
 
-def peak_flops_per_s(device: Device, precision: Precision) -> float:
+def peak_flops_per_s(device: Device, precision: Precision, engine=None) -> float:
+    """The matmuls' peak; FP16 at the FP16-accumulate rate for an engine that
+    accumulates in FP16, on devices where that is faster."""
     dtype = compute_dtype(device, precision)
     if dtype is None:
         raise ValueError(f"{device.name} has no tensor throughput for {precision.name}")
+    if dtype == "fp16" and engine is not None and engine.accumulates_fp16 and device.fp16_accumulate_flops_per_s:
+        return device.fp16_accumulate_flops_per_s
     return device.dense_flops_per_s[dtype]

@@ -129,6 +129,8 @@ class DecodeCoefficients:
     """Share of the 16-bit GEMV bandwidth the weight format's kernels reach."""
     step_overhead_s: float = 0.0
     """Fixed cost of every step: per step plus per layer."""
+    sequence_overhead_s: float = 0.0
+    """Host cost per decoding sequence per step (sampling, detokenising)."""
     prefill_tokens_per_sequence: float = 0.0
     """Continuous batching: prompt tokens mixed into each step per decoding sequence —
     every request brings `prompt` tokens over its `output` steps (0 when isolated)."""
@@ -199,6 +201,7 @@ class DecodeCoefficients:
             + self.attention_time_s(batch)
             + self.comm_time_s(batch, prefill_tokens)
             + self.step_overhead_s
+            + batch * self.sequence_overhead_s
         )
 
     def tpot_s(self, batch: int) -> float:
@@ -233,7 +236,7 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         attention_flops_per_sequence=attention_flops_per_token(d, context_tokens) / d.tp,
         bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,
         bandwidth_efficiency=d.factors.bandwidth_efficiency,
-        peak_flops_per_s=peak_flops_per_s(d.device, d.weights),
+        peak_flops_per_s=peak_flops_per_s(d.device, d.weights, d.engine),
         compute_dtype=compute_dtype(d.device, d.weights),
         compute_efficiency=d.factors.compute_efficiency,
         comm_fixed_s=comm0,
@@ -241,6 +244,7 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         weight_bandwidth_share=bandwidth_share(d),
         comm_pieces=comm_segments(d),
         step_overhead_s=fixed_step_s(d),
+        sequence_overhead_s=d.factors.sequence_overhead_s,
         **_continuous(d, w),
     )
 
@@ -345,7 +349,9 @@ class DecodeEstimate:
 
     @property
     def step_overhead_s(self) -> float:
-        return self.coefficients.step_overhead_s
+        """The step's fixed cost: per pass, per layer and per sequence."""
+        c = self.coefficients
+        return c.step_overhead_s + self.batch * c.sequence_overhead_s
 
     @property
     def weight_bandwidth_share(self) -> float:

@@ -131,7 +131,7 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         linear_flops=linear_flops(d.model.active_params, p),
         attention_flops=attention_flops(d, p),
         tp=d.tp,
-        peak_flops_per_s=peak_flops_per_s(d.device, d.weights),
+        peak_flops_per_s=peak_flops_per_s(d.device, d.weights, d.engine),
         compute_dtype=compute_dtype(d.device, d.weights),
         compute_efficiency=d.factors.compute_efficiency * d.weights.compute_share,
         weight_bytes_read=touched_weight_bytes(d, p) / d.tp,
