@@ -119,7 +119,7 @@ def terms_of(p: dict, catalog) -> Term | None:
         return None
     if not ev.valid:
         return None
-    group = (d.engine.name, d.device.memory_kind)
+    group = (d.engine.name, d.device.memory_kind if d.device.vendor == "NVIDIA" else f"{d.device.vendor.lower()}.{d.device.memory_kind}")
     layers = d.model.num_layers
     if kind == "ttft":
         pre = ev.prefill
@@ -222,7 +222,7 @@ class Model:
 
 def fallback(group: tuple[str, str], fitted: set) -> tuple[str, str] | None:
     engine, kind = group
-    for g in ((engine, "hbm"), ("vllm", kind), ("vllm", "hbm")):
+    for g in ((engine, kind.split(".")[-1]), (engine, "hbm"), ("vllm", kind), ("vllm", "hbm")):
         if g in fitted and g != group:
             return g
     return None
@@ -244,7 +244,8 @@ def main() -> None:
     fitted_groups = {k[0] for k in free if isinstance(k[0], tuple)}
     engines: dict[str, dict[str, dict]] = {}
     lines = []
-    all_groups = {(e.name, kind) for e in catalog.engines for kind in ("hbm", "gddr", "lpddr")}
+    kinds = {"hbm", "gddr", "lpddr"} | {g[1] for g in fitted_groups}
+    all_groups = {(e.name, kind) for e in catalog.engines for kind in kinds}
     for g in sorted(all_groups):
         src = g if g in fitted_groups else fallback(g, fitted_groups)
         if src is None:

@@ -476,7 +476,7 @@ class Engine:
     source: str
     as_of: dt.date
     aliases: tuple[str, ...] = ()
-    efficiency: dict[Literal["hbm", "gddr", "lpddr"], FactorOverrides] = field(default_factory=dict)
+    efficiency: dict[str, FactorOverrides] = field(default_factory=dict)
     """Shares of peak this engine reaches on each memory kind, fitted on the
     validation set's fit points (catalogs/fitted.yaml, bench/fit_defaults.py)."""
     max_model_len: Count | None = None
@@ -502,6 +502,12 @@ class Engine:
 
     def __post_init__(self) -> None:
         _check_name("engine", self.name)
+
+    def efficiency_on(self, device: Device) -> FactorOverrides | None:
+        """What this engine reaches on the device: fitted for its vendor and memory kind
+        ("amd.hbm"), else for the memory kind ("hbm")."""
+        kind = device.memory_kind
+        return self.efficiency.get(f"{device.vendor.lower()}.{kind}") or self.efficiency.get(kind)
 
     def batch_knobs(self, device_memory_bytes: float, device_name: str) -> tuple[int, int]:
         """(max_num_batched_tokens, max_num_seqs) as the engine defaults them on this GPU."""
@@ -568,7 +574,8 @@ class _FittedFile:
     __pydantic_config__ = _FORBID
     fitted_on: str
     as_of: dt.date
-    engines: dict[str, dict[Literal["hbm", "gddr", "lpddr"], FactorOverrides]] = field(default_factory=dict)
+    engines: dict[str, dict[str, FactorOverrides]] = field(default_factory=dict)
+    """engine → memory kind ("hbm"), or vendor and memory kind ("amd.hbm") → factors."""
     precisions: dict[str, FittedShares] = field(default_factory=dict)
 
 
@@ -644,6 +651,10 @@ class Catalog:
         self.fitted_on = fitted.fitted_on
         self.precisions = _Index.build("precision", "precision", [_with_shares(p, fitted) for p in precisions.precisions])
         self.engines = _Index.build("engine", "engine", [_with_efficiency(e, fitted) for e in engines.engines])
+        for groups in fitted.engines.values():
+            for key in groups:
+                if key.split(".")[-1] not in ("hbm", "gddr", "lpddr"):
+                    raise ValueError(f"fitted.yaml: '{key}' is not a memory kind (hbm, gddr, lpddr) or vendor.kind")
         for name in [*fitted.engines, *fitted.precisions]:
             if name not in self.engines.entries and name not in self.precisions.entries:
                 raise ValueError(f"fitted.yaml names unknown engine or precision '{name}'")

@@ -230,7 +230,7 @@ def engine_factors(catalog: Catalog, device, engine, at: str = "nominal"):
     wins over any engine), then a calibration's fitted factors — at the slow edge of
     its band when `at` is pessimistic."""
     base = dataclasses.replace(catalog.default_factors, memory_utilization=engine.fraction)
-    measured = engine.efficiency.get(device.memory_kind)
+    measured = engine.efficiency_on(device)
     if measured:
         base = measured.apply(base)
     factors = device.factors.apply(base)

@@ -14,7 +14,8 @@ from solver.cli import main
 from solver.errors import InputError
 from tests.conftest import build
 
-TRUE = {"bandwidth_efficiency": 0.7, "step_overhead_s": 0.002, "layer_overhead_s": 0.0, "compute_efficiency": 0.6}
+TRUE = {"bandwidth_efficiency": 0.7, "step_overhead_s": 0.002, "layer_overhead_s": 0.0, "sequence_overhead_s": 0.0,
+        "compute_efficiency": 0.6}
 ROWS = [  # model, tp, batch, prompt: bandwidth-bound decode, compute-bound prefill
     ("llama-3.1-8b", 1, 1, 4096), ("llama-3.1-8b", 1, 8, 2048), ("llama-3.1-70b", 2, 1, 8192),
     ("llama-3.1-70b", 4, 16, 4096), ("qwen2.5-32b", 2, 4, 1024),

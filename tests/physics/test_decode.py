@@ -6,7 +6,7 @@ import pytest
 
 from solver.physics.decode import estimate_decode, expert_hit_fraction
 
-NO_FIXED = {"step_overhead_s": 0, "layer_overhead_s": 0}
+NO_FIXED = {"step_overhead_s": 0, "layer_overhead_s": 0, "sequence_overhead_s": 0}
 NO_EFF = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED}}
 # Llama-3.1-8B: 8,030,261,248 parameters, of which the untied input embedding is
 # 128,256 × 4,096 = 525,336,576; a step reads one row of it per token, not the table.
@@ -39,7 +39,7 @@ def test_the_step_is_a_sum_of_kernels_not_the_larger_of_memory_and_compute(build
 
 def test_a_fixed_cost_per_step_and_per_layer_is_added(build_deployment):
     # 1 ms per step and 20 µs per layer × 32 layers = 1.64 ms on top of the kernels.
-    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, "step_overhead_s": "1ms", "layer_overhead_s": "20us"}}
+    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, "step_overhead_s": "1ms", "layer_overhead_s": "20us", "sequence_overhead_s": 0}}
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=1, output=1, overrides=over)
     dec = estimate_decode(d, w)
     assert dec.step_overhead_s == pytest.approx(1e-3 + 32 * 20e-6)
