@@ -161,7 +161,11 @@ class EngineIn(_In):
 
 
 def _engine_field(v):
-    return {"name": v} if isinstance(v, str) else v
+    if isinstance(v, str):
+        return {"name": v}
+    if isinstance(v, (dict, EngineIn)):
+        return v
+    raise ValueError("expected an engine name (vllm, sglang, trtllm, llama.cpp) or a mapping such as {name: vllm, max_num_seqs: 256}")
 
 
 EngineField = Annotated[EngineIn, BeforeValidator(_engine_field)]

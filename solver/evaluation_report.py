@@ -98,7 +98,9 @@ def render_text(ev: Evaluation) -> str:
     out: list[str] = []
     out.append(f"plan-opt evaluate · {m.display_name} on {d.gpus} × {dev.display_name}")
     header = [
-        ("split", f"TP {d.tp} × PP {d.pp} per replica, {d.replicas} replica(s) = {d.gpus} GPU(s) on {d.platform.display_name}"),
+        ("split", f"TP {d.tp} × PP {d.pp} per replica, {d.replicas} replica(s) = {d.gpus} GPU(s) on {d.platform.display_name}"
+                  + (" (llama.cpp --split-mode layer: the GPUs hold whole layers and run in turn)"
+                     if d.engine is not None and d.engine.split_mode == "layer" and d.pp > 1 else "")),
         (
             "precision",
             f"weights {d.weights.name} ({d.weights.bytes_per_value:.4g} B/param), KV cache {d.kv.name} ({d.kv.bytes_per_value:.4g} B/value)",

@@ -1,0 +1,98 @@
+"""The engine section: the knobs that size an engine's memory and batches, defaulted as
+each engine defaults them, refused clearly when wrong, and carried into the command
+`plan-opt deploy` prints, so the plan and the command agree."""
+
+from __future__ import annotations
+
+import pytest
+
+from solver.deploy import check_flags, emit
+from solver.errors import InputError
+from solver.physics.decode import estimate_decode
+from solver.physics.memory import activation_peak_bytes, weights_bytes
+from solver.solve import solve
+from solver.spec import parse_spec
+from tests.solve_helpers import problem_of
+
+SPEC = {"model": "llama-3.1-8b", "workload": {"users": 8, "context_tokens": 4096, "output_tokens": 256},
+        "sla": {"max_tpot": "30ms"}, "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]}}
+
+
+def test_a_name_alone_is_the_engine_with_its_defaults():
+    assert parse_spec({**SPEC, "engine": "sglang"}).engine.name == "sglang"
+    problem = problem_of(SPEC)
+    e = problem.shapes[0].deployment.engine
+    # vLLM on an 80 GB H100 (≥ 70 GiB, not an A100): 8,192 tokens and 1,024 sequences a step.
+    assert (e.name, e.max_num_batched_tokens, e.max_num_seqs, e.enable_chunked_prefill) == ("vllm", 8192, 1024, True)
+    a100 = problem_of({**SPEC, "search": {**SPEC["search"], "gpus": ["a100-80gb"]}}).shapes[0].deployment.engine
+    assert (a100.max_num_batched_tokens, a100.max_num_seqs) == (2048, 256)  # vLLM keeps A100s at the small defaults
+
+
+def test_knobs_reach_the_physics():
+    spec = {**SPEC, "engine": {"name": "vllm", "max_num_batched_tokens": 16384, "max_num_seqs": 64,
+                               "gpu_memory_utilization": 0.8}}
+    d = problem_of(spec).shapes[0].deployment
+    assert d.factors.memory_utilization == 0.8
+    # 16,384 tokens × 2 B × (3 × 14,336 + 3 × 4,096) + 64 rows × 128,256 × 8 B
+    assert activation_peak_bytes(d, 4096) == 16384 * 2 * (3 * 14336 + 3 * 4096) + 64 * 128256 * 8
+
+
+@pytest.mark.parametrize("engine, field", [
+    ({"name": "vllm", "max_num_seqs": 0}, "engine.max_num_seqs"),
+    ({"name": "vllm", "gpu_memory_utilization": 1.5}, "engine.gpu_memory_utilization"),
+    ({"name": "vllm", "max_num_batched_tokens": "lots"}, "engine.max_num_batched_tokens"),
+    ({"name": "vllm", "block_size": 32}, "engine.block_size"),
+    ({"name": "vllm", "split_mode": "layer"}, "engine.split_mode"),
+    ({"name": "vlm"}, "engine"),
+])
+def test_wrong_knobs_name_the_field(engine, field):
+    with pytest.raises(InputError) as exc:
+        problem_of({**SPEC, "engine": engine})
+    assert exc.value.field.startswith(field), exc.value
+
+
+def test_deploy_emits_the_knobs_the_plan_was_sized_with():
+    spec = {**SPEC, "engine": {"name": "vllm", "max_num_batched_tokens": 4096, "max_model_len": 8192, "enforce_eager": True}}
+    r = solve(problem_of(spec), explain=False)
+    dep = emit(r, "vllm")
+    argv = dep.argv
+    assert argv[argv.index("--max-num-batched-tokens") + 1] == "4096"
+    assert argv[argv.index("--max-model-len") + 1] == "8192"
+    assert "--enforce-eager" in argv and check_flags(dep) == []
+    sg = emit(r, "sglang")  # another engine's command does not claim this engine's knobs
+    assert "--chunked-prefill-size" not in sg.argv and check_flags(sg) == []
+
+
+def test_llama_cpp_splits_layers_so_a_second_gpu_adds_memory_not_speed(build_deployment):
+    # Llama-3.1-70B Q4_K_M on two RTX 3090s: llama.cpp's default --split-mode layer puts
+    # 40 layers on each card, which run one after another for every token: each step
+    # reads all the weights (but the input table) at one card's bandwidth.
+    over = {"factors": {"bandwidth_efficiency": 1.0, "step_overhead_s": 0, "layer_overhead_s": 0, "sequence_overhead_s": 0},
+            "precision": {"bandwidth_share": 1.0}}
+    d, w, _ = build_deployment("llama-3.1-70b", "rtx-3090", tp=2, users=1, prompt=1, output=1, weights="q4_k_m",
+                               kv="fp16", overrides=over, engine="llama.cpp")
+    assert (d.tp, d.pp) == (1, 2)
+    dec = estimate_decode(d, w)
+    m = d.model
+    read = weights_bytes(m, d.weights) - m.vocab_size * m.hidden_size * d.weights.bytes_per_value
+    assert dec.weights_time_s == pytest.approx(read / 936e9)
+    # Row split is the tensor-parallel-like option: each card reads half.
+    d2, w2, _ = build_deployment("llama-3.1-70b", "rtx-3090", tp=2, users=1, prompt=1, output=1, weights="q4_k_m",
+                                 kv="fp16", overrides=over, engine={"name": "llama.cpp", "split_mode": "row"},
+                                 platform="workstation-gen4-4gpu")
+    assert (d2.tp, d2.pp) == (2, 1)
+    assert estimate_decode(d2, w2).weights_time_s == pytest.approx(read / 2 / 936e9)
+
+
+def test_the_405b_fp8_checkpoint_keeps_attention_and_two_blocks_in_bf16(catalog):
+    # 126 layers, hidden 16,384, 128 heads and 8 KV heads of 128: attention is
+    # 126 × 16,384 × (2 × 16,384 + 2 × 1,024) = 71,873,593,344 parameters; embeddings and
+    # LM head 2 × 128,256 × 16,384; the rest (MLP and norms) is FP8 except in 2 of the
+    # 126 blocks. FP8 here is 1 byte a value.
+    m = catalog.model("llama-3.1-405b")
+    attention = 126 * 16384 * (2 * 16384 + 2 * 1024)
+    embeddings = 2 * 128256 * 16384
+    mlp = m.total_params - attention - embeddings
+    assert m.param_groups()["attention"] == attention == 71_873_593_344
+    expected = (attention + embeddings) * 2 + mlp * (2 / 126 * 2 + 124 / 126 * 1)
+    assert weights_bytes(m, catalog.precision("fp8")) == pytest.approx(expected)
