@@ -51,18 +51,24 @@ def load_points() -> list[dict]:
 
 
 def source_key(p: dict) -> str:
-    """The measurement campaign: the cited address up to its first space."""
-    return p["source"].split()[0].rstrip(",;—")
+    """The measurement campaign: the cited address up to its first space, and for a
+    GitHub address the repository at its revision (a document and the logs committed
+    beside it are one campaign) or the issue or pull-request thread."""
+    url = p["source"].split()[0].rstrip(",;—")
+    parts = url.split("/")
+    if len(parts) > 6 and parts[2] == "github.com" and parts[5] in ("blob", "tree", "raw", "issues", "pull", "discussions"):
+        return "/".join(parts[:7])
+    return url
 
 
 def assign_split(points: list[dict]) -> dict[str, str]:
-    """source → 'fit' or 'test'. Sources are grouped by engine and by the metric most
-    of their points measure; within each group, largest first, they are dealt
-    alternately (the first to fit), so both halves hold every engine and metric and
-    the largest tables. Ties broken by the source's address."""
+    """source → 'fit' or 'test'. Within each engine, sources are taken largest first and
+    each goes to the half that leaves the two halves' counts per metric closest (ties to
+    fit), so both halves hold every engine and metric. Ties in size are broken by the
+    source's address. Sources of runs out of scope are never fitted (test)."""
     counts: dict[str, dict[str, int]] = {}
     engine_of: dict[str, str] = {}
-    split = {source_key(p): "test" for p in points}  # out-of-scope campaigns: never fitted
+    split = {source_key(p): "test" for p in points}
     for p in points:
         if out_of_scope(p):
             continue
@@ -70,13 +76,22 @@ def assign_split(points: list[dict]) -> dict[str, str]:
         counts.setdefault(src, {})
         counts[src][p["metric"]] = counts[src].get(p["metric"], 0) + 1
         engine_of.setdefault(src, ENGINE.get(p.get("engine"), p.get("engine") or "?"))
-    strata: dict[tuple[str, str], list[tuple[int, str]]] = {}
-    for src, by_metric in counts.items():
-        metric = max(sorted(by_metric), key=by_metric.__getitem__)
-        strata.setdefault((engine_of[src], metric), []).append((sum(by_metric.values()), src))
-    for key in sorted(strata):
-        for i, (_, src) in enumerate(sorted(strata[key], key=lambda x: (-x[0], x[1]))):
-            split[src] = "fit" if i % 2 == 0 else "test"
+    for engine in sorted(set(engine_of.values())):
+        sources = sorted((s for s in counts if engine_of[s] == engine), key=lambda s: (-sum(counts[s].values()), s))
+        halves = {"fit": {}, "test": {}}
+
+        def imbalance(side: str, src: str) -> int:
+            after = {h: dict(c) for h, c in halves.items()}
+            for m, n in counts[src].items():
+                after[side][m] = after[side].get(m, 0) + n
+            metrics = set(after["fit"]) | set(after["test"])
+            return sum(abs(after["fit"].get(m, 0) - after["test"].get(m, 0)) for m in metrics)
+
+        for src in sources:
+            side = "fit" if imbalance("fit", src) <= imbalance("test", src) else "test"
+            split[src] = side
+            for m, n in counts[src].items():
+                halves[side][m] = halves[side].get(m, 0) + n
     return split
 
 
@@ -88,6 +103,10 @@ def out_of_scope(p: dict) -> str | None:
         # Builds before the ggml-backend rewrite (llama.cpp PR #4766, January 2024), which
         # brought --split-mode and today's CUDA kernels: not the engine plan-opt models.
         return "pre-2024 llama.cpp build"
+    if p.get("engine") == "vllm" and p["metric"] != "kv_cache_tokens" and str(p.get("as_of", "")) < "2024-01-01":
+        # vLLM 0.2 (2023): before CUDA graphs by default, Marlin int4 kernels and chunked
+        # prefill; its speed is not what today's vLLM reaches. (Its KV arithmetic is.)
+        return "pre-2024 vLLM speed"
     return None
 
 
@@ -221,12 +240,9 @@ def out_of_reach(p: dict) -> str | None:
     kind = kind_of(p)
     if kind is None:
         return "metric"
-    if p.get("engine") not in ENGINE:
-        return "engine not planned"
-    if p.get("engine") == "llama.cpp" and str(p.get("as_of", "")) < "2024-01-15":
-        # Builds before the ggml-backend rewrite (llama.cpp PR #4766, January 2024), which
-        # brought --split-mode and today's CUDA kernels: not the engine plan-opt models.
-        return "pre-2024 llama.cpp build"
+    scope = out_of_scope(p)
+    if scope:
+        return scope
     if kind == "ttft" and ((_num(cond.get("concurrency"), 1) or 1) > 1 or cond.get("scenario") == "Server" or cond.get("request_rate")):
         return "queueing"
     if kind == "ttft" and cond.get("enable_prefix_caching"):

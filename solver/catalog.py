@@ -77,6 +77,9 @@ class Factors:
     reserved_bytes: NonNegInt = 0
     """Device memory the driver keeps: the device's reported total less what the
     runtime sees (nvidia-smi total − torch.cuda.mem_get_info total)."""
+    tp_overhead_bytes: NonNegInt = 0
+    """Memory each GPU of a tensor-parallel group needs besides (NCCL communicators,
+    the engine's all-reduce buffers): vLLM's non-torch memory grows by it at TP > 1."""
     activation_peak_scale: Annotated[float, Ge(0), Le(10)] = 1.0
     """Scale on the engine's profiled activation peak (0: ignore it, as the seed does)."""
 
@@ -92,6 +95,7 @@ class FactorOverrides:
     layer_overhead_s: Annotated[float, Ge(0), Le(0.01)] | None = None
     sequence_overhead_s: Annotated[float, Ge(0), Le(0.01)] | None = None
     reserved_bytes: NonNegInt | None = None
+    tp_overhead_bytes: NonNegInt | None = None
     activation_peak_scale: Annotated[float, Ge(0), Le(10)] | None = None
 
     def apply(self, base: Factors) -> Factors:
@@ -576,6 +580,8 @@ class _FittedFile:
     as_of: dt.date
     engines: dict[str, dict[str, FactorOverrides]] = field(default_factory=dict)
     """engine → memory kind ("hbm"), or vendor and memory kind ("amd.hbm") → factors."""
+    defaults: FactorOverrides = FactorOverrides()
+    """Memory factors fitted on the fit split's logs (runtime overhead, TP overhead)."""
     precisions: dict[str, FittedShares] = field(default_factory=dict)
 
 
@@ -643,11 +649,12 @@ class Catalog:
         fitted: _FittedFile | None = None,
     ):
         df = devices.default_factors
-        self.default_factors = Factors(**{f.name: getattr(df, f.name) for f in dataclasses.fields(Factors)})
+        fitted = fitted or _FittedFile("nothing", dt.date.min)
+        priors = Factors(**{f.name: getattr(df, f.name) for f in dataclasses.fields(Factors)})
+        self.default_factors = fitted.defaults.apply(priors)
         self.devices = _Index.build("device", "gpu", devices.devices)
         self.platforms = _Index.build("platform", "platform", platforms.platforms)
         self.models = _Index.build("model", "model", models.models)
-        fitted = fitted or _FittedFile("nothing", dt.date.min)
         self.fitted_on = fitted.fitted_on
         self.precisions = _Index.build("precision", "precision", [_with_shares(p, fitted) for p in precisions.precisions])
         self.engines = _Index.build("engine", "engine", [_with_efficiency(e, fitted) for e in engines.engines])

@@ -129,6 +129,7 @@ class FactorsIn(_In):
     layer_overhead_s: Annotated[float, _quantity("seconds"), Field(ge=0, le=0.01)] | None = None
     sequence_overhead_s: Annotated[float, _quantity("seconds"), Field(ge=0, le=0.01)] | None = None
     reserved_bytes: NonNegBytes | None = None
+    tp_overhead_bytes: NonNegBytes | None = None
     activation_peak_scale: float | None = Field(default=None, ge=0, le=10)
 
 
@@ -277,7 +278,7 @@ def apply_factors(factors, *layers: FactorsIn):
     """Factor overrides, later layers winning."""
     for layer in layers:
         fo = layer.model_dump(exclude_none=True)
-        for key in ("runtime_overhead_bytes", "reserved_bytes"):
+        for key in ("runtime_overhead_bytes", "reserved_bytes", "tp_overhead_bytes"):
             if key in fo:
                 fo[key] = int(fo[key])
         factors = FactorOverrides(**fo).apply(factors)

@@ -158,7 +158,8 @@ def render_text(ev: Evaluation) -> str:
         ("weights", f"{fmt_bytes(mem.weights_bytes):>24}   {wdesc}"),
         ("KV cache", f"{fmt_bytes(mem.kv_bytes):>24}   {per_layer * m.num_layers:,.0f} B/token = {kv_formula}"),
         ("", f"{'':>24}   × {kvdesc}"),
-        ("runtime overhead", f"{fmt_bytes(mem.overhead_bytes - mem.activation_bytes):>24}   non-torch memory: CUDA context, NCCL, workspaces (factor)"),
+        ("runtime overhead", f"{fmt_bytes(mem.overhead_bytes - mem.activation_bytes):>24}   non-torch memory: CUDA context, workspaces"
+                             + (", NCCL and all-reduce buffers of the TP group" if d.tp > 1 else "") + " (factors)"),
         ("activation peak", f"{fmt_bytes(mem.activation_bytes):>24}   {_activation_note(d, w)}"),
         ("needed", f"{fmt_bytes(mem.needed_bytes):>24}"),
         ("usable", f"{fmt_bytes(mem.usable_bytes):>24}   {_engine_rule(d, mem)}"),

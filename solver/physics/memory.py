@@ -148,8 +148,10 @@ def visible_bytes(d: Deployment) -> float:
 
 
 def overhead_bytes(d: Deployment, context_tokens: int) -> float:
-    """Per GPU, beside weights and KV: the runtime's fixed memory and the activation peak."""
-    return float(d.factors.runtime_overhead_bytes) + activation_peak_bytes(d, context_tokens)
+    """Per GPU, beside weights and KV: the runtime's fixed memory (more in a TP group),
+    and the activation peak."""
+    tp = float(d.factors.tp_overhead_bytes) if d.tp > 1 else 0.0
+    return float(d.factors.runtime_overhead_bytes) + tp + activation_peak_bytes(d, context_tokens)
 
 
 def kv_budget_bytes(rule: str, device_bytes: float, fraction: float, weights_bytes: float, overhead_bytes: float) -> float:

@@ -47,15 +47,26 @@ def test_the_recorded_split_is_the_rule():
         assert {p["split"] for p in POINTS if p["engine"] == engine} == {"fit", "test"}, engine
 
 
-def test_dealing_alternates_within_a_stratum():
-    pts = [{"id": f"{s}-{i}", "engine": "vllm", "metric": "ttft", "source": f"https://x/{s} quote"}
-           for s, n in (("a", 5), ("b", 4), ("c", 3), ("d", 1)) for i in range(n)]
-    assert vp.assign_split(pts) == {"https://x/a": "fit", "https://x/b": "test", "https://x/c": "fit", "https://x/d": "test"}
+def test_each_source_goes_where_it_balances_the_halves():
+    # Largest first. c (3 TTFT + 3 TPOT): a tie (6 either way) goes to fit. a (5 TTFT):
+    # fit would leave |8−0| + |3−0| = 11 apart, test |3−5| + 3 = 5: test. b (4 TTFT): fit
+    # |7−5| + 3 = 5, test |3−9| + 3 = 9: fit. d (2 TPOT): fit |7−5| + |5−0| = 7, test
+    # |7−5| + |3−2| = 3: test.
+    rows = [("a", "ttft", 5), ("b", "ttft", 4), ("c", "ttft", 3), ("c", "decode_tpot_batch1", 3), ("d", "decode_tpot_batch1", 2)]
+    pts = [{"id": f"{s}-{m}-{i}", "engine": "vllm", "metric": m, "source": f"https://x/{s} quote"}
+           for s, m, n in rows for i in range(n)]
+    assert vp.assign_split(pts) == {"https://x/c": "fit", "https://x/a": "test", "https://x/b": "fit", "https://x/d": "test"}
+
+
+def test_a_github_source_is_its_repository_revision_or_thread():
+    base = "https://github.com/o/r/blob/abc123"
+    assert vp.source_key({"source": f"{base}/logs/a.log — quote"}) == vp.source_key({"source": f"{base}/logs/b.log x"}) == base
+    assert vp.source_key({"source": "https://github.com/o/r/issues/7#c1 quote"}) == "https://github.com/o/r/issues/7#c1"
 
 
 def _fitted_from(points):
     catalog = vp.default_catalog()
-    terms = [t for t in (fit_defaults.terms_of(p, catalog) for p in points if p.get("split") == "fit") if t]
+    terms = fit_defaults.pool([t for t in (fit_defaults.terms_of(p, catalog) for p in points if p.get("split") == "fit") if t])
     model = fit_defaults.Model(terms)
     free = model.free(fit_defaults.MIN_POINTS, fit_defaults.MIN_FORMAT_POINTS)
     model.fit(free)
@@ -76,6 +87,9 @@ def test_catalog_fitted_factors_are_what_the_fit_points_give(fitted):
     for (owner, key), value in fitted.items():
         if isinstance(owner, tuple):
             engine, kind = owner
+            engine = "vllm" if engine == "serving" else engine  # the pooled fit is what vLLM gets
+            if kind not in data["engines"][engine]:
+                continue
             got = data["engines"][engine][kind][names[key]]
         else:
             got = data["precisions"][owner][shares[key]]
