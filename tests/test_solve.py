@@ -73,7 +73,7 @@ def test_cpsat_optimum_equals_exhaustive_enumeration(spec):
 # The hand derivations below use these factors, pinned so that refitting the catalog's
 # defaults cannot move them: 80 % of peak bandwidth, 50 % of peak FLOPs, 2 GiB of
 # runtime overhead, the whole card visible, no activation peak, no fixed step costs.
-PINNED = {"factors": {"bandwidth_efficiency": 0.8, "compute_efficiency": 0.5, "runtime_overhead_bytes": "2GiB",
+PINNED = {"factors": {"bandwidth_efficiency": 0.8, "compute_efficiency": 0.5, "runtime_overhead_bytes": "2GiB", "tp_overhead_bytes": 0,
                       "reserved_bytes": 0, "activation_peak_scale": 0, "step_overhead_s": 0, "layer_overhead_s": 0,
                       "sequence_overhead_s": 0}}
 

@@ -53,7 +53,7 @@ def test_each_source_goes_where_it_balances_the_halves():
     # |7−5| + 3 = 5, test |3−9| + 3 = 9: fit. d (2 TPOT): fit |7−5| + |5−0| = 7, test
     # |7−5| + |3−2| = 3: test.
     rows = [("a", "ttft", 5), ("b", "ttft", 4), ("c", "ttft", 3), ("c", "decode_tpot_batch1", 3), ("d", "decode_tpot_batch1", 2)]
-    pts = [{"id": f"{s}-{m}-{i}", "engine": "vllm", "metric": m, "source": f"https://x/{s} quote"}
+    pts = [{"id": f"{s}-{m}-{i}", "engine": "vllm", "metric": m, "source": f"https://x/{s} quote", "as_of": "2025-01-01"}
            for s, m, n in rows for i in range(n)]
     assert vp.assign_split(pts) == {"https://x/c": "fit", "https://x/a": "test", "https://x/b": "fit", "https://x/d": "test"}
 
