@@ -260,21 +260,30 @@ def fallback(group: tuple[str, str], fitted: set) -> tuple[str, str] | None:
     return None
 
 
-def memory_defaults(points: list[dict]) -> dict:
-    """runtime_overhead_bytes and tp_overhead_bytes from the logged non-torch memory."""
+def memory_defaults(points: list[dict], catalog) -> dict:
+    """runtime_overhead_bytes from the logged non-torch memory on one GPU, and
+    tp_overhead_bytes from how much more TP groups on NVLS platforms log."""
     one, group = [], []
     for p in points:
         nt = (p.get("log") or {}).get("non_torch_gib")
         if p.get("engine") != "vllm" or not isinstance(nt, (int, float)):
             continue
-        (one if (p.get("tp") or 1) == 1 else group).append(nt * 2**30)
+        if (p.get("tp") or 1) == 1:
+            one.append(nt * 2**30)
+            continue
+        try:
+            d, _, _ = deployment_for(p, 1, 16, 16, catalog=catalog)
+        except (InputError, KeyError, ValueError):
+            continue
+        if d.platform.allreduce.nvls is not None:
+            group.append(nt * 2**30)
     out = {}
     if len(one) >= 3:
         out["runtime_overhead_bytes"] = int(np.median(one))
     if len(group) >= 3 and "runtime_overhead_bytes" in out:
         out["tp_overhead_bytes"] = int(max(0.0, np.median(group) - out["runtime_overhead_bytes"]))
     print(f"memory: non-torch on one GPU, median of {len(one)} fit logs: {out.get('runtime_overhead_bytes', 0) / 2**30:.2f} GiB; "
-          f"in a TP group, {len(group)} logs: +{out.get('tp_overhead_bytes', 0) / 2**30:.2f} GiB")
+          f"in a TP group on an NVLS platform, {len(group)} logs: +{out.get('tp_overhead_bytes', 0) / 2**30:.2f} GiB")
     return out
 
 
@@ -284,7 +293,7 @@ def main() -> None:
     args = ap.parse_args()
     catalog = default_catalog()
     points = [p for p in load_points() if p.get("split") == "fit"]
-    defaults = memory_defaults(points)
+    defaults = memory_defaults(points, catalog)
     terms = pool([t for t in (terms_of(p, catalog) for p in points) if t is not None and t.measured_s > 0])
     model = Model(terms)
     free = model.free(MIN_POINTS, MIN_FORMAT_POINTS)

@@ -78,8 +78,9 @@ class Factors:
     """Device memory the driver keeps: the device's reported total less what the
     runtime sees (nvidia-smi total − torch.cuda.mem_get_info total)."""
     tp_overhead_bytes: NonNegInt = 0
-    """Memory each GPU of a tensor-parallel group needs besides (NCCL communicators,
-    the engine's all-reduce buffers): vLLM's non-torch memory grows by it at TP > 1."""
+    """Memory each GPU of a tensor-parallel group on an NVSwitch platform with NVLink
+    SHARP needs besides (NCCL's NVLS multicast buffers, the engine's all-reduce
+    buffers): vLLM's non-torch memory grows by it there at TP > 1."""
     activation_peak_scale: Annotated[float, Ge(0), Le(10)] = 1.0
     """Scale on the engine's profiled activation peak (0: ignore it, as the seed does)."""
 

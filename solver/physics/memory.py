@@ -148,9 +148,10 @@ def visible_bytes(d: Deployment) -> float:
 
 
 def overhead_bytes(d: Deployment, context_tokens: int) -> float:
-    """Per GPU, beside weights and KV: the runtime's fixed memory (more in a TP group),
-    and the activation peak."""
-    tp = float(d.factors.tp_overhead_bytes) if d.tp > 1 else 0.0
+    """Per GPU, beside weights and KV: the runtime's fixed memory (more in a TP group
+    whose all-reduces can use NVLink SHARP: NCCL's multicast buffers), and the
+    activation peak."""
+    tp = float(d.factors.tp_overhead_bytes) if d.tp > 1 and d.platform.allreduce.nvls is not None else 0.0
     return float(d.factors.runtime_overhead_bytes) + tp + activation_peak_bytes(d, context_tokens)
 
 
