@@ -18,7 +18,8 @@ What is fitted, and from what (every other figure is a sourced catalog fact):
 Each point's step is split into the physics' terms once, with every factor at 1, so
 the fit evaluates the same sum of kernels as solver/physics (decode.py, prefill.py)
 without re-running it: TPOT = max(weights / (e·share), FLOPs / c) + max(KV / e,
-attention FLOPs / c) + communication + fixed + layers × per-layer. The loss is the
+attention FLOPs / c) + communication + fixed + layers × per-layer + batch × per-sequence
+(the sums in place of the maxima for an engine that does not overlap them, llama.cpp). The loss is the
 sum of |log(predicted / measured)| (robust to the odd outlier, scale-free), with a
 weak pull toward the catalog's priors so that a sparse group stays physical. A group
 with fewer than MIN_POINTS points inherits from its fallback (the same engine on HBM,
@@ -89,6 +90,7 @@ class Term:
     comm_s: float
     layers: int
     batch: int = 1
+    overlapped: bool = True
 
 
 def _unit_shares(d):
@@ -144,12 +146,12 @@ def terms_of(p: dict, catalog) -> Term | None:
     if kind == "ttft":
         pre = ev.prefill
         return Term(p["id"], "ttft", group, d.weights.name, d.kv.name, meas / 1e3, pre.weights_time_s, _sixteen_fraction(d),
-                    pre.linear_time_s, 0.0, pre.attention_time_s, pre.comm_time_s, layers)
+                    pre.linear_time_s, 0.0, pre.attention_time_s, pre.comm_time_s, layers, 1, pre.overlapped)
     dec = ev.decode
     c = dec.coefficients
     return Term(p["id"], "tpot", group, d.weights.name, d.kv.name, meas / 1e3, dec.weights_time_s, _sixteen_fraction(d),
                 c.linear_compute_time_s(dec.batch), dec.kv_time_s, c.attention_compute_time_s(dec.batch), dec.comm_time_s, layers,
-                dec.batch)
+                dec.batch, c.overlapped)
 
 
 class Model:
@@ -170,6 +172,7 @@ class Model:
         self.arr = {name: np.array([getattr(t, name) for t in terms], dtype=float) for name in
                     ("measured_s", "weights_s", "sixteen_fraction", "linear_s", "kv_s", "attention_s", "comm_s", "layers", "batch")}
         self.is_ttft = np.array([t.kind == "ttft" for t in terms])
+        self.overlapped = np.array([t.overlapped for t in terms])
         self.gidx = np.array([self.groups.index(t.group) for t in terms])
         self.widx = np.array([self.formats.index(t.weights) for t in terms])
         self.kidx = np.array([self.formats.index(t.kv) for t in terms])
@@ -188,10 +191,13 @@ class Model:
         sck = self._vec("sc", self.kidx, self.formats)
         weights = a["weights_s"] * (a["sixteen_fraction"] + (1 - a["sixteen_fraction"]) / sb) / e
         fixed = a["comm_s"] + s0 + a["layers"] * s1
+        def kernel(memory, compute):  # the larger where the engine overlaps them, else the sum
+            return np.where(self.overlapped, np.maximum(memory, compute), memory + compute)
+
         # decode: the GEMMs at the weights' utilisation (no format share in decode), attention likewise
-        tpot = np.maximum(weights, a["linear_s"] / c) + np.maximum(a["kv_s"] / e, a["attention_s"] / c) + fixed + a["batch"] * s2
+        tpot = kernel(weights, a["linear_s"] / c) + kernel(a["kv_s"] / e, a["attention_s"] / c) + fixed + a["batch"] * s2
         # prefill: GEMMs at utilisation × the format's share, attention in the KV dtype's share
-        ttft = np.maximum(a["linear_s"] / (c * sc), weights) + a["attention_s"] / (c * sck) + fixed
+        ttft = kernel(weights, a["linear_s"] / (c * sc)) + a["attention_s"] / (c * sck) + fixed
         return np.where(self.is_ttft, ttft, tpot)
 
     def loss(self) -> float:

@@ -498,6 +498,9 @@ class Engine:
     over max_num_batched_tokens tokens and max_num_seqs sampled rows (vLLM)."""
     sampler_bytes_per_logit: NonNegInt = 0
     """Bytes per vocabulary entry per sequence the sampler holds at its peak."""
+    overlaps_memory_and_compute: bool = True
+    """Its kernels stream weights while they compute, so a matmul takes the larger of
+    its read and its FLOPs; without (llama.cpp's dequantising kernels), the sum."""
     accumulates_fp16: bool = False
     """FP16 matmuls accumulate in FP16 (llama.cpp's cuBLAS path), at the device's
     fp16_accumulate_flops_per_s where it has one."""

@@ -116,3 +116,19 @@ def test_tp8_all_reduce_is_a_modest_share_of_a_70b_decode_step(build_deployment)
     dec = estimate_decode(d, w)
     assert 1e-3 < dec.comm_time_s < 2.5e-3
     assert dec.comm_time_s / dec.tpot_s < 0.25
+
+
+def test_llama_cpp_kernels_add_their_read_and_their_flops(build_deployment):
+    # llama.cpp's dequantising kernels do not hide the weight read behind the FLOPs: a
+    # prefill matmul takes their sum, vLLM's the larger of the two.
+    over = {"factors": {"bandwidth_efficiency": 0.8, "compute_efficiency": 0.5}}
+    d, w, _ = build_deployment("llama-3.1-8b", "rtx-4090", users=1, prompt=512, output=1, weights="q4_k_m", kv="fp16",
+                               overrides=over, engine="llama.cpp")
+    from solver.physics.prefill import estimate_prefill
+
+    pre = estimate_prefill(d, w)
+    assert pre.gemm_time_s == pytest.approx(pre.linear_time_s + pre.weights_time_s)
+    d2, w2, _ = build_deployment("llama-3.1-8b", "rtx-4090", users=1, prompt=512, output=1, weights="int4-awq", kv="fp16",
+                                 overrides=over)
+    pre2 = estimate_prefill(d2, w2)
+    assert pre2.gemm_time_s == pytest.approx(max(pre2.linear_time_s, pre2.weights_time_s))

@@ -76,6 +76,11 @@ def touched_weight_bytes(d: Deployment, tokens: int) -> float:
     return dense + routed * expert_hit_fraction(m.num_experts, m.experts_per_token, tokens)
 
 
+def overlaps(d: Deployment) -> bool:
+    """Whether the engine's kernels overlap their memory reads with their compute."""
+    return d.engine is None or d.engine.overlaps_memory_and_compute
+
+
 def fixed_step_s(d: Deployment) -> float:
     """A forward pass's fixed cost: once per pass, and once per layer (every stage's)."""
     return d.factors.step_overhead_s + d.factors.layer_overhead_s * d.model.num_layers
@@ -127,6 +132,8 @@ class DecodeCoefficients:
     comm_per_sequence_s: float
     weight_bandwidth_share: float = 1.0
     """Share of the 16-bit GEMV bandwidth the weight format's kernels reach."""
+    overlapped: bool = True
+    """A kernel takes the larger of its memory and compute times (True) or their sum."""
     step_overhead_s: float = 0.0
     """Fixed cost of every step: per step plus per layer."""
     sequence_overhead_s: float = 0.0
@@ -181,13 +188,16 @@ class DecodeCoefficients:
     def compute_time_s(self, batch: int, prefill_tokens: float | None = None) -> float:
         return self.linear_compute_time_s(batch, prefill_tokens) + self.attention_compute_time_s(batch)
 
+    def _kernel(self, memory_s: float, compute_s: float) -> float:
+        return max(memory_s, compute_s) if self.overlapped else memory_s + compute_s
+
     def gemm_time_s(self, batch: int, prefill_tokens: float | None = None) -> float:
         """The matmul kernels: each reads its weights once for the whole batch."""
-        return max(self.weights_time_s(batch), self.linear_compute_time_s(batch, prefill_tokens))
+        return self._kernel(self.weights_time_s(batch), self.linear_compute_time_s(batch, prefill_tokens))
 
     def attention_time_s(self, batch: int) -> float:
         """The attention kernels: each sequence reads its own KV."""
-        return max(self.kv_time_s(batch), self.attention_compute_time_s(batch))
+        return self._kernel(self.kv_time_s(batch), self.attention_compute_time_s(batch))
 
     def comm_time_s(self, batch: int, prefill_tokens: float | None = None) -> float:
         k = self._prefill_tokens(batch, prefill_tokens)
@@ -242,6 +252,7 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         comm_fixed_s=comm0,
         comm_per_sequence_s=estimate_comm(d, 1).time_s - comm0,
         weight_bandwidth_share=bandwidth_share(d),
+        overlapped=overlaps(d),
         comm_pieces=comm_segments(d),
         step_overhead_s=fixed_step_s(d),
         sequence_overhead_s=d.factors.sequence_overhead_s,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from solver.deployment import Deployment, Workload
 from solver.physics.compute import compute_dtype, peak_flops_per_s
-from solver.physics.decode import bandwidth_share, fixed_step_s, touched_weight_bytes
+from solver.physics.decode import bandwidth_share, fixed_step_s, overlaps, touched_weight_bytes
 from solver.physics.interconnect import CommEstimate, estimate_comm
 
 
@@ -74,6 +74,8 @@ class PrefillEstimate:
     attention_compute_dtype: str = ""
     attention_efficiency: float = 0.0
     """Utilisation of the attention kernels (0: the matmuls')."""
+    overlapped: bool = True
+    """The matmuls take the larger of their read and their FLOPs (True) or the sum."""
 
     @property
     def flops(self) -> float:
@@ -108,6 +110,8 @@ class PrefillEstimate:
     @property
     def gemm_time_s(self) -> float:
         """The matmuls, never faster than one read of the weights."""
+        if not self.overlapped:
+            return self.linear_time_s + self.weights_time_s
         return max(self.linear_time_s, self.weights_time_s)
 
     @property
@@ -142,4 +146,5 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         attention_peak_flops_per_s=d.device.dense_flops_per_s[attn_dtype],
         attention_compute_dtype=attn_dtype,
         attention_efficiency=d.factors.compute_efficiency * d.kv.compute_share,
+        overlapped=overlaps(d),
     )
