@@ -26,7 +26,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from solver.candidates import candidates
 from solver.catalog import Catalog
 from solver.errors import InputError
-from solver.evaluate_input import ModelOverrides, SlaIn, WorkloadIn, _In
+from solver.evaluate_input import EngineField, EngineIn, ModelOverrides, SlaIn, WorkloadIn, _In
 from solver.shapes import Problem, build_problem
 from solver.spec import BudgetIn, SearchIn, SolverIn, Spec, SpecOverridesIn
 from solver.yaml_lines import load_yaml_file
@@ -61,7 +61,7 @@ class FleetSpec(_In):
     """Several workloads, one fleet."""
 
     workloads: list[FleetWorkloadIn] = Field(min_length=1)
-    engine: str = Field(default="vllm", description="Serving engine whose KV sizing to follow.")
+    engine: EngineField = Field(default=EngineIn(), description="Serving engine: a name, or a mapping with its knobs.")
     search: SearchIn = SearchIn()
     objective: Literal["min_cost", "max_served"] = Field(
         default="min_cost", description="min_cost: serve all demand at least cost; max_served: most weighted demand within the budget."
@@ -130,7 +130,7 @@ class ServiceClass:
 def _class_specs(fs: FleetSpec, w: FleetWorkloadIn) -> list[tuple[str, Spec]]:
     common = {
         "model": w.model,
-        "engine": fs.engine,
+        "engine": fs.engine.model_dump(exclude_none=True),
         "sla": w.sla.model_dump(exclude_none=True),
         "search": fs.search.model_dump(),
         "inventory": fs.inventory,
