@@ -18,22 +18,22 @@ Mapping rules (one line each, so the comparison stays honest):
   * TRT-LLM v0.5/v0.6 numbers came from static batching (gptSessionBenchmark) -> AIC
     'static' mode; serving benchmarks (vLLM benchmark_serving, trtllm-bench) -> AIC 'agg'
     (in-flight batching) with batch_size = concurrency.
-  * Max-load throughput points without a fixed batch -> agg sweep over batch sizes, best
+  * Max-load throughput points without a fixed batch -> agg sweep over batch sizes 1..4096, best
     tokens/s among those that AIC says fit in the KV cache (capped at the run's num_requests).
   * Request-rate runs without a fixed concurrency (TTFT/TPOT), speculative decoding (MTP: acceptance
     unknown), attention-DP runs and multi-replica runs -> skipped.
-  * Lengths / batches given as strings ("~1024 (real dataset)", "random, up to 1024") -> skipped
-    (AIC takes one fixed ISL/OSL); only plain numbers are used.
+  * Prompt/output lengths given as strings ("~1024 (real dataset)", "random, up to 1024") -> skipped
+    (AIC takes one fixed ISL/OSL); only plain numbers are used, for batch/concurrency too.
   * Throughput in the point's measured unit: tokens_per_s_per_gpu -> AIC tokens/s of the instance
     divided by its GPUs (tokens_per_second_per_gpu); tokens_per_s -> the whole TP instance.
   * Model names go through SAME_AS of bench/validation_points.py (HF id -> catalog name) first.
   * Models AIC bundles (Meta-Llama-3.1-8B/70B/405B, DeepSeek-R1, Qwen3 8B/32B/30B-A3B/235B-A22B)
     are used by HF id. Mixtral-8x7B/8x22B: AIC ships their config.json in model_configs but not in
-    its default list, so that file is passed as a local model path. Llama-2, Mistral-7B-v0.3 (the
-    Llama architecture, no sliding window) and Qwen2/2.5
-    are AIC-supported architectures (LlamaForCausalLM / Qwen2ForCausalLM -> AIC family
-    LLAMA) but not bundled; HF is not reachable here, so a config.json is written from
-    catalogs/models.yaml and passed as a local model path (AIC's documented option).
+    its default list, so that file is passed as a local model path.
+  * Llama-2, Mistral-7B-v0.3 (the Llama architecture, no sliding window) and Qwen2/2.5 are
+    AIC-supported architectures (LlamaForCausalLM / Qwen2ForCausalLM -> AIC family LLAMA) but not
+    bundled; HF is not reachable here, so a config.json is written from catalogs/models.yaml and
+    passed as a local model path (AIC's documented option).
   * fp16 is modelled as bfloat16 (AIC has no fp16 GEMM mode; same tensor-core rate).
   * fp4 -> nvfp4 GEMM/MoE on Blackwell (b200/gb200) only; kv dtype not stated -> fp8 (as for fp8).
   * DeepSeek-R1 fp8 is its native block-scaled FP8 -> fp8_block GEMM/MoE; its MLA FMHA mode is left
@@ -117,7 +117,7 @@ LOCAL = {
     "mistral-7b": ("mistral-7b", "LlamaForCausalLM"),
 }
 
-MAX_LOAD_BATCHES = [32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096]
+MAX_LOAD_BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096]
 
 
 def local_model_dir(catalog_name: str, arch: str, tmp: Path) -> Path:

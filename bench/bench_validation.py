@@ -97,7 +97,7 @@ def peer(points_by_id: dict, ours: dict) -> dict[str, dict[str, float]]:
         kind = kind_of(points_by_id[q["id"]])
         v, unit = q["predicted"]["value"], q["predicted"]["unit"]
         if kind == "throughput":
-            theirs = v if unit == "tokens_per_s" else None
+            theirs = v if unit in ("tokens_per_s", "tokens_per_s_per_gpu") else None
         elif kind == "ttft":
             theirs = v if unit == "ms" else None
         else:
