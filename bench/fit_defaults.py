@@ -40,7 +40,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from validation_points import ROOT, _num, _saturated_batch, batch_of, deployment_for, in_flight, kind_of, load_points, measured, out_of_reach, tokens  # noqa: E402
+from validation_points import ROOT, _num, _saturated_batch, batch_of, deployment_for, in_flight, kind_of, load_points, measured, out_of_reach, source_key, tokens  # noqa: E402
 
 from solver.catalog import default_catalog  # noqa: E402
 from solver.errors import InputError  # noqa: E402
@@ -56,6 +56,11 @@ Chosen by leave-one-source-out cross-validation within the fit split (2026-12-01
 pooled, the serving engines' held-out median error was 30.9 %; with TensorRT-LLM
 fitted alone (at 30), 32.4 %."""
 MIN_FORMAT_POINTS = 4
+MIN_FORMAT_SOURCES = 2
+MIN_FORMAT_POINTS_ONE_SOURCE = 20
+"""A format's kernel share is fitted from points of two campaigns or more, or from one
+campaign only if it measured the format widely (20 points or more): a handful of one
+campaign's points (an exotic model, an old kernel) must not set it for everyone."""
 UNIT = {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, "step_overhead_s": 0, "layer_overhead_s": 0, "sequence_overhead_s": 0}
 # The fixed cost of a pass is capped at 2.5 ms: with CUDA graphs and overlapped
 # scheduling (vLLM V1, SGLang, TensorRT-LLM) the host's share of a step is a few ms at
@@ -91,6 +96,7 @@ class Term:
     layers: int
     batch: int = 1
     overlapped: bool = True
+    source: str = ""
 
 
 def _unit_shares(d):
@@ -142,16 +148,17 @@ def terms_of(p: dict, catalog) -> Term | None:
     if not ev.valid:
         return None
     group = (d.engine.name, d.device.memory_kind if d.device.vendor == "NVIDIA" else f"{d.device.vendor.lower()}.{d.device.memory_kind}")
+    src = source_key(p)
     layers = d.model.num_layers
     if kind == "ttft":
         pre = ev.prefill
         return Term(p["id"], "ttft", group, d.weights.name, d.kv.name, meas / 1e3, pre.weights_time_s, _sixteen_fraction(d),
-                    pre.linear_time_s, 0.0, pre.attention_time_s, pre.comm_time_s, layers, 1, pre.overlapped)
+                    pre.linear_time_s, 0.0, pre.attention_time_s, pre.comm_time_s, layers, 1, pre.overlapped, src)
     dec = ev.decode
     c = dec.coefficients
     return Term(p["id"], "tpot", group, d.weights.name, d.kv.name, meas / 1e3, dec.weights_time_s, _sixteen_fraction(d),
                 c.linear_compute_time_s(dec.batch), dec.kv_time_s, c.attention_compute_time_s(dec.batch), dec.comm_time_s, layers,
-                dec.batch, c.overlapped)
+                dec.batch, c.overlapped, src)
 
 
 class Model:
@@ -218,12 +225,11 @@ class Model:
         for i, f in enumerate(self.formats):
             if f in ("bf16", "fp16"):
                 continue  # the reference
-            nb = int(((self.widx == i) & ~self.is_ttft).sum())
-            nc = int(((self.widx == i) & self.is_ttft).sum())
-            if nb >= min_format:
-                free.append((f, "sb"))
-            if nc >= min_format:
-                free.append((f, "sc"))
+            for key, ttft in (("sb", False), ("sc", True)):
+                mine = [t for t in self.terms if t.weights == f and (t.kind == "ttft") == ttft]
+                sources = len({t.source for t in mine})
+                if len(mine) >= min_format and (sources >= MIN_FORMAT_SOURCES or len(mine) >= MIN_FORMAT_POINTS_ONE_SOURCE):
+                    free.append((f, key))
         return free
 
     def fit(self, free: list[tuple], rounds: int = 12) -> None:

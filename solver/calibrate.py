@@ -160,9 +160,12 @@ def decode_xy(ev) -> tuple[float, float] | None:
     share; the rest of the step that the fit leaves alone: communication) for a
     bandwidth-bound decode step; None when the step is compute-bound."""
     dec = ev.decode
+    c = dec.coefficients
+    x = (dec.weight_bytes_read / dec.weight_bandwidth_share + dec.kv_bytes_read) / dec.bandwidth_bytes_per_s
+    if not c.overlapped:  # the kernels add their compute to their reads: leave it in the rest
+        return x, dec.comm_time_s + c.compute_time_s(dec.batch)
     if dec.bound != "bandwidth":
         return None
-    x = (dec.weight_bytes_read / dec.weight_bandwidth_share + dec.kv_bytes_read) / dec.bandwidth_bytes_per_s
     return x, dec.comm_time_s
 
 
@@ -170,9 +173,12 @@ def prefill_xy(ev) -> tuple[float, float] | None:
     """(the prefill's compute time at full utilisation, its communication and fixed
     cost) for a compute-bound prefill; None when it is bound by reading the weights."""
     pre = ev.prefill
+    rest = pre.comm_time_s + pre.step_overhead_s
+    if not pre.overlapped:  # the matmuls add the weight read to their FLOPs
+        return pre.compute_time_s * ev.deployment.factors.compute_efficiency, rest + pre.weights_time_s
     if pre.bound != "compute":
         return None
-    return pre.compute_time_s * ev.deployment.factors.compute_efficiency, pre.comm_time_s + pre.step_overhead_s
+    return pre.compute_time_s * ev.deployment.factors.compute_efficiency, rest
 
 
 def fit_decode(xs: list[float], ys: list[float]) -> dict:

@@ -269,6 +269,15 @@ def resolve_engine(engine_in: EngineIn, catalog: Catalog, device):
     return dataclasses.replace(engine, **knobs)
 
 
+def check_engine_fits(engine, workload_context_tokens: int, tp: int, pp: int) -> None:
+    """Refuse what the engine itself would refuse to start with."""
+    if engine.max_model_len and engine.max_model_len < workload_context_tokens:
+        raise InputError("engine.max_model_len", engine.max_model_len,
+                         f"shorter than the workload's context ({workload_context_tokens:,} tokens): the engine would refuse those requests")
+    if engine.split_mode == "row" and pp > 1:
+        raise InputError("hardware.pp", pp, "llama.cpp's --split-mode row splits matrices across all its GPUs; it has no pipeline stages besides (use tp)")
+
+
 def band_of(catalog: Catalog, device) -> tuple[float, float]:
     b = getattr(catalog, "calibration_bands", {}).get(device.name) or {}
     return (b.get("tpot", 0.0), b.get("ttft", 0.0))
@@ -306,6 +315,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
     kv = catalog.precision(inp.precision.kv_cache, "kv")
 
     engine = resolve_engine(inp.engine, catalog, device)
+    check_engine_fits(engine, inp.workload.context_tokens, hw.tp, hw.pp)
     factors = apply_factors(engine_factors(catalog, device, engine, inp.sla.at), inp.overrides.factors)
 
     replicas = (hw.count // (hw.tp * hw.pp)) if hw.count else 1

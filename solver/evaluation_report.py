@@ -76,6 +76,11 @@ def _band(value: float, rel: float) -> str:
     return f"; band {fmt_seconds(value * (1 - rel))} – {fmt_seconds(value * (1 + rel))} (calibration residuals)"
 
 
+def _combine(overlapped: bool) -> str:
+    """How a kernel's read and compute combine: overlapped, or one after the other."""
+    return "max" if overlapped else "sum"
+
+
 def _fixed(d, seconds: float, batch: int = 0) -> str:
     f = d.factors
     per_seq = f" + {fmt_seconds(f.sequence_overhead_s)} × {batch} sequences" if batch and f.sequence_overhead_s else ""
@@ -190,8 +195,8 @@ def render_text(ev: Evaluation) -> str:
             f"{fmt_rate(dec.flops, 'FLOP')} per step{per_gpu} at {fmt_rate(dec.peak_flops_per_s, 'FLOP/s')} {dec.compute_dtype} × {dec.compute_efficiency:.2f}  → {fmt_seconds(dec.compute_time_s)}",
         ),
         *([("prefill mixed in", f"{dec.prefill_tokens:,.0f} prompt tokens per step (continuous batching: each request brings {w.prompt_tokens:,} over {w.output_tokens:,} steps)")] if dec.prefill_tokens else []),
-        ("GEMMs", f"max(weights read, matmul FLOPs)  → {fmt_seconds(dec.gemm_time_s)}"),
-        ("attention", f"max(KV read, attention FLOPs)  → {fmt_seconds(dec.attention_time_s)}"),
+        ("GEMMs", f"{_combine(dec.coefficients.overlapped)}(weights read, matmul FLOPs)  → {fmt_seconds(dec.gemm_time_s)}"),
+        ("attention", f"{_combine(dec.coefficients.overlapped)}(KV read, attention FLOPs)  → {fmt_seconds(dec.attention_time_s)}"),
         ("communication", _comm(dec.comm_time_s, d)),
         ("fixed cost", _fixed(d, dec.step_overhead_s, dec.batch)),
         (

@@ -17,7 +17,7 @@ from solver.catalog import Catalog, Device, Price
 from solver.deployment import Deployment, Workload
 from solver.errors import InputError
 from solver.evaluate import Targets
-from solver.evaluate_input import apply_factors, band_of, engine_factors, override_device, resolve_engine, resolve_model
+from solver.evaluate_input import apply_factors, band_of, check_engine_fits, engine_factors, override_device, resolve_engine, resolve_model
 from solver.physics import validity
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.memory import estimate_memory
@@ -249,7 +249,9 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
             excluded[device.name] = "no purchase price in the catalog (give overrides.gpus.<name>.purchase_usd)"
             continue
         engine = resolve_engine(spec.engine, catalog, device)
+        check_engine_fits(engine, w.context_tokens, 1, 1)
         factors = _factors(device, engine, spec, catalog)
+        splits_seen: set[tuple] = set()
         for tp in spec.search.tp:
             for pp in spec.search.pp:
                 platform = _platform_for(device, tp, pp, catalog)
@@ -264,6 +266,10 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
                         d = Deployment(model, device, platform, wf, kf, factors, tp=tp, pp=pp,
                                        weights_bytes_override=mo.weights_bytes, engine=engine,
                                        band=band_of(catalog, device)).as_engine_runs()
+                        key = (d.tp, d.pp, wf.name, kf.name)
+                        if key in splits_seen:  # llama.cpp's layer split makes TP 2 and PP 2 one shape
+                            continue
+                        splits_seen.add(key)
                         shapes.append(Shape(len(shapes), d, domain, own))
     if not devices:
         raise InputError("search.gpus", spec.search.gpus, "selects no device")

@@ -152,3 +152,23 @@ def test_residuals_become_a_band_and_pessimistic_plans_hold_at_its_edge(tmp_path
     edge = json.loads(capsys.readouterr().out)["plan"]
     assert edge["cost_usd_per_hour"] >= nominal["cost_usd_per_hour"]
     assert edge["tpot_s"] <= 0.025
+
+
+def test_fit_recovers_llama_cpp_factors_whose_kernels_add_read_and_flops(tmp_path):
+    # llama.cpp's kernels take read + FLOPs (not the larger): the fit must leave the
+    # compute in the rest, not fold it into the bandwidth line.
+    path = tmp_path / "lc.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(HEADER + ["engine"])
+        for model, prompt in (("llama-3.1-8b", 512), ("llama-3.1-8b", 2048), ("qwen2.5-7b", 1024), ("llama-3.2-3b", 512)):
+            d, wl, _ = build(model, "rtx-4090", users=1, prompt=prompt, output=128, weights="q4_k_m", kv="fp16", engine="llama.cpp")
+            d = d.replace(factors=dataclasses.replace(d.factors, **TRUE))
+            from solver.evaluate import evaluate
+
+            ev = evaluate(d, wl, with_remedies=False)
+            w.writerow([model, "rtx-4090", 1, "q4_k_m", "fp16", 1, prompt, 128, ev.decode.tpot_s * 1e3, ev.prefill.ttft_s * 1e3, "llama.cpp"])
+    (result,) = fit(read_csv(path), default_catalog())
+    assert result.factors["bandwidth_efficiency"] == pytest.approx(0.7, rel=1e-3)
+    assert result.factors["compute_efficiency"] == pytest.approx(0.6, rel=0.02)
+    assert result.after["tpot"]["max_ape"] < 1e-3 and result.after["ttft"]["max_ape"] < 0.01

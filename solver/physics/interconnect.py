@@ -232,7 +232,12 @@ def comm_segments(d: Deployment) -> tuple[CommSegment, ...]:
 
 
 def comm_time_from_segments(segments: tuple[CommSegment, ...], tokens: float) -> float:
+    """The piece that holds at `tokens`, but never less than what fewer tokens cost: where
+    the engine switches to a faster algorithm the time would dip, and a step must not get
+    faster with a larger batch (the batch caps are found by bisection)."""
+    floor = 0.0
     for seg in segments:
         if tokens < seg.upto_tokens:
-            return seg.time_s(tokens)
-    return segments[-1].time_s(tokens)
+            return max(floor, seg.time_s(tokens))
+        floor = max(floor, seg.time_s(seg.upto_tokens))
+    return max(floor, segments[-1].time_s(tokens))

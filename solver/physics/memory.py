@@ -143,8 +143,10 @@ def activation_peak_bytes(d: Deployment, context_tokens: int) -> float:
 
 
 def visible_bytes(d: Deployment) -> float:
-    """Device memory the runtime sees: the reported total less the driver's share."""
-    return max(0.0, float(d.device.memory_bytes) - d.factors.reserved_bytes)
+    """Device memory the runtime sees: the reported total less the driver's share (a
+    figure measured on NVIDIA's driver: other vendors' totals are taken as reported)."""
+    reserved = d.factors.reserved_bytes if d.device.vendor == "NVIDIA" else 0
+    return max(0.0, float(d.device.memory_bytes) - reserved)
 
 
 def overhead_bytes(d: Deployment, context_tokens: int) -> float:
@@ -202,6 +204,8 @@ class MemoryEstimate:
     """Of the overhead, the engine's profiled activation peak."""
     reserved_bytes: float = 0.0
     """The driver's share, outside device_bytes."""
+    max_num_seqs: int | None = None
+    """The engine schedules at most this many sequences at once."""
 
     @property
     def kv_budget_bytes(self) -> float:
@@ -226,11 +230,13 @@ class MemoryEstimate:
 
     @property
     def max_batch(self) -> int:
-        """Most sequences at this context that fit beside the weights."""
+        """Most sequences at this context that fit beside the weights, and that the
+        engine schedules at once (max_num_seqs)."""
         room = self.kv_budget_bytes
         if room <= 0 or self.kv_bytes_per_sequence <= 0:
             return 0
-        return int(room // self.kv_bytes_per_sequence)
+        fit = int(room // self.kv_bytes_per_sequence)
+        return min(fit, self.max_num_seqs) if self.max_num_seqs else fit
 
     @property
     def kv_capacity_blocks(self) -> int:
@@ -291,6 +297,7 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
         context_tokens=w.context_tokens,
         activation_bytes=activation_peak_bytes(d, w.context_tokens),
         reserved_bytes=float(d.device.memory_bytes) - visible_bytes(d),
+        max_num_seqs=engine.max_num_seqs if engine else None,
     )
 
 
