@@ -175,7 +175,6 @@ class Model:
         for f in self.formats:
             for k in ("sb", "sc"):
                 self.values[(f, k)] = PRIOR[k]
-        n = len(terms)
         self.arr = {name: np.array([getattr(t, name) for t in terms], dtype=float) for name in
                     ("measured_s", "weights_s", "sixteen_fraction", "linear_s", "kv_s", "attention_s", "comm_s", "layers", "batch")}
         self.is_ttft = np.array([t.kind == "ttft" for t in terms])
@@ -183,7 +182,6 @@ class Model:
         self.gidx = np.array([self.groups.index(t.group) for t in terms])
         self.widx = np.array([self.formats.index(t.weights) for t in terms])
         self.kidx = np.array([self.formats.index(t.kv) for t in terms])
-        self.n = n
 
     def _vec(self, key: str, index, keys) -> np.ndarray:
         table = np.array([self.values[(k, key)] for k in keys])

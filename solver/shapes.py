@@ -254,6 +254,8 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
         splits_seen: set[tuple] = set()
         for tp in spec.search.tp:
             for pp in spec.search.pp:
+                if engine.split_mode == "row" and pp > 1:
+                    continue  # llama.cpp's row split has no pipeline stages besides
                 platform = _platform_for(device, tp, pp, catalog)
                 domain = scale_up_domain_size(platform)
                 seen = set()
