@@ -249,6 +249,8 @@ def out_of_reach(p: dict) -> str | None:
         return "prefix-cached"
     if cond.get("split_mode") not in (None, "layer", "row"):
         return "llama.cpp split mode not modelled"
+    if (_num(cond.get("ep"), 1) or 1) > 1 or cond.get("enable_attention_dp"):
+        return "expert or attention data parallelism"  # not modelled yet (issue 13)
     if cond.get("speculative_decoding") or "MTP" in str(p.get("note", "")) and "speculative" in str(p.get("note", "")).lower():
         return "speculative decoding"
     if kind in ("tpot1", "tpot") and batch_of(p) is None:
