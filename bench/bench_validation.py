@@ -27,7 +27,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from validation_points import KINDS, ROOT, _cond, batch_of, deployment_for, tokens, kind_of, load_points, measured, out_of_reach, predict  # noqa: E402
+from validation_points import KINDS, ROOT, SAME_AS, _cond, batch_of, deployment_for, tokens, kind_of, load_points, measured, out_of_reach, predict  # noqa: E402
 
 from solver.calibrate import decode_xy, fit_decode, fit_prefill, prefill_xy  # noqa: E402
 from solver.catalog import default_catalog  # noqa: E402
@@ -107,6 +107,13 @@ def peer(points_by_id: dict, ours: dict) -> dict[str, dict[str, float]]:
     return out
 
 
+def is_moe(p: dict) -> bool:
+    try:
+        return default_catalog().model(SAME_AS.get(p.get("model"), p.get("model"))).is_moe
+    except (InputError, KeyError):
+        return False
+
+
 def _row(name, apes, width=34):
     if not apes:
         return f"{name:<{width}} {0:>4}"
@@ -155,6 +162,11 @@ def main() -> None:
         if capes:
             line += f" {len(capes):>6} {statistics.median(capes):>7.1%} {max(capes):>8.1%}"
         print(line)
+        if kind in ("tpot1", "tpot", "throughput", "ttft"):
+            for label, moe in (("dense models", False), ("mixture-of-experts models", True)):
+                part = [abs(a - r) / r for pid, (a, r, _) in rows if is_moe(by_id[pid]) == moe]
+                if part:
+                    print(_row(f"  {label}", part))
         if kind == "kv":
             knobbed = [abs(a - b) / b for pid, (a, b, _) in rows if any(k in _cond(by_id[pid]) for k in KNOBS)]
             print(_row("  KV points with engine knobs", knobbed))

@@ -5,8 +5,9 @@ shared by bench/bench_validation.py (which reports the error) and bench/fit_defa
 The split is decided once, by source, and recorded in the file (`split: fit|test` on
 every point): a source is one measurement campaign (the cited document at its
 revision, one issue thread, one log); within each engine, sources are taken largest
-first and dealt alternately to fit and test, so both halves hold every engine and the
-largest tables. A factor fitted on a point proves nothing about that point, so
+first and dealt to the half they balance, so both halves hold every engine and the
+largest tables. Points added later (`added: <date>`) are dealt on top of what the
+file already holds; no recorded side ever moves. A factor fitted on a point proves nothing about that point, so
 accuracy is reported on the test split only.
 """
 
@@ -39,6 +40,7 @@ SAME_AS = {
     "Qwen/Qwen2-72B": "qwen2.5-72b",
     "Qwen/QwQ-32B": "qwen2.5-32b",
     "huggyllama/llama-7b": "llama-2-7b",
+    "deepseek-ai/DeepSeek-V3.1": "deepseek-v3",  # the same architecture (config.json), new weights
 }
 # The engine whose rules and fitted factors a point's stack follows.
 ENGINE = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "mlperf": "trtllm", "llama.cpp": "llama.cpp"}
@@ -62,36 +64,50 @@ def source_key(p: dict) -> str:
 
 
 def assign_split(points: list[dict]) -> dict[str, str]:
-    """source → 'fit' or 'test'. Within each engine, sources are taken largest first and
-    each goes to the half that leaves the two halves' counts per metric closest (ties to
-    fit), so both halves hold every engine and metric. Ties in size are broken by the
-    source's address. Sources of runs out of scope are never fitted (test)."""
-    counts: dict[str, dict[str, int]] = {}
-    engine_of: dict[str, str] = {}
-    split = {source_key(p): "test" for p in points}
-    for p in points:
-        if out_of_scope(p):
-            continue
-        src = source_key(p)
-        counts.setdefault(src, {})
-        counts[src][p["metric"]] = counts[src].get(p["metric"], 0) + 1
-        engine_of.setdefault(src, ENGINE.get(p.get("engine"), p.get("engine") or "?"))
-    for engine in sorted(set(engine_of.values())):
-        sources = sorted((s for s in counts if engine_of[s] == engine), key=lambda s: (-sum(counts[s].values()), s))
-        halves = {"fit": {}, "test": {}}
+    """source → 'fit' or 'test'. Points are added in batches (`added:`, the date a batch
+    joined the file; the first batch has none), and each batch's new sources are dealt on
+    top of the halves the earlier batches left, so a source's side never changes once
+    recorded. Within each engine, a batch's new sources are taken largest first and each
+    goes to the half that leaves the two halves' counts per metric closest (ties to fit),
+    so both halves hold every engine and metric. Ties in size are broken by the source's
+    address. Sources of runs out of scope are never fitted (test)."""
+    split: dict[str, str] = {}
+    halves: dict[str, dict[str, dict[str, int]]] = {}  # engine → half → metric → count
+    for batch in sorted({str(p.get("added") or "") for p in points}):
+        mine = [p for p in points if str(p.get("added") or "") == batch]
+        counts: dict[str, dict[str, int]] = {}
+        engine_of: dict[str, str] = {}
+        for p in mine:
+            src = source_key(p)
+            if out_of_scope(p):
+                split.setdefault(src, "test")
+                continue
+            engine = ENGINE.get(p.get("engine"), p.get("engine") or "?")
+            if src in split:  # a source an earlier batch placed keeps its side
+                h = halves.setdefault(engine, {"fit": {}, "test": {}})[split[src]]
+                h[p["metric"]] = h.get(p["metric"], 0) + 1
+                continue
+            counts.setdefault(src, {})
+            counts[src][p["metric"]] = counts[src].get(p["metric"], 0) + 1
+            engine_of.setdefault(src, engine)
+        for engine in sorted(set(engine_of.values())):
+            sources = sorted((s for s in counts if engine_of[s] == engine), key=lambda s: (-sum(counts[s].values()), s))
+            these = halves.setdefault(engine, {"fit": {}, "test": {}})
 
-        def imbalance(side: str, src: str) -> int:
-            after = {h: dict(c) for h, c in halves.items()}
-            for m, n in counts[src].items():
-                after[side][m] = after[side].get(m, 0) + n
-            metrics = set(after["fit"]) | set(after["test"])
-            return sum(abs(after["fit"].get(m, 0) - after["test"].get(m, 0)) for m in metrics)
+            def imbalance(side: str, src: str) -> int:
+                after = {h: dict(c) for h, c in these.items()}
+                for m, n in counts[src].items():
+                    after[side][m] = after[side].get(m, 0) + n
+                metrics = set(after["fit"]) | set(after["test"])
+                return sum(abs(after["fit"].get(m, 0) - after["test"].get(m, 0)) for m in metrics)
 
-        for src in sources:
-            side = "fit" if imbalance("fit", src) <= imbalance("test", src) else "test"
-            split[src] = side
-            for m, n in counts[src].items():
-                halves[side][m] = halves[side].get(m, 0) + n
+            for src in sources:
+                side = "fit" if imbalance("fit", src) <= imbalance("test", src) else "test"
+                split[src] = side
+                for m, n in counts[src].items():
+                    these[side][m] = these[side].get(m, 0) + n
+        for p in mine:
+            split.setdefault(source_key(p), "test")
     return split
 
 
@@ -251,13 +267,31 @@ def out_of_reach(p: dict) -> str | None:
         return "llama.cpp split mode not modelled"
     if (_num(cond.get("ep"), 1) or 1) > 1 or cond.get("enable_attention_dp"):
         return "expert or attention data parallelism"  # not modelled yet (issue 13)
-    if cond.get("speculative_decoding") or "MTP" in str(p.get("note", "")) and "speculative" in str(p.get("note", "")).lower():
+    spec, note = cond.get("speculative_decoding"), str(p.get("note", ""))
+    if str(spec).lower() not in ("none", "false", "off", "no", "") or (
+            spec is None and "MTP" in note and "speculative" in note.lower() and "no MTP" not in note):
         return "speculative decoding"
     if kind in ("tpot1", "tpot") and batch_of(p) is None:
         return "no batch"
     if measured(p) is None:
         return "unit"
     return None
+
+
+def served_ttft(p: dict) -> bool:
+    """A TTFT measured by a client through the engine's HTTP server (vllm bench serve,
+    SGLang's bench_serving, InferenceX, LLMPerf...): it includes the front end
+    (request parsing, tokenisation, scheduling, streaming), which the physics does not
+    model. Session benchmarks without a server (gptSessionBenchmark, trtllm-bench
+    latency, llama-bench) measure the prefill alone."""
+    if kind_of(p) != "ttft" or p.get("engine") == "llama.cpp":
+        return False
+    cond = _cond(p)
+    bench = str(cond.get("benchmark", "")).lower()
+    if "no server" in bench or "session" in bench:
+        return False
+    return "concurrency" in cond or "max_concurrency" in cond or any(
+        k in bench for k in ("serve", "serving", "llmperf", "genai-perf", "guidellm", "benchmark_serving"))
 
 
 def _saturated_batch(p: dict, prompt: int, output: int, factors, catalog) -> int:

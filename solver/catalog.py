@@ -74,6 +74,10 @@ class Factors:
     sequence_overhead_s: Annotated[float, Ge(0), Le(0.01)] = 0.0
     """Fixed cost per sequence per decode step (sampling, detokenising, scheduler
     bookkeeping on the host): what makes large batches slower than their kernels."""
+    expert_layer_overhead_s: Annotated[float, Ge(0), Le(0.01)] = 0.0
+    """Further fixed cost per mixture-of-experts layer per forward pass: the router,
+    top-k, token permutation and the grouped expert GEMMs are kernels of their own,
+    latency-bound at small batches."""
     reserved_bytes: NonNegInt = 0
     """Device memory the driver keeps: the device's reported total less what the
     runtime sees (nvidia-smi total − torch.cuda.mem_get_info total)."""
@@ -95,6 +99,7 @@ class FactorOverrides:
     step_overhead_s: Annotated[float, Ge(0), Le(1)] | None = None
     layer_overhead_s: Annotated[float, Ge(0), Le(0.01)] | None = None
     sequence_overhead_s: Annotated[float, Ge(0), Le(0.01)] | None = None
+    expert_layer_overhead_s: Annotated[float, Ge(0), Le(0.01)] | None = None
     reserved_bytes: NonNegInt | None = None
     tp_overhead_bytes: NonNegInt | None = None
     activation_peak_scale: Annotated[float, Ge(0), Le(10)] | None = None
@@ -330,6 +335,8 @@ class Model:
     """Routed experts per MoE layer (0 = dense)."""
     experts_per_token: NonNegInt = 0
     shared_experts: NonNegInt = 0
+    dense_layers: NonNegInt = 0
+    """Leading layers of an MoE model with a dense MLP (config.json first_k_dense_replace)."""
     kv_lora_rank: Count | None = None
     """MLA: compressed KV latent width."""
     qk_rope_head_dim: Count | None = None
@@ -368,6 +375,11 @@ class Model:
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 0
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers that route to experts (all but the leading dense ones)."""
+        return self.num_layers - self.dense_layers if self.is_moe else 0
 
     @property
     def embedding_params(self) -> int:

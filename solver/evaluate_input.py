@@ -128,6 +128,7 @@ class FactorsIn(_In):
     step_overhead_s: Annotated[float, _quantity("seconds"), Field(ge=0, le=1)] | None = None
     layer_overhead_s: Annotated[float, _quantity("seconds"), Field(ge=0, le=0.01)] | None = None
     sequence_overhead_s: Annotated[float, _quantity("seconds"), Field(ge=0, le=0.01)] | None = None
+    expert_layer_overhead_s: Annotated[float, _quantity("seconds"), Field(ge=0, le=0.01)] | None = None
     reserved_bytes: NonNegBytes | None = None
     tp_overhead_bytes: NonNegBytes | None = None
     activation_peak_scale: float | None = Field(default=None, ge=0, le=10)

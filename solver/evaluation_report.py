@@ -84,8 +84,10 @@ def _combine(overlapped: bool) -> str:
 def _fixed(d, seconds: float, batch: int = 0) -> str:
     f = d.factors
     per_seq = f" + {fmt_seconds(f.sequence_overhead_s)} × {batch} sequences" if batch and f.sequence_overhead_s else ""
+    moe = (f" + {fmt_seconds(f.expert_layer_overhead_s)} × {d.model.moe_layers} MoE layers"
+           if d.model.moe_layers and f.expert_layer_overhead_s else "")
     return (f"{fmt_seconds(seconds)} = {fmt_seconds(f.step_overhead_s)} per pass + {fmt_seconds(f.layer_overhead_s)} × "
-            f"{d.model.num_layers} layers{per_seq} (scheduling, sampling, launches)")
+            f"{d.model.num_layers} layers{moe}{per_seq} (scheduling, sampling, launches)")
 
 
 def _comm(seconds: float, d) -> str:

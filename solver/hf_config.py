@@ -153,6 +153,7 @@ def model_from_config(path: str | Path) -> Model:
             num_experts=E,
             experts_per_token=_first(cfg, "num_experts_per_tok", "experts_per_token", default=0) if E else 0,
             shared_experts=(cfg.get("n_shared_experts") or 0) if E else 0,
+            dense_layers=min(L, cfg.get("first_k_dense_replace") or 0) if E else 0,
             attention=_attention_kind(cfg, H, kv),
             kv_lora_rank=cfg.get("kv_lora_rank"),
             qk_rope_head_dim=cfg.get("qk_rope_head_dim") if mla else None,

@@ -43,6 +43,7 @@ def test_deepseek_v3_is_mla_with_671b_parameters():
     assert m.total_params / 1e9 == pytest.approx(671.0, abs=0.1)  # DeepSeek: 671B main model
     # DeepSeek's "37B activated"; their 36.6B excludes the 0.93B input embedding.
     assert (m.active_params - 129280 * 7168) / 1e9 == pytest.approx(36.6, abs=0.05)
+    assert (m.dense_layers, m.moe_layers) == (3, 58)  # first_k_dense_replace 3 of 61 layers
 
 
 def test_gpt_oss_20b_alternates_sliding_and_full_attention():

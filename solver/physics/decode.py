@@ -83,7 +83,8 @@ def overlaps(d: Deployment) -> bool:
 
 def fixed_step_s(d: Deployment) -> float:
     """A forward pass's fixed cost: once per pass, and once per layer (every stage's)."""
-    return d.factors.step_overhead_s + d.factors.layer_overhead_s * d.model.num_layers
+    f, m = d.factors, d.model
+    return f.step_overhead_s + f.layer_overhead_s * m.num_layers + f.expert_layer_overhead_s * m.moe_layers
 
 
 def attention_flops_per_token(d: Deployment, context_tokens: int) -> float:

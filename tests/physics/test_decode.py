@@ -6,7 +6,7 @@ import pytest
 
 from solver.physics.decode import estimate_decode, expert_hit_fraction
 
-NO_FIXED = {"step_overhead_s": 0, "layer_overhead_s": 0, "sequence_overhead_s": 0}
+NO_FIXED = {"step_overhead_s": 0, "layer_overhead_s": 0, "sequence_overhead_s": 0, "expert_layer_overhead_s": 0}
 NO_EFF = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED}}
 # Llama-3.1-8B: 8,030,261,248 parameters, of which the untied input embedding is
 # 128,256 × 4,096 = 525,336,576; a step reads one row of it per token, not the table.
@@ -44,6 +44,17 @@ def test_a_fixed_cost_per_step_and_per_layer_is_added(build_deployment):
     dec = estimate_decode(d, w)
     assert dec.step_overhead_s == pytest.approx(1e-3 + 32 * 20e-6)
     assert dec.tpot_s == pytest.approx((15_009_849_344 + 2 * 131_072) / 3.35e12 + 1.64e-3)
+
+
+def test_each_mixture_of_experts_layer_adds_its_own_fixed_cost(build_deployment):
+    # DeepSeek-R1: 61 layers, the first 3 dense (first_k_dense_replace), 58 routing to
+    # experts; 10 µs per MoE layer = 0.58 ms per pass. A dense model pays none of it.
+    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED, "expert_layer_overhead_s": "10us"}}
+    d, w, _ = build_deployment("deepseek-r1", "h200", tp=8, users=1, prompt=1, output=1, weights="fp8", kv="fp8", overrides=over)
+    assert d.model.moe_layers == 58
+    assert estimate_decode(d, w).step_overhead_s == pytest.approx(58 * 10e-6)
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=1, output=1, overrides=over)
+    assert estimate_decode(d, w).step_overhead_s == 0
 
 
 def test_a_quantised_format_reads_at_its_kernels_share_of_bandwidth(build_deployment):

@@ -58,6 +58,36 @@ def test_each_source_goes_where_it_balances_the_halves():
     assert vp.assign_split(pts) == {"https://x/c": "fit", "https://x/a": "test", "https://x/b": "fit", "https://x/d": "test"}
 
 
+def test_a_later_batch_is_dealt_on_top_and_never_moves_a_recorded_side():
+    # Batch one: a (4 TTFT) goes to fit, b (3 TTFT) to test. Batch two (added later): five
+    # more points of a stay with a in fit, whatever the balance (fit 9, test 3), and the
+    # new source c (2 TTFT) goes where it balances them: test (|9 − 5| < |11 − 3|).
+    def pts(src, n, added=None):
+        return [{"id": f"{src}-{i}-{added}", "engine": "vllm", "metric": "ttft", "source": f"https://x/{src} q",
+                 "as_of": "2025-01-01", **({"added": added} if added else {})} for i in range(n)]
+    first = pts("a", 4) + pts("b", 3)
+    assert vp.assign_split(first) == {"https://x/a": "fit", "https://x/b": "test"}
+    later = first + pts("c", 2, "2026-12-01") + pts("a", 5, "2026-12-01")
+    assert vp.assign_split(later) == {"https://x/a": "fit", "https://x/b": "test", "https://x/c": "test"}
+
+
+def test_a_ttft_through_an_http_server_is_told_from_a_session_benchmark():
+    served = {"metric": "ttft", "engine": "vllm", "conditions": {"concurrency": 1}}
+    session = {"metric": "ttft", "engine": "trtllm", "conditions": {"benchmark": "gptSessionBenchmark (no server)"}}
+    bench = {"metric": "ttft", "engine": "llama.cpp", "conditions": {"concurrency": 1}}
+    assert vp.served_ttft(served) and not vp.served_ttft(session) and not vp.served_ttft(bench)
+    assert not vp.served_ttft({**served, "metric": "decode_tpot_batch1"})
+
+
+def test_a_group_is_fitted_alone_only_when_its_points_separate_reads_from_flops():
+    def term(i, reads, flops, kind="tpot"):
+        return fit_defaults.Term(f"p{i}", kind, ("vllm", "hbm"), "bf16", "bf16", 0.01, reads, 1.0, flops, 0.0, 0.0, 0.0, 32)
+    read_bound = [term(i, 0.01, 0.001) for i in range(3)]
+    flop_bound = [term(i + 3, 0.001, 0.01) for i in range(3)]
+    assert fit_defaults.Model(read_bound + flop_bound).identifiable(("vllm", "hbm"))
+    assert not fit_defaults.Model(read_bound[:2] + flop_bound * 2).identifiable(("vllm", "hbm"))
+
+
 def test_a_github_source_is_its_repository_revision_or_thread():
     base = "https://github.com/o/r/blob/abc123"
     assert vp.source_key({"source": f"{base}/logs/a.log — quote"}) == vp.source_key({"source": f"{base}/logs/b.log x"}) == base
@@ -66,7 +96,7 @@ def test_a_github_source_is_its_repository_revision_or_thread():
 
 def _fitted_from(points):
     catalog = vp.default_catalog()
-    terms = fit_defaults.pool([t for t in (fit_defaults.terms_of(p, catalog) for p in points if p.get("split") == "fit") if t])
+    terms = fit_defaults.fit_terms(points, catalog)
     model = fit_defaults.Model(terms)
     free = model.free(fit_defaults.MIN_POINTS, fit_defaults.MIN_FORMAT_POINTS)
     model.fit(free)
@@ -82,7 +112,7 @@ def test_catalog_fitted_factors_are_what_the_fit_points_give(fitted):
     # catalogs/fitted.yaml is the output of bench/fit_defaults.py on the fit split.
     data = yaml.safe_load((vp.ROOT / "catalogs" / "fitted.yaml").read_text())
     names = {"e": "bandwidth_efficiency", "c": "compute_efficiency", "s0": "step_overhead_s",
-             "s1": "layer_overhead_s", "s2": "sequence_overhead_s"}
+             "s1": "layer_overhead_s", "s2": "sequence_overhead_s", "s3": "expert_layer_overhead_s"}
     shares = {"sb": "bandwidth_share", "sc": "compute_share"}
     for (owner, key), value in fitted.items():
         if isinstance(owner, tuple):
