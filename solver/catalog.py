@@ -120,12 +120,78 @@ class DefaultFactors(Factors):
 
 @dataclass(frozen=True)
 class Price:
+    """What a GPU-hour costs in a plan: the offer it was priced at, and on what basis."""
+
     __pydantic_config__ = _FORBID
     usd_per_gpu_hour: Positive
     provider: str
     offer: str
     as_of: dt.date
     source: str
+    tier: str = "on_demand"
+    basis: str = ""
+    """How the offer was chosen, e.g. "lower median of 7 gpu_cloud on_demand offers"."""
+
+
+# --------------------------------------------------------------------------- the price book
+
+Tier = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "flex_start"]
+ProviderKind = Literal["hyperscaler", "gpu_cloud", "marketplace", "managed"]
+Statistic = Literal["median_low", "cheapest"]
+TIERS: tuple[str, ...] = ("on_demand", "spot", "reserved_1y", "reserved_3y", "flex_start")
+
+
+@dataclass(frozen=True)
+class Provider:
+    __pydantic_config__ = _FORBID
+    kind: ProviderKind
+    display_name: str
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One provider's dated price for one GPU on one tier (catalogs/prices.yaml)."""
+
+    __pydantic_config__ = _FORBID
+    provider: str
+    gpu: str
+    tier: Tier
+    usd_per_gpu_hour: Positive
+    as_of: dt.date
+    source: str
+    quote: str = ""
+    source_kind: str = ""
+    instance: str | None = None
+    gpus_per_instance: PositiveInt | None = None
+    instance_usd_per_hour: Positive | None = None
+    region: str | None = None
+    note: str = ""
+    suspect: bool = False
+    """Out of line with every other offer for the GPU: listed, never used."""
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """A basis for pricing every GPU the same way: which providers (names, kinds such as
+    gpu_cloud, or all), which tier, and which of their offers."""
+
+    __pydantic_config__ = _FORBID
+    providers: Annotated[tuple[str, ...], MinLen(1)]
+    tier: Tier = "on_demand"
+    statistic: Statistic = "median_low"
+
+    def label(self) -> str:
+        how = "lower median" if self.statistic == "median_low" else "cheapest"
+        return f"{how} of the {self.tier} offers from {', '.join(self.providers)}"
+
+
+@dataclass(frozen=True)
+class _PricesFile:
+    __pydantic_config__ = _FORBID
+    as_of: dt.date
+    default: Pricing
+    providers: dict[str, Provider]
+    offers: tuple[Offer, ...]
 
 
 @dataclass(frozen=True)
@@ -663,12 +729,21 @@ class Catalog:
         precisions: _PrecisionsFile,
         engines: _EnginesFile,
         fitted: _FittedFile | None = None,
+        prices: _PricesFile | None = None,
     ):
         df = devices.default_factors
         fitted = fitted or _FittedFile("nothing", dt.date.min)
         priors = Factors(**{f.name: getattr(df, f.name) for f in dataclasses.fields(Factors)})
         self.default_factors = fitted.defaults.apply(priors)
+        self.prices = prices or _PricesFile(dt.date.min, Pricing(("gpu_cloud",)), {}, ())
+        self.default_pricing = self.prices.default
+        for d in devices.devices:
+            if d.price is not None:
+                raise ValueError(f"device '{d.name}' has a price: prices live in prices.yaml")
         self.devices = _Index.build("device", "gpu", devices.devices)
+        self._check_prices()
+        self.devices = _Index.build("device", "gpu", [
+            dataclasses.replace(d, price=self.price(d.name, self.default_pricing)) for d in devices.devices])
         self.platforms = _Index.build("platform", "platform", platforms.platforms)
         self.models = _Index.build("model", "model", models.models)
         self.fitted_on = fitted.fitted_on
@@ -697,6 +772,62 @@ class Catalog:
             for fmt in d.kv_formats:
                 if "kv" not in self.precisions.entries[fmt].use:
                     raise ValueError(f"device '{d.name}': '{fmt}' is not a KV-cache format")
+
+    def _check_prices(self) -> None:
+        for o in self.prices.offers:
+            if o.provider not in self.prices.providers:
+                raise ValueError(f"prices.yaml: offer for '{o.gpu}' names unknown provider '{o.provider}'")
+            if o.gpu not in self.devices.entries:
+                raise ValueError(f"prices.yaml: offer of '{o.provider}' names unknown device '{o.gpu}'")
+        self.pricing(self.default_pricing.providers, self.default_pricing.tier, self.default_pricing.statistic)
+
+    def pricing(self, providers, tier: str | None = None, statistic: str | None = None, where: str = "pricing.providers") -> Pricing:
+        """A pricing basis from a spec's tokens: provider names, kinds, or all; the
+        catalog's default for whatever is not given."""
+        base = self.default_pricing
+        kinds = sorted({p.kind for p in self.prices.providers.values()})
+        names = []
+        for i, token in enumerate(providers or base.providers):
+            t = str(token).strip().lower()
+            if t != "all" and t not in kinds and t not in self.prices.providers:
+                close = difflib.get_close_matches(t, list(self.prices.providers) + kinds, n=3, cutoff=0.5)
+                hint = f"did you mean {', '.join(repr(c) for c in close)}? " if close else ""
+                raise InputError(f"{where}[{i}]", token, f"unknown provider; {hint}allowed: a provider "
+                                 f"({', '.join(self.prices.providers)}), a kind ({', '.join(kinds)}), or all "
+                                 "(`plan-opt list prices` shows the book)")
+            names.append(t)
+        return Pricing(tuple(dict.fromkeys(names)), tier or base.tier, statistic or base.statistic)
+
+    def providers_of(self, pricing: Pricing) -> list[str]:
+        out = []
+        for t in pricing.providers:
+            out += [n for n, p in self.prices.providers.items() if t in ("all", n, p.kind)]
+        return list(dict.fromkeys(out))
+
+    def offers_for(self, gpu: str, pricing: Pricing) -> list[Offer]:
+        """Each provider's offer for the GPU on the tier: its newest, and of those its
+        cheapest (a provider lists one price per instance and region); cheapest first."""
+        allowed = set(self.providers_of(pricing))
+        best: dict[str, Offer] = {}
+        for o in self.prices.offers:
+            if o.gpu != gpu or o.tier != pricing.tier or o.provider not in allowed or o.suspect:
+                continue
+            b = best.get(o.provider)
+            if b is None or (o.as_of, -o.usd_per_gpu_hour) > (b.as_of, -b.usd_per_gpu_hour):
+                best[o.provider] = o
+        return sorted(best.values(), key=lambda o: (o.usd_per_gpu_hour, o.provider))
+
+    def price(self, gpu: str, pricing: Pricing) -> Price | None:
+        """The GPU's price on this basis, naming the offer it comes from; None when no
+        provider of the basis offers it on the tier."""
+        offers = self.offers_for(gpu, pricing)
+        if not offers:
+            return None
+        o = offers[0] if pricing.statistic == "cheapest" else offers[(len(offers) - 1) // 2]
+        prov = self.prices.providers[o.provider]
+        seen = ", ".join(f"{x.provider} ${x.usd_per_gpu_hour:.2f}" for x in offers)
+        return Price(o.usd_per_gpu_hour, prov.display_name, o.instance or o.gpu, o.as_of, o.source, o.tier,
+                     f"{pricing.label()}: {len(offers)} offer{'s' if len(offers) != 1 else ''} ({seen})")
 
     def device(self, name: str) -> Device:
         return self.devices.get(name)
@@ -741,6 +872,7 @@ CATALOG_FILES = {
     "precisions": ("precisions.yaml", _PrecisionsFile),
     "engines": ("engines.yaml", _EnginesFile),
     "fitted": ("fitted.yaml", _FittedFile),
+    "prices": ("prices.yaml", _PricesFile),
 }
 
 

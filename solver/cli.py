@@ -447,8 +447,16 @@ def _cmd_calibrate(args) -> int:
 
 
 def _add_list(sub) -> None:
-    p = sub.add_parser("list", help="list the catalog: devices, models, platforms, precisions or engines")
-    p.add_argument("what", choices=["devices", "models", "platforms", "precisions", "engines"])
+    p = sub.add_parser("list", help="list the catalog: devices, models, platforms, precisions, engines or prices",
+                       description="List the catalog. `list prices` prints the price book (catalogs/prices.yaml): every "
+                       "dated offer, and what each GPU costs on the default basis or the one the flags choose.")
+    p.add_argument("what", choices=["devices", "models", "platforms", "precisions", "engines", "prices"])
+    p.add_argument("--gpu", action="append", default=None, help="prices: only these GPUs (repeatable)")
+    p.add_argument("--provider", action="append", default=None,
+                   help="prices: providers, or kinds (hyperscaler, gpu_cloud, marketplace, managed), or all (repeatable)")
+    p.add_argument("--tier", default=None, choices=["on_demand", "spot", "reserved_1y", "reserved_3y", "flex_start"],
+                   help="prices: the tier (default on_demand)")
+    p.add_argument("--statistic", default=None, choices=["median_low", "cheapest"], help="prices: of the providers' offers")
     p.set_defaults(func=_cmd_list)
 
 
@@ -457,6 +465,10 @@ def _cmd_list(args) -> int:
     from solver.units import GB, GiB
 
     cat = default_catalog()
+    if args.what != "prices" and (args.gpu or args.provider or args.tier or args.statistic):
+        raise InputError("list", args.what, "--gpu, --provider, --tier and --statistic apply to `list prices` only")
+    if args.what == "prices":
+        return _list_prices(cat, args)
     if args.what == "devices":
         print(f"{'name':<18} {'memory':>22} {'bandwidth':>11} {'fp16 dense':>12}  {'$/GPU-h':>8}  display name")
         for d in cat.devices:
@@ -481,6 +493,27 @@ def _cmd_list(args) -> int:
     else:
         for p in cat.precisions:
             print(f"{p.name:<10} {p.bytes_per_value:>8.5f} B/value  {'+'.join(p.use):<10} {p.display_name}")
+    return EXIT_OK
+
+
+def _list_prices(cat, args) -> int:
+    pricing = cat.pricing(args.provider, args.tier, args.statistic, where="--provider")
+    gpus = [cat.device(g).name for g in args.gpu] if args.gpu else [d.name for d in cat.devices]
+    allowed = set(cat.providers_of(pricing))
+    print(f"price book {cat.prices.as_of}: {len(cat.prices.offers)} offers; basis: {pricing.label()}")
+    print(f"{'gpu':<16} {'$/GPU-h':>8}  priced at")
+    for g in gpus:
+        price = cat.price(g, pricing)
+        print(f"{g:<16} {price.usd_per_gpu_hour:>8.2f}  {price.provider}, {price.offer} ({price.as_of}); "
+              f"{price.basis.split(': ', 1)[1]}" if price else f"{g:<16} {'—':>8}  no {pricing.tier} offer from {', '.join(pricing.providers)}")
+    print()
+    print(f"{'provider':<17} {'gpu':<15} {'tier':<11} {'$/GPU-h':>8}  {'as of':<10}  {'source kind':<12} instance / region")
+    for o in sorted(cat.prices.offers, key=lambda o: (o.gpu, o.tier, o.usd_per_gpu_hour)):
+        if o.gpu not in gpus or o.provider not in allowed or o.tier != pricing.tier:
+            continue
+        where = ", ".join(x for x in (o.instance, o.region) if x)
+        flag = "  SUSPECT, unused" if o.suspect else ""
+        print(f"{o.provider:<17} {o.gpu:<15} {o.tier:<11} {o.usd_per_gpu_hour:>8.2f}  {o.as_of}  {o.source_kind.split(' ')[0]:<12} {where}{flag}")
     return EXIT_OK
 
 

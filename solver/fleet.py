@@ -28,7 +28,7 @@ from solver.catalog import Catalog
 from solver.errors import InputError
 from solver.evaluate_input import EngineField, EngineIn, ModelOverrides, SlaIn, WorkloadIn, _In
 from solver.shapes import Problem, build_problem
-from solver.spec import BudgetIn, SearchIn, SolverIn, Spec, SpecOverridesIn
+from solver.spec import BudgetIn, PricingIn, SearchIn, SolverIn, Spec, SpecOverridesIn
 from solver.yaml_lines import load_yaml_file
 
 # --------------------------------------------------------------------------- the fleet spec
@@ -67,6 +67,7 @@ class FleetSpec(_In):
         default="min_cost", description="min_cost: serve all demand at least cost; max_served: most weighted demand within the budget."
     )
     budget: BudgetIn = BudgetIn()
+    pricing: PricingIn = Field(default=PricingIn(), description="The basis rented GPUs are priced on (`plan-opt list prices`).")
     inventory: dict[str, int] = Field(default={}, description="GPUs owned per device: free, limited.")
     quota: dict[str, int] = Field(default={}, description="Most GPUs of a device that can be rented (a cloud quota).")
     overrides: SpecOverridesIn = SpecOverridesIn()
@@ -134,6 +135,7 @@ def _class_specs(fs: FleetSpec, w: FleetWorkloadIn) -> list[tuple[str, Spec]]:
         "sla": w.sla.model_dump(exclude_none=True),
         "search": fs.search.model_dump(),
         "inventory": fs.inventory,
+        "pricing": fs.pricing.model_dump(exclude_none=True),
         "overrides": {**fs.overrides.model_dump(exclude_none=True), "model": w.overrides.model_dump(exclude_none=True)},
     }
     base = w.workload.model_dump(exclude_none=True)

@@ -13,7 +13,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from solver.catalog import Catalog, Device, Price
+from solver.catalog import Catalog, Device, Price, Pricing
 from solver.deployment import Deployment, Workload
 from solver.errors import InputError
 from solver.evaluate import Targets
@@ -91,6 +91,8 @@ class Problem:
     """Device name → why it was left out before any physics (e.g. no price)."""
     _physics: dict[tuple[int, int, int], ShapePhysics] = field(default_factory=dict)
     _caps: dict[tuple, int] = field(default_factory=dict)
+    pricing: Pricing | None = None
+    """The basis the rented GPUs were priced on."""
 
     @property
     def objective(self) -> str:
@@ -237,13 +239,17 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
     w = spec.workload
     workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens, w.kv_fill, w.batching)
     targets = Targets(max_ttft_s=spec.sla.max_ttft, max_tpot_s=spec.sla.max_tpot)
-    devices = [_apply_overrides(d, spec, catalog) for d in _select_devices(spec, catalog)]
+    pricing = catalog.pricing(spec.pricing.providers, spec.pricing.tier, spec.pricing.statistic)
+    devices = [_apply_overrides(dataclasses.replace(d, price=catalog.price(d.name, pricing)), spec, catalog)
+               for d in _select_devices(spec, catalog)]
     excluded: dict[str, str] = {}
     shapes: list[Shape] = []
     for device in devices:
         own = owned.get(device.name, 0)
         if needs_price(spec) and device.price is None and not own:
-            excluded[device.name] = "no rental price in the catalog (give overrides.gpus.<name>.price_usd_per_gpu_hour)"
+            excluded[device.name] = (f"no {pricing.tier} offer from {', '.join(pricing.providers)} in the price book "
+                                     f"(`plan-opt list prices --gpu {device.name}`; choose pricing.providers, or give "
+                                     f"overrides.gpus.{device.name}.price_usd_per_gpu_hour)")
             continue
         if needs_purchase(spec) and device.purchase_usd is None and not own:
             excluded[device.name] = "no purchase price in the catalog (give overrides.gpus.<name>.purchase_usd)"
@@ -275,4 +281,4 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
                         shapes.append(Shape(len(shapes), d, domain, own))
     if not devices:
         raise InputError("search.gpus", spec.search.gpus, "selects no device")
-    return Problem(spec, shapes, workload, targets, devices, excluded)
+    return Problem(spec, shapes, workload, targets, devices, excluded, pricing=pricing)

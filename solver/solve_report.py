@@ -6,10 +6,15 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from solver.catalog import TIERS
+from solver.costs import token_costs
 from solver.cpsat import LABELS
 from solver.solve import SolveResult, objective_value
 from solver.spec import OBJECTIVES
 from solver.units import GB, fmt_seconds
+
+NOT_PRICED = ("no purchase", "cannot run", *(f"no {t} offer" for t in TIERS))
+"""Reasons a device was left out before any physics: not a constraint ruling it out."""
 
 # --------------------------------------------------------------------------- JSON (pydantic at the edge)
 
@@ -32,6 +37,17 @@ class SpecSummaryOut(_Out):
     max_purchase_usd: float | None
     max_gpus: int | None
     inventory: dict[str, int]
+    pricing: str = Field(description="The basis rented GPUs are priced on (catalogs/prices.yaml).")
+
+
+class PriceOut(_Out):
+    usd_per_gpu_hour: float
+    provider: str
+    offer: str
+    tier: str
+    as_of: str
+    basis: str = Field(description="How the offer was chosen from the price book.")
+    source: str
 
 
 class PlanOut(_Out):
@@ -60,6 +76,10 @@ class PlanOut(_Out):
     kv_capacity_blocks: int
     max_concurrency: float = Field(description="KV capacity / context tokens (vLLM: Maximum concurrency).")
     tokens_per_s: float = Field(description="All replicas.")
+    price: PriceOut | None = Field(description="The offer the rented GPUs are priced at (None: none rented, or owned only).")
+    usd_per_million_input_tokens: float = Field(description="At steady throughput: the replicas' time to prefill a prompt token.")
+    usd_per_million_output_tokens: float = Field(description="At steady throughput: a sequence's share of a decode step.")
+    output_tokens_per_joule: float | None = Field(description="At steady throughput, every GPU at its board power (TDP).")
     batch_capped_by: str
     replicas_forced_by: str | None
 
@@ -123,6 +143,11 @@ class SolveOut(_Out):
     devices_searched: int
 
 
+def _price_out(price) -> PriceOut:
+    return PriceOut(usd_per_gpu_hour=price.usd_per_gpu_hour, provider=price.provider, offer=price.offer, tier=price.tier,
+                    as_of=price.as_of.isoformat(), basis=price.basis, source=price.source)
+
+
 def to_output(r: SolveResult) -> SolveOut:
     p = r.problem
     w, t = p.workload, p.targets
@@ -140,12 +165,14 @@ def to_output(r: SolveResult) -> SolveOut:
         max_purchase_usd=p.max_purchase_usd,
         max_gpus=p.max_gpus,
         inventory=dict(sorted(p.spec.inventory.items())),
+        pricing=p.pricing.label() if p.pricing else "",
     )
     plan = None
     c = r.solution.candidate
     if c is not None and r.plan is not None:
         ev = r.plan
         d = ev.deployment
+        costs = token_costs(ev, c.cost_usd_per_hour, c.replicas, c.gpus)
         plan = PlanOut(
             gpu=d.device.name,
             gpu_display_name=d.device.display_name,
@@ -172,6 +199,10 @@ def to_output(r: SolveResult) -> SolveOut:
             kv_capacity_blocks=ev.memory.kv_capacity_blocks,
             max_concurrency=round(ev.memory.max_concurrency, 4),
             tokens_per_s=ev.decode.tokens_per_s * c.replicas,
+            price=_price_out(d.device.price) if c.rented and d.device.price else None,
+            usd_per_million_input_tokens=round(costs.usd_per_million_input_tokens, 6),
+            usd_per_million_output_tokens=round(costs.usd_per_million_output_tokens, 6),
+            output_tokens_per_joule=None if costs.output_tokens_per_joule is None else round(costs.output_tokens_per_joule, 6),
             batch_capped_by=r.batch_capped_by,
             replicas_forced_by=r.replicas_forced_by,
         )
@@ -286,6 +317,8 @@ def render(r: SolveResult, markdown: bool = False) -> str:
     budgets = [b for b in budgets if b]
     if budgets:
         lines.append("budget: " + "; ".join(budgets))
+    if s.pricing:
+        lines.append(f"prices: {s.pricing} (catalogs/prices.yaml)")
     if s.inventory:
         lines.append("owned (free, limited): " + ", ".join(f"{n} × {k}" for k, n in s.inventory.items()))
     status = {"optimal": "optimal (proven by CP-SAT)", "feasible": "feasible, not proven optimal (time limit)",
@@ -307,6 +340,15 @@ def render(r: SolveResult, markdown: bool = False) -> str:
             f"{pl.batch_per_replica:,} users per replica on {pl.platform}; TPOT {fmt_seconds(pl.tpot_s)}, "
             f"TTFT {fmt_seconds(pl.ttft_s)}, {pl.tokens_per_s:,.0f} tokens/s in all"
         )
+        joules = f"; {pl.output_tokens_per_joule:,.2f} output tokens per joule at board power" if pl.output_tokens_per_joule else ""
+        lines.append(
+            f"${pl.usd_per_million_input_tokens:,.3f} per million input tokens, "
+            f"${pl.usd_per_million_output_tokens:,.2f} per million output tokens at steady throughput{joules}"
+        )
+        if pl.price:
+            pr = pl.price
+            lines.append(f"priced at {pr.provider}, {pr.offer}, {pr.tier.replace('_', '-')}, ${pr.usd_per_gpu_hour:,.2f}/GPU-hour "
+                         f"({pr.as_of}); basis: {pr.basis}")
         lines.append("")
         lines.append(h("Constraints at the plan"))
         rows = []
@@ -334,7 +376,7 @@ def render(r: SolveResult, markdown: bool = False) -> str:
             lines.append("- no target binds: relaxing any by 50 % leaves the optimum unchanged")
         if o.tight_targets:
             lines.append(f"- little headroom: tightening {', '.join(o.tight_targets)} by 10 % changes the plan")
-        cheaper_blocked = [ru for ru in o.runners_up if ru.plan is None and not ru.reason.startswith(("no rental", "no purchase", "cannot run"))]
+        cheaper_blocked = [ru for ru in o.runners_up if ru.plan is None and not ru.reason.startswith(NOT_PRICED)]
         if cheaper_blocked:
             lines.append("- other GPUs ruled out: " + "; ".join(f"{ru.device}: {ru.reason}" for ru in cheaper_blocked[:6]))
         if o.sensitivity:
@@ -355,6 +397,9 @@ def render(r: SolveResult, markdown: bool = False) -> str:
                 "These targets cannot hold together (a minimal set: drop any one and the others can): "
                 + ", ".join(f"{t} ({LABELS[t]})" for t in o.conflict)
             )
+        elif not o.shapes_searched and o.excluded:
+            lines.append("Every searched device was left out before any physics (no price on this basis, or none to buy): "
+                         "see each device below.")
         else:
             lines.append("No searched device can run this model for even one user at any allowed split: see each device below.")
         for more in o.more_conflicts:

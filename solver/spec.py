@@ -7,6 +7,7 @@ budget. Pydantic at the edge; `plan-opt schema` prints its JSON Schema.
     search: {gpus: [all], max_gpus: 64, tp: [1, 2, 4, 8], pp: [1], weights: [bf16, fp8], kv_cache: [bf16, fp8]}
     objective: min_cost
     budget: {max_usd_per_hour: 200}
+    pricing: {providers: [gpu_cloud], tier: on_demand, statistic: median_low}
     inventory: {a100-80gb: 8}
     overrides: {gpus: {h100-sxm: {price_usd_per_gpu_hour: 2.5}}, factors: {...}, model: {...}}
     solver: {time_limit_s: 10}
@@ -70,6 +71,19 @@ class SpecOverridesIn(_In):
     model: ModelOverrides = ModelOverrides()
 
 
+class PricingIn(_In):
+    """Which offers of the price book (catalogs/prices.yaml) price the rented GPUs."""
+
+    providers: list[str] | None = Field(
+        default=None, min_length=1,
+        description="Provider names (aws, lambda, ...), kinds (hyperscaler, gpu_cloud, marketplace, managed) or all; "
+        "default: the book's basis (gpu_cloud).")
+    tier: Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "flex_start"] | None = Field(
+        default=None, description="Price tier; default on_demand.")
+    statistic: Literal["median_low", "cheapest"] | None = Field(
+        default=None, description="Of the providers' offers for a GPU: the lower median (default) or the cheapest.")
+
+
 class SolverIn(_In):
     time_limit_s: float = Field(default=10.0, gt=0, le=3600, description="CP-SAT's limit per solve.")
 
@@ -84,6 +98,7 @@ class Spec(_In):
     search: SearchIn = SearchIn()
     objective: Objective = Field(default="min_cost", description="; ".join(f"{k}: {v}" for k, v in OBJECTIVES.items()))
     budget: BudgetIn = BudgetIn()
+    pricing: PricingIn = Field(default=PricingIn(), description="The basis rented GPUs are priced on (`plan-opt list prices`).")
     inventory: dict[str, int] = Field(default={}, description="GPUs already owned, per device: free to use, limited in number.")
     overrides: SpecOverridesIn = SpecOverridesIn()
     solver: SolverIn = SolverIn()

@@ -1,0 +1,106 @@
+"""Cost per token and tokens per joule at a plan's steady throughput (solver/costs.py),
+and the price book every rented GPU is priced from (catalogs/prices.yaml)."""
+
+from __future__ import annotations
+
+import pytest
+
+from solver.catalog import default_catalog
+from solver.errors import InputError
+from solver.solve import solve
+from solver.solve_report import to_output
+from tests.solve_helpers import problem_of
+
+PINNED = {"factors": {"bandwidth_efficiency": 0.8, "compute_efficiency": 0.5, "step_overhead_s": 0, "layer_overhead_s": 0,
+                      "sequence_overhead_s": 0, "expert_layer_overhead_s": 0}}
+
+
+# --------------------------------------------------------------------------- the price book
+
+
+def test_the_default_basis_is_the_lower_median_of_the_gpu_clouds_on_demand_offers():
+    # H100 SXM on demand, each gpu_cloud provider at its newest, cheapest offer (prices.yaml):
+    # DigitalOcean 2.99, Hyperstack 3.20, Crusoe 3.90, Lambda 3.99 (its 8-GPU shape; 4.29 for
+    # one), RunPod 3.99, Nebius 4.50, CoreWeave 6.16. Seven offers: the 4th, $3.99, and of
+    # the two at $3.99 the first by name, Lambda.
+    p = default_catalog().device("h100-sxm").price
+    assert (p.usd_per_gpu_hour, p.provider, p.tier) == (3.99, "Lambda", "on_demand")
+    assert "7 offers" in p.basis
+    # MI300X: TensorWave 1.50, Vultr 1.85, DigitalOcean 1.99, RunPod 2.39, Crusoe 3.45: $1.99.
+    assert default_catalog().device("mi300x").price.usd_per_gpu_hour == 1.99
+
+
+def test_every_default_price_comes_from_one_kind_of_provider():
+    # One basis for every vendor: no GPU priced from a hyperscaler, a marketplace or a
+    # managed endpoint unless the spec asks.
+    cat = default_catalog()
+    kinds = {name: p.kind for name, p in cat.prices.providers.items()}
+    by_display = {p.display_name: kinds[n] for n, p in cat.prices.providers.items()}
+    priced = [d for d in cat.devices if d.price]
+    assert len(priced) >= 20
+    assert {by_display[d.price.provider] for d in priced} == {"gpu_cloud"}
+
+
+def test_a_suspect_offer_is_listed_but_never_used():
+    # MI300X from every provider: 1.50, 1.85, 1.99, 2.39, 3.45, 6.00 (Azure), 6.00 (Oracle):
+    # seven, the 4th is RunPod's $2.39. RunPod Community's $0.50 (suspect) would make it eight
+    # and move the lower median to $1.99.
+    cat = default_catalog()
+    assert cat.price("mi300x", cat.pricing(["all"])).usd_per_gpu_hour == 2.39
+
+
+def test_the_hyperscalers_price_amd_and_nvidia_on_their_own_lists():
+    # H100 SXM: AWS 6.88, Oracle 10.00, Google 11.06, Azure 12.29: the 2nd of four, $10.00.
+    # MI300X: Azure 6.00, Oracle 6.00: the first, $6.00.
+    cat = default_catalog()
+    basis = cat.pricing(["hyperscaler"])
+    assert cat.price("h100-sxm", basis).usd_per_gpu_hour == 10.00
+    assert cat.price("mi300x", basis).usd_per_gpu_hour == 6.00
+    assert cat.price("h100-sxm", cat.pricing(["hyperscaler"], statistic="cheapest")).usd_per_gpu_hour == 6.88
+
+
+def test_a_spec_picks_its_providers_and_the_plan_names_the_offer():
+    spec = {"model": "llama-3.1-8b", "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
+            "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
+            "pricing": {"providers": ["aws"]}}
+    out = to_output(solve(problem_of(spec)))
+    assert out.plan.cost_usd_per_hour == pytest.approx(6.88)  # p5.48xlarge $55.04 / 8 GPUs
+    assert out.plan.price.provider == "Amazon Web Services" and out.plan.price.tier == "on_demand"
+    assert out.spec.pricing == "lower median of the on_demand offers from aws"
+
+
+def test_a_gpu_without_an_offer_on_the_basis_is_left_out_with_its_reason():
+    spec = {"model": "llama-3.1-8b", "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
+            "search": {"gpus": ["h100-sxm", "l4"]}, "pricing": {"providers": ["aws"], "tier": "spot"}}
+    problem = problem_of(spec)
+    assert not problem.shapes
+    assert "no spot offer from aws" in problem.excluded["l4"]
+
+
+def test_an_unknown_provider_is_named_with_what_is_allowed():
+    spec = {"model": "llama-3.1-8b", "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
+            "pricing": {"providers": ["lambda", "hyperscalr"]}}
+    with pytest.raises(InputError) as e:
+        problem_of(spec)
+    assert e.value.field == "pricing.providers[1]" and "hyperscaler" in e.value.message()
+
+
+# --------------------------------------------------------------------------- cost per token
+
+
+def test_input_and_output_tokens_each_carry_their_share_of_gpu_time():
+    # Llama-3.1-8B bf16 on one H100 SXM at $3.35/GPU-hour (an override), one user, a
+    # 1,024-token prompt, factors pinned (bandwidth 0.8, utilisation 0.5, no fixed costs).
+    # A prompt token: 2 × 8,030,261,248 FLOP at 989.5 TFLOP/s × 0.5 = 32.46 µs (+ 1.7 % of
+    # attention at this length) → $3.35/3600 × 32.46 µs × 1e6 = $0.0302 per million.
+    # An output token at batch 1: the step reads 15,009,849,344 B of weights (all but the
+    # input embedding) and 1,025 × 131,072 B of KV at 3.35 TB/s × 0.8 = 5.651 ms
+    # → $3.35/3600 × 5.651 ms × 1e6 = $5.26 per million; 1/5.651 ms = 177 tokens/s on
+    # a 700 W board: 0.253 tokens per joule.
+    spec = {"model": "llama-3.1-8b", "workload": {"users": 1, "prompt_tokens": 1024, "output_tokens": 1},
+            "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
+            "overrides": {**PINNED, "gpus": {"h100-sxm": {"price_usd_per_gpu_hour": 3.35}}}}
+    pl = to_output(solve(problem_of(spec))).plan
+    assert pl.usd_per_million_input_tokens == pytest.approx(0.0302 * 1.017, rel=0.01)
+    assert pl.usd_per_million_output_tokens == pytest.approx(5.26, rel=0.005)
+    assert pl.output_tokens_per_joule == pytest.approx(0.253, rel=0.005)
