@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from solver.bisect import largest_true
+from solver.costs import plan_tco
 from solver.deployment import Workload
 from solver.evaluate import Targets
 from solver.shapes import Problem, Shape, ShapePhysics
@@ -63,6 +64,21 @@ class Candidate:
         return self.rented * p if p and self.rented else 0.0
 
     @cached_property
+    def _tco(self) -> tuple[float, str]:
+        price = self.shape.device.price
+        return plan_tco(self.gpus, self.gpus - self.rented, self.shape.costs, price.usd_per_gpu_hour if price else None)
+
+    @property
+    def tco_usd_per_hour(self) -> float:
+        """Owned GPUs at their power and hosting, the rest rented or bought (the cheaper)."""
+        return self._tco[0]
+
+    @property
+    def acquired_by(self) -> str:
+        """rented, bought, or "" (only owned GPUs)."""
+        return self._tco[1]
+
+    @cached_property
     def ttft_s(self) -> float:
         dec = self.physics.decode
         if dec is not None and dec.prefill_budget_tokens:
@@ -100,6 +116,10 @@ class Candidate:
     @cached_property
     def cost_cents(self) -> int:
         return math.ceil(round(self.cost_usd_per_hour * 100, 6))
+
+    @cached_property
+    def tco_cents(self) -> int:
+        return 10**12 if math.isinf(self.tco_usd_per_hour) else math.ceil(round(self.tco_usd_per_hour * 100, 6))
 
     @cached_property
     def purchase_dollars(self) -> int:

@@ -186,6 +186,25 @@ class Pricing:
 
 
 @dataclass(frozen=True)
+class Ownership:
+    """What owning a GPU costs beside its purchase (catalogs/ownership.yaml; a spec's
+    `ownership:` overrides any figure)."""
+
+    __pydantic_config__ = _FORBID
+    life_years: Annotated[float, Gt(0), Le(30)]
+    utilisation: Fraction
+    pue: Annotated[float, Ge(1), Le(5)]
+    usd_per_kwh: Annotated[float, Ge(0), Le(10)]
+    hosting_usd_per_kw_month: Annotated[float, Ge(0), Le(100_000)]
+    as_of: dt.date = dt.date.min
+    life_source: str = ""
+    utilisation_source: str = ""
+    pue_source: str = ""
+    usd_per_kwh_source: str = ""
+    hosting_source: str = ""
+
+
+@dataclass(frozen=True)
 class _PricesFile:
     __pydantic_config__ = _FORBID
     as_of: dt.date
@@ -730,12 +749,14 @@ class Catalog:
         engines: _EnginesFile,
         fitted: _FittedFile | None = None,
         prices: _PricesFile | None = None,
+        ownership: Ownership | None = None,
     ):
         df = devices.default_factors
         fitted = fitted or _FittedFile("nothing", dt.date.min)
         priors = Factors(**{f.name: getattr(df, f.name) for f in dataclasses.fields(Factors)})
         self.default_factors = fitted.defaults.apply(priors)
         self.prices = prices or _PricesFile(dt.date.min, Pricing(("gpu_cloud",)), {}, ())
+        self.ownership = ownership or Ownership(5, 1.0, 1.0, 0.0, 0.0)
         self.default_pricing = self.prices.default
         for d in devices.devices:
             if d.price is not None:
@@ -873,6 +894,7 @@ CATALOG_FILES = {
     "engines": ("engines.yaml", _EnginesFile),
     "fitted": ("fitted.yaml", _FittedFile),
     "prices": ("prices.yaml", _PricesFile),
+    "ownership": ("ownership.yaml", Ownership),
 }
 
 

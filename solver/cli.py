@@ -171,8 +171,10 @@ The spec (YAML; `plan-opt schema` prints its JSON Schema, specs/ has examples):
   workload: {users: 64, context_tokens: 8192, prompt_tokens: 2048, kv_fill: 1.0}
   sla: {max_ttft: 1s, max_tpot: 50ms}
   search: {gpus: [all], max_gpus: 64, tp: [1, 2, 4, 8], pp: [1], weights: [bf16, fp8, int4-awq], kv_cache: [bf16, fp8]}
-  objective: min_cost                  min_cost | min_gpus | min_purchase | min_tpot
+  objective: min_cost                  min_cost | min_tco | min_gpus | min_purchase | min_tpot
   budget: {max_usd_per_hour: 200, max_purchase_usd: 500000}
+  pricing: {providers: [gpu_cloud], tier: on_demand, statistic: median_low}   see `plan-opt list prices`
+  ownership: {life_years: 5, utilisation: 1.0, pue: 1.58, usd_per_kwh: 0.0806, hosting_usd_per_kw_month: 184.06}
   inventory: {a100-80gb: 8}            GPUs you own: free, limited in number
   overrides: {gpus: {h100-sxm: {price_usd_per_gpu_hour: 2.5}}, factors: {...}, model: {...}}
   solver: {time_limit_s: 10}

@@ -48,3 +48,59 @@ def token_costs(ev: Evaluation, usd_per_hour: float, replicas: int, gpus: int) -
         prefill_s_per_prompt_token=prefill_s,
         decode_s_per_output_token=decode_s,
     )
+
+
+# --------------------------------------------------------------------------- owning a GPU
+
+HOURS_PER_MONTH = 8760 / 12
+
+
+@dataclass(frozen=True)
+class GpuHourCosts:
+    """One GPU-hour of a device, owned: power, hosting, and the purchase spread over the
+    life (None without a purchase price)."""
+
+    power_usd: float | None
+    """None when the device has no board power in the catalog."""
+    hosting_usd: float | None
+    capital_usd: float | None
+
+    @property
+    def running_usd(self) -> float:
+        """What an owned GPU costs to keep serving (its purchase is sunk)."""
+        return (self.power_usd or 0.0) + (self.hosting_usd or 0.0)
+
+    @property
+    def buy_usd(self) -> float | None:
+        """What a GPU bought for the plan costs per hour over its life."""
+        return None if self.capital_usd is None else self.capital_usd + self.running_usd
+
+
+def gpu_hour_costs(device, ownership) -> GpuHourCosts:
+    kw = device.tdp_w / 1000 if device.tdp_w else None
+    o = ownership
+    return GpuHourCosts(
+        power_usd=None if kw is None else kw * o.utilisation * o.pue * o.usd_per_kwh,
+        hosting_usd=None if kw is None else o.hosting_usd_per_kw_month * kw / HOURS_PER_MONTH,
+        capital_usd=None if not device.purchase_usd else device.purchase_usd / (o.life_years * 8760),
+    )
+
+
+def plan_tco(gpus: int, owned_used: int, costs: GpuHourCosts | None, rent_usd_per_gpu_hour: float | None,
+             acquire: str = "cheaper") -> tuple[float, str]:
+    """A plan's total cost of ownership per hour and how its non-owned GPUs are had:
+    owned ones at their running cost, the others rented or bought — `acquire` "cheaper"
+    (whichever costs less per hour over the life), "rent" or "buy". Returns the cost and
+    "bought", "rented", or "" when none are needed; infinite when they cannot be had."""
+    extra = gpus - owned_used
+    owned = owned_used * (costs.running_usd if costs else 0.0)
+    if extra <= 0:
+        return owned, ""
+    buy = costs.buy_usd if costs and acquire != "rent" else None
+    if acquire == "buy":
+        rent_usd_per_gpu_hour = None
+    if buy is not None and (rent_usd_per_gpu_hour is None or buy < rent_usd_per_gpu_hour):
+        return owned + extra * buy, "bought"
+    if rent_usd_per_gpu_hour is not None:
+        return owned + extra * rent_usd_per_gpu_hour, "rented"
+    return float("inf"), ""

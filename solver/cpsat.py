@@ -38,6 +38,7 @@ PRIMARY = {
     "min_gpus": lambda c: c.gpus,
     "min_purchase": lambda c: c.purchase_dollars,
     "min_tpot": lambda c: c.tpot_us,
+    "min_tco": lambda c: c.tco_cents,
 }
 
 

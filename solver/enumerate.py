@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from solver.costs import plan_tco
 from solver.candidates import Candidate, ceil_us
 from solver.cpsat import Limits
 from solver.evaluate import evaluate
@@ -82,8 +83,14 @@ def exhaustive(problem: Problem) -> Found | None:
                 "min_gpus": gpus,
                 "min_purchase": math.ceil(round(purchase, 6)),
                 "min_tpot": ceil_us(tpot),
+                "min_tco": _tco_cents(gpus, gpus - rented, shape, d.device.price),
             }[problem.objective]
             key = (primary, ceil_us(tpot), ceil_us(ttft), gpus, shape.index, -batch)
             if best is None or key < best.key:
                 best = Found(shape, replicas, batch, gpus, cost, purchase, tpot, ttft, key)
     return best
+
+
+def _tco_cents(gpus: int, owned_used: int, shape, price) -> int:
+    usd, _ = plan_tco(gpus, owned_used, shape.costs, price.usd_per_gpu_hour if price else None)
+    return 10**12 if math.isinf(usd) else math.ceil(round(usd * 100, 6))

@@ -13,7 +13,8 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from solver.catalog import Catalog, Device, Price, Pricing
+from solver.catalog import Catalog, Device, Ownership, Price, Pricing
+from solver.costs import GpuHourCosts, gpu_hour_costs
 from solver.deployment import Deployment, Workload
 from solver.errors import InputError
 from solver.evaluate import Targets
@@ -37,6 +38,8 @@ class Shape:
     """GPUs in the platform's scale-up domain."""
     owned: int
     """GPUs of this device the user already owns (free, limited)."""
+    costs: GpuHourCosts | None = None
+    """One GPU-hour of this device, owned or bought (total cost of ownership)."""
 
     @property
     def device(self) -> Device:
@@ -93,6 +96,8 @@ class Problem:
     _caps: dict[tuple, int] = field(default_factory=dict)
     pricing: Pricing | None = None
     """The basis the rented GPUs were priced on."""
+    ownership: Ownership | None = None
+    """Power, hosting and life of owned and bought GPUs."""
 
     @property
     def objective(self) -> str:
@@ -240,6 +245,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
     workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens, w.kv_fill, w.batching)
     targets = Targets(max_ttft_s=spec.sla.max_ttft, max_tpot_s=spec.sla.max_tpot)
     pricing = catalog.pricing(spec.pricing.providers, spec.pricing.tier, spec.pricing.statistic)
+    ownership = dataclasses.replace(catalog.ownership, **spec.ownership.model_dump(exclude_none=True))
     devices = [_apply_overrides(dataclasses.replace(d, price=catalog.price(d.name, pricing)), spec, catalog)
                for d in _select_devices(spec, catalog)]
     excluded: dict[str, str] = {}
@@ -254,6 +260,11 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
         if needs_purchase(spec) and device.purchase_usd is None and not own:
             excluded[device.name] = "no purchase price in the catalog (give overrides.gpus.<name>.purchase_usd)"
             continue
+        if spec.objective == "min_tco" and device.price is None and device.purchase_usd is None and not own:
+            excluded[device.name] = (f"neither a {pricing.tier} offer from {', '.join(pricing.providers)} nor a purchase "
+                                     f"price (give overrides.gpus.{device.name}.price_usd_per_gpu_hour or purchase_usd)")
+            continue
+        hour_costs = gpu_hour_costs(device, ownership)
         engine = resolve_engine(spec.engine, catalog, device)
         check_engine_fits(engine, w.context_tokens, 1, 1)
         factors = _factors(device, engine, spec, catalog)
@@ -278,7 +289,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
                         if key in splits_seen:  # llama.cpp's layer split makes TP 2 and PP 2 one shape
                             continue
                         splits_seen.add(key)
-                        shapes.append(Shape(len(shapes), d, domain, own))
+                        shapes.append(Shape(len(shapes), d, domain, own, hour_costs))
     if not devices:
         raise InputError("search.gpus", spec.search.gpus, "selects no device")
-    return Problem(spec, shapes, workload, targets, devices, excluded, pricing=pricing)
+    return Problem(spec, shapes, workload, targets, devices, excluded, pricing=pricing, ownership=ownership)

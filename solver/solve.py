@@ -164,6 +164,7 @@ def objective_value(problem: Problem, c: Candidate) -> float:
         "min_gpus": float(c.gpus),
         "min_purchase": c.purchase_usd,
         "min_tpot": c.tpot_s,
+        "min_tco": c.tco_usd_per_hour,
     }[problem.objective]
 
 

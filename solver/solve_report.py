@@ -4,10 +4,12 @@ the same bytes (no timings, no dictionary-order accidents)."""
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from solver.catalog import TIERS
-from solver.costs import token_costs
+from solver.costs import plan_tco, token_costs
 from solver.cpsat import LABELS
 from solver.solve import SolveResult, objective_value
 from solver.spec import OBJECTIVES
@@ -50,6 +52,19 @@ class PriceOut(_Out):
     source: str
 
 
+class OwnershipOut(_Out):
+    """One GPU-hour of the plan's device, owned (catalogs/ownership.yaml, or the spec)."""
+
+    power_usd_per_gpu_hour: float | None
+    hosting_usd_per_gpu_hour: float | None
+    capital_usd_per_gpu_hour: float | None = Field(description="Purchase over the life; None without a purchase price.")
+    life_years: float
+    pue: float
+    usd_per_kwh: float
+    utilisation: float
+    hosting_usd_per_kw_month: float
+
+
 class PlanOut(_Out):
     gpu: str
     gpu_display_name: str
@@ -77,6 +92,11 @@ class PlanOut(_Out):
     max_concurrency: float = Field(description="KV capacity / context tokens (vLLM: Maximum concurrency).")
     tokens_per_s: float = Field(description="All replicas.")
     price: PriceOut | None = Field(description="The offer the rented GPUs are priced at (None: none rented, or owned only).")
+    tco_usd_per_hour: float | None = Field(description="Total cost of ownership per hour: owned GPUs at power and hosting, "
+                                           "the rest as acquired_by (None: they can be neither rented nor bought).")
+    acquired_by: str = Field(description="How GPUs beyond those owned are had in the TCO: rented or bought (the cheaper "
+                             "per hour over the life; under min_cost, rented), or empty.")
+    ownership: OwnershipOut
     usd_per_million_input_tokens: float = Field(description="At steady throughput: the replicas' time to prefill a prompt token.")
     usd_per_million_output_tokens: float = Field(description="At steady throughput: a sequence's share of a decode step.")
     output_tokens_per_joule: float | None = Field(description="At steady throughput, every GPU at its board power (TDP).")
@@ -143,6 +163,36 @@ class SolveOut(_Out):
     devices_searched: int
 
 
+def _tco_line(pl: PlanOut) -> str:
+    """TCO beside $/hour: what the owned GPUs cost to run, and the rest as acquired."""
+    if pl.tco_usd_per_hour is None:
+        return "total cost of ownership: — (the GPUs beyond those owned can be neither rented nor bought on this basis)"
+    o = pl.ownership
+    run = (o.power_usd_per_gpu_hour or 0) + (o.hosting_usd_per_gpu_hour or 0)
+    parts = []
+    if pl.gpus_owned_used:
+        parts.append(f"{pl.gpus_owned_used} owned at ${run:,.2f}/GPU-hour (power + hosting)")
+    if pl.acquired_by == "bought":
+        parts.append(f"{pl.gpus_rented} bought at ${o.capital_usd_per_gpu_hour + run:,.2f}/GPU-hour "
+                     f"(${o.capital_usd_per_gpu_hour:,.2f} purchase over {o.life_years:g} years + ${run:,.2f} power and hosting)")
+    elif pl.acquired_by == "rented":
+        parts.append(f"{pl.gpus_rented} rented")
+    power = "" if o.power_usd_per_gpu_hour is not None else " (no board power in the catalog: power and hosting not counted)"
+    return f"total cost of ownership ${pl.tco_usd_per_hour:,.2f}/hour: " + ", ".join(parts) + power
+
+
+def _plan_tco(c, objective: str) -> tuple[float | None, str]:
+    """The plan's TCO as the objective acquires its GPUs: min_tco the cheaper of renting
+    and buying, min_purchase buying, otherwise renting."""
+    if objective == "min_tco":
+        usd, how = c.tco_usd_per_hour, c.acquired_by
+    else:
+        price = c.shape.device.price
+        usd, how = plan_tco(c.gpus, c.gpus - c.rented, c.shape.costs, price.usd_per_gpu_hour if price else None,
+                            "buy" if objective == "min_purchase" else "rent")
+    return (None if math.isinf(usd) else usd), how
+
+
 def _price_out(price) -> PriceOut:
     return PriceOut(usd_per_gpu_hour=price.usd_per_gpu_hour, provider=price.provider, offer=price.offer, tier=price.tier,
                     as_of=price.as_of.isoformat(), basis=price.basis, source=price.source)
@@ -172,7 +222,9 @@ def to_output(r: SolveResult) -> SolveOut:
     if c is not None and r.plan is not None:
         ev = r.plan
         d = ev.deployment
-        costs = token_costs(ev, c.cost_usd_per_hour, c.replicas, c.gpus)
+        tco, acquired = _plan_tco(c, p.objective)
+        costs = token_costs(ev, tco if tco is not None else c.cost_usd_per_hour, c.replicas, c.gpus)
+        hc, own = c.shape.costs, p.ownership
         plan = PlanOut(
             gpu=d.device.name,
             gpu_display_name=d.device.display_name,
@@ -199,7 +251,15 @@ def to_output(r: SolveResult) -> SolveOut:
             kv_capacity_blocks=ev.memory.kv_capacity_blocks,
             max_concurrency=round(ev.memory.max_concurrency, 4),
             tokens_per_s=ev.decode.tokens_per_s * c.replicas,
-            price=_price_out(d.device.price) if c.rented and d.device.price else None,
+            price=_price_out(d.device.price) if c.rented and d.device.price and acquired == "rented" else None,
+            tco_usd_per_hour=None if tco is None else round(tco, 6),
+            acquired_by=acquired,
+            ownership=OwnershipOut(
+                power_usd_per_gpu_hour=None if hc.power_usd is None else round(hc.power_usd, 6),
+                hosting_usd_per_gpu_hour=None if hc.hosting_usd is None else round(hc.hosting_usd, 6),
+                capital_usd_per_gpu_hour=None if hc.capital_usd is None else round(hc.capital_usd, 6),
+                life_years=own.life_years, pue=own.pue, usd_per_kwh=own.usd_per_kwh, utilisation=own.utilisation,
+                hosting_usd_per_kw_month=own.hosting_usd_per_kw_month),
             usd_per_million_input_tokens=round(costs.usd_per_million_input_tokens, 6),
             usd_per_million_output_tokens=round(costs.usd_per_million_output_tokens, 6),
             output_tokens_per_joule=None if costs.output_tokens_per_joule is None else round(costs.output_tokens_per_joule, 6),
@@ -248,6 +308,7 @@ def _objective_text(objective: str, value: float | None) -> str:
         "min_gpus": f"{value:,.0f} GPUs",
         "min_purchase": f"${value:,.0f}",
         "min_tpot": f"{value * 1e3:,.1f} ms",
+        "min_tco": f"${value:,.2f}/h TCO",
     }[objective]
 
 
@@ -340,6 +401,7 @@ def render(r: SolveResult, markdown: bool = False) -> str:
             f"{pl.batch_per_replica:,} users per replica on {pl.platform}; TPOT {fmt_seconds(pl.tpot_s)}, "
             f"TTFT {fmt_seconds(pl.ttft_s)}, {pl.tokens_per_s:,.0f} tokens/s in all"
         )
+        lines.append(_tco_line(pl))
         joules = f"; {pl.output_tokens_per_joule:,.2f} output tokens per joule at board power" if pl.output_tokens_per_joule else ""
         lines.append(
             f"${pl.usd_per_million_input_tokens:,.3f} per million input tokens, "

@@ -24,9 +24,11 @@ from solver.errors import InputError
 from solver.evaluate_input import MAX_PARALLEL, EngineField, EngineIn, FactorsIn, GpuOverrides, ModelOverrides, SlaIn, WorkloadIn, _In
 from solver.yaml_lines import load_yaml_file
 
-Objective = Literal["min_cost", "min_gpus", "min_purchase", "min_tpot"]
+Objective = Literal["min_cost", "min_gpus", "min_purchase", "min_tpot", "min_tco"]
 OBJECTIVES: dict[str, str] = {
     "min_cost": "cheapest $/hour (GPUs you own are free)",
+    "min_tco": "cheapest total cost of ownership per hour (owned GPUs at their power and hosting, others rented or bought, "
+               "whichever costs less)",
     "min_gpus": "fewest GPUs",
     "min_purchase": "cheapest to buy (GPUs you own are free)",
     "min_tpot": "fastest time per output token within the budget",
@@ -84,6 +86,16 @@ class PricingIn(_In):
         default=None, description="Of the providers' offers for a GPU: the lower median (default) or the cheapest.")
 
 
+class OwnershipIn(_In):
+    """What owning a GPU costs beside its purchase; defaults in catalogs/ownership.yaml."""
+
+    life_years: float | None = Field(default=None, gt=0, le=30, description="Years the purchase is spread over (straight line).")
+    utilisation: float | None = Field(default=None, gt=0, le=1, description="Share of board power drawn on average.")
+    pue: float | None = Field(default=None, ge=1, le=5, description="Data-centre power usage effectiveness.")
+    usd_per_kwh: float | None = Field(default=None, ge=0, le=10, description="Electricity price.")
+    hosting_usd_per_kw_month: float | None = Field(default=None, ge=0, le=100_000, description="Colocation price per kW of IT load.")
+
+
 class SolverIn(_In):
     time_limit_s: float = Field(default=10.0, gt=0, le=3600, description="CP-SAT's limit per solve.")
 
@@ -99,6 +111,7 @@ class Spec(_In):
     objective: Objective = Field(default="min_cost", description="; ".join(f"{k}: {v}" for k, v in OBJECTIVES.items()))
     budget: BudgetIn = BudgetIn()
     pricing: PricingIn = Field(default=PricingIn(), description="The basis rented GPUs are priced on (`plan-opt list prices`).")
+    ownership: OwnershipIn = Field(default=OwnershipIn(), description="Power, hosting and life of owned and bought GPUs (total cost of ownership).")
     inventory: dict[str, int] = Field(default={}, description="GPUs already owned, per device: free to use, limited in number.")
     overrides: SpecOverridesIn = SpecOverridesIn()
     solver: SolverIn = SolverIn()

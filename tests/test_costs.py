@@ -104,3 +104,58 @@ def test_input_and_output_tokens_each_carry_their_share_of_gpu_time():
     assert pl.usd_per_million_input_tokens == pytest.approx(0.0302 * 1.017, rel=0.01)
     assert pl.usd_per_million_output_tokens == pytest.approx(5.26, rel=0.005)
     assert pl.output_tokens_per_joule == pytest.approx(0.253, rel=0.005)
+
+
+# --------------------------------------------------------------------------- total cost of ownership
+
+# catalogs/ownership.yaml: 5-year life, utilisation 1.0, PUE 1.58, $0.0806/kWh, hosting
+# $184.06 per kW-month (730 hours). H100 SXM: 700 W, bought at $30,000 (devices.yaml).
+H100_POWER = 0.7 * 1.0 * 1.58 * 0.0806  # $0.0891/GPU-hour
+H100_HOSTING = 184.06 * 0.7 / 730  # $0.1765
+H100_CAPITAL = 30_000 / (5 * 8760)  # $0.6849
+
+
+def _llama8b_on(gpus: list[str], **extra) -> dict:
+    return {"model": "llama-3.1-8b", "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
+            "search": {"gpus": gpus, "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]}, **extra}
+
+
+def test_owning_a_gpu_costs_its_power_hosting_and_purchase_over_its_life():
+    from solver.costs import gpu_hour_costs
+
+    cat = default_catalog()
+    c = gpu_hour_costs(cat.device("h100-sxm"), cat.ownership)
+    assert c.power_usd == pytest.approx(H100_POWER)
+    assert c.hosting_usd == pytest.approx(H100_HOSTING)
+    assert c.capital_usd == pytest.approx(H100_CAPITAL)
+    assert c.buy_usd == pytest.approx(0.9506, abs=1e-4)
+
+
+def test_min_tco_buys_when_buying_costs_less_per_hour_than_renting():
+    # One H100 SXM: bought, $0.9506/hour over five years, against $3.99/hour rented.
+    pl = to_output(solve(problem_of(_llama8b_on(["h100-sxm"], objective="min_tco")))).plan
+    assert pl.acquired_by == "bought" and pl.gpus == 1
+    assert pl.tco_usd_per_hour == pytest.approx(H100_CAPITAL + H100_POWER + H100_HOSTING)
+    # Rent versus buy in one field: spread over half a year the purchase is $6.85/hour
+    # ($30,000 / 4,380 h) + $0.27 running: renting at $3.99 wins.
+    pl = to_output(solve(problem_of(_llama8b_on(["h100-sxm"], objective="min_tco", ownership={"life_years": 0.5})))).plan
+    assert pl.acquired_by == "rented" and pl.tco_usd_per_hour == pytest.approx(3.99)
+
+
+def test_owned_gpus_cost_their_running_only_and_every_plan_shows_its_tco():
+    # Two owned A100 80GB at 400 W: 0.4 × 1.58 × 0.0806 + 184.06 × 0.4 / 730 = $0.1518 each.
+    spec = _llama8b_on(["a100-80gb"], inventory={"a100-80gb": 2})
+    pl = to_output(solve(problem_of(spec))).plan
+    assert pl.cost_usd_per_hour == 0 and pl.gpus_owned_used == 1
+    assert pl.tco_usd_per_hour == pytest.approx(0.4 * 1.58 * 0.0806 + 184.06 * 0.4 / 730)
+    assert pl.usd_per_million_output_tokens > 0  # owned is not free per token
+
+
+def test_an_apple_machine_can_be_chosen_to_buy():
+    # The Mac Studio M2 Ultra 192 GB has a purchase price now ($6,999), so min_purchase can
+    # choose it; before, it was left out for want of one.
+    spec = {"model": "llama-3.1-8b", "engine": "llama.cpp", "objective": "min_purchase",
+            "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
+            "search": {"gpus": ["m2-ultra-192gb"], "tp": [1], "weights": ["q4_k_m"], "kv_cache": ["fp16"]}}
+    out = to_output(solve(problem_of(spec)))
+    assert out.plan.purchase_usd == 6999 and out.plan.acquired_by == "bought"

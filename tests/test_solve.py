@@ -34,7 +34,7 @@ def small_specs(draw):
             "weights": draw(st.lists(st.sampled_from(["bf16", "fp8", "int4-awq"]), min_size=1, max_size=3, unique=True)),
             "kv_cache": draw(st.lists(st.sampled_from(["bf16", "fp8"]), min_size=1, max_size=2, unique=True)),
         },
-        "objective": draw(st.sampled_from(["min_cost", "min_gpus", "min_purchase", "min_tpot"])),
+        "objective": draw(st.sampled_from(["min_cost", "min_gpus", "min_purchase", "min_tpot", "min_tco"])),
         "sla": {},
         "budget": {},
     }
