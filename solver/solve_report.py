@@ -56,9 +56,9 @@ class PlanOut(_Out):
     memory_needed_bytes: float = Field(description="Per GPU.")
     memory_usable_bytes: float = Field(description="Per GPU.")
     engine: str
-    kv_capacity_tokens: int = Field(description="Per replica, as the engine would report it (vLLM: GPU KV cache size).")
+    kv_capacity_tokens: int = Field(description="Per replica, tokens in every layer, as the engine would report it (vLLM: GPU KV cache size).")
     kv_capacity_blocks: int
-    max_concurrency: float = Field(description="KV capacity / context tokens (vLLM: Maximum concurrency).")
+    max_concurrency: float = Field(description="Sequences at the full context the KV budget holds, from the bytes per sequence max_batch_memory uses (sliding-window layers hold their window); vLLM prints the like as Maximum concurrency.")
     tokens_per_s: float = Field(description="All replicas.")
     batch_capped_by: str
     replicas_forced_by: str | None
