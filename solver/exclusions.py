@@ -90,5 +90,6 @@ def by_device(items: list[Exclusion]) -> dict[str, list[Exclusion]]:
     return grouped
 
 
-def line(e: Exclusion) -> str:
+def line(e) -> str:
+    """One reason as the report prints it (an Exclusion or its JSON record)."""
     return f"{e.shapes} — {e.reason}" if e.shapes else e.reason

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from solver.cpsat import LABELS
 from solver.exclusions import by_device, exclusions
+from solver.exclusions import line as exclusion_line
 from solver.solve import SolveResult, objective_value
 from solver.spec import OBJECTIVES
 from solver.units import GB, fmt_seconds
@@ -387,6 +388,6 @@ def render(r: SolveResult, markdown: bool = False) -> str:
         lines.append("")
         lines.append(h("Left out of the search (the spec allows them; they cannot run)"))
         for dev, items in o.excluded_shapes.items():
-            texts = [f"{e.shapes} — {e.reason}" if e.shapes else e.reason for e in items]
+            texts = [exclusion_line(e) for e in items]
             lines += [f"- {dev}: {texts[0]}"] if len(texts) == 1 else [f"- {dev}:"] + [f"  - {t}" for t in texts]
     return "\n".join(lines) + "\n"
