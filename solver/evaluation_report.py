@@ -180,6 +180,10 @@ def render_text(ev: Evaluation) -> str:
             f"{mem.kv_capacity_tokens:>17,} tokens   {mem.kv_capacity_blocks:,} blocks of {mem.block_size_tokens}; "
             f"max concurrency at {w.context_tokens:,} tokens: {mem.max_concurrency:.2f}x ({name})",
         ))
+        if m.sliding_layers:
+            full = m.num_layers - m.sliding_layers
+            rows.append(("", f"{'':>24}   a sequence holds {w.context_tokens:,} tokens in {full} full layers and "
+                             f"{min(w.context_tokens, m.sliding_window):,} in {m.sliding_layers} sliding ones"))
     out += _rows(rows)
 
     # Step 2

@@ -18,6 +18,7 @@ from solver.costs import GpuHourCosts, gpu_hour_costs
 from solver.deployment import Deployment, Workload
 from solver.errors import InputError
 from solver.evaluate import Targets
+from solver.exclusions import Skipped
 from solver.evaluate_input import apply_factors, band_of, check_engine_fits, engine_factors, override_device, resolve_engine, resolve_model
 from solver.physics import validity
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
@@ -92,6 +93,8 @@ class Problem:
     """The devices searched, in catalog order."""
     excluded: dict[str, str]
     """Device name → why it was left out before any physics (e.g. no price)."""
+    skipped: list[Skipped] = field(default_factory=list)
+    """Shapes the spec allows that are never built (an engine rule refuses them)."""
     _physics: dict[tuple[int, int, int], ShapePhysics] = field(default_factory=dict)
     _caps: dict[tuple, int] = field(default_factory=dict)
     pricing: Pricing | None = None
@@ -203,14 +206,15 @@ def _factors(device: Device, engine, spec: Spec, catalog: Catalog):
 
 def _platform_for(device: Device, tp: int, pp: int, catalog: Catalog):
     """The first of the device's platforms whose scale-up domain holds the TP group
-    and whose nodes hold a replica; else its default (the interconnect constraint
-    then rules the shape out)."""
-    for name in device.platforms:
-        p = catalog.platform(name)
+    and whose nodes hold a replica; else the nearest (widest domain, then most GPUs):
+    the interconnect constraint rules the shape out, and its reason, naming that
+    platform, speaks for all of them."""
+    platforms = [catalog.platform(name) for name in device.platforms]
+    for p in platforms:
         if tp <= 1 or p.layout != "single":
             if scale_up_domain_size(p) >= tp and p.gpus_per_node * p.max_nodes >= tp * pp:
                 return p
-    return catalog.platform(device.platforms[0])
+    return max(platforms, key=lambda p: (p.layout != "single", scale_up_domain_size(p), p.gpus_per_node * p.max_nodes))
 
 
 def _sixteen(device: Device, precision, catalog: Catalog, use: str):
@@ -249,6 +253,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
     devices = [_apply_overrides(dataclasses.replace(d, price=catalog.price(d.name, pricing)), spec, catalog)
                for d in _select_devices(spec, catalog)]
     excluded: dict[str, str] = {}
+    skipped: list[Skipped] = []
     shapes: list[Shape] = []
     for device in devices:
         own = owned.get(device.name, 0)
@@ -272,7 +277,10 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
         for tp in spec.search.tp:
             for pp in spec.search.pp:
                 if engine.split_mode == "row" and pp > 1:
-                    continue  # llama.cpp's row split has no pipeline stages besides
+                    formats = {(_sixteen(device, wp, catalog, "weights").name, _sixteen(device, kp, catalog, "kv").name) for wp in weights for kp in kvs}
+                    skipped.append(Skipped(device.name, tp, pp, "engine", len(formats),
+                                           "llama.cpp's --split-mode row splits matrices across all its GPUs: it has no pipeline stages besides"))
+                    continue
                 platform = _platform_for(device, tp, pp, catalog)
                 domain = scale_up_domain_size(platform)
                 seen = set()
@@ -292,4 +300,4 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
                         shapes.append(Shape(len(shapes), d, domain, own, hour_costs))
     if not devices:
         raise InputError("search.gpus", spec.search.gpus, "selects no device")
-    return Problem(spec, shapes, workload, targets, devices, excluded, pricing=pricing, ownership=ownership)
+    return Problem(spec, shapes, workload, targets, devices, excluded, skipped, pricing=pricing, ownership=ownership)

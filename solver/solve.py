@@ -261,6 +261,8 @@ def _why_not(problem: Problem, s: Scenario, shapes) -> str:
     the targets that each alone rule them out, with the best the device reaches."""
     phys = [problem.physics(sh, s.workload) for sh in shapes]
     valid = [p for p in phys if p.valid]
+    if not phys:
+        return "no shape the spec allows is left to search: see the shapes left out"
     if not valid:
         reasons = sorted({r for p in phys for _, r in p.refusals})
         return "cannot run this model: " + "; ".join(reasons[:2])

@@ -11,6 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from solver.catalog import TIERS
 from solver.costs import plan_tco, token_costs
 from solver.cpsat import LABELS
+from solver.exclusions import by_device, exclusions
+from solver.exclusions import line as exclusion_line
 from solver.solve import SolveResult, objective_value
 from solver.spec import OBJECTIVES
 from solver.units import GB, fmt_seconds
@@ -87,9 +89,9 @@ class PlanOut(_Out):
     memory_needed_bytes: float = Field(description="Per GPU.")
     memory_usable_bytes: float = Field(description="Per GPU.")
     engine: str
-    kv_capacity_tokens: int = Field(description="Per replica, as the engine would report it (vLLM: GPU KV cache size).")
+    kv_capacity_tokens: int = Field(description="Per replica, tokens in every layer, as the engine would report it (vLLM: GPU KV cache size).")
     kv_capacity_blocks: int
-    max_concurrency: float = Field(description="KV capacity / context tokens (vLLM: Maximum concurrency).")
+    max_concurrency: float = Field(description="Sequences at the full context the KV budget holds, from the bytes per sequence max_batch_memory uses (sliding-window layers hold their window); vLLM prints the like as Maximum concurrency.")
     tokens_per_s: float = Field(description="All replicas.")
     price: PriceOut | None = Field(description="The offer the rented GPUs are priced at (None: none rented, or owned only).")
     tco_usd_per_hour: float | None = Field(description="Total cost of ownership per hour: owned GPUs at power and hosting, "
@@ -139,6 +141,13 @@ class RelaxationOut(_Out):
     note: str
 
 
+class ExcludedShapesOut(_Out):
+    shapes: str = Field(description='The splits left out ("TP 16", "TP 2 × PP 2"); empty when the reason hits every split searched on the device.')
+    reason: str
+    kind: str = Field(description="split, format, workload, engine or interconnect.")
+    count: int = Field(description="Shapes (split × weights × KV cache) it leaves out.")
+
+
 class SolveOut(_Out):
     """`plan-opt solve --format json`."""
 
@@ -158,7 +167,9 @@ class SolveOut(_Out):
     tight_targets: list[str] = Field(description="Targets whose 10 % tightening changes the optimum.")
     explained: bool = Field(description="False under --no-explain: sensitivity, runners-up and diagnosis were skipped.")
     relaxations: list[RelaxationOut]
-    excluded: dict[str, str]
+    excluded: dict[str, str] = Field(description="Devices left out whole, before any physics (e.g. no price), and why.")
+    excluded_shapes: dict[str, list[ExcludedShapesOut]] = Field(
+        description="Per device, the shapes the spec allows that the search cannot run, grouped by reason.")
     shapes_searched: int
     devices_searched: int
 
@@ -284,6 +295,8 @@ def to_output(r: SolveResult) -> SolveOut:
         explained=r.explained,
         relaxations=[RelaxationOut(**vars(x)) for x in r.relaxations],
         excluded=dict(sorted(p.excluded.items())),
+        excluded_shapes={dev: [ExcludedShapesOut(shapes=e.shapes, reason=e.reason, kind=e.kind, count=e.count) for e in items]
+                         for dev, items in by_device(exclusions(p)).items()},
         shapes_searched=len(p.shapes),
         devices_searched=len(p.devices),
     )
@@ -478,4 +491,10 @@ def render(r: SolveResult, markdown: bool = False) -> str:
         rows = [[ru.device, ru.plan or "—", _objective_text(o.objective, ru.objective), _delta_text(o.objective, ru.delta),
                  "" if ru.plan else ru.reason] for ru in o.runners_up]
         lines += _table(["gpu", "plan", "objective", "Δ", "why not"], rows, markdown)
+    if o.excluded_shapes:
+        lines.append("")
+        lines.append(h("Left out of the search (the spec allows them; they cannot run)"))
+        for dev, items in o.excluded_shapes.items():
+            texts = [exclusion_line(e) for e in items]
+            lines += [f"- {dev}: {texts[0]}"] if len(texts) == 1 else [f"- {dev}:"] + [f"  - {t}" for t in texts]
     return "\n".join(lines) + "\n"

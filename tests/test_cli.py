@@ -165,7 +165,9 @@ def test_engine_profile_sets_the_kv_capacity(capsys):
     budget = 24_564 * 2**20 * 1.0 - 8e9  # the example's utilisation 1.0, no overhead
     assert mem["kv_capacity_blocks"] == int(budget // (16 * per_gpu_token))
     assert mem["kv_capacity_tokens"] == 16 * mem["kv_capacity_blocks"]
-    assert mem["max_concurrency"] == pytest.approx(mem["kv_capacity_tokens"] / 8192)
+    # Sequences of 8,192 tokens the budget holds (the bytes per sequence max_batch divides by):
+    # 17,757,220,864 / (8,192 × 65,536 B) = 33.075
+    assert mem["max_concurrency"] == pytest.approx(budget / (8192 * per_gpu_token))
     # SGLang: a static fraction (0.88 by default) for weights and KV, pages of one token.
     code, out, _ = run(["evaluate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "sglang", "--users", "1",
                         "--context", "4096", "--output", "256", "--format", "json"], capsys)

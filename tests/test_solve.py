@@ -9,8 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from solver.deploy import emit
 from solver.enumerate import exhaustive
 from solver.solve import scenario_of, solve, solve_scenario
+from solver.solve_report import to_output
 from tests.solve_helpers import problem_of
 
 GiB = 2**30
@@ -213,3 +215,26 @@ def test_model_that_fits_nowhere_has_an_empty_conflict_and_says_why():
     r = solve(problem_of(spec))
     assert not r.feasible and r.conflict == []
     assert any("memory" in ru.reason for ru in r.runners_up)
+
+
+# --------------------------------------------------------------------------- one KV figure per sequence
+
+
+def test_sliding_window_layers_count_once_in_every_capacity_figure():
+    # gpt-oss-120b (catalogs/models.yaml): 36 layers, 18 of them sliding with a 128-token
+    # window, 8 KV heads × 64 dims. bf16 KV: 2 × 8 × 64 × 2 B = 2,048 B per token per layer.
+    # One sequence of 8,192 tokens: 18 × 8,192 × 2,048 + 18 × 128 × 2,048 = 306,708,480 B
+    # (counting every layer at 8,192 tokens would be 603,979,776 B, about twice as much).
+    # One H100 SXM (85,520,809,984 B) at 0.9, 63 GB of weights (given), 2 GiB overhead:
+    #   budget = 76,968,728,985.6 − 63,000,000,000 − 2,147,483,648 = 11,821,245,337.6 B
+    #   11,821,245,337.6 / 306,708,480 = 38.54 sequences → 38 fit.
+    spec = {"model": "gpt-oss-120b", "workload": {"users": 32, "context_tokens": 8192, "output_tokens": 512},
+            "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["mxfp4"], "kv_cache": ["bf16"]},
+            "overrides": {**PINNED, "factors": {**PINNED["factors"], "memory_utilization": 0.9}, "model": {"weights_bytes": 63e9}}}
+    r = solve(problem_of(spec), explain=False)
+    plan = to_output(r).plan
+    assert (plan.replicas, plan.batch_per_replica) == (1, 32)
+    assert plan.max_batch_memory == 38
+    assert plan.max_concurrency == pytest.approx(38.5423, abs=1e-4)  # was 19.57: every layer at full context
+    argv = emit(r, "vllm").argv
+    assert int(argv[argv.index("--max-num-seqs") + 1]) == 32 <= plan.max_concurrency

@@ -206,6 +206,10 @@ class MemoryEstimate:
     """The driver's share, outside device_bytes."""
     max_num_seqs: int | None = None
     """The engine schedules at most this many sequences at once."""
+    kv_bytes_per_context_sequence: float = 0.0
+    """Per GPU, one sequence holding the whole context_tokens (sliding-window layers
+    their window): what max_concurrency counts. kv_bytes_per_sequence is this at the
+    workload's average fill."""
 
     @property
     def kv_budget_bytes(self) -> float:
@@ -250,8 +254,16 @@ class MemoryEstimate:
 
     @property
     def max_concurrency(self) -> float:
-        """vLLM's "Maximum concurrency for L tokens per request: X"."""
-        return self.kv_capacity_tokens / self.context_tokens if self.context_tokens else 0.0
+        """Sequences at the full context the KV budget holds, from the same bytes per
+        sequence as max_batch (a sliding layer keeps min(context, window) tokens), so
+        the two never disagree: at a fill of 1, max_batch is its floor (less any
+        max_num_seqs cap). vLLM prints the like as "Maximum concurrency for L tokens
+        per request" (in whole blocks, and for sliding layers the window plus one
+        prefill chunk: v1 kv_cache_interface.py, SlidingWindowSpec)."""
+        room = self.kv_budget_bytes
+        if room <= 0 or self.kv_bytes_per_context_sequence <= 0:
+            return 0.0
+        return room / self.kv_bytes_per_context_sequence
 
 
 def per_gpu_weights_bytes(d: Deployment) -> float:
@@ -270,6 +282,8 @@ def per_gpu_weights_bytes(d: Deployment) -> float:
 
 
 def per_gpu_kv_bytes_per_sequence(d: Deployment, tokens: int) -> float:
+    """KV bytes one sequence of `tokens` puts on the heaviest GPU: the one figure that
+    every capacity (max_batch, max_concurrency, the longest context) divides by."""
     return (
         kv_bytes_per_sequence(d.model, d.kv, tokens)
         * kv_shard_fraction(d.model, d.tp)
@@ -298,6 +312,7 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
         activation_bytes=activation_peak_bytes(d, w.context_tokens),
         reserved_bytes=float(d.device.memory_bytes) - visible_bytes(d),
         max_num_seqs=engine.max_num_seqs if engine else None,
+        kv_bytes_per_context_sequence=per_gpu_kv_bytes_per_sequence(d, w.context_tokens),
     )
 
 

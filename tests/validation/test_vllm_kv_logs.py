@@ -80,6 +80,7 @@ def test_maximum_concurrency_is_tokens_over_context():
     budget = 158_656 * per_token + per_token  # a little over 9,916 whole blocks
     mem = MemoryEstimate(weights_bytes=0, kv_bytes=0, overhead_bytes=0, device_bytes=budget, utilization=1.0,
                          model_weights_bytes=0, model_kv_bytes=0, kv_bytes_per_sequence=per_token, batch=1,
-                         kv_bytes_per_token=per_token, block_size_tokens=16, context_tokens=32_768)
+                         kv_bytes_per_token=per_token, block_size_tokens=16, context_tokens=32_768,
+                         kv_bytes_per_context_sequence=32_768 * per_token)
     assert mem.kv_capacity_tokens == 158_656
     assert f"{mem.max_concurrency:.2f}x" == "4.84x"
