@@ -169,6 +169,10 @@ def _weights(dep: Deployment, model: Model, weights: str, how: dict, ckpt, varia
     base = _sixteen_bit_id(model, variant)
     dep.model_id = base
     if "dtype" in how:
+        if model.published:
+            have = ", ".join(sorted({c.format for c in model.published}))
+            dep.notes.append(f"no 16-bit checkpoint of {model.display_name} is published (only {have}): {base} loads in its "
+                             f"own format; convert it to {weights} first, or plan with {have} weights")
         return [base], ["--dtype", how["dtype"]]
     if "runtime" in how:
         dep.notes.append(f"{weights} weights: no {weights} checkpoint of {model.display_name} is published, so {dep.engine} "
