@@ -390,6 +390,23 @@ class CheckpointLayout:
     """Whole transformer blocks kept in 16-bit (the first and last ones)."""
 
 
+@dataclass(frozen=True)
+class PublishedCheckpoint:
+    """A repository a publisher put on Hugging Face, so that `deploy` serves the
+    checkpoint whose weights are already in the plan's format (no runtime
+    quantisation) and an instruct one unless told otherwise."""
+
+    __pydantic_config__ = _FORBID
+    hf_id: str
+    format: str
+    """The weight format (precision name) its weights are stored in."""
+    variant: Literal["instruct", "base"]
+    """instruct: post-trained for chat (Instruct, -it, R1, gpt-oss); base: pretrained only."""
+    source: str
+    as_of: dt.date
+    container: Literal["safetensors", "gguf"] = "safetensors"
+    """gguf: a llama.cpp file (llama-server `-hf <hf_id>:<FORMAT>` picks it)."""
+
 
 @dataclass(frozen=True)
 class Model:
@@ -431,6 +448,8 @@ class Model:
     """How many layers attend only within the window."""
     checkpoints: tuple[CheckpointLayout, ...] = ()
     """Published checkpoints whose tensors are not all in one format."""
+    published: tuple[PublishedCheckpoint, ...] = ()
+    """The checkpoints on Hugging Face, per format and variant (catalogs/models.yaml)."""
 
     def __post_init__(self) -> None:
         _check_name("model", self.name)
@@ -780,6 +799,10 @@ class Catalog:
         self._cross_check()
 
     def _cross_check(self) -> None:
+        for m in self.models:
+            for c in m.published:
+                if c.format not in self.precisions.entries or "weights" not in self.precisions.entries[c.format].use:
+                    raise ValueError(f"model '{m.name}': published checkpoint {c.hf_id} names '{c.format}', not a weight format")
         for d in self.devices:
             for p in d.platforms:
                 if p not in self.platforms.entries:

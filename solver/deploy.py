@@ -1,123 +1,310 @@
-"""Turn a plan into what a user runs: the engine command for one replica, and how
-many replicas to start. Flags come from catalogs/engine_flags.yaml (with their
-source); a format the engine cannot take from a flag becomes a note, not a guess."""
+"""Turn a plan into what a user runs: the checkpoint to serve, the engine command for
+one replica (every node of it, with the cluster setup a multi-node replica needs),
+and how many replicas to start. Flags and what each engine can run come from
+catalogs/engine_flags.yaml (with their sources), checkpoints from catalogs/models.yaml;
+a plan an engine cannot run is refused with the reason, never emitted half-right."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
-from solver.catalog import catalog_dir
+from solver.catalog import Model, PublishedCheckpoint, catalog_dir
+from solver.errors import InputError
 from solver.solve import SolveResult
 from solver.yaml_lines import load_yaml_file
 
-DTYPE = {"bf16": "bfloat16", "fp16": "float16"}
+ENGINES = ("vllm", "sglang", "llama.cpp")
+SIXTEEN_BIT = ("bf16", "fp16")
+HEAD = "$HEAD_IP"
+"""Placeholder for the head node's address in multi-node commands (LWS_LEADER_ADDRESS on Kubernetes)."""
+RAY_PORT = 6379
+SGLANG_DIST_PORT = 5000
 
 
 @dataclass
-class Deployment:
-    engine: str
+class LaunchStep:
+    """One command on one node of a replica, in the order they are started."""
+
+    node: str
+    """head, worker 1, ..., or node (a one-node replica)."""
     argv: list[str]
-    replicas: int
-    gpus_per_replica: int
-    notes: list[str] = field(default_factory=list)
+    tool: str
+    """Whose flag list the command is checked against (an engine, or ray)."""
 
     @property
     def command(self) -> str:
         return " ".join(self.argv)
 
 
-def flag_table() -> dict:
+@dataclass
+class Deployment:
+    engine: str
+    argv: list[str]
+    """The serving command (on the head node of a multi-node replica)."""
+    replicas: int
+    gpus_per_replica: int
+    notes: list[str] = field(default_factory=list)
+    nodes_per_replica: int = 1
+    gpus_per_node: int = 1
+    steps: list[LaunchStep] = field(default_factory=list)
+    """The whole launch of one replica: cluster setup, then the engine, per node."""
+    checkpoint: PublishedCheckpoint | None = None
+    """The published checkpoint served; None: the catalog lists none in the plan's format."""
+    model_id: str = ""
+    vendor: str = "NVIDIA"
+    port: int = 8000
+    health_path: str = "/health"
+
+    @property
+    def command(self) -> str:
+        return " ".join(self.argv)
+
+
+def flag_data() -> dict:
     data, _ = load_yaml_file(catalog_dir() / "engine_flags.yaml")
-    return data["engines"]
+    return data
 
 
-def _weights_flags(engine: str, weights: str, model_id: str, notes: list[str]) -> list[str]:
-    if weights in DTYPE:
-        return ["--dtype", DTYPE[weights]]
-    if weights == "fp8":
-        notes.append("fp8 weights: dynamic FP8 quantisation of the 16-bit checkpoint (or serve an FP8 checkpoint and drop --quantization)")
-        return ["--quantization", "fp8"]
-    if weights in ("int4-awq", "int4-gptq"):
-        method = "awq" if weights == "int4-awq" else "gptq"
-        notes.append(f"{weights}: serve a {method.upper()} checkpoint of {model_id} (e.g. a '-{method.upper()}' repository) in place of the 16-bit one")
-        return ["--quantization", method]
-    notes.append(f"{weights} weights: load a checkpoint already in that format; the engine reads it from the checkpoint's config")
-    return []
+def flag_table() -> dict:
+    return flag_data()["engines"]
 
 
-def emit(result: SolveResult, engine: str = "vllm") -> Deployment:
+def choose_checkpoint(model: Model, weights: str, gguf: bool, variant: str) -> tuple[PublishedCheckpoint | None, list[str]]:
+    """The published checkpoint whose weights are stored in the plan's format (either
+    16-bit format serves a 16-bit plan), in the container the engine reads, of the
+    wanted variant, else of the other variant (said in a note)."""
+    container = "gguf" if gguf else "safetensors"
+    formats = SIXTEEN_BIT if weights in SIXTEEN_BIT and not gguf else (weights,)
+    found = [c for c in model.published if c.container == container and c.format in formats]
+    found.sort(key=lambda c: formats.index(c.format))
+    same = [c for c in found if c.variant == variant]
+    if same:
+        return same[0], []
+    if found:
+        c = found[0]
+        return c, [f"no {variant} {weights} checkpoint of {model.display_name} is published; serving the {c.variant} one, {c.hf_id}"]
+    return None, []
+
+
+def _sixteen_bit_id(model: Model, variant: str) -> str:
+    """The repository of the 16-bit weights (what runtime quantisation and GGUF
+    tokenizers start from); the model's own hf_id when the catalog lists none."""
+    c, _ = choose_checkpoint(model, "bf16", False, variant)
+    return c.hf_id if c else (model.hf_id or model.name)
+
+
+def _refuse(engine: str, what: str, value: str, table: dict, key: str) -> InputError:
+    allowed = ", ".join(table[key])
+    return InputError(f"engine ({engine})", value, f"{engine} cannot run {what} {value}; it runs {allowed} "
+                      f"(plan with one of those, or deploy with an engine that has {value})")
+
+
+def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -> Deployment:
     c = result.solution.candidate
     if c is None:
         raise ValueError("no plan to deploy")
+    if engine not in ENGINES:
+        raise InputError("--engine", engine, f"deploy emits {', '.join(ENGINES)}")
+    table = flag_table()[engine]
     d = c.shape.deployment
     w = result.problem.workload
-    model_id = d.model.hf_id or d.model.name
+    model, device = d.model, d.device
     notes: list[str] = []
-    kv = d.kv.name
+    kv, weights = d.kv.name, d.weights.name
+    if kv not in table["kv_cache"]:
+        raise _refuse(engine, "a KV cache in", kv, table, "kv_cache")
+    how = table["weights"].get(weights)
+    if how is None:
+        raise _refuse(engine, "weights in", weights, table, "weights")
+    gpus = c.shape.gpus_per_replica
+    per_node = min(gpus, d.platform.gpus_per_node)
+    nodes = math.ceil(gpus / d.platform.gpus_per_node)
+    if nodes > 1 and table["multi_node"] is None:
+        raise InputError(f"engine ({engine})", f"{nodes} nodes per replica", table["multi_node_source"])
     e = d.engine
     same_engine = e is not None and e.name == engine
     max_model_len = (e.max_model_len if e is not None else None) or w.context_tokens
-    if engine == "vllm":
-        argv = ["vllm", "serve", model_id]
-        if d.tp > 1:
-            argv += ["--tensor-parallel-size", str(d.tp)]
-        if d.pp > 1:
-            argv += ["--pipeline-parallel-size", str(d.pp)]
-        argv += ["--max-model-len", str(max_model_len), "--gpu-memory-utilization", f"{d.factors.memory_utilization:g}"]
-        if kv == "fp8":
-            argv += ["--kv-cache-dtype", "fp8"]
-        argv += _weights_flags(engine, d.weights.name, model_id, notes)
-        argv += ["--max-num-seqs", str(c.batch)]
-        if same_engine:  # the knobs the plan's memory and step times were computed with
-            argv += ["--max-num-batched-tokens", str(e.max_num_batched_tokens)]
-            if not e.enable_chunked_prefill:
-                argv += ["--no-enable-chunked-prefill"]
-            if e.enforce_eager:
-                argv += ["--enforce-eager"]
-    elif engine == "sglang":
-        argv = ["python", "-m", "sglang.launch_server", "--model-path", model_id]
-        if d.tp > 1:
-            argv += ["--tp", str(d.tp)]
-        if d.pp > 1:
-            notes.append(f"pipeline parallelism ({d.pp} stages) is not emitted for SGLang: use vLLM's command")
-        argv += ["--context-length", str(max_model_len), "--mem-fraction-static", f"{d.factors.memory_utilization:g}"]
-        if kv == "fp8":
-            argv += ["--kv-cache-dtype", "fp8_e4m3"]
-        argv += _weights_flags(engine, d.weights.name, model_id, notes)
-        argv += ["--max-running-requests", str(c.batch)]
-        if same_engine:
-            argv += ["--chunked-prefill-size", str(e.max_num_batched_tokens)]
-            if e.enforce_eager:
-                argv += ["--disable-cuda-graph"]
+
+    gguf = bool(how.get("gguf"))
+    ckpt, more = choose_checkpoint(model, weights, gguf, variant)
+    notes += more
+    dep = Deployment(engine, [], c.replicas, gpus, notes, nodes, per_node, checkpoint=ckpt,
+                     vendor=device.vendor, port=table["port"], health_path=table["health_path"])
+    if engine == "llama.cpp":
+        dep.argv = _llama_server(dep, model, d, c.batch, max_model_len, weights, kv, ckpt, table, same_engine, e)
     else:
-        raise ValueError(f"no command template for engine {engine}")
-    if kv not in ("bf16", "fp16", "fp8"):
-        notes.append(f"{kv} KV cache: not an option of {engine}; the plan assumed it")
+        model_arg, quant = _weights(dep, model, weights, how, ckpt, variant)
+        if engine == "vllm":
+            dep.argv = _vllm(dep, d, model_arg, quant, c.batch, max_model_len, kv, table, same_engine, e, nodes, per_node)
+        else:
+            dep.argv = _sglang(dep, d, model_arg, quant, c.batch, max_model_len, kv, table, same_engine, e)
+    dep.steps = _steps(dep, engine, nodes)
     if c.replicas > 1:
-        notes.append(f"start {c.replicas} replicas, each on its own {c.shape.gpus_per_replica} GPU(s), behind a load balancer")
-    return Deployment(engine, argv, c.replicas, c.shape.gpus_per_replica, notes)
+        notes.append(f"start {c.replicas} replicas, each on its own {gpus} GPU(s), behind a load balancer")
+    return dep
+
+
+def _weights(dep: Deployment, model: Model, weights: str, how: dict, ckpt, variant: str) -> tuple[list[str], list[str]]:
+    """The model argument(s) and the weight flags of vLLM and SGLang."""
+    engine = dep.engine
+    tok_flag = "--tokenizer" if engine == "vllm" else "--tokenizer-path"
+    if how.get("gguf"):
+        tokenizer = _sixteen_bit_id(model, variant)
+        path = f"./{model.name}-{weights.upper()}.gguf"
+        get = (f"download it from {ckpt.hf_id} (its {weights.upper()} file; merge split files with llama-gguf-split --merge)"
+               if ckpt else f"no {weights} GGUF of {model.display_name} is published: convert {tokenizer} with llama.cpp's "
+               f"convert_hf_to_gguf.py and llama-quantize")
+        dep.model_id = path
+        dep.notes.append(f"{weights} is a GGUF format: {engine} reads one local .gguf file (experimental; vLLM needs its "
+                         f"GGUF plugin in recent releases); {get}")
+        return [path, tok_flag, tokenizer], []
+    if ckpt is not None:
+        dep.model_id = ckpt.hf_id
+        flags = ["--dtype", how["dtype"]] if "dtype" in how else []
+        if "dtype" not in how:
+            dep.notes.append(f"{weights} weights: {ckpt.hf_id} is published in {ckpt.format}; the engine reads its "
+                             f"quantization_config, no quantisation flag")
+        return [ckpt.hf_id], flags
+    base = _sixteen_bit_id(model, variant)
+    dep.model_id = base
+    if "dtype" in how:
+        if model.published:
+            have = ", ".join(sorted({c.format for c in model.published}))
+            dep.notes.append(f"no 16-bit checkpoint of {model.display_name} is published (only {have}): {base} loads in its "
+                             f"own format; convert it to {weights} first, or plan with {have} weights")
+        return [base], ["--dtype", how["dtype"]]
+    if "runtime" in how:
+        dep.notes.append(f"{weights} weights: no {weights} checkpoint of {model.display_name} is published, so {dep.engine} "
+                         f"quantises {base} at load time (dynamic {weights.upper()})")
+        return [base], ["--quantization", how["runtime"]]
+    method = how.get("checkpoint")
+    dep.notes.append(f"{weights} weights: no {weights} checkpoint of {model.display_name} is listed in the catalog and "
+                     f"{dep.engine} cannot make one at load time: quantise {base} to {weights} and serve that "
+                     f"checkpoint in place of {base}")
+    return [base], (["--quantization", method] if method else [])
+
+
+def _vllm(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine, e, nodes, per_node) -> list[str]:
+    argv = ["vllm", "serve", *model_arg]
+    tp, pp = d.tp, d.pp
+    if tp > 1:
+        argv += ["--tensor-parallel-size", str(tp)]
+    if pp > 1:
+        argv += ["--pipeline-parallel-size", str(pp)]
+    if nodes > 1:
+        argv += ["--distributed-executor-backend", "ray"]
+        if tp > per_node:
+            dep.notes.append(f"the tensor-parallel group of {tp} spans {math.ceil(tp / per_node)} nodes: its all-reduces cross the network")
+    argv += ["--max-model-len", str(max_model_len), "--gpu-memory-utilization", f"{d.factors.memory_utilization:g}"]
+    if table["kv_cache"][kv] != "auto":
+        argv += ["--kv-cache-dtype", table["kv_cache"][kv]]
+    argv += quant
+    argv += ["--max-num-seqs", str(batch)]
+    if same_engine:  # the knobs the plan's memory and step times were computed with
+        argv += ["--max-num-batched-tokens", str(e.max_num_batched_tokens)]
+        if not e.enable_chunked_prefill:
+            argv += ["--no-enable-chunked-prefill"]
+        if e.enforce_eager:
+            argv += ["--enforce-eager"]
+    return argv
+
+
+def _sglang(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine, e) -> list[str]:
+    argv = ["python3", "-m", "sglang.launch_server", "--model-path", *model_arg]
+    if d.tp > 1:
+        argv += ["--tp", str(d.tp)]
+    if d.pp > 1:
+        argv += ["--pp-size", str(d.pp)]
+    argv += ["--context-length", str(max_model_len), "--mem-fraction-static", f"{d.factors.memory_utilization:g}"]
+    if table["kv_cache"][kv] != "auto":
+        argv += ["--kv-cache-dtype", table["kv_cache"][kv]]
+    argv += quant
+    argv += ["--max-running-requests", str(batch)]
+    if same_engine:
+        argv += ["--chunked-prefill-size", str(e.max_num_batched_tokens)]
+        if e.enforce_eager:
+            argv += ["--disable-cuda-graph"]
+    return argv
+
+
+def _llama_server(dep, model: Model, d, batch, max_model_len, weights, kv, ckpt, table, same_engine, e) -> list[str]:
+    """llama-server with every layer on the GPUs (-ngl above the layer count offloads
+    the output layer too), the plan's split over its GPUs, -np slots of the context
+    each (-c is shared by the slots), and the plan's KV format for K and V."""
+    if ckpt is not None:
+        dep.model_id = f"{ckpt.hf_id}:{weights.upper()}"
+        argv = ["llama-server", "-hf", dep.model_id]
+    else:
+        source = _sixteen_bit_id(model, "instruct" if dep.checkpoint is None else dep.checkpoint.variant)
+        dep.model_id = f"./{model.name}-{weights.upper()}.gguf"
+        argv = ["llama-server", "-m", dep.model_id]
+        dep.notes.append(f"no {weights} GGUF of {model.display_name} is published: make {dep.model_id} from {source} with "
+                         f"llama.cpp's convert_hf_to_gguf.py (and llama-quantize for a block format)")
+    argv += ["-ngl", str(model.num_layers + 1)]
+    gpus = d.tp * d.pp
+    if gpus > 1:
+        mode = e.split_mode if e is not None and e.split_mode else "layer"
+        argv += ["-sm", mode]
+        dep.notes.append(f"llama-server uses every GPU it sees: give it exactly {gpus} (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES)")
+    cache = table["kv_cache"][kv]
+    argv += ["-c", str(max_model_len * batch), "-np", str(batch), "-ctk", cache, "-ctv", cache]
+    if cache not in ("f16", "bf16", "f32"):
+        argv += ["-fa", "on"]  # a quantised V cache needs flash attention in llama.cpp
+    if same_engine:
+        argv += ["-b", str(e.max_num_batched_tokens)]
+    return argv
+
+
+def _steps(dep: Deployment, engine: str, nodes: int) -> list[LaunchStep]:
+    if nodes == 1:
+        return [LaunchStep("node", dep.argv, engine)]
+    workers = [f"worker {k}" for k in range(1, nodes)]
+    if engine == "vllm":
+        steps = [LaunchStep("head", ["ray", "start", "--head", "--port", str(RAY_PORT)], "ray")]
+        steps += [LaunchStep(wk, ["ray", "start", "--address", f"{HEAD}:{RAY_PORT}", "--block"], "ray") for wk in workers]
+        steps.append(LaunchStep("head", dep.argv, engine))
+        dep.notes.append(f"{nodes} nodes of {dep.gpus_per_node} GPUs per replica: start Ray on the head, join each worker "
+                         f"to it ({HEAD} = the head's address), then run vllm serve on the head once `ray status` shows "
+                         f"{dep.gpus_per_replica} GPUs")
+        return steps
+    dep.notes.append(f"{nodes} nodes of {dep.gpus_per_node} GPUs per replica: the same command on each node with its "
+                     f"--node-rank ({HEAD} = node 0's address); node 0 serves HTTP")
+    return [LaunchStep(node, sglang_node_argv(dep, str(rank)), engine) for rank, node in enumerate(["head", *workers])]
+
+
+def sglang_node_argv(dep: Deployment, rank: str) -> list[str]:
+    """SGLang's command on one node of a multi-node replica: every node runs it, told
+    the node count, its rank and node 0's address."""
+    return dep.argv + ["--nnodes", str(dep.nodes_per_replica), "--dist-init-addr", f"{HEAD}:{SGLANG_DIST_PORT}", "--node-rank", rank]
 
 
 def check_flags(dep: Deployment) -> list[str]:
-    """Flags or values the engine's documented list does not have (empty: all fine)."""
-    table = flag_table()[dep.engine]["flags"]
+    """Flags or values the engine's (or Ray's) documented list does not have, in every
+    command of the launch (empty: all fine)."""
+    tables = flag_table()
     bad = []
-    argv = dep.argv
-    for i, token in enumerate(argv):
-        if not token.startswith("--"):
-            continue
-        if token not in table:
-            bad.append(f"unknown flag {token}")
-            continue
-        kind = table[token]
-        value = argv[i + 1] if i + 1 < len(argv) else None
-        if isinstance(kind, list) and value not in kind:
-            bad.append(f"{token} {value}: allowed {kind}")
-        elif kind == "int" and not (value or "").isdigit():
-            bad.append(f"{token} {value}: not an integer")
-        elif kind == "float":
-            try:
-                float(value)
-            except (TypeError, ValueError):
-                bad.append(f"{token} {value}: not a number")
+    for step in dep.steps or [LaunchStep("node", dep.argv, dep.engine)]:
+        table = tables[step.tool]["flags"]
+        argv = step.argv
+        skip = len(tables[step.tool]["command"].split())  # `python -m sglang.launch_server`
+        for i, token in enumerate(argv):
+            if i < skip or not token.startswith("-") or token[1:2].isdigit():
+                continue
+            if token not in table:
+                bad.append(f"unknown flag {token}")
+                continue
+            kind = table[token]
+            value = argv[i + 1] if i + 1 < len(argv) else None
+            if isinstance(kind, list) and value not in kind:
+                bad.append(f"{token} {value}: allowed {kind}")
+            elif kind == "int" and not (value or "").isdigit():
+                bad.append(f"{token} {value}: not an integer")
+            elif kind == "float":
+                try:
+                    float(value)
+                except (TypeError, ValueError):
+                    bad.append(f"{token} {value}: not a number")
+            elif kind == "str" and (value is None or value.startswith("-")):
+                bad.append(f"{token}: needs a value")
     return bad

@@ -10,6 +10,7 @@ import pytest
 
 from solver.cli import main
 from solver.deploy import check_flags, emit
+from solver.errors import InputError
 from solver.solve import solve
 from tests.solve_helpers import problem_of
 
@@ -33,7 +34,8 @@ def test_vllm_command_carries_the_plan():
     r = _plan(weights=["fp8"], kv_cache=["fp8"])
     c = r.solution.candidate
     argv = emit(r, "vllm").argv
-    assert argv[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-70B"]
+    # the instruct checkpoint serves by default (catalogs/models.yaml `published`)
+    assert argv[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct"]
     assert argv[argv.index("--max-model-len") + 1] == "8192"
     assert argv[argv.index("--kv-cache-dtype") + 1] == "fp8"
     assert argv[argv.index("--max-num-seqs") + 1] == str(c.batch)
@@ -53,3 +55,202 @@ def test_cli_deploy(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["command"][:2] == ["vllm", "serve"] and data["replicas"] >= 1
     assert main(["deploy", str(ROOT / "specs" / "impossible.yaml")]) == 3
+
+
+# --------------------------------------------------------------------------- llama.cpp (issue 9, item 9)
+
+def _solve(spec: dict):
+    return solve(problem_of(spec), explain=False)
+
+
+LLAMA_CPP_8B = {"model": "llama-3.1-8b", "workload": {"users": 4, "context_tokens": 8192, "prompt_tokens": 1024},
+                "sla": {"max_tpot": "80ms"}, "engine": {"name": "llama.cpp", "max_num_seqs": 4},
+                "search": {"gpus": ["rtx-4090"], "tp": [1], "weights": ["q4_0"], "kv_cache": ["q8_0"]}}
+
+
+def _flag(argv, name):
+    return argv[argv.index(name) + 1]
+
+
+def test_llama_cpp_plan_runs_llama_server(tmp_path, capsys):
+    spec = tmp_path / "llcpp.yaml"
+    spec.write_text(json.dumps(LLAMA_CPP_8B))
+    assert main(["deploy", str(spec), "--format", "json"]) == 0  # the spec's engine, not vllm
+    argv = json.loads(capsys.readouterr().out)["command"]
+    assert argv[0] == "llama-server"
+    assert _flag(argv, "-ngl") == "33"     # Llama-3.1-8B: 32 layers + the output layer, all on the GPU
+    assert _flag(argv, "-np") == "4"       # 4 users, max_num_seqs 4: one replica, 4 slots
+    assert _flag(argv, "-c") == "32768"    # each slot gets c / np tokens: 8,192 x 4
+    assert _flag(argv, "-ctk") == _flag(argv, "-ctv") == "q8_0"
+    assert _flag(argv, "-fa") == "on"      # a quantised V cache needs flash attention
+    assert _flag(argv, "-m").endswith(".gguf")  # no published Q4_0 GGUF of Llama-3.1-8B: a local file
+
+
+def test_engine_llama_cpp_is_accepted(tmp_path, capsys):
+    spec = tmp_path / "llcpp.yaml"
+    spec.write_text(json.dumps(LLAMA_CPP_8B))
+    assert main(["deploy", str(spec), "--engine", "llama.cpp"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("llama-server ")
+
+
+def test_llama_cpp_splits_over_its_gpus_as_planned():
+    spec = {"model": "llama-3.1-70b", "workload": {"users": 1, "context_tokens": 4096, "prompt_tokens": 1024},
+            "sla": {"max_tpot": "200ms"}, "engine": {"name": "llama.cpp", "split_mode": "row"},
+            "search": {"gpus": ["rtx-4090"], "tp": [2], "weights": ["q4_k_m"], "kv_cache": ["q8_0"]}}
+    dep = emit(_solve(spec), "llama.cpp")
+    assert dep.gpus_per_replica == 2 and _flag(dep.argv, "-sm") == "row"
+    assert _flag(dep.argv, "-ngl") == "81"  # 80 layers + output
+    assert check_flags(dep) == []
+
+
+def test_llama_cpp_serves_a_published_gguf():
+    spec = {"model": "gpt-oss-20b", "workload": {"users": 1, "context_tokens": 8192, "prompt_tokens": 1024},
+            "sla": {"max_tpot": "100ms"}, "engine": "llama.cpp",
+            "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["mxfp4"], "kv_cache": ["fp16"]}}
+    dep = emit(_solve(spec), "llama.cpp")
+    assert _flag(dep.argv, "-hf") == "ggml-org/gpt-oss-20b-GGUF:MXFP4"
+    assert _flag(dep.argv, "-ctk") == "f16" and "-fa" not in dep.argv
+    assert check_flags(dep) == []
+
+
+def test_an_engine_is_refused_only_what_it_cannot_run():
+    r = _solve(LLAMA_CPP_8B)
+    with pytest.raises(InputError, match="q8_0"):  # vLLM has no q8_0 KV cache
+        emit(r, "vllm")
+    fp8 = {**LLAMA_CPP_8B, "search": {**LLAMA_CPP_8B["search"], "gpus": ["h100-sxm"], "weights": ["fp8"], "kv_cache": ["fp16"]}}
+    with pytest.raises(InputError, match="fp8"):  # llama.cpp has no FP8 weight kernels
+        emit(_solve(fp8), "llama.cpp")
+    gguf_on_vllm = {**LLAMA_CPP_8B, "search": {**LLAMA_CPP_8B["search"], "kv_cache": ["fp16"]}}
+    dep = emit(_solve(gguf_on_vllm), "vllm")  # vLLM reads a single GGUF file (experimental), with a tokenizer
+    assert dep.argv[2].endswith(".gguf") and _flag(dep.argv, "--tokenizer") == "meta-llama/Llama-3.1-8B-Instruct"
+    assert check_flags(dep) == []
+
+
+# --------------------------------------------------------------------------- published checkpoints (item 10)
+
+def _one(model, gpu, weights, kv, tp=8, users=16, context=8192, tpot="200ms"):
+    return _solve({"model": model, "workload": {"users": users, "context_tokens": context, "prompt_tokens": 1024},
+                   "sla": {"max_tpot": tpot}, "search": {"gpus": [gpu], "tp": [tp], "weights": [weights], "kv_cache": [kv]}})
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_deepseek_r1_serves_its_fp8_checkpoint_without_quantising(engine):
+    dep = emit(_one("deepseek-r1", "h200", "fp8", "bf16"), engine)
+    assert "deepseek-ai/DeepSeek-R1" in dep.argv and "--quantization" not in dep.argv
+    assert dep.checkpoint.format == "fp8" and not any("dynamic" in n for n in dep.notes)
+
+
+def test_405b_serves_the_instruct_checkpoint_and_meta_s_fp8():
+    bf16 = _solve({**json.loads(json.dumps(_spec_405b()))})
+    assert emit(bf16, "vllm").argv[2] == "meta-llama/Llama-3.1-405B-Instruct"
+    assert emit(bf16, "vllm", variant="base").argv[2] == "meta-llama/Llama-3.1-405B"
+    fp8 = emit(_one("llama-3.1-405b", "h200", "fp8", "fp8"), "vllm")
+    assert fp8.argv[2] == "meta-llama/Llama-3.1-405B-Instruct-FP8" and "--quantization" not in fp8.argv
+
+
+def test_runtime_fp8_only_when_no_fp8_checkpoint_is_published():
+    dep = emit(_plan(weights=["fp8"], kv_cache=["fp8"]), "vllm")  # Meta publishes no FP8 70B
+    assert dep.argv[2] == "meta-llama/Llama-3.1-70B-Instruct" and _flag(dep.argv, "--quantization") == "fp8"
+
+
+def test_a_published_awq_checkpoint_needs_no_quantization_flag():
+    dep = emit(_one("qwen2.5-7b", "l40s", "int4-awq", "fp16", tp=1, users=4), "vllm")
+    assert dep.argv[2] == "Qwen/Qwen2.5-7B-Instruct-AWQ" and "--quantization" not in dep.argv
+
+
+def test_catalog_refuses_a_published_checkpoint_in_an_unknown_format(tmp_path):
+    import shutil
+
+    from solver.catalog import catalog_dir, load_catalog
+
+    for f in catalog_dir().glob("*.yaml"):
+        shutil.copy(f, tmp_path / f.name)
+    models = tmp_path / "models.yaml"
+    models.write_text(models.read_text().replace("format: fp8, variant: instruct, as_of: 2026-12-02,\n         source: \"Hugging Face deepseek-ai/DeepSeek-R1 ",
+                                                 "format: fp9, variant: instruct, as_of: 2026-12-02,\n         source: \"Hugging Face deepseek-ai/DeepSeek-R1 "))
+    with pytest.raises(InputError, match="fp9"):
+        load_catalog(tmp_path, use_cache=False)
+
+
+# --------------------------------------------------------------------------- multi-node and Kubernetes (item 11)
+
+def _spec_405b() -> dict:
+    import yaml
+
+    return yaml.safe_load((ROOT / "specs" / "pipeline-405b.yaml").read_text())
+
+
+def test_two_node_vllm_plan_launches_a_ray_cluster_then_serves():
+    r = _solve(_spec_405b())
+    d = r.solution.candidate.shape.deployment
+    assert (d.tp, d.pp) == (8, 2)  # the spec's documented plan
+    dep = emit(r, "vllm")
+    assert dep.nodes_per_replica == 2 and dep.gpus_per_node == 8  # 16 GPUs on 8-GPU HGX nodes
+    assert [(s.node, s.argv[:3]) for s in dep.steps] == [
+        ("head", ["ray", "start", "--head"]), ("worker 1", ["ray", "start", "--address"]), ("head", ["vllm", "serve", "meta-llama/Llama-3.1-405B-Instruct"])]
+    serve = dep.steps[-1].argv
+    assert _flag(serve, "--tensor-parallel-size") == "8" and _flag(serve, "--pipeline-parallel-size") == "2"
+    assert _flag(serve, "--distributed-executor-backend") == "ray"
+    assert _flag(dep.steps[1].argv, "--address") == "$HEAD_IP:6379"
+    assert check_flags(dep) == []
+
+
+def test_two_node_sglang_plan_runs_on_every_node_with_its_rank():
+    dep = emit(_solve(_spec_405b()), "sglang")
+    assert [_flag(s.argv, "--node-rank") for s in dep.steps] == ["0", "1"]
+    for s in dep.steps:
+        assert _flag(s.argv, "--nnodes") == "2" and _flag(s.argv, "--dist-init-addr") == "$HEAD_IP:5000"
+        assert _flag(s.argv, "--tp") == "8" and _flag(s.argv, "--pp-size") == "2"
+    assert check_flags(dep) == []
+
+
+def test_k8s_multi_node_replica_is_a_leader_worker_set():
+    from solver.deploy_k8s import manifests
+    from tests.k8s_schema import check
+
+    r = _solve(_spec_405b())
+    docs = manifests(emit(r, "vllm"), name="llama-405b", weights_bytes=811e9)
+    assert [check(doc) for doc in docs] == [[], [], []]
+    lws = next(d for d in docs if d["kind"] == "LeaderWorkerSet")
+    lwt = lws["spec"]["leaderWorkerTemplate"]
+    assert lws["spec"]["replicas"] == 1 and lwt["size"] == 2  # one replica of two nodes
+    leader = lwt["leaderTemplate"]["spec"]["containers"][0]
+    worker = lwt["workerTemplate"]["spec"]["containers"][0]
+    assert leader["resources"]["limits"] == {"nvidia.com/gpu": 8} == worker["resources"]["limits"]
+    assert leader["readinessProbe"]["httpGet"] == {"path": "/health", "port": 8000}
+    assert leader["args"][0].startswith("ray start --head --port 6379 && vllm serve ")
+    assert worker["args"] == ["ray start --address $LWS_LEADER_ADDRESS:6379 --block"]
+    assert {"name": "model-cache", "mountPath": "/cache"} in leader["volumeMounts"]
+    pvc = next(d for d in docs if d["kind"] == "PersistentVolumeClaim")
+    assert pvc["spec"]["resources"]["requests"]["storage"] == "756Gi"  # ceil(811e9 / 2**30) = ceil(755.3)
+
+
+def test_k8s_single_node_replicas_are_a_deployment_with_the_vendor_s_gpu(capsys):
+    import yaml
+
+    from tests.k8s_schema import check
+
+    assert main(["deploy", str(ROOT / "specs" / "latency-critical-8b.yaml"), "--emit", "k8s"]) == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert all(check(d) == [] for d in docs)
+    dep = next(d for d in docs if d["kind"] == "Deployment")
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    assert c["resources"]["limits"] == {"amd.com/gpu": 1}  # the spec's plan: 1 x Instinct MI300X
+    assert c["image"] == "rocm/vllm:latest"
+
+
+def test_k8s_checker_names_what_is_wrong():
+    from tests.k8s_schema import check
+
+    bad = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
+           "spec": {"selector": {"matchLabels": {"app": "a"}},
+                    "template": {"metadata": {"labels": {"app": "b"}},
+                                 "spec": {"containers": [{"name": "s", "image": "i",
+                                                          "resources": {"limits": {"nvidia.com/gpu": 2}, "requests": {"nvidia.com/gpu": 1}},
+                                                          "volumeMounts": [{"name": "cache", "mountPath": "/c"}],
+                                                          "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}}}]}}}}
+    errs = check(bad)
+    assert any("selector" in e for e in errs)
+    assert any("request must equal its limit" in e for e in errs)
+    assert any("cache is not a volume" in e for e in errs)
+    assert any("8000 is not a containerPort" in e for e in errs)

@@ -1,0 +1,140 @@
+"""Kubernetes manifests for a deployment: a Deployment when one replica fits one node,
+a LeaderWorkerSet (kubernetes-sigs/lws) when a replica spans nodes, each with the
+GPU request, a model-cache volume and the engine's health probe, plus the volume
+claim and a Service. Resource names and images come from catalogs/engine_flags.yaml."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from solver.deploy import HEAD, Deployment, flag_data, sglang_node_argv
+from solver.errors import InputError
+
+CACHE_MOUNT = "/cache"
+LWS_API = "leaderworkerset.x-k8s.io/v1"
+
+
+def _name(text: str) -> str:
+    """An RFC 1123 label (what Kubernetes object names must be)."""
+    s = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    return s[:50].rstrip("-") or "plan"
+
+
+def _serve_args(dep: Deployment, argv: list[str]) -> list[str]:
+    """The engine command listening on every address at the engine's port."""
+    return argv + ["--host", "0.0.0.0", "--port", str(dep.port)]
+
+
+def _in_cache(arg: str) -> str:
+    """A local model file (./name.gguf) lives on the model-cache volume in a pod."""
+    return f"{CACHE_MOUNT}/{arg[2:]}" if arg.startswith("./") else arg
+
+
+def to_yaml(docs: list[dict]) -> str:
+    """Plain YAML, one document per object, no anchors (kubectl takes them, people misread them)."""
+    import yaml
+
+    class _Plain(yaml.SafeDumper):
+        def ignore_aliases(self, data):
+            return True
+
+    return yaml.dump_all(docs, Dumper=_Plain, sort_keys=False)
+
+
+def _shell(argv: list[str]) -> str:
+    return " ".join(a if re.fullmatch(r"[\w./:$=,-]+", a) else f"'{a}'" for a in argv).replace(HEAD, "$LWS_LEADER_ADDRESS")
+
+
+def _container(dep: Deployment, image: str, resource: str, command: list[str], probes: bool) -> dict:
+    c: dict = {
+        "name": "server" if probes else "worker",
+        "image": image,
+        "command": ["/bin/sh", "-c"],
+        "args": [" && ".join(_shell(a) for a in command)],
+        "env": [
+            {"name": "HF_HOME", "value": f"{CACHE_MOUNT}/huggingface"},
+            {"name": "LLAMA_CACHE", "value": f"{CACHE_MOUNT}/llama.cpp"},
+            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}}},
+        ],
+        "resources": {"limits": {resource: dep.gpus_per_node}, "requests": {resource: dep.gpus_per_node}},
+        "volumeMounts": [{"name": "model-cache", "mountPath": CACHE_MOUNT}, {"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+    if probes:
+        get = {"httpGet": {"path": dep.health_path, "port": dep.port}}
+        c["ports"] = [{"name": "http", "containerPort": dep.port}]
+        # Loading weights takes minutes: the startup probe allows 30 min before liveness counts.
+        c["startupProbe"] = {**get, "periodSeconds": 10, "failureThreshold": 180}
+        c["readinessProbe"] = {**get, "periodSeconds": 10}
+        c["livenessProbe"] = {**get, "periodSeconds": 30, "failureThreshold": 3}
+    return c
+
+
+def _pod(containers: list[dict], claim: str) -> dict:
+    return {
+        "containers": containers,
+        "volumes": [
+            {"name": "model-cache", "persistentVolumeClaim": {"claimName": claim}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+        ],
+    }
+
+
+def manifests(dep: Deployment, *, name: str, weights_bytes: float, image: str | None = None) -> list[dict]:
+    data = flag_data()
+    k8s = data["kubernetes"]
+    resource = k8s["gpu_resource"].get(dep.vendor)
+    if resource is None:
+        raise InputError("--emit", "k8s", f"no Kubernetes GPU resource for {dep.vendor} devices in catalogs/engine_flags.yaml "
+                         f"(has {', '.join(k8s['gpu_resource'])})")
+    image = image or data["engines"][dep.engine].get("image", {}).get(dep.vendor)
+    if image is None:
+        raise InputError("--image", None, f"no {dep.engine} image for {dep.vendor} GPUs in the catalog; pass --image IMAGE")
+    name = _name(name)
+    claim = f"{name}-model-cache"
+    labels = {"app": name}
+    pvc = {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim, "labels": labels},
+        "spec": {"accessModes": ["ReadWriteMany"],
+                 "resources": {"requests": {"storage": f"{math.ceil(weights_bytes / 2**30)}Gi"}}},
+    }
+    serve_node = [s for s in dep.steps if s.tool == dep.engine and s.node in ("node", "head")][-1]
+    serve = _serve_args(dep, [_in_cache(a) for a in serve_node.argv])
+    if dep.nodes_per_replica == 1:
+        workload = {
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
+            "spec": {
+                "replicas": dep.replicas,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels},
+                             "spec": _pod([_container(dep, image, resource, [serve], True)], claim)},
+            },
+        }
+        selector = labels
+    else:
+        head = [s.argv for s in dep.steps if s.node == "head" and s.tool != dep.engine] + [serve]
+        if dep.engine == "sglang":  # one worker template: the rank is the pod's index in its group
+            worker = [sglang_node_argv(dep, "$LWS_WORKER_INDEX")]
+        else:
+            worker = [s.argv for s in dep.steps if s.node == "worker 1"]
+        leader_labels = {**labels, "role": "leader"}
+        workload = {
+            "apiVersion": LWS_API, "kind": "LeaderWorkerSet", "metadata": {"name": name, "labels": labels},
+            "spec": {
+                "replicas": dep.replicas,
+                "leaderWorkerTemplate": {
+                    "size": dep.nodes_per_replica,
+                    "restartPolicy": "RecreateGroupOnPodRestart",
+                    "leaderTemplate": {"metadata": {"labels": leader_labels},
+                                       "spec": _pod([_container(dep, image, resource, head, True)], claim)},
+                    "workerTemplate": {"metadata": {"labels": labels},
+                                       "spec": _pod([_container(dep, image, resource, worker, False)], claim)},
+                },
+            },
+        }
+        selector = leader_labels
+    service = {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": labels},
+        "spec": {"selector": selector, "ports": [{"name": "http", "port": dep.port, "targetPort": dep.port}]},
+    }
+    return [pvc, workload, service]
