@@ -239,8 +239,22 @@ def _add_pareto(sub) -> None:
     p.add_argument("--axes", default="tpot,ttft,users", help="which frontiers, comma-separated: tpot, ttft, users (default all)")
     p.add_argument("--format", choices=["text", "json", "markdown"], default="text", help="report format (default text)")
     p.add_argument("--plot", metavar="FILE", help="also draw the frontiers: FILE.png and FILE.svg")
+    p.add_argument("--max-cost-ratio", metavar="R", help="stop the latency frontiers at R × their cheapest plan "
+                   "(default: the spec's pareto.max_cost_ratio, else 10); none for no cap")
     p.add_argument("--calibration", metavar="FILE", help="factors fitted by `plan-opt calibrate` (applied to their devices)")
     p.set_defaults(func=_cmd_pareto)
+
+
+def _cost_ratio(text: str) -> float | None:
+    if text.strip().lower() in ("none", "null", "off"):
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not 1 <= v <= 1e6:
+        raise InputError("--max-cost-ratio", text, "a number from 1 to 1000000, or none for no cap")
+    return v
 
 
 def _cmd_pareto(args) -> int:
@@ -254,6 +268,8 @@ def _cmd_pareto(args) -> int:
     if bad or not axes:
         raise InputError("--axes", args.axes, f"choose from {', '.join(AXES)}")
     spec, _ = load_spec(args.spec)
+    if args.max_cost_ratio is not None:
+        spec = spec.model_copy(update={"pareto": spec.pareto.model_copy(update={"max_cost_ratio": _cost_ratio(args.max_cost_ratio)})})
     problem = build_problem(spec, _catalog(args), Path(args.spec).parent)
     fronts = frontiers(problem, axes)
     w = problem.workload

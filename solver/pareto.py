@@ -7,20 +7,30 @@ non-dominated by construction; the frontier ends when no plan is left.
 
 The axis being traded is lifted from the spec's targets (the TPOT frontier ignores
 max_tpot); every other target holds.
+
+Two cuts keep a frontier to plans someone would buy: the latency frontiers stop at
+`pareto.max_cost_ratio` × their cheapest plan (default 10), and every frontier keeps
+to `search.max_gpus` (default 512). Each frontier says where it was cut, and which
+of its points is the knee (`knee`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 
 from solver.candidates import Candidate, candidates
 from solver.cpsat import _build, _solver, _status_name, prune
+from solver.enumerate import meets
 from solver.shapes import Problem
 from solver.solve import plan_label, scenario_of
+from solver.spec import DEFAULT_MAX_GPUS
 
 AXES = ("tpot", "ttft", "users")
 MAX_POINTS = 200
+KNEE_MIN_DEPTH = 0.05
+"""How far below the chord (normalised units) a point must lie to be called the knee."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,55 @@ class Frontier:
     others: list[tuple[float, float, str]] = field(default_factory=list)
     """(cost, value, label) of the best plan of every other shape: the dominated options."""
     solve_s: float = 0.0
+    knee: int | None = None
+    """Index in `points` of the knee (see `knee_index`), None when the frontier has none."""
+    max_cost_ratio: float | None = None
+    max_cost_usd_per_hour: float | None = None
+    """The cost cap this frontier stopped at: max_cost_ratio × its cheapest paid plan."""
+    beyond: ParetoPoint | None = None
+    """The next frontier point, the first the cost cap left out (None: nothing was cut)."""
+    max_gpus: int | None = None
+    max_gpus_default: bool = False
+    gpu_capped: bool = False
+    """A plan better on the axis exists beyond max_gpus (the frontier would go on)."""
+
+    @property
+    def knee_point(self) -> ParetoPoint | None:
+        return None if self.knee is None else self.points[self.knee]
+
+
+def knee_index(points: list[tuple[float, float]]) -> int | None:
+    """The knee of a frontier of (cost, badness) pairs, both to be minimised, in order.
+
+    Definition (the Kneedle idea, Satopää et al., ICDCS workshops 2011): map both axes
+    to logarithms, normalise each to [0, 1] over the frontier, and take the point
+    farthest below the chord joining the two ends. Logs, because a step from $2 to $4
+    is worth what one from $200 to $400 is, and 40 → 20 ms what 4 → 2 ms is; normalising
+    makes the answer free of units. The chord runs from (0, 1) to (1, 0), so the
+    distance below it is (1 − x − y)/√2: the knee is the point of least x + y, where
+    the latency bought stops repaying the money. A frontier that is straight in log-log
+    space (every point within KNEE_MIN_DEPTH of the chord) or bends the other way has
+    no knee; nor has one of fewer than three points. An axis with a zero (free owned
+    GPUs) is normalised linearly. The knee is of the frontier shown, after its cuts."""
+    if len(points) < 3:
+        return None
+
+    def norm(vals: list[float]) -> list[float] | None:
+        vs = [math.log(v) for v in vals] if all(v > 0 for v in vals) else list(vals)
+        lo, hi = min(vs), max(vs)
+        return None if hi - lo <= 0 else [(v - lo) / (hi - lo) for v in vs]
+
+    xs, ys = norm([p[0] for p in points]), norm([p[1] for p in points])
+    if xs is None or ys is None:
+        return None
+    depth = [(1 - x - y) / math.sqrt(2) for x, y in zip(xs, ys)]
+    best = max(range(len(points)), key=lambda i: (depth[i], -i))
+    return best if depth[best] >= KNEE_MIN_DEPTH else None
+
+
+def _gpu_cap(problem: Problem) -> tuple[int, bool]:
+    """search.max_gpus, or its default; and whether it is the default."""
+    return (problem.max_gpus, False) if problem.max_gpus is not None else (DEFAULT_MAX_GPUS, True)
 
 
 def _why(c: Candidate, axis: str, workload) -> str:
@@ -72,9 +131,12 @@ def _latency_frontier(problem: Problem, axis: str) -> Frontier:
     lifted = dataclasses.replace(s.targets, **{f"max_{axis}_s": None})
     cands = candidates(problem, s.workload, lifted, batch_variants=axis == "tpot")
     limits = dataclasses.replace(s.with_value(f"max_{axis}", None).limits(), **{f"max_{axis}_us": 10**12})
+    gpu_cap, gpu_default = _gpu_cap(problem)
+    limits = dataclasses.replace(limits, max_gpus=gpu_cap)
     cands = prune(cands, limits, "min_cost")
     cands = [c for c in cands if c.memory_excess <= 0 and c.interconnect_excess == 0]
-    front = Frontier(axis)
+    ratio = problem.spec.pareto.max_cost_ratio
+    front = Frontier(axis, max_cost_ratio=ratio, max_gpus=gpu_cap, max_gpus_default=gpu_default)
     if not cands:
         return front
     metric = [c.tpot_us if axis == "tpot" else c.ttft_us for c in cands]
@@ -102,13 +164,30 @@ def _latency_frontier(problem: Problem, axis: str) -> Frontier:
         i = next(k for k, xi in enumerate(b.x) if sv.boolean_value(xi))
         c = cands[i]
         value = c.tpot_s if axis == "tpot" else c.ttft_s
-        front.points.append(ParetoPoint(axis, c, c.cost_usd_per_hour, value, _why(c, axis, s.workload)))
+        point = ParetoPoint(axis, c, c.cost_usd_per_hour, value, _why(c, axis, s.workload))
+        if front.max_cost_usd_per_hour is not None and c.cost_usd_per_hour > front.max_cost_usd_per_hour + 1e-9:
+            front.beyond = point  # costs rise along the frontier: every later point is dearer still
+            break
+        front.points.append(point)
+        if ratio is not None and front.max_cost_usd_per_hour is None and c.cost_usd_per_hour > 0:
+            front.max_cost_usd_per_hour = ratio * c.cost_usd_per_hour
         prev = i
         # ε moves just below the metric found (each bound tighter than the last).
         if metric[i] - 1 < 0:
             break
         b.model.add(m <= metric[i] - 1)
     front.solve_s = total
+    if front.beyond is None and front.points:
+        # Ended for want of a plan: would one beyond max_gpus have gone on?
+        last = front.points[-1].candidate
+        last_metric = last.tpot_us if axis == "tpot" else last.ttft_us
+        no_cap = dataclasses.replace(limits, max_gpus=None)
+        front.gpu_capped = any(
+            c.gpus > gpu_cap and (c.tpot_us if axis == "tpot" else c.ttft_us) < last_metric and meets(c, no_cap)
+            and (front.max_cost_usd_per_hour is None or c.cost_usd_per_hour <= front.max_cost_usd_per_hour + 1e-9)
+            for c in cands
+        )
+    front.knee = knee_index([(p.cost_usd_per_hour, p.value) for p in front.points])
     on_front = {id(p.candidate) for p in front.points}
     best_per_shape: dict[int, Candidate] = {}
     for c in cands:
@@ -132,7 +211,9 @@ def _users_frontier(problem: Problem) -> Frontier:
     limits = s.limits()
     base = [c for c in base if (limits.max_tpot_us is None or c.tpot_us <= limits.max_tpot_us)
             and (limits.max_ttft_us is None or c.ttft_us <= limits.max_ttft_us)]
-    front = Frontier("users")
+    gpu_cap, gpu_default = _gpu_cap(problem)
+    # No cost cap here: the dearest point is the spec's own demand, and the rest are cheaper.
+    front = Frontier("users", max_gpus=gpu_cap, max_gpus_default=gpu_default)
     if not base:
         return front
     m = cp_model.CpModel()
@@ -154,6 +235,7 @@ def _users_frontier(problem: Problem) -> Frontier:
     price = [round((c.shape.device.price.usd_per_gpu_hour if c.shape.device.price else 0) * 100) for c in base]
     cost = m.new_int_var(0, sum(p * (-(-users // cap)) * c.shape.gpus_per_replica for p, cap, c in zip(price, caps, base)), "cost")
     m.add(cost == sum(p * rent for p, rent in zip(price, rented)))
+    m.add(sum(c.shape.gpus_per_replica * ri for c, ri in zip(base, r)) <= gpu_cap).with_name("max_gpus")
     served = m.new_int_var(0, max(cap * (-(-users // cap)) for cap in caps), "served")
     m.add(served <= sum(cap * ri for cap, ri in zip(caps, r)))
     m.add(served <= users)
@@ -169,6 +251,12 @@ def _users_frontier(problem: Problem) -> Frontier:
         sv = _solver(problem.spec.solver.time_limit_s)
         status = _status_name(sv.solve(m))
         total += sv.wall_time
+        if status == "infeasible" and not front.points and not front.gpu_capped:
+            # The spec's users need more than max_gpus: start from the most it allows.
+            front.gpu_capped = True
+            m.clear_assumptions()
+            m.maximize(served * (10**9) - cost)
+            continue
         if status not in ("optimal", "feasible"):
             break
         i = next(k for k, xi in enumerate(x) if sv.boolean_value(xi))
@@ -187,6 +275,7 @@ def _users_frontier(problem: Problem) -> Frontier:
         m.add(cost <= c_now - 1)
         m.maximize(served * (10**9) - cost)
     front.solve_s = total
+    front.knee = knee_index([(p.cost_usd_per_hour, 1 / p.value) for p in front.points])
     return front
 
 

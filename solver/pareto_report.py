@@ -3,7 +3,8 @@
 The picture puts cost on a log axis against each traded quantity, draws the
 frontier as a staircase, labels its points with their hardware, and shows every
 other shape's best plan as faint grey dots, so the gap a frontier point opens over
-the alternatives is visible at a glance.
+the alternatives is visible at a glance. The knee is a star; where the cost cap cut
+the frontier, a dashed line, with the first point left out as a hollow circle.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import json
 import math
 from pathlib import Path
 
-from solver.pareto import Frontier
+from solver.pareto import KNEE_MIN_DEPTH, Frontier
 from solver.units import fmt_seconds
+
+KNEE_RULE = "farthest below the chord between the frontier's ends, log cost against log metric, both normalised to [0, 1]"
 
 TITLES = {
     "tpot": ("TPOT (time per output token)", "ms"),
@@ -26,34 +29,72 @@ def _value(axis: str, v: float) -> str:
     return f"{v:,.0f}" if axis == "users" else fmt_seconds(v)
 
 
+def _point_dict(p, axis: str, knee: bool = False) -> dict:
+    c = p.candidate
+    return {
+        "cost_usd_per_hour": round(p.cost_usd_per_hour, 6),
+        "value": p.value,
+        "unit": "users" if axis == "users" else "s",
+        "plan": p.label,
+        "gpu": c.shape.device.name,
+        "tp": c.shape.deployment.tp,
+        "pp": c.shape.deployment.pp,
+        "replicas": c.replicas,
+        "gpus": c.gpus,
+        "weights": c.shape.deployment.weights.name,
+        "kv_cache": c.shape.deployment.kv.name,
+        "batch_per_replica": c.batch,
+        "tpot_s": c.tpot_s,
+        "ttft_s": c.ttft_s,
+        "binds": p.binds,
+        "knee": knee,
+    }
+
+
 def to_dict(frontiers: dict[str, Frontier]) -> dict:
+    """Per axis: the points (the knee flagged), the knee's index, and where the frontier was cut."""
     out = {}
     for axis, f in frontiers.items():
-        out[axis] = [
-            {
-                "cost_usd_per_hour": round(p.cost_usd_per_hour, 6),
-                "value": p.value,
-                "unit": "users" if axis == "users" else "s",
-                "plan": p.label,
-                "gpu": p.candidate.shape.device.name,
-                "tp": p.candidate.shape.deployment.tp,
-                "pp": p.candidate.shape.deployment.pp,
-                "replicas": p.candidate.replicas,
-                "gpus": p.candidate.gpus,
-                "weights": p.candidate.shape.deployment.weights.name,
-                "kv_cache": p.candidate.shape.deployment.kv.name,
-                "batch_per_replica": p.candidate.batch,
-                "tpot_s": p.candidate.tpot_s,
-                "ttft_s": p.candidate.ttft_s,
-                "binds": p.binds,
-            }
-            for p in f.points
-        ]
+        out[axis] = {
+            "points": [_point_dict(p, axis, i == f.knee) for i, p in enumerate(f.points)],
+            "knee": f.knee,
+            "knee_rule": KNEE_RULE,
+            "cut": {
+                "max_cost_ratio": f.max_cost_ratio if axis != "users" else None,
+                "max_cost_usd_per_hour": None if f.max_cost_usd_per_hour is None else round(f.max_cost_usd_per_hour, 6),
+                "next_point": None if f.beyond is None else _point_dict(f.beyond, axis),
+                "max_gpus": f.max_gpus,
+                "max_gpus_is_default": f.max_gpus_default,
+                "cut_by_max_gpus": f.gpu_capped,
+            },
+        }
     return out
 
 
 def to_json(frontiers: dict[str, Frontier]) -> str:
     return json.dumps(to_dict(frontiers), indent=2)
+
+
+def _cut_lines(axis: str, f: Frontier) -> list[str]:
+    """Where the frontier stopped, and what lifts each cap."""
+    out = []
+    v = _value
+    if f.knee is not None:
+        k = f.points[f.knee]
+        out.append(f"knee: ${k.cost_usd_per_hour:,.2f}/h, {v(axis, k.value)}, {k.label} "
+                   "(farthest below the chord between the ends, log cost against log " + ("users" if axis == "users" else axis.upper()) + ")")
+    elif len(f.points) >= 3:
+        out.append(f"no knee: no point lies {KNEE_MIN_DEPTH:g} or more below the chord between the ends (log-log, normalised); "
+                   "the trade is about even along the frontier")
+    if f.beyond is not None:
+        base = f.max_cost_usd_per_hour / f.max_cost_ratio
+        out.append(f"cut at ${f.max_cost_usd_per_hour:,.2f}/h = {f.max_cost_ratio:g} × the cheapest plan (${base:,.2f}/h); "
+                   f"next: ${f.beyond.cost_usd_per_hour:,.2f}/h, {v(axis, f.beyond.value)}, {f.beyond.label} "
+                   "(pareto.max_cost_ratio lifts it)")
+    if f.gpu_capped:
+        out.append(f"plans of more than {f.max_gpus} GPUs left out ({'the default ' if f.max_gpus_default else ''}search.max_gpus; "
+                   "a larger one lifts it)")
+    return out
 
 
 def render(frontiers: dict[str, Frontier], title: str, markdown: bool = False) -> str:
@@ -66,8 +107,9 @@ def render(frontiers: dict[str, Frontier], title: str, markdown: bool = False) -
         if not f.points:
             lines.append("no plan meets the other targets")
             continue
-        rows = [[f"${p.cost_usd_per_hour:,.2f}/h", _value(axis, p.value), p.label, p.binds] for p in f.points]
-        headers = ["$/hour", name.split(" (")[0], "plan", "what limits it"]
+        rows = [[f"${p.cost_usd_per_hour:,.2f}/h", _value(axis, p.value), p.label, p.binds, "knee" if i == f.knee else ""]
+                for i, p in enumerate(f.points)]
+        headers = ["$/hour", name.split(" (")[0], "plan", "what limits it", ""]
         if markdown:
             lines += ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
             lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -76,6 +118,10 @@ def render(frontiers: dict[str, Frontier], title: str, markdown: bool = False) -
             fmt = "  " + "  ".join("{:<%d}" % w for w in widths)
             lines.append(fmt.format(*headers).rstrip())
             lines += [fmt.format(*r).rstrip() for r in rows]
+        extra = _cut_lines(axis, f)
+        if extra:
+            lines.append("")
+            lines += [f"- {x}" if markdown else f"  {x}" for x in extra]
     return "\n".join(lines) + "\n"
 
 
@@ -94,6 +140,8 @@ def plot(frontiers: dict[str, Frontier], title: str, path: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    plt.rcParams["svg.fonttype"] = "none"  # text stays text in the SVG: searchable, and smaller
+
     axes_names = [a for a in frontiers if frontiers[a].points]
     n = max(1, len(axes_names))
     fig, axs = plt.subplots(1, n, figsize=(6.4 * n, 5.6), squeeze=False)
@@ -110,6 +158,15 @@ def plot(frontiers: dict[str, Frontier], title: str, path: Path) -> list[Path]:
         where = "post"
         ax.step(xs, ys, where=where, color="tab:blue", lw=1.6, zorder=2)
         ax.scatter(xs, ys, s=36, color="tab:blue", zorder=3, label="Pareto-optimal plans")
+        if f.knee_point is not None:
+            k = f.knee_point
+            ax.scatter([k.cost_usd_per_hour], [k.value * scale], s=170, marker="*", color="tab:orange", edgecolors="0.2",
+                       linewidths=0.6, zorder=5, label=f"knee: {_short(k.label)}")
+        if f.beyond is not None:
+            ax.axvline(f.max_cost_usd_per_hour, color="0.45", ls="--", lw=1.0, zorder=1,
+                       label=f"cut at ${f.max_cost_usd_per_hour:,.2f}/h ({f.max_cost_ratio:g} × cheapest)")
+            ax.scatter([f.beyond.cost_usd_per_hour], [f.beyond.value * scale], s=36, facecolors="none", edgecolors="tab:blue",
+                       zorder=3, label=f"next point, left out: {_short(f.beyond.label)}")
         # Label a point only where it stands clear of the last label, so text never piles up.
         last = None
         for p in f.points:

@@ -18,6 +18,7 @@ from solver.deployment import Workload
 from solver.enumerate import meets
 from solver.evaluate import Evaluation, Targets, evaluate
 from solver.shapes import Problem
+from solver.spec import DEFAULT_MAX_GPUS
 
 SENSITIVITY_STEPS = (("relaxed 50%", 0.5), ("relaxed 10%", 0.1), ("tightened 10%", -0.1), ("tightened 50%", -0.5))
 
@@ -149,6 +150,8 @@ class SolveResult:
     tight_targets: list[str] = field(default_factory=list)
     """Targets with little headroom: tightening them by 10 % changes the optimum."""
     explained: bool = True
+    gpu_cap_defaulted: bool = False
+    """search.max_gpus was unset and the cheapest plan exceeded its default, so it applies."""
 
     @property
     def feasible(self) -> bool:
@@ -175,12 +178,31 @@ def plan_label(c: Candidate) -> str:
 # --------------------------------------------------------------------------- solve
 
 
+def with_default_gpu_cap(problem: Problem) -> Problem:
+    """The problem with search.max_gpus at its default, as though the spec said it."""
+    search = problem.spec.search.model_copy(update={"max_gpus": DEFAULT_MAX_GPUS})
+    return dataclasses.replace(problem, spec=problem.spec.model_copy(update={"search": search}))
+
+
 def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
     s = scenario_of(problem)
     sol = solve_scenario(problem, s)
-    result = SolveResult(problem, sol, explained=explain)
+    # The default GPU cap enters only where it binds: a spec whose cheapest plan fits
+    # under it solves (and is explained) exactly as without it.
+    defaulted = sol.feasible and problem.max_gpus is None and sol.candidate.gpus > DEFAULT_MAX_GPUS
+    if defaulted:
+        problem = with_default_gpu_cap(problem)
+        s = scenario_of(problem)
+        sol = solve_scenario(problem, s)
+    result = SolveResult(problem, sol, explained=explain, gpu_cap_defaulted=defaulted)
     if sol.feasible:
         _explain_plan(problem, s, result)
+        if defaulted:
+            result.constraints = [
+                dataclasses.replace(r, note="the default cap (search.max_gpus unset): a larger search.max_gpus lifts it")
+                if r.name == "max_gpus" else r
+                for r in result.constraints
+            ]
         if explain:
             _sensitivity(problem, s, result)
             _runners_up(problem, s, result)

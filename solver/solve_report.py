@@ -40,6 +40,7 @@ class SpecSummaryOut(_Out):
     max_usd_per_hour: float | None
     max_purchase_usd: float | None
     max_gpus: int | None
+    max_gpus_is_default: bool = Field(default=False, description="max_gpus is the default cap, applied because the cheapest plan exceeded it.")
     inventory: dict[str, int]
     pricing: str = Field(description="The basis rented GPUs are priced on (catalogs/prices.yaml).")
 
@@ -225,6 +226,7 @@ def to_output(r: SolveResult) -> SolveOut:
         max_usd_per_hour=p.max_usd_per_hour,
         max_purchase_usd=p.max_purchase_usd,
         max_gpus=p.max_gpus,
+        max_gpus_is_default=r.gpu_cap_defaulted,
         inventory=dict(sorted(p.spec.inventory.items())),
         pricing=p.pricing.label() if p.pricing else "",
     )
@@ -387,7 +389,8 @@ def render(r: SolveResult, markdown: bool = False) -> str:
     )
     lines.append(f"# {title}" if markdown else title)
     budgets = [f"${s.max_usd_per_hour:,.2f}/h" if s.max_usd_per_hour else "", f"${s.max_purchase_usd:,.0f} to buy" if s.max_purchase_usd else "",
-               f"≤ {s.max_gpus} GPUs" if s.max_gpus else ""]
+               (f"≤ {s.max_gpus} GPUs" + (" (the default: the cheapest plan needs more; a larger search.max_gpus lifts it)"
+                                      if r.gpu_cap_defaulted else "")) if s.max_gpus else ""]
     budgets = [b for b in budgets if b]
     if budgets:
         lines.append("budget: " + "; ".join(budgets))

@@ -11,6 +11,7 @@ budget. Pydantic at the edge; `plan-opt schema` prints its JSON Schema.
     inventory: {a100-80gb: 8}
     overrides: {gpus: {h100-sxm: {price_usd_per_gpu_hour: 2.5}}, factors: {...}, model: {...}}
     solver: {time_limit_s: 10}
+    pareto: {max_cost_ratio: 10}
 """
 
 from __future__ import annotations
@@ -23,6 +24,16 @@ from pydantic import Field, ValidationError, field_validator
 from solver.errors import InputError
 from solver.evaluate_input import MAX_PARALLEL, EngineField, EngineIn, FactorsIn, GpuOverrides, ModelOverrides, SlaIn, WorkloadIn, _In
 from solver.yaml_lines import load_yaml_file
+
+DEFAULT_MAX_GPUS = 512
+"""The GPU cap when a spec sets none: 64 eight-GPU servers, 32 times the largest plan
+of the bundled specs (16 GPUs), so it stops runaway plans (a Pareto frontier that
+buys hundreds of replicas at batch 1 for a few ms) without touching sensible ones."""
+
+DEFAULT_MAX_COST_RATIO = 10.0
+"""Where a Pareto frontier stops by default: at 10 × its cheapest plan, an order of
+magnitude of spend for latency; past it, points buy fractions of a millisecond at
+hundreds of GPUs. Lift with pareto.max_cost_ratio."""
 
 Objective = Literal["min_cost", "min_gpus", "min_purchase", "min_tpot", "min_tco"]
 OBJECTIVES: dict[str, str] = {
@@ -41,7 +52,13 @@ class SearchIn(_In):
         min_length=1,
         description='Device names or aliases, architecture families (e.g. "hopper"), or "all".',
     )
-    max_gpus: int | None = Field(default=None, ge=1, le=100_000, description="Most GPUs in the plan, all replicas.")
+    max_gpus: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description=f"Most GPUs in the plan, all replicas. Unset: {DEFAULT_MAX_GPUS} for solve and pareto (solve applies it "
+        "only where the cheapest plan exceeds it; a fleet has no default cap); set a larger number (up to 100000) to lift it.",
+    )
     tp: list[int] = Field(default=[1, 2, 4, 8], min_length=1, description="Tensor-parallel degrees to consider.")
     pp: list[int] = Field(default=[1], min_length=1, description="Pipeline-parallel degrees to consider.")
     weights: list[str] = Field(default=["bf16", "fp8", "int4-awq"], min_length=1, description="Weight formats to consider.")
@@ -96,6 +113,16 @@ class OwnershipIn(_In):
     hosting_usd_per_kw_month: float | None = Field(default=None, ge=0, le=100_000, description="Colocation price per kW of IT load.")
 
 
+class ParetoIn(_In):
+    max_cost_ratio: float | None = Field(
+        default=DEFAULT_MAX_COST_RATIO,
+        ge=1,
+        le=1e6,
+        description=f"Latency frontiers stop at this multiple of their cheapest plan's cost (a free cheapest plan: "
+        f"of the cheapest one that costs anything); default {DEFAULT_MAX_COST_RATIO:g}, null for no cap.",
+    )
+
+
 class SolverIn(_In):
     time_limit_s: float = Field(default=10.0, gt=0, le=3600, description="CP-SAT's limit per solve.")
 
@@ -115,6 +142,7 @@ class Spec(_In):
     inventory: dict[str, int] = Field(default={}, description="GPUs already owned, per device: free to use, limited in number.")
     overrides: SpecOverridesIn = SpecOverridesIn()
     solver: SolverIn = SolverIn()
+    pareto: ParetoIn = Field(default=ParetoIn(), description="`plan-opt pareto` only: where the frontiers stop.")
 
     @field_validator("inventory")
     @classmethod

@@ -78,3 +78,109 @@ def test_cli_draws_the_picture(tmp_path, capsys):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
     assert (tmp_path / "front.svg").read_text().lstrip().startswith("<?xml")
     assert main(["pareto", str(f), "--axes", "speed"]) == 2
+
+
+# --------------------------------------------------------------------------- the knee
+
+
+def test_knee_of_a_hand_made_frontier():
+    from solver.pareto import knee_index
+
+    # Doubling the cost from $1 to $2 cuts latency 100 → 20 ms; after that, three more
+    # doublings buy only 20 → 9 ms. In log space normalised to [0, 1]: x = log2(cost)/4 =
+    # 0, .25, .5, .75, 1; y = ln(ms/9)/ln(100/9) = 1, .332, .120, .044, 0; x + y is least
+    # (.582) at $2, 20 ms: depth (1 − .582)/√2 = .30 below the chord.
+    assert knee_index([(1, 100), (2, 20), (4, 12), (8, 10), (16, 9)]) == 1
+    # A power law (each doubling halves latency) is a straight line in log-log: no knee.
+    assert knee_index([(1, 100), (2, 50), (4, 25), (8, 12.5)]) is None
+    # Bending the other way (latency falls fastest at the dear end): no knee either.
+    assert knee_index([(1, 100), (2, 95), (4, 80), (8, 10)]) is None
+    assert knee_index([(1, 100), (2, 20)]) is None  # two points: nothing between the ends
+    # A free cheapest plan (owned GPUs): cost normalised linearly, x = 0, .1, 1; latency
+    # in logs, y = ln(ms/15)/ln(100/15) = 1, .152, 0: x + y least (.252) at $1, 20 ms.
+    assert knee_index([(0, 100), (1, 20), (10, 15)]) == 1
+
+
+# --------------------------------------------------------------------------- where a frontier stops
+
+BIG = {
+    "model": "llama-3.1-70b",
+    "workload": {"users": 96, "context_tokens": 8192, "prompt_tokens": 2048},
+    "sla": {"max_ttft": "1s"},
+    "search": {"gpus": ["h100-sxm"], "tp": [4, 8], "weights": ["fp8"], "kv_cache": ["fp8"]},
+}
+
+
+def _with(spec: dict, **sections) -> dict:
+    out = dict(spec)
+    for k, v in sections.items():
+        out[k] = {**spec.get(k, {}), **v}
+    return out
+
+
+def test_a_latency_frontier_stops_at_ten_times_its_cheapest_plan():
+    full = frontiers(problem_of(_with(BIG, pareto={"max_cost_ratio": None})), ["tpot"])["tpot"]
+    cut = frontiers(problem_of(BIG), ["tpot"])["tpot"]
+    cap = 10 * full.points[0].cost_usd_per_hour  # the default ratio, 10, times the cheapest point
+    kept = [p for p in full.points if p.cost_usd_per_hour <= cap + 1e-9]
+    assert len(kept) < len(full.points)  # the uncut frontier runs past 10 × (to batch 1)
+    assert [p.label for p in cut.points] == [p.label for p in kept]
+    assert cut.max_cost_usd_per_hour == pytest.approx(cap)
+    assert cut.beyond.label == full.points[len(kept)].label  # the first point left out, named
+    # A spec's own ratio moves the cut.
+    three = frontiers(problem_of(_with(BIG, pareto={"max_cost_ratio": 3})), ["tpot"])["tpot"]
+    assert [p.label for p in three.points] == [p.label for p in full.points if p.cost_usd_per_hour <= 3 * full.points[0].cost_usd_per_hour + 1e-9]
+
+
+def test_frontiers_keep_to_the_default_max_gpus_and_a_spec_lifts_it():
+    # 96 users at batch 1 on TP 8 is 96 × 8 = 768 GPUs, past the default cap of 512.
+    uncut = _with(BIG, pareto={"max_cost_ratio": None})
+    capped = frontiers(problem_of(uncut), ["tpot"])["tpot"]
+    assert max(p.candidate.gpus for p in capped.points) <= 512
+    assert capped.gpu_capped and capped.max_gpus_default
+    lifted = frontiers(problem_of(_with(uncut, search={"max_gpus": 1000})), ["tpot"])["tpot"]
+    assert max(p.candidate.gpus for p in lifted.points) == 768
+    assert not lifted.gpu_capped and lifted.points[-1].value < capped.points[-1].value
+
+
+def test_solve_applies_the_default_gpu_cap_only_where_the_plan_exceeds_it():
+    spec = {
+        "model": "llama-3.1-8b",
+        "workload": {"users": 15000, "context_tokens": 4096, "output_tokens": 256},
+        "sla": {"max_tpot": "8ms"},
+        "search": {"gpus": ["h100-sxm"], "tp": [1, 2], "weights": ["fp8"], "kv_cache": ["fp8"]},
+    }
+    lifted = solve(problem_of(_with(spec, search={"max_gpus": 100_000})), explain=False)
+    assert lifted.solution.candidate.gpus > 512 and not lifted.gpu_cap_defaulted
+    default = solve(problem_of(spec), explain=False)
+    assert default.gpu_cap_defaulted and default.problem.max_gpus == 512
+    assert not default.feasible or default.solution.candidate.gpus <= 512
+    # Under the cap the default changes nothing: the same plan as with the cap lifted.
+    small = _with(spec, workload={"users": 1500})
+    a = solve(problem_of(small), explain=False)
+    b = solve(problem_of(_with(small, search={"max_gpus": 100_000})), explain=False)
+    assert not a.gpu_cap_defaulted and a.problem.max_gpus is None
+    assert (a.solution.candidate.shape.label, a.solution.candidate.replicas) == (b.solution.candidate.shape.label, b.solution.candidate.replicas)
+
+
+def test_reports_show_the_cut_and_the_knee(tmp_path, capsys):
+    import json
+
+    import yaml
+
+    from solver.cli import main
+
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump(BIG))
+    assert main(["pareto", str(f), "--axes", "tpot,ttft", "--plot", str(tmp_path / "front")]) == 0
+    out = capsys.readouterr().out
+    assert "cut at $" in out and "10 × the cheapest plan" in out and "next: $" in out
+    assert "knee" in out
+    svg = (tmp_path / "front.svg").read_text()
+    assert "cut at $" in svg and "knee" in svg
+    assert main(["pareto", str(f), "--format", "json", "--axes", "tpot"]) == 0
+    d = json.loads(capsys.readouterr().out)["tpot"]
+    assert d["cut"]["max_cost_ratio"] == 10 and d["cut"]["next_point"]["cost_usd_per_hour"] > d["cut"]["max_cost_usd_per_hour"]
+    assert d["cut"]["max_gpus"] == 512 and d["cut"]["max_gpus_is_default"]
+    assert [p["knee"] for p in d["points"]].count(True) == (0 if d["knee"] is None else 1)
+    assert main(["pareto", str(f), "--max-cost-ratio", "0.5"]) == 2
