@@ -299,6 +299,7 @@ def _add_fleet(sub) -> None:
   search, budget, inventory, overrides, solver: as in a solve spec
   quota: {h100-sxm: 64}                most GPUs of a type that can be rented
   objective: min_cost | max_served
+  single_shape: true                   one shape per service (also per workload); off, a split service gets router weights
 
 Examples:
   plan-opt fleet specs/fleet-three-services.yaml

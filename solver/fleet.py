@@ -12,6 +12,10 @@ replica counts:
     cost     = Σ_t rented_t · price_t ≤ budget; purchase likewise
     min_cost: served_k = demand_k, minimise cost (then GPUs)
     max_served: maximise Σ_k priority_k · served_k, then least cost
+    single_shape: r_ks ≤ top_ks · use_ks, Σ_s use_ks ≤ 1   (one shape per service)
+
+A service left free to mix shapes may come out on two (a TP 1 replica beside a TP 2
+one is often cheapest); it then needs a weighted router, and `routes` gives the weights.
 """
 
 from __future__ import annotations
@@ -48,6 +52,11 @@ class FleetWorkloadIn(_In):
     sla: SlaIn = SlaIn()
     priority: float = Field(default=1.0, gt=0, le=1000, description="Weight of a user served, for max_served.")
     mix: list[MixClassIn] = Field(default=[], description="Request-size classes; shares sum to 1.")
+    single_shape: bool | None = Field(
+        default=None,
+        description="Serve this workload (each class of its mix) on replicas of one shape only, so no weighted router "
+        "is needed; unset: the fleet's single_shape.",
+    )
     overrides: ModelOverrides = ModelOverrides()
 
     @model_validator(mode="after")
@@ -70,6 +79,11 @@ class FleetSpec(_In):
     pricing: PricingIn = Field(default=PricingIn(), description="The basis rented GPUs are priced on (`plan-opt list prices`).")
     inventory: dict[str, int] = Field(default={}, description="GPUs owned per device: free, limited.")
     quota: dict[str, int] = Field(default={}, description="Most GPUs of a device that can be rented (a cloud quota).")
+    single_shape: bool = Field(
+        default=False,
+        description="Every workload on one shape per service (a workload's own single_shape wins). Off: a service may "
+        "mix shapes, and then needs weighted routing (the report gives the weights).",
+    )
     overrides: SpecOverridesIn = SpecOverridesIn()
     solver: SolverIn = SolverIn()
 
@@ -126,6 +140,7 @@ class ServiceClass:
     problem: Problem
     options: list[Option] = field(default_factory=list)
     why_none: str = ""
+    single_shape: bool = False
 
 
 def _class_specs(fs: FleetSpec, w: FleetWorkloadIn) -> list[tuple[str, Spec]]:
@@ -207,7 +222,8 @@ def build_classes(fs: FleetSpec, catalog: Catalog, base_dir=None) -> list[Servic
     for w in fs.workloads:
         for cname, spec in _class_specs(fs, w):
             problem = build_problem(spec, catalog, base_dir)
-            sc = ServiceClass(w.name, cname, spec.workload.users, w.priority, problem)
+            single = fs.single_shape if w.single_shape is None else w.single_shape
+            sc = ServiceClass(w.name, cname, spec.workload.users, w.priority, problem, single_shape=single)
             sc.options, sc.why_none = _options(problem)
             out.append(sc)
     return out
@@ -222,6 +238,21 @@ class Assignment:
     workload: str
     option: Option
     replicas: int
+
+
+@dataclass(frozen=True)
+class Route:
+    """One shape's part of a service that runs on several: what a router sends it."""
+
+    service: str
+    plan: str
+    replicas: int
+    users: int
+    """Concurrent users this shape holds (all its replicas)."""
+    users_share: float
+    """Share of the service's concurrent users: the weight for a router that balances connections."""
+    request_share: float
+    """Share of the service's requests: the weight for a router that deals requests out."""
 
 
 @dataclass
@@ -239,6 +270,8 @@ class FleetResult:
     binds: list[str] = field(default_factory=list)
     unservable: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
+    routes: dict[str, list[Route]] = field(default_factory=dict)
+    """Per service served by more than one shape: the weights its router needs."""
 
     @property
     def feasible(self) -> bool:
@@ -269,6 +302,12 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
             top = -(-sc.demand // o.cap)
             r[k, j] = m.new_int_var(0, top, f"r_{k}_{j}")
             terms.append(o.cap * r[k, j])
+        if sc.single_shape and len(sc.options) > 1:
+            # One shape per service: a use literal per option, at most one on; replicas only where it is.
+            use = [m.new_bool_var(f"use_{k}_{j}") for j in range(len(sc.options))]
+            for j, o in enumerate(sc.options):
+                m.add(r[k, j] <= (-(-sc.demand // o.cap)) * use[j])
+            m.add_at_most_one(use).with_name(f"single shape for {sc.name}")
         served[k] = m.new_int_var(0, sc.demand, f"served_{k}")
         m.add(served[k] <= sum(terms) if terms else served[k] == 0).with_name(f"capacity of {sc.name}")
         if objective == "min_cost":
@@ -347,7 +386,41 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
             result.cost_usd_per_hour += result.rented[d] * price
             result.purchase_usd += result.rented[d] * (devices[d].purchase_usd or 0.0)
     result.binds = _binds(fs, classes, result, devices, owned, quota, budget_hour)
+    result.routes = routes(classes, result)
     return result
+
+
+def routes(classes: list[ServiceClass], res: FleetResult) -> dict[str, list[Route]]:
+    """Weights for each service whose users are split across shapes.
+
+    Users go to each shape in proportion to its capacity (replicas × users per
+    replica), so every replica runs at the same fraction of its cap and none is
+    pushed past it; largest remainders make them whole, and rounding up never
+    passes a cap, since served ≤ capacity. A request router needs other weights:
+    by Little's law (L = λW) a shape holding u users, each request on it lasting
+    W = TTFT + output_tokens × TPOT (at the shape's full batch), takes requests at
+    λ = u / W, so the request shares are u/W normalised — a faster shape takes a
+    larger share of requests than of users."""
+    out: dict[str, list[Route]] = {}
+    by_service: dict[str, list[Assignment]] = {}
+    for a in res.assignments:
+        by_service.setdefault(a.service, []).append(a)
+    output_tokens = {sc.name: sc.problem.workload.output_tokens for sc in classes}
+    for name, parts in by_service.items():
+        served = res.served.get(name, 0)
+        if len(parts) < 2 or served == 0:
+            continue
+        capacity = [a.replicas * a.option.cap for a in parts]
+        raw = [served * c / sum(capacity) for c in capacity]
+        users = [math.floor(x) for x in raw]
+        for i in sorted(range(len(raw)), key=lambda i: raw[i] - users[i], reverse=True)[: served - sum(users)]:
+            users[i] += 1
+        rate = [u / (a.option.ttft_s + output_tokens[name] * a.option.tpot_s) for u, a in zip(users, parts)]
+        out[name] = [
+            Route(name, a.option.label, a.replicas, u, u / served, lam / sum(rate))
+            for a, u, lam in zip(parts, users, rate)
+        ]
+    return out
 
 
 def _resolve_counts(counts: dict[str, int]) -> dict[str, int]:

@@ -34,6 +34,17 @@ def to_dict(res: FleetResult) -> dict:
             }
             for a in res.assignments
         ],
+        "routing": {
+            name: {
+                "weighted_routing_needed": True,
+                "shapes": [
+                    {"plan": x.plan, "replicas": x.replicas, "users": x.users,
+                     "users_share": round(x.users_share, 6), "request_share": round(x.request_share, 6)}
+                    for x in rs
+                ],
+            }
+            for name, rs in res.routes.items()
+        },
         "binds": res.binds,
         "unservable": res.unservable,
     }
@@ -79,6 +90,16 @@ def render(res: FleetResult, title: str, markdown: bool = False, show_purchase: 
     rows = [[name, f"{res.served.get(name, 0):,}", f"{d:,}"] for name, d in res.demand.items()]
     lines.append("")
     lines += _table(["service", "served", "demand"], rows, markdown)
+    if res.routes:
+        lines.append("")
+        lines.append(h("Routing"))
+        names = ", ".join(res.routes)
+        lines.append(f"{names} run{'s' if len(res.routes) == 1 else ''} on more than one shape: put a weighted router in front "
+                     "(users: for a router that balances open connections; requests: for one that deals requests out, "
+                     "by Little's law). single_shape: true keeps a service on one shape.")
+        rows = [[x.service, x.plan, str(x.replicas), f"{x.users:,}", f"{x.users_share:.1%}", f"{x.request_share:.1%}"]
+                for rs in res.routes.values() for x in rs]
+        lines += _table(["service", "replica", "replicas", "users", "share of users", "share of requests"], rows, markdown)
     lines.append("")
     lines.append(h("What binds"))
     lines += [f"- {b}" for b in res.binds]

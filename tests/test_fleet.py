@@ -32,6 +32,8 @@ def brute_force(fs: FleetSpec, classes):
         gpus: dict[str, int] = {}
         served_w = 0
         ok = True
+        if any(sc.single_shape and sum(n > 0 for n in vec) > 1 for sc, vec in zip(classes, choice)):
+            continue  # a single-shape service on two shapes
         for sc, vec in zip(classes, choice):
             cap = sum(n * o.cap for n, o in zip(vec, sc.options))
             if fs.objective == "min_cost" and cap < sc.demand:
@@ -73,8 +75,9 @@ def small_fleets(draw):
         })
     spec = {
         "workloads": workloads,
-        "search": {"gpus": gpus, "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
+        "search": {"gpus": gpus, "tp": draw(st.sampled_from([[1], [1, 2]])), "weights": ["bf16"], "kv_cache": ["bf16"]},
         "objective": draw(st.sampled_from(["min_cost", "max_served"])),
+        "single_shape": draw(st.booleans()),
     }
     if draw(st.booleans()):
         spec["inventory"] = {gpus[0]: draw(st.integers(0, 3))}
@@ -158,3 +161,61 @@ def test_mix_shares_must_sum_to_one():
     bad = {**MIX, "workloads": [{**MIX["workloads"][0], "mix": [{"share": 0.5, "context_tokens": 2048}]}]}
     with pytest.raises(Exception, match="sum to 0.5"):
         FleetSpec.model_validate(bad)
+
+
+SPLIT = {
+    "workloads": [{
+        "name": "chat", "model": "llama-3.1-8b",
+        "workload": {"users": 70, "context_tokens": 8192, "prompt_tokens": 2048},
+        "sla": {"max_tpot": "30ms"},
+    }],
+    "search": {"gpus": ["a100-80gb"], "tp": [1, 2], "weights": ["bf16"], "kv_cache": ["bf16"]},
+    "overrides": {"gpus": {"a100-80gb": {"price_usd_per_gpu_hour": 2.0}}},
+}
+
+
+def test_a_service_split_across_shapes_gets_router_weights_and_single_shape_forbids_it():
+    fs, classes = fleet(SPLIT)
+    # At the 30 ms TPOT target one A100 (TP 1) holds 21 users, a TP 2 pair holds 54.
+    assert [(o.gpus_per_replica, o.cap) for o in classes[0].options] == [(1, 21), (2, 54)]
+    split = solve_fleet(fs, classes)
+    # One of each holds 21 + 54 = 75 ≥ 70 users on 3 GPUs ($6/h at $2); one shape alone
+    # needs 4 GPUs: TP 1 ⌈70/21⌉ = 4 replicas, or TP 2 ⌈70/54⌉ = 2 replicas of 2.
+    assert sorted((a.option.gpus_per_replica, a.replicas) for a in split.assignments) == [(1, 1), (2, 1)]
+    assert split.cost_usd_per_hour == pytest.approx(6.0)
+    # Users in proportion to capacity: 70 × 21/75 = 19.6 and 70 × 54/75 = 50.4; the larger
+    # remainder (.6) rounds up: 20 and 50, i.e. 2/7 and 5/7 of the users.
+    gpus_of = {a.option.label: a.option.gpus_per_replica for a in split.assignments}
+    route = {gpus_of[x.plan]: x for x in split.routes["chat"]}
+    assert (route[1].users, route[2].users) == (20, 50)
+    assert route[1].users_share == pytest.approx(2 / 7) and route[2].users_share == pytest.approx(5 / 7)
+    # Requests by Little's law: λ = users / (TTFT + 6,144 output tokens × TPOT).
+    opt = {o.gpus_per_replica: o for o in classes[0].options}
+    lam = {g: route[g].users / (opt[g].ttft_s + 6144 * opt[g].tpot_s) for g in (1, 2)}
+    assert route[1].request_share == pytest.approx(lam[1] / (lam[1] + lam[2]))
+
+    one = solve_fleet(*fleet({**SPLIT, "single_shape": True}))
+    assert len(one.assignments) == 1 and sum(one.gpus.values()) == 4
+    assert one.cost_usd_per_hour == pytest.approx(8.0)  # 4 GPUs × $2: $2/h more than the split
+    assert one.routes == {}
+    # A workload's own setting wins over the fleet's.
+    mixed_ok = {**SPLIT, "single_shape": True, "workloads": [{**SPLIT["workloads"][0], "single_shape": False}]}
+    assert solve_fleet(*fleet(mixed_ok)).cost_usd_per_hour == pytest.approx(6.0)
+
+
+def test_the_report_names_the_router_and_its_weights(tmp_path, capsys):
+    import json
+
+    import yaml
+
+    from solver.cli import main
+
+    f = tmp_path / "f.yaml"
+    f.write_text(yaml.safe_dump(SPLIT))
+    assert main(["fleet", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "Routing" in out and "weighted router" in out and "28.6%" in out and "71.4%" in out  # 2/7, 5/7
+    assert main(["fleet", str(f), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["routing"]["chat"]["weighted_routing_needed"]
+    assert sorted(x["users"] for x in d["routing"]["chat"]["shapes"]) == [20, 50]
