@@ -81,14 +81,16 @@ def _cut_lines(axis: str, f: Frontier) -> list[str]:
     v = _value
     if f.knee is not None:
         k = f.points[f.knee]
+        cost_scale = "log cost" if all(p.cost_usd_per_hour > 0 for p in f.points) else "cost (linear: a plan is free)"
         out.append(f"knee: ${k.cost_usd_per_hour:,.2f}/h, {v(axis, k.value)}, {k.label} "
-                   "(farthest below the chord between the ends, log cost against log " + ("users" if axis == "users" else axis.upper()) + ")")
+                   f"(farthest below the chord between the ends, {cost_scale} against log " + ("users" if axis == "users" else axis.upper()) + ")")
     elif len(f.points) >= 3:
         out.append(f"no knee: no point lies {KNEE_MIN_DEPTH:g} or more below the chord between the ends (log-log, normalised); "
                    "the trade is about even along the frontier")
     if f.beyond is not None:
         base = f.max_cost_usd_per_hour / f.max_cost_ratio
-        out.append(f"cut at ${f.max_cost_usd_per_hour:,.2f}/h = {f.max_cost_ratio:g} × the cheapest plan (${base:,.2f}/h); "
+        which = "the cheapest plan" if f.points[0].cost_usd_per_hour > 0 else "the cheapest plan that costs anything"
+        out.append(f"cut at ${f.max_cost_usd_per_hour:,.2f}/h = {f.max_cost_ratio:g} × {which} (${base:,.2f}/h); "
                    f"next: ${f.beyond.cost_usd_per_hour:,.2f}/h, {v(axis, f.beyond.value)}, {f.beyond.label} "
                    "(pareto.max_cost_ratio lifts it)")
     if f.gpu_capped:

@@ -184,3 +184,13 @@ def test_reports_show_the_cut_and_the_knee(tmp_path, capsys):
     assert d["cut"]["max_gpus"] == 512 and d["cut"]["max_gpus_is_default"]
     assert [p["knee"] for p in d["points"]].count(True) == (0 if d["knee"] is None else 1)
     assert main(["pareto", str(f), "--max-cost-ratio", "0.5"]) == 2
+
+
+def test_with_a_free_cheapest_plan_the_cut_is_ten_times_the_cheapest_that_costs_anything():
+    owned = {**BIG, "inventory": {"h100-sxm": 4}}  # one TP 4 replica is free
+    full = frontiers(problem_of(_with(owned, pareto={"max_cost_ratio": None})), ["tpot"])["tpot"]
+    cut = frontiers(problem_of(owned), ["tpot"])["tpot"]
+    assert full.points[0].cost_usd_per_hour == 0
+    paid = next(p.cost_usd_per_hour for p in full.points if p.cost_usd_per_hour > 0)
+    assert cut.max_cost_usd_per_hour == pytest.approx(10 * paid)
+    assert [p.label for p in cut.points] == [p.label for p in full.points if p.cost_usd_per_hour <= 10 * paid + 1e-9]
