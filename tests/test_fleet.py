@@ -219,3 +219,15 @@ def test_the_report_names_the_router_and_its_weights(tmp_path, capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["routing"]["chat"]["weighted_routing_needed"]
     assert sorted(x["users"] for x in d["routing"]["chat"]["shapes"]) == [20, 50]
+
+
+def test_at_equal_cost_one_shape_beats_a_split():
+    spec = {**SPLIT, "workloads": [{**SPLIT["workloads"][0], "model": "qwen2.5-7b", "workload": {"users": 105, "context_tokens": 8192, "prompt_tokens": 2048}, "sla": {"max_tpot": "20ms"}}]}
+    fs, classes = fleet(spec)
+    # At 20 ms one A100 holds 20 users, a TP 2 pair 66: two of the first and one pair
+    # (2 + 2 = 4 GPUs, 106 users) cost what two pairs do (4 GPUs, 132 users); the
+    # single shape wins the tie, and needs no weighted router.
+    assert [(o.gpus_per_replica, o.cap) for o in classes[0].options] == [(1, 20), (2, 66)]
+    res = solve_fleet(fs, classes)
+    assert [(a.option.gpus_per_replica, a.replicas) for a in res.assignments] == [(2, 2)]
+    assert res.cost_usd_per_hour == pytest.approx(8.0) and res.routes == {}  # 4 GPUs × $2
