@@ -559,6 +559,10 @@ class Precision:
     """Bits per weight averaged over a whole model file, for formats that mix block
     types across tensors (GGUF Q4_K_M / Q5_K_M); when set, it is the storage cost and
     `bits`/`group_size`/scales describe only the base block."""
+    quality_rank: NonNegInt = 0
+    """Weights: higher is closer to the 16-bit model (see quality_source); orders
+    formats at equal cost and sets search.min_weights_quality."""
+    quality_source: str = ""
 
     def __post_init__(self) -> None:
         _check_name("precision", self.name)

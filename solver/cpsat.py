@@ -90,9 +90,9 @@ def _solver(time_limit_s: float):
     return s
 
 
-def _rank(cands: list[Candidate]) -> list[int]:
-    """Tie-break rank: lower TPOT, lower TTFT, fewer GPUs, then catalog order."""
-    order = sorted(range(len(cands)), key=lambda i: tie_key(cands[i], "min_gpus")[1:])
+def _rank(cands: list[Candidate], prefer: str = "quality") -> list[int]:
+    """Tie-break rank: tie_key without the objective."""
+    order = sorted(range(len(cands)), key=lambda i: tie_key(cands[i], "min_gpus", prefer)[1:])
     rank = [0] * len(cands)
     for r, i in enumerate(order):
         rank[i] = r
@@ -158,14 +158,19 @@ def _status_name(code) -> str:
     }.get(code, "unknown")
 
 
-def tie_key(c: Candidate, objective: str) -> tuple:
-    """The objective, then lower TPOT, lower TTFT, fewer GPUs, catalog order, larger
-    batch: at equal cost the faster plan wins, so a solve's plan is never dominated
-    on the Pareto frontier."""
-    return (PRIMARY[objective](c), c.tpot_us, c.ttft_us, c.gpus, c.shape.index, -c.batch)
+def tie_key(c: Candidate, objective: str, prefer: str = "quality") -> tuple:
+    """The objective, then (prefer quality) the better weight and KV formats, then lower TPOT,
+    lower TTFT, fewer GPUs, catalog order, larger batch; prefer speed puts the formats
+    after the latencies, and then a solve's plan is never dominated on the Pareto
+    frontier of cost against latency."""
+    d = c.shape.deployment
+    q = (-d.weights.quality_rank, -d.kv.quality_rank)
+    speed = (c.tpot_us, c.ttft_us)
+    order = (*q, *speed) if prefer == "quality" else (*speed, *q)
+    return (PRIMARY[objective](c), *order, c.gpus, c.shape.index, -c.batch)
 
 
-def prune(cands: list[Candidate], limits: Limits, objective: str) -> list[Candidate]:
+def prune(cands: list[Candidate], limits: Limits, objective: str, prefer: str = "quality") -> list[Candidate]:
     """Drop candidates that can never be the optimum: those another candidate of the
     same device beats on the objective while being no worse on any coefficient of a
     constraint in force (DESIGN: prune dominated shapes within their device). Exact:
@@ -192,7 +197,7 @@ def prune(cands: list[Candidate], limits: Limits, objective: str) -> list[Candid
     kept: list[Candidate] = []
     for group in by_device.values():
         front: list[tuple[tuple, Candidate]] = []
-        keyed = sorted(((tie_key(c, objective), c) for c in group), key=lambda kc: kc[0])
+        keyed = sorted(((tie_key(c, objective, prefer), c) for c in group), key=lambda kc: kc[0])
         for _, c in keyed:
             v = coeffs(c)
             if any(all(a <= b for a, b in zip(fv, v)) for fv, _ in front):
@@ -203,16 +208,17 @@ def prune(cands: list[Candidate], limits: Limits, objective: str) -> list[Candid
     return kept
 
 
-def optimise(cands: list[Candidate], limits: Limits, objective: str, time_limit_s: float = 10.0) -> Solution:
+def optimise(cands: list[Candidate], limits: Limits, objective: str, time_limit_s: float = 10.0,
+             prefer: str = "quality") -> Solution:
     """The least-objective candidate meeting every constraint, proven optimal when
     CP-SAT finishes within the time limit."""
-    cands = prune(cands, limits, objective)
+    cands = prune(cands, limits, objective, prefer)
     if not cands:
         return Solution("infeasible", None)
     b = _build(cands, limits)
     primary = PRIMARY[objective]
     n = len(cands)
-    rank = _rank(cands)
+    rank = _rank(cands, prefer)
     b.model.minimize(sum((primary(c) * n + rank[i]) * b.x[i] for i, c in enumerate(cands)))
     s = _solver(time_limit_s)
     code = s.solve(b.model)

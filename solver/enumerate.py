@@ -85,7 +85,9 @@ def exhaustive(problem: Problem) -> Found | None:
                 "min_tpot": ceil_us(tpot),
                 "min_tco": _tco_cents(gpus, gpus - rented, shape, d.device.price),
             }[problem.objective]
-            key = (primary, ceil_us(tpot), ceil_us(ttft), gpus, shape.index, -batch)
+            q, speed = (-d.weights.quality_rank, -d.kv.quality_rank), (ceil_us(tpot), ceil_us(ttft))
+            order = (*q, *speed) if problem.spec.prefer == "quality" else (*speed, *q)
+            key = (primary, *order, gpus, shape.index, -batch)
             if best is None or key < best.key:
                 best = Found(shape, replicas, batch, gpus, cost, purchase, tpot, ttft, key)
     return best

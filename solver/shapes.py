@@ -242,6 +242,13 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
     for name in list(spec.inventory) + list(spec.overrides.gpus):
         catalog.device(name)  # unknown names are errors, with a did-you-mean
     weights = [catalog.precision(p, "weights") for p in spec.search.weights]
+    if spec.search.min_weights_quality is not None:
+        floor = catalog.precision(spec.search.min_weights_quality, "weights")
+        weights = [p for p in weights if p.quality_rank >= floor.quality_rank]
+        if not weights:
+            raise InputError("search.min_weights_quality", spec.search.min_weights_quality,
+                             f"no format in search.weights is as good (quality_rank ≥ {floor.quality_rank}); "
+                             f"allowed: {', '.join(p.name for p in catalog.precisions if p.quality_rank >= floor.quality_rank and 'weights' in p.use)}")
     kvs = [catalog.precision(p, "kv") for p in spec.search.kv_cache]
     owned = {catalog.device(n).name: c for n, c in spec.inventory.items()}
 

@@ -84,10 +84,22 @@ def wants_batch_variants(problem: Problem) -> bool:
 
 def solve_scenario(problem: Problem, s: Scenario, *, shapes=None) -> Solution:
     cands = candidates(problem, s.workload, s.targets, batch_variants=wants_batch_variants(problem), shapes=shapes)
-    return optimise(cands, s.limits(), problem.objective, problem.spec.solver.time_limit_s)
+    return optimise(cands, s.limits(), problem.objective, problem.spec.solver.time_limit_s, problem.spec.prefer)
 
 
 # --------------------------------------------------------------------------- explanation records
+
+
+@dataclass(frozen=True)
+class QualityRow:
+    """A better weight format than the plan's, re-solved: what it would cost."""
+
+    weights: str
+    quality_rank: int
+    plan: str | None
+    objective: float | None
+    delta: float | None
+    """Objective change against the chosen plan (None: no plan with it meets the spec)."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +161,8 @@ class SolveResult:
     relaxations: list[Relaxation] = field(default_factory=list)
     tight_targets: list[str] = field(default_factory=list)
     """Targets with little headroom: tightening them by 10 % changes the optimum."""
+    better_weights: list[QualityRow] = field(default_factory=list)
+    """Every searched weight format better than the plan's, with the best plan in it."""
     explained: bool = True
     gpu_cap_defaulted: bool = False
     """search.max_gpus was unset and the cheapest plan exceeded its default, so it applies."""
@@ -206,6 +220,7 @@ def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
         if explain:
             _sensitivity(problem, s, result)
             _runners_up(problem, s, result)
+            _better_weights(problem, s, result)
     elif explain:
         _diagnose(problem, s, result)
     return result
@@ -238,6 +253,26 @@ def _explain_plan(problem: Problem, s: Scenario, result: SolveResult) -> None:
     result.batch_capped_by = "memory" if c.max_batch_memory <= c.max_batch_tpot else "max_tpot"
     if c.replicas > 1:
         result.replicas_forced_by = result.batch_capped_by
+
+
+def _better_weights(problem: Problem, s: Scenario, result: SolveResult) -> None:
+    """The price of quality: for each searched weight format better than the plan's,
+    the best plan that uses it (re-solved on its shapes alone)."""
+    chosen = result.solution.candidate
+    mine = chosen.shape.deployment.weights
+    base = objective_value(problem, chosen)
+    better = {}
+    for sh in problem.shapes:
+        w = sh.deployment.weights
+        if w.quality_rank > mine.quality_rank:
+            better.setdefault(w.name, (w, []))[1].append(sh)
+    for name, (w, shapes) in sorted(better.items(), key=lambda kv: -kv[1][0].quality_rank):
+        sol = solve_scenario(problem, s, shapes=shapes)
+        if sol.feasible:
+            obj = objective_value(problem, sol.candidate)
+            result.better_weights.append(QualityRow(name, w.quality_rank, plan_label(sol.candidate), obj, obj - base))
+        else:
+            result.better_weights.append(QualityRow(name, w.quality_rank, None, None, None))
 
 
 def _at_least(c: Candidate) -> str:

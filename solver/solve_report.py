@@ -126,6 +126,14 @@ class SensitivityOut(_Out):
     delta: float | None
 
 
+class QualityOut(_Out):
+    weights: str
+    quality_rank: int
+    plan: str | None
+    objective: float | None
+    delta: float | None
+
+
 class RunnerUpOut(_Out):
     device: str
     plan: str | None
@@ -162,6 +170,9 @@ class SolveOut(_Out):
     binding_targets: list[str] = Field(description="Targets whose relaxation lowers the optimum.")
     gpu_forced_by: list[str] = Field(description="Other GPUs ruled out by a constraint, and which.")
     sensitivity: list[SensitivityOut]
+    better_weights: list[QualityOut] = Field(
+        description="Each searched weight format better than the plan's (catalogs/precisions.yaml quality_rank), re-solved on "
+        "its shapes alone: its best plan and what it would change in the objective.")
     runners_up: list[RunnerUpOut]
     conflict: list[str] = Field(description="A minimal set of targets that cannot hold together (infeasible specs).")
     more_conflicts: list[list[str]] = Field(description="Further minimal conflicts once the first one's targets are dropped.")
@@ -173,6 +184,21 @@ class SolveOut(_Out):
         description="Per device, the shapes the spec allows that the search cannot run, grouped by reason.")
     shapes_searched: int
     devices_searched: int
+
+
+def _quality_line(weights: str, o: SolveOut) -> str:
+    """Whether a better weight format was to be had, and at what price."""
+    if not o.better_weights:
+        return f"- weights: {weights}, the best format the search allows"
+    parts = []
+    for q in o.better_weights:
+        if q.delta is None:
+            parts.append(f"{q.weights} meets no plan")
+        elif abs(q.delta) < 1e-9:
+            parts.append(f"{q.weights} costs nothing more ({q.plan}; slower: prefer quality takes it)")
+        else:
+            parts.append(f"{q.weights} would cost {_delta_text(o.objective, q.delta)} ({q.plan})")
+    return f"- weights: {weights}; better formats: " + "; ".join(parts)
 
 
 def _tco_line(pl: PlanOut) -> str:
@@ -290,6 +316,7 @@ def to_output(r: SolveResult) -> SolveOut:
         binding_targets=r.binding_targets,
         gpu_forced_by=r.gpu_forced_by,
         sensitivity=[SensitivityOut(**vars(x)) for x in r.sensitivity],
+        better_weights=[QualityOut(**vars(x)) for x in r.better_weights],
         runners_up=[RunnerUpOut(**vars(x)) for x in r.runners_up],
         conflict=r.conflict,
         more_conflicts=r.more_conflicts,
@@ -454,6 +481,8 @@ def render(r: SolveResult, markdown: bool = False) -> str:
             lines.append("- no target binds: relaxing any by 50 % leaves the optimum unchanged")
         if o.tight_targets:
             lines.append(f"- little headroom: tightening {', '.join(o.tight_targets)} by 10 % changes the plan")
+        if o.explained:
+            lines.append(_quality_line(pl.weights, o))
         cheaper_blocked = [ru for ru in o.runners_up if ru.plan is None and not ru.reason.startswith(NOT_PRICED)]
         if cheaper_blocked:
             lines.append("- other GPUs ruled out: " + "; ".join(f"{ru.device}: {ru.reason}" for ru in cheaper_blocked[:6]))

@@ -63,6 +63,8 @@ class SearchIn(_In):
     pp: list[int] = Field(default=[1], min_length=1, description="Pipeline-parallel degrees to consider.")
     weights: list[str] = Field(default=["bf16", "fp8", "int4-awq"], min_length=1, description="Weight formats to consider.")
     kv_cache: list[str] = Field(default=["bf16", "fp8"], min_length=1, description="KV-cache formats to consider.")
+    min_weights_quality: str | None = Field(
+        default=None, description="A weight format: only formats at least as good (catalogs/precisions.yaml quality_rank) are searched.")
 
     @field_validator("tp", "pp")
     @classmethod
@@ -136,6 +138,8 @@ class Spec(_In):
     sla: SlaIn = SlaIn()
     search: SearchIn = SearchIn()
     objective: Objective = Field(default="min_cost", description="; ".join(f"{k}: {v}" for k, v in OBJECTIVES.items()))
+    prefer: Literal["quality", "speed"] = Field(
+        default="quality", description="At equal objective: the better weight format first (quality) or the lower latency (speed).")
     budget: BudgetIn = BudgetIn()
     pricing: PricingIn = Field(default=PricingIn(), description="The basis rented GPUs are priced on (`plan-opt list prices`).")
     ownership: OwnershipIn = Field(default=OwnershipIn(), description="Power, hosting and life of owned and bought GPUs (total cost of ownership).")
