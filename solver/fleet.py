@@ -32,6 +32,7 @@ from solver.candidates import candidates
 from solver.catalog import Catalog
 from solver.errors import InputError
 from solver.evaluate_input import EngineField, EngineIn, ModelOverrides, SlaIn, WorkloadIn, _In
+from solver.costs import gpu_hour_costs
 from solver.shapes import Problem, build_problem
 from solver.spec import BudgetIn, PricingIn, SearchIn, SolverIn, Spec, SpecOverridesIn
 from solver.yaml_lines import load_yaml_file
@@ -268,6 +269,10 @@ class FleetResult:
     owned_used: dict[str, int] = field(default_factory=dict)
     cost_usd_per_hour: float = 0.0
     purchase_usd: float = 0.0
+    tco_usd_per_hour: float = 0.0
+    """Owned GPUs at their power and hosting, rented ones at their price."""
+    pricing: str = ""
+    """The basis rented GPUs are priced on."""
     binds: list[str] = field(default_factory=list)
     unservable: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
@@ -378,6 +383,9 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
     result.wall_s += sv.wall_time
     if not result.feasible:
         return result
+    problem = classes[0].problem if classes else None
+    ownership = problem.ownership if problem else None
+    result.pricing = problem.pricing.label() if problem and problem.pricing else ""
     for k, sc in enumerate(classes):
         result.served[sc.name] = sv.value(served[k])
         for j, o in enumerate(sc.options):
@@ -393,6 +401,8 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
             price = devices[d].price.usd_per_gpu_hour if devices[d].price else 0.0
             result.cost_usd_per_hour += result.rented[d] * price
             result.purchase_usd += result.rented[d] * (devices[d].purchase_usd or 0.0)
+            running = gpu_hour_costs(devices[d], ownership).running_usd if ownership else 0.0
+            result.tco_usd_per_hour += result.owned_used[d] * running + result.rented[d] * price
     result.binds = _binds(fs, classes, result, devices, owned, quota, budget_hour)
     result.routes = routes(classes, result)
     return result

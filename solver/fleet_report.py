@@ -13,6 +13,8 @@ def to_dict(res: FleetResult) -> dict:
         "status": res.status,
         "objective": res.objective,
         "cost_usd_per_hour": round(res.cost_usd_per_hour, 6),
+        "tco_usd_per_hour": round(res.tco_usd_per_hour, 6),
+        "pricing": res.pricing,
         "purchase_usd": round(res.purchase_usd, 2),
         "gpus": dict(sorted(res.gpus.items())),
         "rented": dict(sorted(res.rented.items())),
@@ -75,7 +77,10 @@ def render(res: FleetResult, title: str, markdown: bool = False, show_purchase: 
     if not res.feasible:
         return "\n".join(lines) + "\n"
     total = sum(res.gpus.values())
-    lines.append(f"fleet: {total} GPUs, ${res.cost_usd_per_hour:,.2f}/hour" + (f", ${res.purchase_usd:,.0f} to buy" if show_purchase else ""))
+    lines.append(f"fleet: {total} GPUs, ${res.cost_usd_per_hour:,.2f}/hour" + (f", ${res.purchase_usd:,.0f} to buy" if show_purchase else "")
+                 + f"; total cost of ownership ${res.tco_usd_per_hour:,.2f}/hour (owned GPUs at their power and hosting)")
+    if res.pricing:
+        lines.append(f"prices: {res.pricing} (catalogs/prices.yaml)")
     lines.append("")
     lines.append(h("GPUs"))
     rows = [[d, str(n), str(res.owned_used.get(d, 0)), str(res.rented.get(d, 0))] for d, n in sorted(res.gpus.items())]

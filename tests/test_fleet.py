@@ -231,3 +231,16 @@ def test_at_equal_cost_one_shape_beats_a_split():
     res = solve_fleet(fs, classes)
     assert [(a.option.gpus_per_replica, a.replicas) for a in res.assignments] == [(2, 2)]
     assert res.cost_usd_per_hour == pytest.approx(8.0) and res.routes == {}  # 4 GPUs × $2
+
+
+def test_a_fleet_reports_its_total_cost_of_ownership():
+    # Two owned A100 80GB serving a small chat service: $0/hour rented, but each costs its
+    # power and hosting, 0.4 kW × 1.58 × $0.0806 + $184.06 × 0.4 / 730 = $0.1518/hour
+    # (catalogs/ownership.yaml), for each GPU in use.
+    fs, classes = fleet({"workloads": [{"name": "chat", "model": "llama-3.1-8b",
+                                        "workload": {"users": 8, "context_tokens": 2048, "output_tokens": 256}}],
+                         "search": {"gpus": ["a100-80gb"], "tp": [1]}, "inventory": {"a100-80gb": 2}})
+    res = solve_fleet(fs, classes)
+    assert res.cost_usd_per_hour == 0 and sum(res.gpus.values()) == 1
+    assert res.tco_usd_per_hour == pytest.approx(0.4 * 1.58 * 0.0806 + 184.06 * 0.4 / 730)
+    assert res.pricing == "lower median of the on_demand offers from gpu_cloud"
