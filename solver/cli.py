@@ -274,6 +274,8 @@ def _cmd_pareto(args) -> int:
     fronts = frontiers(problem, axes)
     w = problem.workload
     title = f"plan-opt pareto · {problem.shapes[0].deployment.model.display_name if problem.shapes else spec.model} · {w.users:,} users × {w.context_tokens:,} tokens"
+    if problem.pricing:
+        title += f"\nprices: {problem.pricing.label()} (catalogs/prices.yaml)"
     if args.format == "json":
         print(to_json(fronts))
     else:

@@ -273,6 +273,8 @@ class FleetResult:
     """Owned GPUs at their power and hosting, rented ones at their price."""
     pricing: str = ""
     """The basis rented GPUs are priced on."""
+    offers: dict[str, str] = field(default_factory=dict)
+    """Per rented device: the offer it is priced at."""
     binds: list[str] = field(default_factory=list)
     unservable: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
@@ -402,6 +404,9 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
             result.cost_usd_per_hour += result.rented[d] * price
             result.purchase_usd += result.rented[d] * (devices[d].purchase_usd or 0.0)
             running = gpu_hour_costs(devices[d], ownership).running_usd if ownership else 0.0
+            if result.rented[d] and devices[d].price:
+                p = devices[d].price
+                result.offers[d] = f"{p.provider}, {p.offer}, ${p.usd_per_gpu_hour:,.2f}/GPU-hour ({p.as_of})"
             result.tco_usd_per_hour += result.owned_used[d] * running + result.rented[d] * price
     result.binds = _binds(fs, classes, result, devices, owned, quota, budget_hour)
     result.routes = routes(classes, result)

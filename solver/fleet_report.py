@@ -15,6 +15,7 @@ def to_dict(res: FleetResult) -> dict:
         "cost_usd_per_hour": round(res.cost_usd_per_hour, 6),
         "tco_usd_per_hour": round(res.tco_usd_per_hour, 6),
         "pricing": res.pricing,
+        "offers": dict(sorted(res.offers.items())),
         "purchase_usd": round(res.purchase_usd, 2),
         "gpus": dict(sorted(res.gpus.items())),
         "rented": dict(sorted(res.rented.items())),
@@ -83,8 +84,8 @@ def render(res: FleetResult, title: str, markdown: bool = False, show_purchase: 
         lines.append(f"prices: {res.pricing} (catalogs/prices.yaml)")
     lines.append("")
     lines.append(h("GPUs"))
-    rows = [[d, str(n), str(res.owned_used.get(d, 0)), str(res.rented.get(d, 0))] for d, n in sorted(res.gpus.items())]
-    lines += _table(["gpu", "in use", "owned", "rented"], rows, markdown)
+    rows = [[d, str(n), str(res.owned_used.get(d, 0)), str(res.rented.get(d, 0)), res.offers.get(d, "")] for d, n in sorted(res.gpus.items())]
+    lines += _table(["gpu", "in use", "owned", "rented", "priced at"], rows, markdown)
     lines.append("")
     lines.append(h("Workloads"))
     rows = []
