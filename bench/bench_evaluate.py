@@ -34,7 +34,7 @@ FLOORS = {
 
 def command() -> list[str]:
     exe = shutil.which("plan-opt")
-    return [exe] if exe else [sys.executable, "-m", "solver.cli"]
+    return [exe] if exe else [sys.executable, "-m", "solver.cli.main"]
 
 
 def time_once(argv: list[str], cmd: list[str] | None = None) -> float:

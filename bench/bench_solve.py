@@ -42,7 +42,7 @@ def median_time(fn, runs: int) -> float:
 def scaled(problem, k: int):
     """The problem with every device present k times (renamed copies, prices up by
     0.1 % per copy so that no two are tied)."""
-    from solver.shapes import Problem, Shape
+    from solver.optimise.shapes import Problem, Shape
 
     shapes, devices = [], []
     for copy in range(k):
@@ -63,13 +63,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
 
-    from solver.candidates import candidates
-    from solver.catalog import default_catalog
-    from solver.cpsat import optimise
-    from solver.enumerate import exhaustive
-    from solver.shapes import build_problem
-    from solver.solve import scenario_of, solve
-    from solver.spec import parse_spec
+    from solver.optimise.candidates import candidates
+    from solver.catalog.load import default_catalog
+    from solver.optimise.model import optimise
+    from solver.optimise.enumerate import exhaustive
+    from solver.optimise.shapes import build_problem
+    from solver.explain.solve import scenario_of, solve
+    from solver.spec.solve_spec import parse_spec
 
     import yaml
 
@@ -77,7 +77,7 @@ def main() -> None:
     spec_file.parent.mkdir(exist_ok=True)
     spec_file.write_text(yaml.safe_dump(FULL))
     exe = shutil.which("plan-opt")
-    cmd = [exe] if exe else [sys.executable, "-m", "solver.cli"]
+    cmd = [exe] if exe else [sys.executable, "-m", "solver.cli.main"]
 
     print(f"plan-opt solve on the full catalog ({args.runs} runs each; medians)")
     subprocess.run([*cmd, "solve", str(spec_file)], capture_output=True)  # warm caches
@@ -136,11 +136,11 @@ TEN = [
 
 
 def bench_pareto_and_fleet(runs: int) -> None:
-    from solver.catalog import default_catalog
-    from solver.fleet import FleetSpec, build_classes, solve_fleet
-    from solver.pareto import frontiers
-    from solver.shapes import build_problem
-    from solver.spec import load_spec
+    from solver.catalog.load import default_catalog
+    from solver.optimise.fleet import FleetSpec, build_classes, solve_fleet
+    from solver.optimise.pareto import frontiers
+    from solver.optimise.shapes import build_problem
+    from solver.spec.solve_spec import load_spec
 
     catalog = default_catalog()
     largest = max(

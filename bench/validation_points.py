@@ -22,10 +22,10 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from solver.catalog import default_catalog  # noqa: E402
+from solver.catalog.load import default_catalog  # noqa: E402
 from solver.errors import InputError  # noqa: E402
-from solver.evaluate import evaluate  # noqa: E402
-from solver.evaluate_input import parse_input, resolve  # noqa: E402
+from solver.physics.evaluate import evaluate  # noqa: E402
+from solver.spec.evaluate_input import parse_input, resolve  # noqa: E402
 
 POINTS = ROOT / "tests" / "validation" / "points.yaml"
 GiB = 2**30

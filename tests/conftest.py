@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from solver.catalog import default_catalog
-from solver.evaluate_input import parse_input, resolve
+from solver.catalog.load import default_catalog
+from solver.spec.evaluate_input import parse_input, resolve
 
 
 @pytest.fixture(scope="session")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from solver.catalog import default_catalog
-from solver.shapes import build_problem
-from solver.spec import parse_spec
+from solver.catalog.load import default_catalog
+from solver.optimise.shapes import build_problem
+from solver.spec.solve_spec import parse_spec
 
 
 def problem_of(spec: dict):

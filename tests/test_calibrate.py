@@ -8,9 +8,9 @@ import dataclasses
 
 import pytest
 
-from solver.calibrate import fit, read_csv
-from solver.catalog import default_catalog
-from solver.cli import main
+from solver.optimise.calibrate import fit, read_csv
+from solver.catalog.load import default_catalog
+from solver.cli.main import main
 from solver.errors import InputError
 from tests.conftest import build
 
@@ -31,7 +31,7 @@ def synthetic(path):
         for model, tp, batch, prompt in ROWS:
             d, wl, _ = build(model, "h100-sxm", tp=tp, users=batch, prompt=prompt, output=256, overrides={"factors": {}})
             d = d.replace(factors=dataclasses.replace(d.factors, **TRUE))
-            from solver.evaluate import evaluate
+            from solver.physics.evaluate import evaluate
 
             ev = evaluate(d, wl, with_remedies=False)
             w.writerow([model, "h100-sxm", tp, "bf16", "bf16", batch, prompt, 256, ev.decode.tpot_s * 1e3, ev.prefill.ttft_s * 1e3])
@@ -63,7 +63,7 @@ def test_cli_writes_a_file_the_other_commands_accept(tmp_path, capsys):
     fitted = json.loads(capsys.readouterr().out)["decode"]["tpot_s"]
     # The same figure as the physics gives with the TRUE factors (what the rows were made with).
     d, wl, _ = build("llama-3.1-8b", "h100-sxm", users=1, prompt=1024, output=128)
-    from solver.evaluate import evaluate
+    from solver.physics.evaluate import evaluate
 
     truth = evaluate(d.replace(factors=dataclasses.replace(d.factors, **TRUE)), wl, with_remedies=False).decode.tpot_s
     assert fitted == pytest.approx(truth, rel=1e-6) and fitted != pytest.approx(plain, rel=1e-3)
@@ -97,7 +97,7 @@ def test_too_few_points_are_refused(tmp_path, capsys):
 def test_vllm_bench_json_is_read(tmp_path):
     import json
 
-    from solver.calibrate import read_vllm_bench
+    from solver.optimise.calibrate import read_vllm_bench
 
     f = tmp_path / "bench.json"
     f.write_text(json.dumps({"completed": 10, "total_input_tokens": 10240, "total_output_tokens": 1280,
@@ -164,7 +164,7 @@ def test_fit_recovers_llama_cpp_factors_whose_kernels_add_read_and_flops(tmp_pat
         for model, prompt in (("llama-3.1-8b", 512), ("llama-3.1-8b", 2048), ("qwen2.5-7b", 1024), ("llama-3.2-3b", 512)):
             d, wl, _ = build(model, "rtx-4090", users=1, prompt=prompt, output=128, weights="q4_k_m", kv="fp16", engine="llama.cpp")
             d = d.replace(factors=dataclasses.replace(d.factors, **TRUE))
-            from solver.evaluate import evaluate
+            from solver.physics.evaluate import evaluate
 
             ev = evaluate(d, wl, with_remedies=False)
             w.writerow([model, "rtx-4090", 1, "q4_k_m", "fp16", 1, prompt, 128, ev.decode.tpot_s * 1e3, ev.prefill.ttft_s * 1e3, "llama.cpp"])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from solver.cli import main
+from solver.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "examples" / "seed-step1-llama8b-rtx4090.yaml"
@@ -149,7 +149,7 @@ def test_list_commands(capsys):
 
 def test_installed_console_script_never_shows_a_traceback():
     exe = shutil.which("plan-opt") or None
-    cmd = [exe] if exe else [sys.executable, "-m", "solver.cli"]
+    cmd = [exe] if exe else [sys.executable, "-m", "solver.cli.main"]
     ok = subprocess.run([*cmd, "evaluate", str(SEED)], capture_output=True, text=True)
     assert ok.returncode == 0 and "Step 4" in ok.stdout
     bad = subprocess.run([*cmd, "evaluate", str(SEED), "--gpu", "h1000"], capture_output=True, text=True)

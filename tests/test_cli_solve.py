@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from solver.cli import main
+from solver.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted(p for p in (ROOT / "specs").glob("*.yaml") if not p.name.startswith("fleet-"))
@@ -40,7 +40,7 @@ def test_every_shipped_spec_solves_or_explains(spec, capsys):
 def test_json_is_byte_identical_across_runs():
     spec = ROOT / "specs" / "chat-llama70b.yaml"
     runs = [
-        subprocess.run([sys.executable, "-m", "solver.cli", "solve", str(spec), "--format", "json"], capture_output=True, text=True)
+        subprocess.run([sys.executable, "-m", "solver.cli.main", "solve", str(spec), "--format", "json"], capture_output=True, text=True)
         for _ in range(2)
     ]
     assert runs[0].returncode == 0, runs[0].stderr

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from solver.catalog import default_catalog
+from solver.catalog.load import default_catalog
 from solver.errors import InputError
-from solver.solve import solve
-from solver.solve_report import to_output
+from solver.explain.solve import solve
+from solver.report.solve_report import to_output
 from tests.solve_helpers import problem_of
 
 PINNED = {"factors": {"bandwidth_efficiency": 0.8, "compute_efficiency": 0.5, "step_overhead_s": 0, "layer_overhead_s": 0,
@@ -121,7 +121,7 @@ def _llama8b_on(gpus: list[str], **extra) -> dict:
 
 
 def test_owning_a_gpu_costs_its_power_hosting_and_purchase_over_its_life():
-    from solver.costs import gpu_hour_costs
+    from solver.physics.costs import gpu_hour_costs
 
     cat = default_catalog()
     c = gpu_hour_costs(cat.device("h100-sxm"), cat.ownership)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from solver.cli import main
-from solver.deploy import check_flags, emit
+from solver.cli.main import main
+from solver.report.deploy import check_flags, emit
 from solver.errors import InputError
-from solver.solve import solve
+from solver.explain.solve import solve
 from tests.solve_helpers import problem_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,7 +161,7 @@ def test_a_published_awq_checkpoint_needs_no_quantization_flag():
 def test_catalog_refuses_a_published_checkpoint_in_an_unknown_format(tmp_path):
     import shutil
 
-    from solver.catalog import catalog_dir, load_catalog
+    from solver.catalog.load import catalog_dir, load_catalog
 
     for f in catalog_dir().glob("*.yaml"):
         shutil.copy(f, tmp_path / f.name)
@@ -205,7 +205,7 @@ def test_two_node_sglang_plan_runs_on_every_node_with_its_rank():
 
 
 def test_k8s_multi_node_replica_is_a_leader_worker_set():
-    from solver.deploy_k8s import manifests
+    from solver.report.deploy_k8s import manifests
     from tests.k8s_schema import check
 
     r = _solve(_spec_405b())

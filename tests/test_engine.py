@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from solver.deploy import check_flags, emit
+from solver.report.deploy import check_flags, emit
 from solver.errors import InputError
 from solver.physics.decode import estimate_decode
 from solver.physics.memory import activation_peak_bytes, weights_bytes
-from solver.solve import solve
-from solver.spec import parse_spec
+from solver.explain.solve import solve
+from solver.spec.solve_spec import parse_spec
 from tests.solve_helpers import problem_of
 
 SPEC = {"model": "llama-3.1-8b", "workload": {"users": 8, "context_tokens": 4096, "output_tokens": 256},

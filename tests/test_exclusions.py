@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from solver.solve import solve
-from solver.solve_report import render, to_json
+from solver.explain.solve import solve
+from solver.report.solve_report import render, to_json
 from tests.solve_helpers import problem_of
 
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solver.catalog import default_catalog
-from solver.fleet import FleetSpec, build_classes, solve_fleet, sweep
+from solver.catalog.load import default_catalog
+from solver.optimise.fleet import FleetSpec, build_classes, solve_fleet, sweep
 
 
 def fleet(spec: dict):
@@ -208,7 +208,7 @@ def test_the_report_names_the_router_and_its_weights(tmp_path, capsys):
 
     import yaml
 
-    from solver.cli import main
+    from solver.cli.main import main
 
     f = tmp_path / "f.yaml"
     f.write_text(yaml.safe_dump(SPLIT))

@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from solver.evaluate import evaluate
+from solver.physics.evaluate import evaluate
 from solver.physics.decode import estimate_decode
 from solver.physics.memory import estimate_memory, weights_bytes
 from solver.physics.prefill import estimate_prefill

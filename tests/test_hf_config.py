@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from solver.errors import InputError
-from solver.hf_config import model_from_config
+from solver.catalog.hf_config import model_from_config
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf_configs"
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from solver.candidates import candidates
-from solver.enumerate import meets
-from solver.pareto import frontiers
-from solver.solve import scenario_of, solve
+from solver.optimise.candidates import candidates
+from solver.optimise.enumerate import meets
+from solver.optimise.pareto import frontiers
+from solver.explain.solve import scenario_of, solve
 from tests.solve_helpers import problem_of
 
 SPEC = {
@@ -71,7 +71,7 @@ def test_users_frontier_serves_fewer_users_for_less(setup):
 def test_cli_draws_the_picture(tmp_path, capsys):
     import yaml
 
-    from solver.cli import main
+    from solver.cli.main import main
 
     f = tmp_path / "s.yaml"
     f.write_text(yaml.safe_dump(SPEC))
@@ -88,7 +88,7 @@ def test_cli_draws_the_picture(tmp_path, capsys):
 
 
 def test_knee_of_a_hand_made_frontier():
-    from solver.pareto import knee_index
+    from solver.optimise.pareto import knee_index
 
     # Doubling the cost from $1 to $2 cuts latency 100 → 20 ms; after that, three more
     # doublings buy only 20 → 9 ms. In log space normalised to [0, 1]: x = log2(cost)/4 =
@@ -172,7 +172,7 @@ def test_reports_show_the_cut_and_the_knee(tmp_path, capsys):
 
     import yaml
 
-    from solver.cli import main
+    from solver.cli.main import main
 
     f = tmp_path / "s.yaml"
     f.write_text(yaml.safe_dump(BIG))

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from solver.catalog import default_catalog
+from solver.catalog.load import default_catalog
 from solver.errors import InputError
-from solver.solve import solve
-from solver.solve_report import render, to_output
+from solver.explain.solve import solve
+from solver.report.solve_report import render, to_output
 from tests.solve_helpers import problem_of
 
 # Four owned A100 80GB at $0/hour, Llama-3.1-70B, TPOT ≤ 50 ms: 16-bit weights take

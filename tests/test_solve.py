@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solver.deploy import emit
-from solver.enumerate import exhaustive
-from solver.solve import scenario_of, solve, solve_scenario
-from solver.solve_report import to_output
+from solver.report.deploy import emit
+from solver.optimise.enumerate import exhaustive
+from solver.explain.solve import scenario_of, solve, solve_scenario
+from solver.report.solve_report import to_output
 from tests.solve_helpers import problem_of
 
 GiB = 2**30

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from solver.cli import main
+from solver.cli.main import main
 from solver.errors import InputError
-from solver.spec import Spec, parse_spec, spec_json_schema
+from solver.spec.solve_spec import Spec, parse_spec, spec_json_schema
 from tests.solve_helpers import problem_of
 
 MINIMAL = {"model": "llama-3.1-8b", "workload": {"users": 4, "context_tokens": 4096, "output_tokens": 256}}

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from solver.bisect import largest_true
-from solver.deployment import Deployment, Workload
+from solver.physics.deployment import Deployment, Workload
 from solver.physics.compute import compute_dtype, peak_flops_per_s
 from solver.physics.interconnect import CommEstimate, CommSegment, comm_segments, comm_time_from_segments, estimate_comm
 from solver.physics.memory import (

@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.catalog import Model, Precision
+from solver.catalog.load import Model, Precision
 from solver.bisect import largest_true
-from solver.deployment import Deployment, Workload
+from solver.physics.deployment import Deployment, Workload
 
 BYTES_16BIT = 2.0
 

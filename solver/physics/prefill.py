@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solver.deployment import Deployment, Workload
+from solver.physics.deployment import Deployment, Workload
 from solver.physics.compute import compute_dtype, peak_flops_per_s
 from solver.physics.decode import bandwidth_share, fixed_step_s, overlaps, touched_weight_bytes
 from solver.physics.interconnect import CommEstimate, estimate_comm

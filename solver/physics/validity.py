@@ -12,7 +12,7 @@ The rules are vLLM's, which SGLang and TensorRT-LLM share in substance:
 
 from __future__ import annotations
 
-from solver.deployment import Deployment, Workload
+from solver.physics.deployment import Deployment, Workload
 from solver.physics.compute import compute_dtype
 
 
@@ -52,7 +52,7 @@ def check(d: Deployment, w: Workload) -> list[tuple[str, str]]:
     if plat.layout == "single" and (tp > 1 or pp > 1):
         out.append((INTERCONNECT, f"platform {plat.name} holds one device: tp and pp must be 1"))
     elif tp > 1:
-        from solver.topology import scale_up_domain_size
+        from solver.catalog.topology import scale_up_domain_size
 
         domain = scale_up_domain_size(plat)
         if tp > domain:

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from solver.cli import main  # noqa: E402
+from solver.cli.main import main  # noqa: E402
 
 
 def cases() -> list[tuple[str, list[str]]]:

@@ -9,7 +9,7 @@ import pytest
 
 from solver.physics.decode import estimate_decode
 from solver.physics.interconnect import allreduce_algorithm, allreduce_time_s, comm_segments, estimate_comm
-from solver.topology import Ring, build_graph, scale_up_domain_size, tp_ring
+from solver.catalog.topology import Ring, build_graph, scale_up_domain_size, tp_ring
 
 
 def test_ring_allreduce_formula():
@@ -81,7 +81,7 @@ def test_pipeline_across_nodes_pays_the_network(build_deployment):
 
 
 def test_ring_answers_are_cached_on_disk_and_equal_to_a_fresh_computation(catalog, tmp_path, monkeypatch):
-    import solver.topology as topo
+    import solver.catalog.topology as topo
 
     monkeypatch.setenv("PLAN_OPT_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(topo, "_loaded", None)

@@ -28,14 +28,14 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from solver.candidates import candidates
-from solver.catalog import Catalog
+from solver.optimise.candidates import candidates
+from solver.catalog.load import Catalog
 from solver.errors import InputError
-from solver.evaluate_input import EngineField, EngineIn, ModelOverrides, SlaIn, WorkloadIn, _In
-from solver.costs import gpu_hour_costs
-from solver.shapes import Problem, build_problem
-from solver.spec import BudgetIn, PricingIn, SearchIn, SolverIn, Spec, SpecOverridesIn
-from solver.yaml_lines import load_yaml_file
+from solver.spec.evaluate_input import EngineField, EngineIn, ModelOverrides, SlaIn, WorkloadIn, _In
+from solver.physics.costs import gpu_hour_costs
+from solver.optimise.shapes import Problem, build_problem
+from solver.spec.solve_spec import BudgetIn, PricingIn, SearchIn, SolverIn, Spec, SpecOverridesIn
+from solver.catalog.yaml_lines import load_yaml_file
 
 # --------------------------------------------------------------------------- the fleet spec
 
@@ -289,7 +289,7 @@ class FleetResult:
 def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour: float | None = None) -> FleetResult:
     from ortools.sat.python import cp_model
 
-    from solver.cpsat import _solver, _status_name
+    from solver.optimise.model import _solver, _status_name
 
     budget_hour = max_usd_per_hour if max_usd_per_hour is not None else fs.budget.max_usd_per_hour
     objective = fs.objective
@@ -448,7 +448,7 @@ def routes(classes: list[ServiceClass], res: FleetResult) -> dict[str, list[Rout
 
 def _resolve_counts(counts: dict[str, int]) -> dict[str, int]:
     """Owned or quota counts keyed by catalog name (the spec may use aliases)."""
-    from solver.catalog import default_catalog
+    from solver.catalog.load import default_catalog
 
     return {default_catalog().device(name).name: n for name, n in counts.items()}
 

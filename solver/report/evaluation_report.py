@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from solver.evaluate import Evaluation, Remedy, Verdict
+from solver.physics.evaluate import Evaluation, Remedy, Verdict
 from solver.physics.memory import kv_bytes_per_token_per_layer
 from solver.units import GB, fmt_bytes, fmt_rate, fmt_seconds
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from solver.candidates import Candidate, candidates
-from solver.cpsat import LABELS, Limits, Solution, is_feasible, minimal_conflict, optimise
-from solver.deployment import Workload
-from solver.enumerate import meets
-from solver.evaluate import Evaluation, Targets, evaluate
-from solver.shapes import Problem
-from solver.spec import DEFAULT_MAX_GPUS
+from solver.optimise.candidates import Candidate, candidates
+from solver.optimise.model import LABELS, Limits, Solution, is_feasible, minimal_conflict, optimise
+from solver.physics.deployment import Workload
+from solver.optimise.enumerate import meets
+from solver.physics.evaluate import Evaluation, Targets, evaluate
+from solver.optimise.shapes import Problem
+from solver.spec.solve_spec import DEFAULT_MAX_GPUS
 
 SENSITIVITY_STEPS = (("relaxed 50%", 0.5), ("relaxed 10%", 0.1), ("tightened 10%", -0.1), ("tightened 50%", -0.5))
 

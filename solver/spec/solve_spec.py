@@ -22,8 +22,8 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator
 
 from solver.errors import InputError
-from solver.evaluate_input import MAX_PARALLEL, EngineField, EngineIn, FactorsIn, GpuOverrides, ModelOverrides, SlaIn, WorkloadIn, _In
-from solver.yaml_lines import load_yaml_file
+from solver.spec.evaluate_input import MAX_PARALLEL, EngineField, EngineIn, FactorsIn, GpuOverrides, ModelOverrides, SlaIn, WorkloadIn, _In
+from solver.catalog.yaml_lines import load_yaml_file
 
 DEFAULT_MAX_GPUS = 512
 """The GPU cap when a spec sets none: 64 eight-GPU servers, 32 times the largest plan

@@ -23,7 +23,7 @@ from typing import Annotated, Literal
 
 from annotated_types import Ge, Gt, Le, MinLen
 
-from solver import cache
+from solver.catalog import cache
 from solver.errors import InputError
 
 ComputeDtype = Literal["fp16", "bf16", "fp8", "int8", "fp4"]
@@ -929,7 +929,7 @@ def catalog_dir() -> Path:
     """The shipped catalogs: `solver/catalogs/` in an installed wheel (setuptools maps
     the top-level `catalogs/` there), or `catalogs/` beside the package in a source
     checkout or editable install."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # the solver package
     for candidate in (here / "catalogs", here.parent / "catalogs"):
         if (candidate / "devices.yaml").exists():
             return candidate
@@ -939,7 +939,7 @@ def catalog_dir() -> Path:
 def _validate_file(path: Path, text: str, schema: type):
     from pydantic import TypeAdapter, ValidationError
 
-    from solver.yaml_lines import load_yaml_text
+    from solver.catalog.yaml_lines import load_yaml_text
 
     data, lines = load_yaml_text(text, source=str(path))
     try:

@@ -17,10 +17,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from solver.catalog import Catalog, ComputeDtype, FactorOverrides
-from solver.deployment import Deployment, Workload
+from solver.catalog.load import Catalog, ComputeDtype, FactorOverrides
+from solver.physics.deployment import Deployment, Workload
 from solver.errors import InputError
-from solver.evaluate import Targets
+from solver.physics.evaluate import Targets
 from solver.units import parse_quantity
 
 MAX_USERS = 10_000_000
@@ -199,7 +199,7 @@ def _resolve_model(name: str, catalog: Catalog, base_dir: Path | None):
         if relative.exists():
             candidate = relative
     if name.endswith(".json") or candidate.is_dir() or (candidate.exists() and candidate.is_file()):
-        from solver.hf_config import model_from_config
+        from solver.catalog.hf_config import model_from_config
 
         return model_from_config(candidate / "config.json" if candidate.is_dir() else candidate)
     return catalog.model(name)
@@ -244,7 +244,7 @@ def engine_factors(catalog: Catalog, device, engine, at: str = "nominal"):
     factors = fitted.apply(factors) if fitted else factors
     band = getattr(catalog, "calibration_bands", {}).get(device.name)
     if at == "pessimistic" and band:
-        from solver.calibrate import pessimistic
+        from solver.optimise.calibrate import pessimistic
 
         factors = pessimistic(factors, band)
     return factors

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solver.evaluate import Evaluation
+from solver.physics.evaluate import Evaluation
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import json
 import math
 from pathlib import Path
 
-from solver.pareto import KNEE_MIN_DEPTH, Frontier
+from solver.optimise.pareto import KNEE_MIN_DEPTH, Frontier
 from solver.units import fmt_seconds
 
 KNEE_RULE = "farthest below the chord between the frontier's ends, log cost against log metric, both normalised to [0, 1]"

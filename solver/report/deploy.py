@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from solver.catalog import Model, PublishedCheckpoint, catalog_dir
+from solver.catalog.load import Model, PublishedCheckpoint, catalog_dir
 from solver.errors import InputError
-from solver.solve import SolveResult
-from solver.yaml_lines import load_yaml_file
+from solver.explain.solve import SolveResult
+from solver.catalog.yaml_lines import load_yaml_file
 
 ENGINES = ("vllm", "sglang", "llama.cpp")
 SIXTEEN_BIT = ("bf16", "fp16")

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from solver.bisect import largest_true
-from solver.costs import plan_tco
-from solver.deployment import Workload
-from solver.evaluate import Targets
-from solver.shapes import Problem, Shape, ShapePhysics
+from solver.physics.costs import plan_tco
+from solver.physics.deployment import Workload
+from solver.physics.evaluate import Targets
+from solver.optimise.shapes import Problem, Shape, ShapePhysics
 
 US = 1_000_000  # microseconds per second
 

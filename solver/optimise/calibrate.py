@@ -24,9 +24,9 @@ from pathlib import Path
 
 import yaml
 
-from solver.catalog import Catalog, Factors, FactorOverrides
+from solver.catalog.load import Catalog, Factors, FactorOverrides
 from solver.errors import InputError
-from solver.evaluate_input import parse_input, resolve
+from solver.spec.evaluate_input import parse_input, resolve
 
 REQUIRED = ("model", "gpu", "tp", "weights", "kv_cache", "batch", "prompt_tokens", "output_tokens")
 MEASURES = ("tpot_ms", "ttft_ms")
@@ -146,7 +146,7 @@ def _evaluate(m: Measurement, catalog: Catalog, factors: Factors | None):
     d, w, t = resolve(parse_input(data), catalog)
     if factors is not None:
         d = d.replace(factors=factors)
-    from solver.evaluate import evaluate
+    from solver.physics.evaluate import evaluate
 
     return evaluate(d, w, t, with_remedies=False)
 
@@ -275,7 +275,7 @@ def write_calibration(fits: list[Fit], path: str | Path, source: str) -> None:
 def load_bands(path: str | Path) -> dict[str, dict[str, float]]:
     """Device name → the worst relative residual of each fitted metric ("tpot",
     "ttft"): the half-width of the band plan-opt shows around its figures."""
-    from solver.yaml_lines import load_yaml_file
+    from solver.catalog.yaml_lines import load_yaml_file
 
     data, _ = load_yaml_file(path)
     out = {}
@@ -287,7 +287,7 @@ def load_bands(path: str | Path) -> dict[str, dict[str, float]]:
 
 def load_calibration(path: str | Path) -> dict[str, FactorOverrides]:
     """Device name → fitted factors, for --calibration."""
-    from solver.yaml_lines import load_yaml_file
+    from solver.catalog.yaml_lines import load_yaml_file
 
     data, _ = load_yaml_file(path)
     if not isinstance(data, dict) or not isinstance(data.get("calibration"), list):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 
-from solver.deploy import HEAD, Deployment, flag_data, sglang_node_argv
+from solver.report.deploy import HEAD, Deployment, flag_data, sglang_node_argv
 from solver.errors import InputError
 
 CACHE_MOUNT = "/cache"

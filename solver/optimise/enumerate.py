@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.costs import plan_tco
-from solver.candidates import Candidate, ceil_us
-from solver.cpsat import Limits
-from solver.evaluate import evaluate
+from solver.physics.costs import plan_tco
+from solver.optimise.candidates import Candidate, ceil_us
+from solver.optimise.model import Limits
+from solver.physics.evaluate import evaluate
 from solver.physics import validity
-from solver.shapes import Problem, Shape
+from solver.optimise.shapes import Problem, Shape
 
 
 def meets(c: Candidate, limits: Limits) -> bool:

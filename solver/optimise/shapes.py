@@ -13,19 +13,19 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from solver.catalog import Catalog, Device, Ownership, Price, Pricing
-from solver.costs import GpuHourCosts, gpu_hour_costs
-from solver.deployment import Deployment, Workload
+from solver.catalog.load import Catalog, Device, Ownership, Price, Pricing
+from solver.physics.costs import GpuHourCosts, gpu_hour_costs
+from solver.physics.deployment import Deployment, Workload
 from solver.errors import InputError
-from solver.evaluate import Targets
-from solver.exclusions import Skipped
-from solver.evaluate_input import apply_factors, band_of, check_engine_fits, engine_factors, override_device, resolve_engine, resolve_model
+from solver.physics.evaluate import Targets
+from solver.explain.exclusions import Skipped
+from solver.spec.evaluate_input import apply_factors, band_of, check_engine_fits, engine_factors, override_device, resolve_engine, resolve_model
 from solver.physics import validity
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.memory import estimate_memory
 from solver.physics.prefill import estimate_prefill
-from solver.spec import Spec
-from solver.topology import scale_up_domain_size
+from solver.spec.solve_spec import Spec
+from solver.catalog.topology import scale_up_domain_size
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,14 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from solver.catalog import Precision
-from solver.deployment import Deployment, Workload
+from solver.catalog.load import Precision
+from solver.physics.deployment import Deployment, Workload
 from solver.physics import validity
 from solver.physics.decode import DecodeEstimate, estimate_decode, max_batch_for_tpot
 from solver.physics.interconnect import ring_for
 from solver.physics.memory import MemoryEstimate, estimate_memory, max_context_tokens
 from solver.physics.prefill import PrefillEstimate, estimate_prefill
-from solver.topology import Ring
+from solver.catalog.topology import Ring
 
 
 @dataclass(frozen=True)

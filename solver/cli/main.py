@@ -77,8 +77,8 @@ def _add_evaluate(sub) -> None:
 
 
 def _catalog(args):
-    from solver.calibrate import with_calibration
-    from solver.catalog import default_catalog
+    from solver.optimise.calibrate import with_calibration
+    from solver.catalog.load import default_catalog
 
     return with_calibration(default_catalog(), getattr(args, "calibration", None))
 
@@ -94,9 +94,9 @@ def _set_path(data: dict, path: str, value) -> None:
 
 
 def _cmd_evaluate(args) -> int:
-    from solver.evaluate import evaluate
-    from solver.evaluate_input import parse_input, resolve
-    from solver.yaml_lines import load_yaml_text, load_yaml_file
+    from solver.physics.evaluate import evaluate
+    from solver.spec.evaluate_input import parse_input, resolve
+    from solver.catalog.yaml_lines import load_yaml_text, load_yaml_file
 
     data: dict = {}
     lines: dict = {}
@@ -153,11 +153,11 @@ def _cmd_evaluate(args) -> int:
     deployment, workload, targets = resolve(inp, catalog, base_dir)
     ev = evaluate(deployment, workload, targets, precisions=catalog.precisions.entries)
     if args.format == "json":
-        from solver.evaluation_report import to_dict
+        from solver.report.evaluation_report import to_dict
 
         print(json.dumps(to_dict(ev), indent=2))
     else:
-        from solver.evaluation_report import render_text
+        from solver.report.evaluation_report import render_text
 
         sys.stdout.write(render_text(ev))
     if args.check and not ev.ok:
@@ -206,10 +206,10 @@ def _add_solve(sub) -> None:
 
 
 def _cmd_solve(args) -> int:
-    from solver.shapes import build_problem
-    from solver.solve import solve
-    from solver.solve_report import render, to_json
-    from solver.spec import load_spec
+    from solver.optimise.shapes import build_problem
+    from solver.explain.solve import solve
+    from solver.report.solve_report import render, to_json
+    from solver.spec.solve_spec import load_spec
 
     spec, _ = load_spec(args.spec)
     if args.time_limit is not None:
@@ -258,10 +258,10 @@ def _cost_ratio(text: str) -> float | None:
 
 
 def _cmd_pareto(args) -> int:
-    from solver.pareto import AXES, frontiers
-    from solver.pareto_report import plot, render, to_json
-    from solver.shapes import build_problem
-    from solver.spec import load_spec
+    from solver.optimise.pareto import AXES, frontiers
+    from solver.report.pareto_report import plot, render, to_json
+    from solver.optimise.shapes import build_problem
+    from solver.spec.solve_spec import load_spec
 
     axes = [a.strip() for a in args.axes.split(",") if a.strip()]
     bad = [a for a in axes if a not in AXES]
@@ -317,8 +317,8 @@ Examples:
 
 
 def _cmd_fleet(args) -> int:
-    from solver.fleet import build_classes, load_fleet_spec, solve_fleet, sweep
-    from solver.fleet_report import render, render_sweep, to_json
+    from solver.optimise.fleet import build_classes, load_fleet_spec, solve_fleet, sweep
+    from solver.report.fleet_report import render, render_sweep, to_json
 
     fs = load_fleet_spec(args.fleet)
     budgets = None
@@ -373,10 +373,10 @@ def _add_deploy(sub) -> None:
 
 
 def _cmd_deploy(args) -> int:
-    from solver.deploy import ENGINES, check_flags, emit
-    from solver.shapes import build_problem
-    from solver.solve import solve
-    from solver.spec import load_spec
+    from solver.report.deploy import ENGINES, check_flags, emit
+    from solver.optimise.shapes import build_problem
+    from solver.explain.solve import solve
+    from solver.spec.solve_spec import load_spec
 
     spec, _ = load_spec(args.spec)
     engine = args.engine or (spec.engine.name if spec.engine.name in ENGINES else "vllm")
@@ -392,7 +392,7 @@ def _cmd_deploy(args) -> int:
         raise RuntimeError("emitted flags not in the engine's list: " + "; ".join(bad))
     c = result.solution.candidate
     if args.emit == "k8s":
-        from solver.deploy_k8s import manifests, to_yaml
+        from solver.report.deploy_k8s import manifests, to_yaml
         from solver.physics.memory import deployment_weights_bytes
 
         docs = manifests(dep, name=f"{c.shape.deployment.model.name}-{engine}", image=args.image,
@@ -436,11 +436,11 @@ def _add_schema(sub) -> None:
 
 def _cmd_schema(args) -> int:
     if args.result:
-        from solver.solve_report import result_json_schema
+        from solver.report.solve_report import result_json_schema
 
         print(json.dumps(result_json_schema(), indent=2))
     else:
-        from solver.spec import spec_json_schema
+        from solver.spec.solve_spec import spec_json_schema
 
         print(json.dumps(spec_json_schema(), indent=2))
     return EXIT_OK
@@ -474,8 +474,8 @@ Example:
 
 
 def _cmd_calibrate(args) -> int:
-    from solver.calibrate import fit, read_csv, read_vllm_bench, write_calibration
-    from solver.catalog import default_catalog
+    from solver.optimise.calibrate import fit, read_csv, read_vllm_bench, write_calibration
+    from solver.catalog.load import default_catalog
 
     ms = []
     for f in args.measurements:
@@ -518,7 +518,7 @@ def _add_list(sub) -> None:
 
 
 def _cmd_list(args) -> int:
-    from solver.catalog import default_catalog
+    from solver.catalog.load import default_catalog
     from solver.units import GB, GiB
 
     cat = default_catalog()

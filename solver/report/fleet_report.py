@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from solver.fleet import FleetResult
+from solver.optimise.fleet import FleetResult
 
 
 def to_dict(res: FleetResult) -> dict:

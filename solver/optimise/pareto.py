@@ -20,12 +20,12 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from solver.candidates import Candidate, candidates
-from solver.cpsat import _build, _solver, _status_name, prune
-from solver.enumerate import meets
-from solver.shapes import Problem
-from solver.solve import plan_label, scenario_of
-from solver.spec import DEFAULT_MAX_GPUS
+from solver.optimise.candidates import Candidate, candidates
+from solver.optimise.model import _build, _solver, _status_name, prune
+from solver.optimise.enumerate import meets
+from solver.optimise.shapes import Problem
+from solver.explain.solve import plan_label, scenario_of
+from solver.spec.solve_spec import DEFAULT_MAX_GPUS
 
 AXES = ("tpot", "ttft", "users")
 MAX_POINTS = 200

@@ -8,13 +8,13 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from solver.catalog import TIERS
-from solver.costs import plan_tco, token_costs
-from solver.cpsat import LABELS
-from solver.exclusions import by_device, exclusions
-from solver.exclusions import line as exclusion_line
-from solver.solve import SolveResult, objective_value
-from solver.spec import OBJECTIVES
+from solver.catalog.load import TIERS
+from solver.physics.costs import plan_tco, token_costs
+from solver.optimise.model import LABELS
+from solver.explain.exclusions import by_device, exclusions
+from solver.explain.exclusions import line as exclusion_line
+from solver.explain.solve import SolveResult, objective_value
+from solver.spec.solve_spec import OBJECTIVES
 from solver.units import GB, fmt_seconds
 
 NOT_PRICED = ("no purchase", "cannot run", *(f"no {t} offer" for t in TIERS))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from solver.candidates import Candidate, floor_us
+from solver.optimise.candidates import Candidate, floor_us
 
 # The user's targets, each a named constraint (memory and interconnect are physical, always on).
 TARGETS = ("max_tpot", "max_ttft", "users", "context_tokens", "max_usd_per_hour", "max_purchase_usd", "max_gpus")

@@ -13,8 +13,8 @@ import json
 from dataclasses import astuple, dataclass
 from functools import lru_cache
 
-from solver import cache
-from solver.catalog import Platform
+from solver.catalog import cache
+from solver.catalog.load import Platform
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""The catalog: hardware, models, number formats, engines, prices, and loading them."""

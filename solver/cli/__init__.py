@@ -1,0 +1,1 @@
+"""The `plan-opt` command line: one module per command."""

@@ -1,0 +1,1 @@
+"""Why the plan: binding targets, sensitivity, runners-up, exclusions, conflicts."""

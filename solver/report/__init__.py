@@ -1,0 +1,1 @@
+"""What the user reads: text, Markdown, JSON, plots, and the launch commands."""

@@ -1,0 +1,1 @@
+"""The input schemas (evaluate, solve, fleet) and their resolution into catalog objects."""
