@@ -780,6 +780,10 @@ class Catalog:
         self.default_factors = fitted.defaults.apply(priors)
         self.prices = prices or _PricesFile(dt.date.min, Pricing(("gpu_cloud",)), {}, ())
         self.ownership = ownership or Ownership(5, 1.0, 1.0, 0.0, 0.0)
+        self.calibration: dict[str, FactorOverrides] = {}
+        """Device → factors a user's calibration fitted (--calibration; see catalog/calibration.py)."""
+        self.calibration_bands: dict[str, dict[str, float]] = {}
+        """Device → the worst residual per metric that calibration left (its band)."""
         self.default_pricing = self.prices.default
         for d in devices.devices:
             if d.price is not None:

@@ -77,7 +77,7 @@ def _add_evaluate(sub) -> None:
 
 
 def _catalog(args):
-    from solver.optimise.calibrate import with_calibration
+    from solver.catalog.calibration import with_calibration
     from solver.catalog.load import default_catalog
 
     return with_calibration(default_catalog(), getattr(args, "calibration", None))

@@ -20,33 +20,8 @@ from dataclasses import dataclass
 
 from solver.physics.deployment import Deployment, Workload
 from solver.physics.compute import compute_dtype, peak_flops_per_s
-from solver.physics.decode import bandwidth_share, fixed_step_s, overlaps, touched_weight_bytes
+from solver.physics.kernels import attention_flops, bandwidth_share, fixed_step_s, linear_flops, overlaps, touched_weight_bytes
 from solver.physics.interconnect import CommEstimate, estimate_comm
-
-
-def linear_flops(active_params: float, prompt_tokens: int) -> float:
-    return 2.0 * active_params * prompt_tokens
-
-
-def attention_flops(d: Deployment, prompt_tokens: int) -> float:
-    """Causal attention over the prompt, whole model."""
-    m = d.model
-    p = prompt_tokens
-    if m.attention == "mla":
-        # Prefill runs MLA un-absorbed: per head, Q·K over qk (nope + rope) width and
-        # P·V over v width.
-        width = m.head_dim + (m.v_head_dim or m.head_dim)
-    else:
-        width = 2 * m.head_dim
-    per_key = 2 * m.num_attention_heads * width  # 2 FLOP per multiply-add
-    full_pairs = p * (p + 1) / 2
-    pairs = (m.num_layers - m.sliding_layers) * full_pairs
-    if m.sliding_layers:
-        w = min(p, m.sliding_window)
-        # token i attends to min(i, w) keys: w(w+1)/2 for the first w, then w each.
-        window_pairs = w * (w + 1) / 2 + (p - w) * w
-        pairs += m.sliding_layers * window_pairs
-    return per_key * pairs
 
 
 @dataclass(frozen=True)

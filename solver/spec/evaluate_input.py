@@ -19,6 +19,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from solver.catalog.load import Catalog, ComputeDtype, FactorOverrides
 from solver.physics.deployment import Deployment, Workload
+from solver.catalog.calibration import pessimistic
 from solver.errors import InputError
 from solver.physics.evaluate import Targets
 from solver.units import parse_quantity
@@ -240,12 +241,10 @@ def engine_factors(catalog: Catalog, device, engine, at: str = "nominal"):
     if measured:
         base = measured.apply(base)
     factors = device.factors.apply(base)
-    fitted = getattr(catalog, "calibration", {}).get(device.name)
+    fitted = catalog.calibration.get(device.name)
     factors = fitted.apply(factors) if fitted else factors
-    band = getattr(catalog, "calibration_bands", {}).get(device.name)
+    band = catalog.calibration_bands.get(device.name)
     if at == "pessimistic" and band:
-        from solver.optimise.calibrate import pessimistic
-
         factors = pessimistic(factors, band)
     return factors
 
@@ -280,7 +279,7 @@ def check_engine_fits(engine, workload_context_tokens: int, tp: int, pp: int) ->
 
 
 def band_of(catalog: Catalog, device) -> tuple[float, float]:
-    b = getattr(catalog, "calibration_bands", {}).get(device.name) or {}
+    b = catalog.calibration_bands.get(device.name) or {}
     return (b.get("tpot", 0.0), b.get("ttft", 0.0))
 
 

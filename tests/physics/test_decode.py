@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from solver.physics.decode import estimate_decode, expert_hit_fraction
+from solver.physics.decode import estimate_decode
+from solver.physics.kernels import expert_hit_fraction
 
 NO_FIXED = {"step_overhead_s": 0, "layer_overhead_s": 0, "sequence_overhead_s": 0, "expert_layer_overhead_s": 0}
 NO_EFF = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED}}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from solver.physics.prefill import attention_flops, estimate_prefill
+from solver.physics.kernels import attention_flops
+from solver.physics.prefill import estimate_prefill
 
 
 def test_causal_attention_flops_llama_8b(build_deployment):

@@ -1,0 +1,104 @@
+"""The pieces a forward pass is made of, shared by decode and prefill: which weight
+bytes a pass over some tokens reads, at what share of the bandwidth, its FLOPs, and
+its fixed costs."""
+
+from __future__ import annotations
+
+from solver.physics.deployment import Deployment
+from solver.physics.memory import deployment_weights_bytes, group_weights_bytes, input_embedding_bytes, sixteen_bit_bytes
+
+
+def expert_hit_fraction(num_experts: int, experts_per_token: int, tokens: int) -> float:
+    """Expected share of an MoE layer's routed experts that at least one of `tokens`
+    tokens is routed to, assuming uniform independent routing:
+    1 − (1 − k/E)^tokens. One token touches k/E; a large batch touches them all."""
+    if num_experts == 0:
+        return 1.0
+    return 1.0 - (1.0 - experts_per_token / num_experts) ** tokens
+
+
+def split_weight_bytes(d: Deployment) -> tuple[float, float]:
+    """(bytes a step reads of everything but the routed experts, bytes of all routed
+    experts), whole model. A checkpoint size given by the user is read whole."""
+    m = d.model
+    total = deployment_weights_bytes(d)
+    if d.weights_bytes_override is not None:
+        routed = total * m.routed_expert_params / m.total_params if m.is_moe else 0.0
+        return total - routed, routed
+    routed = group_weights_bytes(m, d.weights)["experts"]
+    return total - routed - input_embedding_bytes(m, d.weights), routed
+
+
+def bandwidth_share(d: Deployment) -> float:
+    """The share of a 16-bit GEMV's bandwidth the weight reads reach as a whole: the
+    bytes a step reads in 16-bit at 1, the quantised ones at the format's share."""
+    share = d.weights.bandwidth_share
+    if share == 1.0 or d.weights_bytes_override is not None:
+        return share
+    m = d.model
+    skip = () if m.tie_word_embeddings else ("embeddings",)
+    groups = group_weights_bytes(m, d.weights)
+    read = sum(b for g, b in groups.items() if g not in skip)
+    sixteen = sixteen_bit_bytes(m, d.weights, skip)
+    return read / (sixteen + (read - sixteen) / share)
+
+
+def touched_weight_bytes(d: Deployment, tokens: int) -> float:
+    """Whole-model weight bytes one forward pass over `tokens` tokens reads."""
+    dense, routed = split_weight_bytes(d)
+    m = d.model
+    if not m.is_moe:
+        return dense
+    return dense + routed * expert_hit_fraction(m.num_experts, m.experts_per_token, tokens)
+
+
+def overlaps(d: Deployment) -> bool:
+    """Whether the engine's kernels overlap their memory reads with their compute."""
+    return d.engine is None or d.engine.overlaps_memory_and_compute
+
+
+def fixed_step_s(d: Deployment) -> float:
+    """A forward pass's fixed cost: once per pass, and once per layer (every stage's)."""
+    f, m = d.factors, d.model
+    return f.step_overhead_s + f.layer_overhead_s * m.num_layers + f.expert_layer_overhead_s * m.moe_layers
+
+
+def attention_flops_per_token(d: Deployment, context_tokens: int) -> float:
+    """Score and value FLOPs of one new token attending to `context_tokens` tokens,
+    whole model: 2 matmuls × 2 FLOP per multiply-add × heads × head width × keys.
+    MLA in absorbed form attends over the latent: width 2·kv_lora_rank + rope."""
+    m = d.model
+    if m.attention == "mla":
+        width = 2 * m.kv_lora_rank + m.qk_rope_head_dim
+        per_layer_key = 2 * m.num_attention_heads * width
+    else:
+        per_layer_key = 4 * m.num_attention_heads * m.head_dim
+    keys = (m.num_layers - m.sliding_layers) * context_tokens
+    if m.sliding_layers:
+        keys += m.sliding_layers * min(context_tokens, m.sliding_window)
+    return per_layer_key * keys
+
+
+def linear_flops(active_params: float, prompt_tokens: int) -> float:
+    return 2.0 * active_params * prompt_tokens
+
+
+def attention_flops(d: Deployment, prompt_tokens: int) -> float:
+    """Causal attention over the prompt, whole model."""
+    m = d.model
+    p = prompt_tokens
+    if m.attention == "mla":
+        # Prefill runs MLA un-absorbed: per head, Q·K over qk (nope + rope) width and
+        # P·V over v width.
+        width = m.head_dim + (m.v_head_dim or m.head_dim)
+    else:
+        width = 2 * m.head_dim
+    per_key = 2 * m.num_attention_heads * width  # 2 FLOP per multiply-add
+    full_pairs = p * (p + 1) / 2
+    pairs = (m.num_layers - m.sliding_layers) * full_pairs
+    if m.sliding_layers:
+        w = min(p, m.sliding_window)
+        # token i attends to min(i, w) keys: w(w+1)/2 for the first w, then w each.
+        window_pairs = w * (w + 1) / 2 + (p - w) * w
+        pairs += m.sliding_layers * window_pairs
+    return per_key * pairs
