@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from solver.catalog.load import default_catalog
-from solver.spec.evaluate_input import parse_input, resolve
+from solver.spec.resolve import resolve
+from solver.spec.evaluate_input import parse_input
 
 
 @pytest.fixture(scope="session")

@@ -95,7 +95,8 @@ def _set_path(data: dict, path: str, value) -> None:
 
 def _cmd_evaluate(args) -> int:
     from solver.physics.evaluate import evaluate
-    from solver.spec.evaluate_input import parse_input, resolve
+    from solver.spec.resolve import resolve
+    from solver.spec.evaluate_input import parse_input
     from solver.catalog.yaml_lines import load_yaml_text, load_yaml_file
 
     data: dict = {}

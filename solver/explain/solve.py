@@ -16,7 +16,8 @@ from solver.optimise.candidates import Candidate, candidates
 from solver.optimise.model import LABELS, Limits, Solution, is_feasible, minimal_conflict, optimise
 from solver.physics.deployment import Workload
 from solver.optimise.enumerate import meets
-from solver.physics.evaluate import Evaluation, Targets, evaluate
+from solver.physics.deployment import Targets
+from solver.physics.evaluate import Evaluation, evaluate
 from solver.optimise.shapes import Problem
 from solver.spec.solve_spec import DEFAULT_MAX_GPUS
 

@@ -26,7 +26,8 @@ import yaml
 
 from solver.catalog.load import Catalog, Factors, FactorOverrides
 from solver.errors import InputError
-from solver.spec.evaluate_input import parse_input, resolve
+from solver.spec.resolve import resolve
+from solver.spec.evaluate_input import parse_input
 
 REQUIRED = ("model", "gpu", "tp", "weights", "kv_cache", "batch", "prompt_tokens", "output_tokens")
 MEASURES = ("tpot_ms", "ttft_ms")

@@ -14,7 +14,7 @@ from functools import cached_property
 from solver.bisect import largest_true
 from solver.physics.costs import plan_tco
 from solver.physics.deployment import Workload
-from solver.physics.evaluate import Targets
+from solver.physics.deployment import Targets
 from solver.optimise.shapes import Problem, Shape, ShapePhysics
 
 US = 1_000_000  # microseconds per second

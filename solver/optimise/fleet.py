@@ -31,7 +31,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from solver.optimise.candidates import candidates
 from solver.catalog.load import Catalog
 from solver.errors import InputError
-from solver.spec.evaluate_input import EngineField, EngineIn, ModelOverrides, SlaIn, WorkloadIn, _In
+from solver.spec.fields import EngineField, EngineIn, ModelOverrides, SlaIn, SpecModel, WorkloadIn
 from solver.physics.costs import gpu_hour_costs
 from solver.optimise.shapes import Problem, build_problem
 from solver.spec.solve_spec import BudgetIn, PricingIn, SearchIn, SolverIn, Spec, SpecOverridesIn
@@ -40,14 +40,14 @@ from solver.catalog.yaml_lines import load_yaml_file
 # --------------------------------------------------------------------------- the fleet spec
 
 
-class MixClassIn(_In):
+class MixClassIn(SpecModel):
     share: float = Field(gt=0, le=1, description="Share of the workload's users in this class.")
     context_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
     prompt_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
     output_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
 
 
-class FleetWorkloadIn(_In):
+class FleetWorkloadIn(SpecModel):
     name: str = Field(min_length=1, description="A label for the reports.")
     model: str
     workload: WorkloadIn
@@ -68,7 +68,7 @@ class FleetWorkloadIn(_In):
         return self
 
 
-class FleetSpec(_In):
+class FleetSpec(SpecModel):
     """Several workloads, one fleet."""
 
     workloads: list[FleetWorkloadIn] = Field(min_length=1)
@@ -289,7 +289,7 @@ class FleetResult:
 def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour: float | None = None) -> FleetResult:
     from ortools.sat.python import cp_model
 
-    from solver.optimise.model import _solver, _status_name
+    from solver.optimise.model import new_solver, status_name
 
     budget_hour = max_usd_per_hour if max_usd_per_hour is not None else fs.budget.max_usd_per_hour
     objective = fs.objective
@@ -359,7 +359,7 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
         # Integer replica counts coupled by shared budgets: CP-SAT's full LP relaxation
         # (linearization level 2) proves these in a fraction of a second where the
         # default level runs out of time (measured on the 10-workload benchmark).
-        sv = _solver(fs.solver.time_limit_s)
+        sv = new_solver(fs.solver.time_limit_s)
         sv.parameters.linearization_level = 2
         return sv
 
@@ -369,7 +369,7 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
         weights = {k: round(sc.priority * 1000) for k, sc in enumerate(classes)}
         weighted = sum(weights[k] * served[k] for k in served)
         m.maximize(weighted)
-        first = _status_name(sv.solve(m))
+        first = status_name(sv.solve(m))
         result.wall_s += sv.wall_time
         if first not in ("optimal", "feasible"):
             result.status = first
@@ -381,7 +381,7 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
     # lexicographic solve took CP-SAT twice as long on the 10-workload benchmark.
     shape_bound = len(shapes_used) + 1
     m.minimize((cost * gpu_bound + total_gpus) * shape_bound + sum(shapes_used))
-    result.status = _status_name(sv.solve(m))
+    result.status = status_name(sv.solve(m))
     result.wall_s += sv.wall_time
     if not result.feasible:
         return result

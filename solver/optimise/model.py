@@ -80,7 +80,7 @@ class Solution:
         return self.candidate is not None
 
 
-def _solver(time_limit_s: float):
+def new_solver(time_limit_s: float):
     from ortools.sat.python import cp_model
 
     s = cp_model.CpSolver()
@@ -107,7 +107,7 @@ class _Built:
     literals: dict[str, object] = field(default_factory=dict)
 
 
-def _build(cands: list[Candidate], limits: Limits, *, with_assumptions: bool = False) -> _Built:
+def build_model(cands: list[Candidate], limits: Limits, *, with_assumptions: bool = False) -> _Built:
     from ortools.sat.python import cp_model
 
     m = cp_model.CpModel()
@@ -147,7 +147,7 @@ def _build(cands: list[Candidate], limits: Limits, *, with_assumptions: bool = F
     return built
 
 
-def _status_name(code) -> str:
+def status_name(code) -> str:
     from ortools.sat.python import cp_model
 
     return {
@@ -215,14 +215,14 @@ def optimise(cands: list[Candidate], limits: Limits, objective: str, time_limit_
     cands = prune(cands, limits, objective, prefer)
     if not cands:
         return Solution("infeasible", None)
-    b = _build(cands, limits)
+    b = build_model(cands, limits)
     primary = PRIMARY[objective]
     n = len(cands)
     rank = _rank(cands, prefer)
     b.model.minimize(sum((primary(c) * n + rank[i]) * b.x[i] for i, c in enumerate(cands)))
-    s = _solver(time_limit_s)
+    s = new_solver(time_limit_s)
     code = s.solve(b.model)
-    status = _status_name(code)
+    status = status_name(code)
     if status not in ("optimal", "feasible"):
         return Solution(status, None, None, s.wall_time)
     chosen = next(c for xi, c in zip(b.x, cands) if s.boolean_value(xi))
@@ -233,8 +233,8 @@ def is_feasible(cands: list[Candidate], limits: Limits, time_limit_s: float = 10
     cands = prune(cands, limits, "min_gpus")
     if not cands:
         return False
-    b = _build(cands, limits)
-    return _status_name(_solver(time_limit_s).solve(b.model)) in ("optimal", "feasible")
+    b = build_model(cands, limits)
+    return status_name(new_solver(time_limit_s).solve(b.model)) in ("optimal", "feasible")
 
 
 def minimal_conflict(cands: list[Candidate], limits: Limits, time_limit_s: float = 10.0, *, exclude: set[str] = frozenset()) -> list[str]:
@@ -243,16 +243,16 @@ def minimal_conflict(cands: list[Candidate], limits: Limits, time_limit_s: float
     by deletion until removing any one makes the rest of the set feasible. Targets in
     `exclude` are left unenforced. Empty when the physics alone (memory,
     interconnect) rules out every candidate, or when nothing conflicts."""
-    b = _build(cands, limits, with_assumptions=True)
+    b = build_model(cands, limits, with_assumptions=True)
     names = [n for n in TARGETS if n in b.literals and n not in exclude]
     index = {b.literals[n].index: n for n in names}
 
     def infeasible(subset: list[str]) -> tuple[bool, list[str]]:
         b.model.clear_assumptions()
         b.model.add_assumptions([b.literals[n] for n in subset])
-        s = _solver(time_limit_s)
+        s = new_solver(time_limit_s)
         s.parameters.interleave_search = False
-        code = _status_name(s.solve(b.model))
+        code = status_name(s.solve(b.model))
         if code != "infeasible":
             return False, []
         core = [index[i] for i in s.sufficient_assumptions_for_infeasibility() if i in index]

@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 
 from solver.optimise.candidates import Candidate, candidates
-from solver.optimise.model import _build, _solver, _status_name, prune
+from solver.optimise.model import build_model, new_solver, status_name, prune
 from solver.optimise.enumerate import meets
 from solver.optimise.shapes import Problem
 from solver.explain.solve import plan_label, scenario_of
@@ -146,7 +146,7 @@ def _latency_frontier(problem: Problem, axis: str) -> Frontier:
     for r, i in enumerate(order):
         rank[i] = r
     limits = dataclasses.replace(limits, **{f"max_{axis}_us": None})
-    b = _build(cands, limits)
+    b = build_model(cands, limits)
     m = b.model.new_int_var(0, max(metric), f"{axis}_us")
     b.model.add(m == sum(mi * xi for mi, xi in zip(metric, b.x)))
     b.model.minimize(sum(r * xi for r, xi in zip(rank, b.x)))
@@ -156,8 +156,8 @@ def _latency_frontier(problem: Problem, axis: str) -> Frontier:
         if prev is not None:
             b.model.clear_hints()
             b.model.add_hint(b.x[prev], 1)
-        sv = _solver(problem.spec.solver.time_limit_s)
-        status = _status_name(sv.solve(b.model))
+        sv = new_solver(problem.spec.solver.time_limit_s)
+        status = status_name(sv.solve(b.model))
         total += sv.wall_time
         if status not in ("optimal", "feasible"):
             break
@@ -248,8 +248,8 @@ def _users_frontier(problem: Problem) -> Frontier:
     m.minimize(cost * big - served)
     total = 0.0
     while len(front.points) < MAX_POINTS:
-        sv = _solver(problem.spec.solver.time_limit_s)
-        status = _status_name(sv.solve(m))
+        sv = new_solver(problem.spec.solver.time_limit_s)
+        status = status_name(sv.solve(m))
         total += sv.wall_time
         if status == "infeasible" and not front.points and not front.gpu_capped:
             # The spec's users need more than max_gpus: start from the most it allows.

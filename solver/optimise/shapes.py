@@ -17,9 +17,9 @@ from solver.catalog.load import Catalog, Device, Ownership, Price, Pricing
 from solver.physics.costs import GpuHourCosts, gpu_hour_costs
 from solver.physics.deployment import Deployment, Workload
 from solver.errors import InputError
-from solver.physics.evaluate import Targets
+from solver.physics.deployment import Targets
 from solver.explain.exclusions import Skipped
-from solver.spec.evaluate_input import apply_factors, band_of, check_engine_fits, engine_factors, override_device, resolve_engine, resolve_model
+from solver.spec.resolve import apply_factors, band_of, check_engine_fits, engine_factors, override_device, resolve_engine, resolve_model
 from solver.physics import validity
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.memory import estimate_memory

@@ -67,3 +67,11 @@ class Deployment:
 
     def replace(self, **changes) -> Deployment:
         return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Targets:
+    """The user's latency limits, in seconds (None: not set)."""
+
+    max_ttft_s: float | None = None
+    max_tpot_s: float | None = None

@@ -12,19 +12,13 @@ import math
 from dataclasses import dataclass, field
 
 from solver.catalog.load import Precision
-from solver.physics.deployment import Deployment, Workload
+from solver.physics.deployment import Targets, Deployment, Workload
 from solver.physics import validity
 from solver.physics.decode import DecodeEstimate, estimate_decode, max_batch_for_tpot
 from solver.physics.interconnect import ring_for
 from solver.physics.memory import MemoryEstimate, estimate_memory, max_context_tokens
 from solver.physics.prefill import PrefillEstimate, estimate_prefill
 from solver.catalog.topology import Ring
-
-
-@dataclass(frozen=True)
-class Targets:
-    max_ttft_s: float | None = None
-    max_tpot_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator
 
 from solver.errors import InputError
-from solver.spec.evaluate_input import MAX_PARALLEL, EngineField, EngineIn, FactorsIn, GpuOverrides, ModelOverrides, SlaIn, WorkloadIn, _In
+from solver.spec.fields import EngineField, EngineIn, FactorsIn, GpuOverrides, MAX_PARALLEL, ModelOverrides, SlaIn, SpecModel, WorkloadIn
 from solver.catalog.yaml_lines import load_yaml_file
 
 DEFAULT_MAX_GPUS = 512
@@ -46,7 +46,7 @@ OBJECTIVES: dict[str, str] = {
 }
 
 
-class SearchIn(_In):
+class SearchIn(SpecModel):
     gpus: list[str] = Field(
         default=["all"],
         min_length=1,
@@ -75,7 +75,7 @@ class SearchIn(_In):
         return sorted(set(v))
 
 
-class BudgetIn(_In):
+class BudgetIn(SpecModel):
     max_usd_per_hour: float | None = Field(default=None, gt=0, lt=1e7, description="Cap on rented $/hour.")
     max_purchase_usd: float | None = Field(default=None, gt=0, lt=1e11, description="Cap on the price of GPUs to buy.")
 
@@ -86,13 +86,13 @@ class GpuOverrideIn(GpuOverrides):
     factors: FactorsIn = FactorsIn()
 
 
-class SpecOverridesIn(_In):
+class SpecOverridesIn(SpecModel):
     gpus: dict[str, GpuOverrideIn] = Field(default={}, description="Per device: any catalog figure.")
     factors: FactorsIn = Field(default=FactorsIn(), description="For every device (a device's own override wins).")
     model: ModelOverrides = ModelOverrides()
 
 
-class PricingIn(_In):
+class PricingIn(SpecModel):
     """Which offers of the price book (catalogs/prices.yaml) price the rented GPUs."""
 
     providers: list[str] | None = Field(
@@ -105,7 +105,7 @@ class PricingIn(_In):
         default=None, description="Of the providers' offers for a GPU: the lower median (default) or the cheapest.")
 
 
-class OwnershipIn(_In):
+class OwnershipIn(SpecModel):
     """What owning a GPU costs beside its purchase; defaults in catalogs/ownership.yaml."""
 
     life_years: float | None = Field(default=None, gt=0, le=30, description="Years the purchase is spread over (straight line).")
@@ -115,7 +115,7 @@ class OwnershipIn(_In):
     hosting_usd_per_kw_month: float | None = Field(default=None, ge=0, le=100_000, description="Colocation price per kW of IT load.")
 
 
-class ParetoIn(_In):
+class ParetoIn(SpecModel):
     max_cost_ratio: float | None = Field(
         default=DEFAULT_MAX_COST_RATIO,
         ge=1,
@@ -125,11 +125,11 @@ class ParetoIn(_In):
     )
 
 
-class SolverIn(_In):
+class SolverIn(SpecModel):
     time_limit_s: float = Field(default=10.0, gt=0, le=3600, description="CP-SAT's limit per solve.")
 
 
-class Spec(_In):
+class Spec(SpecModel):
     """A serving target: plan-opt finds the cheapest hardware that meets it."""
 
     model: str = Field(description="Catalog name, Hugging Face id, or path to a local config.json.")

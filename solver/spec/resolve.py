@@ -1,0 +1,162 @@
+"""Resolve an input against the catalog into the physics' plain dataclasses: the
+model (catalog name, Hugging Face id or config.json), the device with its overrides,
+the engine with its knobs, and the factors in the order they win."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from solver.catalog.calibration import pessimistic
+from solver.catalog.load import Catalog, FactorOverrides
+from solver.errors import InputError
+from solver.physics.deployment import Deployment, Targets, Workload
+from solver.spec.evaluate_input import EvaluateInput
+from solver.spec.fields import EngineIn, FactorsIn, GpuOverrides, ModelOverrides
+
+def _resolve_model(name: str, catalog: Catalog, base_dir: Path | None):
+    candidate = Path(name)
+    if base_dir is not None and not candidate.is_absolute():
+        relative = base_dir / candidate
+        if relative.exists():
+            candidate = relative
+    if name.endswith(".json") or candidate.is_dir() or (candidate.exists() and candidate.is_file()):
+        from solver.catalog.hf_config import model_from_config
+
+        return model_from_config(candidate / "config.json" if candidate.is_dir() else candidate)
+    return catalog.model(name)
+
+
+def resolve_model(name: str, overrides: ModelOverrides, catalog: Catalog, base_dir: Path | None):
+    """The model by name or config.json, with the spec's parameter counts applied."""
+    model = _resolve_model(name, catalog, base_dir)
+    mo = overrides
+    if mo.total_params is not None or mo.active_params is not None:
+        total = int(mo.total_params if mo.total_params is not None else model.total_params)
+        active = int(mo.active_params if mo.active_params is not None else (total if not model.is_moe else model.active_params))
+        if active > total:
+            raise InputError("overrides.model.active_params", active, f"must not exceed total_params ({total})")
+        model = dataclasses.replace(model, total_params=total, active_params=active)
+    return model
+
+
+def override_device(device, go: GpuOverrides):
+    """The device with any catalog figure the spec gives instead."""
+    update = {}
+    if go.memory_bytes is not None:
+        update["memory_bytes"] = int(go.memory_bytes)
+    if go.memory_bandwidth_bytes_per_s is not None:
+        update["memory_bandwidth_bytes_per_s"] = go.memory_bandwidth_bytes_per_s
+    if go.dense_flops_per_s:
+        update["dense_flops_per_s"] = {**device.dense_flops_per_s, **go.dense_flops_per_s}
+    return dataclasses.replace(device, **update) if update else device
+
+
+def engine_factors(catalog: Catalog, device, engine, at: str = "nominal"):
+    """Catalog defaults, then the engine's memory fraction and its measured efficiency
+    on this kind of memory, then the device's own factors (an Apple GPU's Metal cap
+    wins over any engine), then a calibration's fitted factors — at the slow edge of
+    its band when `at` is pessimistic."""
+    base = dataclasses.replace(catalog.default_factors, memory_utilization=engine.fraction)
+    measured = engine.efficiency_on(device)
+    if measured:
+        base = measured.apply(base)
+    factors = device.factors.apply(base)
+    fitted = catalog.calibration.get(device.name)
+    factors = fitted.apply(factors) if fitted else factors
+    band = catalog.calibration_bands.get(device.name)
+    if at == "pessimistic" and band:
+        factors = pessimistic(factors, band)
+    return factors
+
+
+def resolve_engine(engine_in: EngineIn, catalog: Catalog, device):
+    """The catalog's engine with the spec's knobs, the rest as the engine defaults
+    them on this device (vLLM raises its batch knobs on GPUs of 70 GiB and more)."""
+    engine = catalog.engine(engine_in.name)
+    tokens, seqs = engine.batch_knobs(device.memory_bytes, device.name)
+    knobs = {
+        "max_num_batched_tokens": engine_in.max_num_batched_tokens or tokens,
+        "max_num_seqs": engine_in.max_num_seqs or seqs,
+        "max_model_len": engine_in.max_model_len or engine.max_model_len,
+        "fraction": engine_in.gpu_memory_utilization or engine.fraction,
+    }
+    for name in ("enable_chunked_prefill", "enforce_eager", "split_mode"):
+        value = getattr(engine_in, name)
+        if value is not None:
+            knobs[name] = value
+    if engine_in.split_mode is not None and engine.split_mode is None:
+        raise InputError("engine.split_mode", engine_in.split_mode, f"only llama.cpp splits by layer or row, not {engine.display_name}")
+    return dataclasses.replace(engine, **knobs)
+
+
+def check_engine_fits(engine, workload_context_tokens: int, tp: int, pp: int) -> None:
+    """Refuse what the engine itself would refuse to start with."""
+    if engine.max_model_len and engine.max_model_len < workload_context_tokens:
+        raise InputError("engine.max_model_len", engine.max_model_len,
+                         f"shorter than the workload's context ({workload_context_tokens:,} tokens): the engine would refuse those requests")
+    if engine.split_mode == "row" and pp > 1:
+        raise InputError("hardware.pp", pp, "llama.cpp's --split-mode row splits matrices across all its GPUs; it has no pipeline stages besides (use tp)")
+
+
+def band_of(catalog: Catalog, device) -> tuple[float, float]:
+    b = catalog.calibration_bands.get(device.name) or {}
+    return (b.get("tpot", 0.0), b.get("ttft", 0.0))
+
+
+def apply_factors(factors, *layers: FactorsIn):
+    """Factor overrides, later layers winning."""
+    for layer in layers:
+        fo = layer.model_dump(exclude_none=True)
+        for key in ("runtime_overhead_bytes", "reserved_bytes", "tp_overhead_bytes"):
+            if key in fo:
+                fo[key] = int(fo[key])
+        factors = FactorOverrides(**fo).apply(factors)
+    return factors
+
+
+def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) -> tuple[Deployment, Workload, Targets]:
+    model = resolve_model(inp.model, inp.overrides.model, catalog, base_dir)
+    mo = inp.overrides.model
+    device = override_device(catalog.device(inp.hardware.gpu), inp.overrides.gpu)
+
+    hw = inp.hardware
+    platform_name = hw.platform or device.platforms[0]
+    platform = catalog.platform(platform_name)
+    if platform.name not in device.platforms:
+        raise InputError("hardware.platform", platform_name, f"{device.display_name} ships in: {', '.join(device.platforms)}")
+    if hw.tp > 1 and platform.layout == "single":
+        better = [p for p in device.platforms if catalog.platform(p).layout != "single"]
+        hint = f"; pick a multi-GPU platform: {', '.join(better)}" if better else f"; {device.display_name} has no multi-GPU platform"
+        raise InputError("hardware.tp", hw.tp, f"platform {platform.name} holds one device{hint}")
+
+    weights = catalog.precision(inp.precision.weights, "weights")
+    shares = inp.overrides.precision.model_dump(exclude_none=True)
+    weights = dataclasses.replace(weights, **shares) if shares else weights
+    kv = catalog.precision(inp.precision.kv_cache, "kv")
+
+    engine = resolve_engine(inp.engine, catalog, device)
+    check_engine_fits(engine, inp.workload.context_tokens, hw.tp, hw.pp)
+    factors = apply_factors(engine_factors(catalog, device, engine, inp.sla.at), inp.overrides.factors)
+
+    replicas = (hw.count // (hw.tp * hw.pp)) if hw.count else 1
+    deployment = Deployment(
+        model=model,
+        device=device,
+        platform=platform,
+        weights=weights,
+        kv=kv,
+        factors=factors,
+        tp=hw.tp,
+        pp=hw.pp,
+        replicas=replicas,
+        weights_bytes_override=mo.weights_bytes,
+        engine=engine,
+        band=band_of(catalog, device),
+    ).as_engine_runs()
+    w = inp.workload
+    workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens, w.kv_fill, w.batching)
+    if workload.users < replicas:
+        raise InputError("workload.users", w.users, f"fewer users than replicas ({replicas}); lower hardware.count")
+    targets = Targets(max_ttft_s=inp.sla.max_ttft, max_tpot_s=inp.sla.max_tpot)
+    return deployment, workload, targets
