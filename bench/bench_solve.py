@@ -137,7 +137,8 @@ TEN = [
 
 def bench_pareto_and_fleet(runs: int) -> None:
     from solver.catalog.load import default_catalog
-    from solver.optimise.fleet import FleetSpec, build_classes, solve_fleet
+    from solver.optimise.fleet import build_classes, solve_fleet
+    from solver.spec.fleet_spec import FleetSpec
     from solver.optimise.pareto import frontiers
     from solver.optimise.shapes import build_problem
     from solver.spec.solve_spec import load_spec

@@ -318,7 +318,8 @@ Examples:
 
 
 def _cmd_fleet(args) -> int:
-    from solver.optimise.fleet import build_classes, load_fleet_spec, solve_fleet, sweep
+    from solver.optimise.fleet import build_classes, solve_fleet, sweep
+    from solver.spec.fleet_spec import load_fleet_spec
     from solver.report.fleet_report import render, render_sweep, to_json
 
     fs = load_fleet_spec(args.fleet)

@@ -1,0 +1,91 @@
+"""The input of `plan-opt fleet`: several workloads (each with its own model, traffic
+and SLA, and optionally a request mix), one search, budget, inventory and quota."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from solver.catalog.yaml_lines import load_yaml_file
+from solver.errors import InputError
+from solver.spec.fields import EngineField, EngineIn, ModelOverrides, SlaIn, SpecModel, WorkloadIn
+from solver.spec.solve_spec import BudgetIn, PricingIn, SearchIn, SolverIn, SpecOverridesIn
+
+
+
+class MixClassIn(SpecModel):
+    share: float = Field(gt=0, le=1, description="Share of the workload's users in this class.")
+    context_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
+    prompt_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
+    output_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
+
+
+class FleetWorkloadIn(SpecModel):
+    name: str = Field(min_length=1, description="A label for the reports.")
+    model: str
+    workload: WorkloadIn
+    sla: SlaIn = SlaIn()
+    priority: float = Field(default=1.0, gt=0, le=1000, description="Weight of a user served, for max_served.")
+    mix: list[MixClassIn] = Field(default=[], description="Request-size classes; shares sum to 1.")
+    single_shape: bool | None = Field(
+        default=None,
+        description="Serve this workload (each class of its mix) on replicas of one shape only, so no weighted router "
+        "is needed; unset: the fleet's single_shape.",
+    )
+    overrides: ModelOverrides = ModelOverrides()
+
+    @model_validator(mode="after")
+    def _shares(self):
+        if self.mix and abs(sum(c.share for c in self.mix) - 1) > 1e-6:
+            raise ValueError(f"mix shares sum to {sum(c.share for c in self.mix):g}, not 1")
+        return self
+
+
+class FleetSpec(SpecModel):
+    """Several workloads, one fleet."""
+
+    workloads: list[FleetWorkloadIn] = Field(min_length=1)
+    engine: EngineField = Field(default=EngineIn(), description="Serving engine: a name, or a mapping with its knobs.")
+    search: SearchIn = SearchIn()
+    objective: Literal["min_cost", "max_served"] = Field(
+        default="min_cost", description="min_cost: serve all demand at least cost; max_served: most weighted demand within the budget."
+    )
+    budget: BudgetIn = BudgetIn()
+    pricing: PricingIn = Field(default=PricingIn(), description="The basis rented GPUs are priced on (`plan-opt list prices`).")
+    inventory: dict[str, int] = Field(default={}, description="GPUs owned per device: free, limited.")
+    quota: dict[str, int] = Field(default={}, description="Most GPUs of a device that can be rented (a cloud quota).")
+    single_shape: bool = Field(
+        default=False,
+        description="Every workload on one shape per service (a workload's own single_shape wins). Off: a service may "
+        "mix shapes, and then needs weighted routing (the report gives the weights).",
+    )
+    overrides: SpecOverridesIn = SpecOverridesIn()
+    solver: SolverIn = SolverIn()
+
+    @field_validator("inventory", "quota")
+    @classmethod
+    def _counts(cls, v: dict[str, int]) -> dict[str, int]:
+        bad = {k: n for k, n in v.items() if not 0 <= n <= 1_000_000}
+        if bad:
+            raise ValueError(f"counts must be between 0 and 1000000, got {bad}")
+        return v
+
+    @model_validator(mode="after")
+    def _names(self):
+        names = [w.name for w in self.workloads]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"workload names must be unique: {', '.join(dup)}")
+        return self
+
+
+def load_fleet_spec(path: str | Path) -> FleetSpec:
+    data, lines = load_yaml_file(path)
+    if not isinstance(data, dict):
+        raise InputError("fleet", None, "expected a YAML mapping with workloads", source=str(path))
+    try:
+        return FleetSpec.model_validate(data)
+    except ValidationError as exc:
+        raise InputError.from_validation(exc, lines, source=str(path)) from None
