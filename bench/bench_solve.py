@@ -68,7 +68,8 @@ def main() -> None:
     from solver.optimise.model import optimise
     from solver.optimise.enumerate import exhaustive
     from solver.optimise.shapes import build_problem
-    from solver.explain.solve import scenario_of, solve
+    from solver.optimise.scenario import scenario_of
+    from solver.explain.solve import solve
     from solver.spec.solve_spec import parse_spec
 
     import yaml

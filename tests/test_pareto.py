@@ -9,7 +9,8 @@ import pytest
 from solver.optimise.candidates import candidates
 from solver.optimise.enumerate import meets
 from solver.optimise.pareto import frontiers
-from solver.explain.solve import scenario_of, solve
+from solver.optimise.scenario import scenario_of
+from solver.explain.solve import solve
 from tests.solve_helpers import problem_of
 
 SPEC = {

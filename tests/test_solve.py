@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from solver.report.deploy import emit
 from solver.optimise.enumerate import exhaustive
-from solver.explain.solve import scenario_of, solve, solve_scenario
+from solver.optimise.scenario import scenario_of, solve_scenario
+from solver.explain.solve import solve
 from solver.report.solve_report import to_output
 from tests.solve_helpers import problem_of
 

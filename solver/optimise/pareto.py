@@ -24,7 +24,7 @@ from solver.optimise.candidates import Candidate, candidates
 from solver.optimise.model import build_model, new_solver, status_name, prune
 from solver.optimise.enumerate import meets
 from solver.optimise.shapes import Problem
-from solver.explain.solve import plan_label, scenario_of
+from solver.optimise.scenario import plan_label, scenario_of
 from solver.spec.solve_spec import DEFAULT_MAX_GPUS
 
 AXES = ("tpot", "ttft", "users")

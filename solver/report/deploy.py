@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from solver.catalog.load import Model, PublishedCheckpoint, catalog_dir
 from solver.errors import InputError
-from solver.explain.solve import SolveResult
+from solver.explain.records import SolveResult
 from solver.catalog.yaml_lines import load_yaml_file
 
 ENGINES = ("vllm", "sglang", "llama.cpp")

@@ -13,7 +13,8 @@ from solver.physics.costs import plan_tco, token_costs
 from solver.optimise.model import LABELS
 from solver.explain.exclusions import by_device, exclusions
 from solver.explain.exclusions import line as exclusion_line
-from solver.explain.solve import SolveResult, objective_value
+from solver.optimise.scenario import objective_value
+from solver.explain.records import SolveResult
 from solver.spec.solve_spec import OBJECTIVES
 from solver.units import GB, fmt_seconds
 

@@ -1,0 +1,90 @@
+"""An impossible spec: the smallest set of targets that cannot hold together, and how
+far each must move for a plan to exist."""
+
+from __future__ import annotations
+
+from solver.explain.records import (
+    Relaxation,
+    RunnerUp,
+    SolveResult,
+)
+from solver.explain.runners_up import why_not
+from solver.optimise.candidates import candidates
+from solver.optimise.enumerate import meets
+from solver.optimise.model import (
+    minimal_conflict,
+    optimise,
+)
+from solver.optimise.scenario import (
+    Scenario,
+    diagnosis_candidates,
+    plan_label,
+    solve_scenario,
+)
+from solver.optimise.shapes import Problem
+
+
+def diagnose(problem: Problem, s: Scenario, result: SolveResult) -> None:
+    cands = diagnosis_candidates(problem, s)
+    limit = problem.spec.solver.time_limit_s
+    result.conflict = minimal_conflict(cands, s.limits(), limit)
+    # A target outside one conflict may sit in another: drop the conflict's targets
+    # and look again, until what is left can hold together.
+    dropped = set(result.conflict)
+    while dropped:
+        more = minimal_conflict(cands, s.limits(), limit, exclude=dropped)
+        if not more:
+            break
+        result.more_conflicts.append(more)
+        dropped |= set(more)
+    for target in result.conflict:
+        result.relaxations.append(_nearest(problem, s, target))
+    for device in problem.devices:
+        if device.name in problem.excluded:
+            result.runners_up.append(RunnerUp(device.name, None, None, None, problem.excluded[device.name]))
+            continue
+        shapes = [sh for sh in problem.shapes if sh.device.name == device.name]
+        result.runners_up.append(RunnerUp(device.name, None, None, None, why_not(problem, s, shapes)))
+
+
+def _nearest(problem: Problem, s: Scenario, target: str) -> Relaxation:
+    """How far `target` must move, the others held, for a plan to exist."""
+    current = s.value(target)
+    if target in ("max_tpot", "max_ttft", "max_usd_per_hour", "max_purchase_usd", "max_gpus"):
+        # Minimise the target's own measure with the target lifted.
+        free = s.with_value(target, None)
+        cands = candidates(problem, free.workload, free.targets, batch_variants=True)
+        objective = {"max_tpot": "min_tpot", "max_ttft": None, "max_usd_per_hour": "min_cost",
+                     "max_purchase_usd": "min_purchase", "max_gpus": "min_gpus"}[target]
+        if objective is None:  # TTFT: no objective of its own; take the least TTFT among feasible plans
+            feasible = [c for c in cands if meets(c, free.limits())]
+            if not feasible:
+                return Relaxation(target, current, None, None, "not enough alone: another conflict among the other targets remains")
+            best = min(feasible, key=lambda c: (c.ttft_us, c.gpus, c.shape.index))
+            return Relaxation(target, current, best.ttft_s, plan_label(best), f"lowest TTFT reachable: {best.ttft_s * 1e3:.0f} ms")
+        sol = optimise(cands, free.limits(), objective, problem.spec.solver.time_limit_s)
+        if not sol.feasible:
+            return Relaxation(target, current, None, None, "not enough alone: another conflict among the other targets remains")
+        c = sol.candidate
+        value = {"max_tpot": c.tpot_s, "max_usd_per_hour": c.cost_usd_per_hour, "max_purchase_usd": c.purchase_usd, "max_gpus": float(c.gpus)}[target]
+        note = {
+            "max_tpot": f"lowest TPOT reachable: {value * 1e3:.1f} ms",
+            "max_usd_per_hour": f"least $/hour that meets the rest: ${value:,.2f}",
+            "max_purchase_usd": f"least purchase that meets the rest: ${value:,.0f}",
+            "max_gpus": f"fewest GPUs that meet the rest: {int(value)}",
+        }[target]
+        return Relaxation(target, current, value, plan_label(c), note)
+    # users and context: bisect for the largest value that still has a plan.
+    lo, hi = 0, int(current)
+    best_sol = None
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        sol = solve_scenario(problem, s.with_value(target, mid))
+        if sol.feasible:
+            lo, best_sol = mid, sol
+        else:
+            hi = mid - 1
+    if lo == 0:
+        return Relaxation(target, current, None, None, "no plan even at the smallest value")
+    what = "users served" if target == "users" else "tokens of context"
+    return Relaxation(target, current, float(lo), plan_label(best_sol.candidate), f"most {what} with the rest held: {lo:,}")

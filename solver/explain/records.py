@@ -1,0 +1,93 @@
+"""What an explanation finds, as plain records the reports read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from solver.optimise.model import (
+    Solution,
+)
+from solver.optimise.shapes import Problem
+from solver.physics.evaluate import Evaluation
+
+
+@dataclass(frozen=True)
+class QualityRow:
+    """A better weight format than the plan's, re-solved: what it would cost."""
+
+    weights: str
+    quality_rank: int
+    plan: str | None
+    objective: float | None
+    delta: float | None
+    """Objective change against the chosen plan (None: no plan with it meets the spec)."""
+
+
+@dataclass(frozen=True)
+class ConstraintRow:
+    name: str
+    label: str
+    value: float
+    limit: float | None
+    unit: str
+    slack: float | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class SensitivityRow:
+    target: str
+    change: str
+    value: float
+    plan: str | None
+    objective: float | None
+    delta: float | None
+    """Objective change against the chosen plan (None: infeasible)."""
+
+
+@dataclass(frozen=True)
+class RunnerUp:
+    device: str
+    plan: str | None
+    objective: float | None
+    delta: float | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    target: str
+    current: float
+    nearest: float | None
+    plan: str | None
+    note: str
+
+
+@dataclass
+class SolveResult:
+    problem: Problem
+    solution: Solution
+    plan: Evaluation | None = None
+    constraints: list[ConstraintRow] = field(default_factory=list)
+    batch_capped_by: str | None = None
+    replicas_forced_by: str | None = None
+    gpu_forced_by: list[str] = field(default_factory=list)
+    binding_targets: list[str] = field(default_factory=list)
+    sensitivity: list[SensitivityRow] = field(default_factory=list)
+    runners_up: list[RunnerUp] = field(default_factory=list)
+    conflict: list[str] = field(default_factory=list)
+    """The first minimal conflict found."""
+    more_conflicts: list[list[str]] = field(default_factory=list)
+    """Further conflicts among the targets left once the first is dropped."""
+    relaxations: list[Relaxation] = field(default_factory=list)
+    tight_targets: list[str] = field(default_factory=list)
+    """Targets with little headroom: tightening them by 10 % changes the optimum."""
+    better_weights: list[QualityRow] = field(default_factory=list)
+    """Every searched weight format better than the plan's, with the best plan in it."""
+    explained: bool = True
+    gpu_cap_defaulted: bool = False
+    """search.max_gpus was unset and the cheapest plan exceeded its default, so it applies."""
+
+    @property
+    def feasible(self) -> bool:
+        return self.solution.feasible

@@ -1,0 +1,138 @@
+"""The best plan on every other GPU, or the constraint that rules it out."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from solver.explain.records import (
+    RunnerUp,
+    SolveResult,
+)
+from solver.optimise.candidates import Candidate, candidates
+from solver.optimise.model import (
+    Limits,
+    is_feasible,
+    minimal_conflict,
+)
+from solver.optimise.scenario import (
+    Scenario,
+    diagnosis_candidates,
+    objective_value,
+    plan_label,
+    set_targets,
+    solve_scenario,
+)
+from solver.optimise.shapes import Problem
+
+
+def why_not(problem: Problem, s: Scenario, shapes) -> str:
+    """Why no plan on these shapes meets the spec: structural reasons first, then
+    the targets that each alone rule them out, with the best the device reaches."""
+    phys = [problem.physics(sh, s.workload) for sh in shapes]
+    valid = [p for p in phys if p.valid]
+    if not phys:
+        return "no shape the spec allows is left to search: see the shapes left out"
+    if not valid:
+        reasons = sorted({r for p in phys for _, r in p.refusals})
+        return "cannot run this model: " + "; ".join(reasons[:2])
+    if all(not p.interconnect_ok for p in valid):
+        return "interconnect: no allowed TP degree fits its scale-up domain"
+    if all(p.max_batch_memory < 1 or not p.interconnect_ok for p in valid):
+        return "memory: not even one sequence fits beside the weights at any allowed TP, PP and precision"
+    cands = candidates(problem, s.workload, s.targets, batch_variants=True, shapes=shapes)
+    limits = s.limits()
+    alone = []
+    for target in set_targets(s):
+        if target in ("users", "context_tokens"):
+            continue
+        relaxed = dataclasses.replace(limits, **{_limit_field(target): None})
+        if is_feasible(cands, relaxed):
+            alone.append(target)
+    if not alone:
+        diag = diagnosis_candidates(problem, s, shapes)
+        core = minimal_conflict(diag, limits, problem.spec.solver.time_limit_s)
+        if len(core) == 1:
+            best = _best_on([c for c in diag if c.memory_excess <= 0 and c.interconnect_excess == 0], core[0])
+            return f"ruled out by {core[0]} alone, even for one user" + (f" (best here {best})" if best else "")
+        if core:
+            return "ruled out by " + ", ".join(core[:-1]) + f" and {core[-1]} together"
+        return "memory: not even one user with a short context fits"
+    parts = []
+    ok_phys = [c for c in cands if c.memory_excess <= 0 and c.interconnect_excess == 0]
+    for target in alone:
+        best = _best_on(ok_phys, target)
+        blame = _comm_blame(ok_phys, target, limits)
+        if blame:
+            return f"interconnect: its all-reduces push the best {target[4:].upper()} to {best} ({blame} without them), past {target}"
+        parts.append(f"{target} (best here {best})" if best else target)
+    return "ruled out by " + " or ".join(parts)
+
+
+def _comm_blame(cands: list[Candidate], target: str, limits: Limits) -> str:
+    """When the all-reduces alone push a latency past its target, the interconnect
+    is what rules the device out: say so, with the figure without them."""
+    if target == "max_tpot" and limits.max_tpot_us is not None:
+        without = min((c.tpot_s - c.physics.decode.comm_time_s(c.batch) for c in cands), default=None)
+        if without is not None and without * 1e6 <= limits.max_tpot_us:
+            return f"{without * 1e3:.1f} ms"
+    if target == "max_ttft" and limits.max_ttft_us is not None:
+        without = min((c.ttft_s - _prefill_comm(c) for c in cands), default=None)
+        if without is not None and without * 1e6 <= limits.max_ttft_us:
+            return f"{without * 1e3:.0f} ms"
+    return ""
+
+
+def _prefill_comm(c: Candidate) -> float:
+    from solver.physics.interconnect import estimate_comm
+
+    return estimate_comm(c.shape.deployment, c.physics.prompt_tokens).time_s
+
+
+def _limit_field(target: str) -> str:
+    return {
+        "max_tpot": "max_tpot_us",
+        "max_ttft": "max_ttft_us",
+        "max_usd_per_hour": "max_cost_cents",
+        "max_purchase_usd": "max_purchase_dollars",
+        "max_gpus": "max_gpus",
+    }[target]
+
+
+def _best_on(cands: list[Candidate], target: str) -> str | None:
+    if not cands:
+        return None
+    if target == "max_tpot":
+        return f"{min(c.tpot_s for c in cands) * 1e3:.1f} ms"
+    if target == "max_ttft":
+        return f"{min(c.ttft_s for c in cands) * 1e3:.0f} ms"
+    if target == "max_usd_per_hour":
+        return f"${min(c.cost_usd_per_hour for c in cands):,.2f}/h"
+    if target == "max_purchase_usd":
+        return f"${min(c.purchase_usd for c in cands):,.0f}"
+    if target == "max_gpus":
+        return f"{min(c.gpus for c in cands)} GPUs"
+    return None
+
+
+def runners_up(problem: Problem, s: Scenario, result: SolveResult) -> None:
+    chosen = result.solution.candidate
+    base = objective_value(problem, chosen)
+    forced = []
+    for device in problem.devices:
+        if device.name == chosen.shape.device.name:
+            continue
+        if device.name in problem.excluded:
+            result.runners_up.append(RunnerUp(device.name, None, None, None, problem.excluded[device.name]))
+            continue
+        shapes = [sh for sh in problem.shapes if sh.device.name == device.name]
+        sol = solve_scenario(problem, s, shapes=shapes)
+        if sol.feasible:
+            obj = objective_value(problem, sol.candidate)
+            result.runners_up.append(RunnerUp(device.name, plan_label(sol.candidate), obj, obj - base, "loses on the objective"))
+        else:
+            reason = why_not(problem, s, shapes)
+            result.runners_up.append(RunnerUp(device.name, None, None, None, reason))
+            if reason.startswith(("ruled out", "memory", "interconnect")):
+                forced.append(f"{device.name}: {reason}")
+    result.runners_up.sort(key=lambda r: (r.delta is None, r.delta if r.delta is not None else 0.0, r.device))
+    result.gpu_forced_by = forced

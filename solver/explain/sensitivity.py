@@ -1,0 +1,74 @@
+"""The price of each target (re-solved relaxed and tightened) and of each better weight
+format: CP-SAT has no duals, so a target binds when loosening it lowers the optimum."""
+
+from __future__ import annotations
+
+from solver.explain.records import (
+    QualityRow,
+    SensitivityRow,
+    SolveResult,
+)
+from solver.optimise.scenario import (
+    Scenario,
+    objective_value,
+    plan_label,
+    relaxes_upward,
+    set_targets,
+    solve_scenario,
+)
+from solver.optimise.shapes import Problem
+
+SENSITIVITY_STEPS = (("relaxed 50%", 0.5), ("relaxed 10%", 0.1), ("tightened 10%", -0.1), ("tightened 50%", -0.5))
+
+
+def _step_value(target: str, current, frac: float):
+    up = relaxes_upward(target)
+    factor = 1 + frac if up else 1 - frac
+    v = current * factor
+    if target in ("users", "context_tokens", "max_gpus"):
+        v = max(1, round(v))
+    return v
+
+
+def sensitivity(problem: Problem, s: Scenario, result: SolveResult) -> None:
+    base = objective_value(problem, result.solution.candidate)
+    binding = []
+    for target in set_targets(s):
+        current = s.value(target)
+        for change, frac in SENSITIVITY_STEPS:
+            v = _step_value(target, current, frac)
+            if v == current:
+                continue
+            sol = solve_scenario(problem, s.with_value(target, v))
+            if sol.feasible:
+                obj = objective_value(problem, sol.candidate)
+                result.sensitivity.append(SensitivityRow(target, change, v, plan_label(sol.candidate), obj, obj - base))
+                if change.startswith("relaxed") and obj < base - 1e-9 and target not in binding:
+                    binding.append(target)
+                if change == "tightened 10%" and obj > base + 1e-9:
+                    result.tight_targets.append(target)
+            else:
+                result.sensitivity.append(SensitivityRow(target, change, v, None, None, None))
+                if change == "tightened 10%":
+                    result.tight_targets.append(target)
+    result.binding_targets = binding
+
+
+def better_weights(problem: Problem, s: Scenario, result: SolveResult) -> None:
+    """The price of quality: for each searched weight format better than the plan's,
+    the best plan that uses it (re-solved on its shapes alone)."""
+    chosen = result.solution.candidate
+    mine = chosen.shape.deployment.weights
+    base = objective_value(problem, chosen)
+    better = {}
+    for sh in problem.shapes:
+        w = sh.deployment.weights
+        if w.quality_rank > mine.quality_rank:
+            better.setdefault(w.name, (w, []))[1].append(sh)
+    for name, (w, shapes) in sorted(better.items(), key=lambda kv: -kv[1][0].quality_rank):
+        sol = solve_scenario(problem, s, shapes=shapes)
+        if sol.feasible:
+            obj = objective_value(problem, sol.candidate)
+            result.better_weights.append(QualityRow(name, w.quality_rank, plan_label(sol.candidate), obj, obj - base))
+        else:
+            result.better_weights.append(QualityRow(name, w.quality_rank, None, None, None))

@@ -1,0 +1,115 @@
+"""A scenario: the problem's workload and targets, any of which the explanation may move
+(relax, tighten, lift), and the solve of one scenario."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from solver.optimise.candidates import Candidate, candidates
+from solver.optimise.model import (
+    Limits,
+    Solution,
+    optimise,
+)
+from solver.optimise.shapes import Problem
+from solver.physics.deployment import Targets, Workload
+from solver.spec.solve_spec import DEFAULT_MAX_GPUS
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """The knobs a re-solve may turn: the workload and the user's limits."""
+
+    workload: Workload
+    targets: Targets
+    max_usd_per_hour: float | None
+    max_purchase_usd: float | None
+    max_gpus: int | None
+
+    def limits(self) -> Limits:
+        return Limits.of(self.targets.max_tpot_s, self.targets.max_ttft_s, self.max_usd_per_hour, self.max_purchase_usd, self.max_gpus)
+
+    def value(self, target: str):
+        return {
+            "max_tpot": self.targets.max_tpot_s,
+            "max_ttft": self.targets.max_ttft_s,
+            "users": self.workload.users,
+            "context_tokens": self.workload.context_tokens,
+            "max_usd_per_hour": self.max_usd_per_hour,
+            "max_purchase_usd": self.max_purchase_usd,
+            "max_gpus": self.max_gpus,
+        }[target]
+
+    def with_value(self, target: str, value) -> Scenario:
+        if target == "max_tpot":
+            return dataclasses.replace(self, targets=dataclasses.replace(self.targets, max_tpot_s=value))
+        if target == "max_ttft":
+            return dataclasses.replace(self, targets=dataclasses.replace(self.targets, max_ttft_s=value))
+        if target == "users":
+            return dataclasses.replace(self, workload=dataclasses.replace(self.workload, users=value))
+        if target == "context_tokens":
+            # A shorter context trims the output first: the prompt sets the TTFT.
+            w = self.workload
+            output = min(w.output_tokens, max(1, value - w.prompt_tokens))
+            prompt = min(w.prompt_tokens, max(1, value - output))
+            return dataclasses.replace(self, workload=dataclasses.replace(w, context_tokens=value, prompt_tokens=prompt, output_tokens=output))
+        return dataclasses.replace(self, **{target: value})
+
+
+def relaxes_upward(target: str) -> bool:
+    """max_* targets relax by growing; users and context relax by shrinking."""
+    return target.startswith("max_")
+
+
+def scenario_of(problem: Problem) -> Scenario:
+    return Scenario(problem.workload, problem.targets, problem.max_usd_per_hour, problem.max_purchase_usd, problem.max_gpus)
+
+
+def set_targets(s: Scenario) -> list[str]:
+    return [t for t in ("max_tpot", "max_ttft", "users", "context_tokens", "max_usd_per_hour", "max_purchase_usd", "max_gpus") if s.value(t) is not None]
+
+
+def wants_batch_variants(problem: Problem) -> bool:
+    """Smaller batches (more replicas) can win only when they are cheap: the objective
+    is TPOT itself, or owned GPUs make extra replicas free."""
+    return problem.objective == "min_tpot" or any(n > 0 for n in problem.spec.inventory.values())
+
+
+def solve_scenario(problem: Problem, s: Scenario, *, shapes=None) -> Solution:
+    cands = candidates(problem, s.workload, s.targets, batch_variants=wants_batch_variants(problem), shapes=shapes)
+    return optimise(cands, s.limits(), problem.objective, problem.spec.solver.time_limit_s, problem.spec.prefer)
+
+
+def objective_value(problem: Problem, c: Candidate) -> float:
+    return {
+        "min_cost": c.cost_usd_per_hour,
+        "min_gpus": float(c.gpus),
+        "min_purchase": c.purchase_usd,
+        "min_tpot": c.tpot_s,
+        "min_tco": c.tco_usd_per_hour,
+    }[problem.objective]
+
+
+def plan_label(c: Candidate) -> str:
+    return f"{c.replicas} × {c.shape.label} ({c.gpus} GPU{'s' if c.gpus != 1 else ''}, batch {c.batch})"
+
+
+def with_default_gpu_cap(problem: Problem) -> Problem:
+    """The problem with search.max_gpus at its default, as though the spec said it."""
+    search = problem.spec.search.model_copy(update={"max_gpus": DEFAULT_MAX_GPUS})
+    return dataclasses.replace(problem, spec=problem.spec.model_copy(update={"search": search}))
+
+
+def diagnosis_candidates(problem: Problem, s: Scenario, shapes=None) -> list[Candidate]:
+    """Every shape at several batches, with and without the users and context targets
+    (1 user; a 1-token context), so each target can be switched off by assumption."""
+    w = s.workload
+    kw = {"batch_variants": True, "ignore_tpot_cap": True, "shapes": shapes}
+    out = candidates(problem, w, s.targets, **kw)
+    one_user = dataclasses.replace(w, users=1)
+    tiny = dataclasses.replace(w, context_tokens=w.prompt_tokens + 1, output_tokens=1, kv_fill=1.0 / (w.prompt_tokens + 1))
+    out += candidates(problem, one_user, s.targets, relaxed=frozenset({"users"}), **kw)
+    out += candidates(problem, tiny, s.targets, relaxed=frozenset({"context_tokens"}), **kw)
+    out += candidates(problem, dataclasses.replace(tiny, users=1), s.targets, relaxed=frozenset({"users", "context_tokens"}), **kw)
+    return out
