@@ -64,7 +64,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from solver.optimise.candidates import candidates
-    from solver.catalog.load import default_catalog
+    from solver.catalog import default_catalog
     from solver.optimise.model import optimise
     from solver.optimise.enumerate import exhaustive
     from solver.optimise.shapes import build_problem
@@ -137,7 +137,7 @@ TEN = [
 
 
 def bench_pareto_and_fleet(runs: int) -> None:
-    from solver.catalog.load import default_catalog
+    from solver.catalog import default_catalog
     from solver.optimise.fleet import build_classes, solve_fleet
     from solver.spec.fleet_spec import FleetSpec
     from solver.optimise.pareto import frontiers

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from validation_points import KINDS, ROOT, SAME_AS, _cond, batch_of, deployment_for, tokens, kind_of, load_points, measured, out_of_reach, predict  # noqa: E402
 
 from solver.optimise.calibrate import decode_xy, fit_decode, fit_prefill, prefill_xy  # noqa: E402
-from solver.catalog.load import default_catalog  # noqa: E402
+from solver.catalog import default_catalog  # noqa: E402
 from solver.errors import InputError  # noqa: E402
 from solver.physics.evaluate import evaluate  # noqa: E402
 

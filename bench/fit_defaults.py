@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from validation_points import ROOT, _num, _saturated_batch, batch_of, deployment_for, in_flight, kind_of, load_points, measured, out_of_reach, served_ttft, source_key, tokens  # noqa: E402
 
-from solver.catalog.load import default_catalog  # noqa: E402
+from solver.catalog import default_catalog  # noqa: E402
 from solver.errors import InputError  # noqa: E402
 from solver.physics.evaluate import evaluate  # noqa: E402
 from solver.physics.memory import sixteen_bit_bytes, group_weights_bytes  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from solver.catalog.load import default_catalog
+from solver.catalog import default_catalog
 from solver.spec.resolve import resolve
 from solver.spec.evaluate_input import parse_input
 

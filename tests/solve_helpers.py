@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from solver.catalog.load import default_catalog
+from solver.catalog import default_catalog
 from solver.optimise.shapes import build_problem
 from solver.spec.solve_spec import parse_spec
 

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from solver.optimise.calibrate import fit, read_csv
-from solver.catalog.load import default_catalog
+from solver.catalog import default_catalog
 from solver.cli.main import main
 from solver.errors import InputError
 from tests.conftest import build

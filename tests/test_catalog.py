@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from solver.catalog.load import load_catalog
+from solver.catalog import load_catalog
 from solver.errors import InputError
 from solver.units import GiB
 
@@ -110,7 +110,7 @@ def test_unknown_names_get_a_did_you_mean(catalog):
 
 
 def test_a_catalog_with_a_sparse_field_or_missing_source_is_refused(tmp_path, catalog):
-    from solver.catalog.load import catalog_dir
+    from solver.catalog import catalog_dir
 
     for f in catalog_dir().glob("*.yaml"):
         (tmp_path / f.name).write_text(f.read_text())

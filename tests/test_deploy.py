@@ -161,7 +161,7 @@ def test_a_published_awq_checkpoint_needs_no_quantization_flag():
 def test_catalog_refuses_a_published_checkpoint_in_an_unknown_format(tmp_path):
     import shutil
 
-    from solver.catalog.load import catalog_dir, load_catalog
+    from solver.catalog import catalog_dir, load_catalog
 
     for f in catalog_dir().glob("*.yaml"):
         shutil.copy(f, tmp_path / f.name)

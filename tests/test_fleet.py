@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solver.catalog.load import default_catalog
+from solver.catalog import default_catalog
 from solver.optimise.fleet import build_classes, solve_fleet, sweep
 from solver.spec.fleet_spec import FleetSpec
 

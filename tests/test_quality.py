@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from solver.catalog.load import default_catalog
+from solver.catalog import default_catalog
 from solver.errors import InputError
 from solver.explain.solve import solve
 from solver.report.solve_report import render, to_output

@@ -8,7 +8,8 @@ import copy
 import dataclasses
 from pathlib import Path
 
-from solver.catalog.load import Catalog, FactorOverrides
+from solver.catalog.factors import FactorOverrides
+from solver.catalog.load import Catalog
 from solver.errors import InputError
 
 

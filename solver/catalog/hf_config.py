@@ -12,7 +12,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from solver.catalog.load import Model
+from solver.catalog.models import Model
 from solver.errors import InputError
 
 

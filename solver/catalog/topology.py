@@ -14,7 +14,7 @@ from dataclasses import astuple, dataclass
 from functools import lru_cache
 
 from solver.catalog import cache
-from solver.catalog.load import Platform
+from solver.catalog.devices import Platform
 
 
 @dataclass(frozen=True)

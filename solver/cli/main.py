@@ -78,7 +78,7 @@ def _add_evaluate(sub) -> None:
 
 def _catalog(args):
     from solver.catalog.calibration import with_calibration
-    from solver.catalog.load import default_catalog
+    from solver.catalog import default_catalog
 
     return with_calibration(default_catalog(), getattr(args, "calibration", None))
 
@@ -477,7 +477,7 @@ Example:
 
 def _cmd_calibrate(args) -> int:
     from solver.optimise.calibrate import fit, read_csv, read_vllm_bench, write_calibration
-    from solver.catalog.load import default_catalog
+    from solver.catalog import default_catalog
 
     ms = []
     for f in args.measurements:
@@ -520,7 +520,7 @@ def _add_list(sub) -> None:
 
 
 def _cmd_list(args) -> int:
-    from solver.catalog.load import default_catalog
+    from solver.catalog import default_catalog
     from solver.units import GB, GiB
 
     cat = default_catalog()

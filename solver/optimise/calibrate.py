@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from solver.catalog.load import Catalog, Factors, FactorOverrides
+from solver.catalog import Catalog, Factors, FactorOverrides
 from solver.errors import InputError
 from solver.spec.resolve import resolve
 from solver.spec.evaluate_input import parse_input

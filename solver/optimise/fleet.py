@@ -29,7 +29,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from solver.optimise.candidates import candidates
-from solver.catalog.load import Catalog
+from solver.catalog import Catalog
 from solver.errors import InputError
 from solver.physics.costs import gpu_hour_costs
 from solver.optimise.shapes import Problem, build_problem
@@ -368,7 +368,7 @@ def routes(classes: list[ServiceClass], res: FleetResult) -> dict[str, list[Rout
 
 def _resolve_counts(counts: dict[str, int]) -> dict[str, int]:
     """Owned or quota counts keyed by catalog name (the spec may use aliases)."""
-    from solver.catalog.load import default_catalog
+    from solver.catalog import default_catalog
 
     return {default_catalog().device(name).name: n for name, n in counts.items()}
 

@@ -13,7 +13,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from solver.catalog.load import Catalog, Device, Ownership, Price, Pricing
+from solver.catalog import Catalog, Device, Ownership, Price, Pricing
 from solver.physics.costs import GpuHourCosts, gpu_hour_costs
 from solver.physics.deployment import Deployment, Workload
 from solver.errors import InputError

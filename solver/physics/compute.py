@@ -3,7 +3,7 @@ the precision its matmuls run in."""
 
 from __future__ import annotations
 
-from solver.catalog.load import Device, Precision
+from solver.catalog import Device, Precision
 
 
 def compute_dtype(device: Device, precision: Precision) -> str | None:

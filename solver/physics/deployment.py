@@ -7,7 +7,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from solver.catalog.load import Device, Engine, Factors, Model, Platform, Precision
+from solver.catalog import Device, Engine, Factors, Model, Platform, Precision
 
 
 @dataclass(frozen=True)

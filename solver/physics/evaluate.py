@@ -11,7 +11,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from solver.catalog.load import Precision
+from solver.catalog import Precision
 from solver.physics.deployment import Targets, Deployment, Workload
 from solver.physics import validity
 from solver.physics.decode import DecodeEstimate, estimate_decode, max_batch_for_tpot

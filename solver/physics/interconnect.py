@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.catalog.load import TP_SIZES_WITH_CUSTOM_ALLREDUCE
+from solver.catalog import TP_SIZES_WITH_CUSTOM_ALLREDUCE
 from solver.physics.deployment import Deployment
 from solver.catalog.topology import Ring, tp_ring
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.catalog.load import Model, Precision
+from solver.catalog import Model, Precision
 from solver.bisect import largest_true
 from solver.physics.deployment import Deployment, Workload
 

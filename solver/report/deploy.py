@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from solver.catalog.load import Model, PublishedCheckpoint, catalog_dir
+from solver.catalog import Model, PublishedCheckpoint, catalog_dir
 from solver.errors import InputError
 from solver.explain.records import SolveResult
 from solver.catalog.yaml_lines import load_yaml_file

@@ -8,7 +8,7 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from solver.catalog.load import TIERS
+from solver.catalog import TIERS
 from solver.physics.costs import plan_tco, token_costs
 from solver.optimise.model import LABELS
 from solver.explain.exclusions import by_device, exclusions

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from solver.catalog.load import ComputeDtype
+from solver.catalog import ComputeDtype
 from solver.units import parse_quantity
 
 MAX_USERS = 10_000_000

@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 
 from solver.catalog.calibration import pessimistic
-from solver.catalog.load import Catalog, FactorOverrides
+from solver.catalog import Catalog, FactorOverrides
 from solver.errors import InputError
 from solver.physics.deployment import Deployment, Targets, Workload
 from solver.spec.evaluate_input import EvaluateInput

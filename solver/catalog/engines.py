@@ -1,0 +1,90 @@
+"""Serving engines: how each sizes its KV cache and batches, and the defaults of its knobs."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Literal
+
+from solver.catalog.devices import Device
+from solver.catalog.factors import FactorOverrides
+from solver.catalog.types import (
+    FORBID,
+    Count,
+    Fraction,
+    Name,
+    NonNegInt,
+    PositiveInt,
+    check_name,
+)
+
+# --------------------------------------------------------------------------- engines
+
+
+@dataclass(frozen=True)
+class Engine:
+    """How a serving engine sizes its KV cache (see catalogs/engines.yaml)."""
+
+    __pydantic_config__ = FORBID
+    name: Name
+    display_name: str
+    rule: Literal["fraction_of_total", "static_fraction", "fraction_of_free", "contiguous"]
+    fraction: Fraction
+    fraction_flag: str | None
+    block_size_tokens: Count
+    max_num_batched_tokens: Count
+    max_num_seqs: Count
+    source: str
+    as_of: dt.date
+    aliases: tuple[str, ...] = ()
+    efficiency: dict[str, FactorOverrides] = field(default_factory=dict)
+    """Shares of peak this engine reaches on each memory kind, fitted on the
+    validation set's fit points (catalogs/fitted.yaml, bench/fit_defaults.py)."""
+    max_model_len: Count | None = None
+    """Longest sequence the engine admits; None: the workload's context."""
+    enable_chunked_prefill: bool = True
+    """Prompts split into chunks of max_num_batched_tokens. Off, a prompt is one pass
+    and the memory profile runs max(max_model_len, max_num_batched_tokens) tokens."""
+    enforce_eager: bool = False
+    """No CUDA graphs: every layer's kernels are launched from Python each step."""
+    large_gpu: LargeGpuDefaults | None = None
+    """Bigger default batch knobs on large-memory GPUs (vLLM)."""
+    profiles_activation: bool = False
+    """The KV budget leaves room for the activation peak of a profiled forward pass
+    over max_num_batched_tokens tokens and max_num_seqs sampled rows (vLLM)."""
+    sampler_bytes_per_logit: NonNegInt = 0
+    """Bytes per vocabulary entry per sequence the sampler holds at its peak."""
+    overlaps_memory_and_compute: bool = True
+    """Its kernels stream weights while they compute, so a matmul takes the larger of
+    its read and its FLOPs; without (llama.cpp's dequantising kernels), the sum."""
+    accumulates_fp16: bool = False
+    """FP16 matmuls accumulate in FP16 (llama.cpp's cuBLAS path), at the device's
+    fp16_accumulate_flops_per_s where it has one."""
+    split_mode: Literal["layer", "row"] | None = None
+    """llama.cpp over several GPUs: whole layers per GPU, run one after another
+    (layer, the default) or each matrix split by rows (row)."""
+
+    def __post_init__(self) -> None:
+        check_name("engine", self.name)
+
+    def efficiency_on(self, device: Device) -> FactorOverrides | None:
+        """What this engine reaches on the device: fitted for its vendor and memory kind
+        ("amd.hbm"), else for the memory kind ("hbm")."""
+        kind = device.memory_kind
+        return self.efficiency.get(f"{device.vendor.lower()}.{kind}") or self.efficiency.get(kind)
+
+    def batch_knobs(self, device_memory_bytes: float, device_name: str) -> tuple[int, int]:
+        """(max_num_batched_tokens, max_num_seqs) as the engine defaults them on this GPU."""
+        big = self.large_gpu
+        if big and device_memory_bytes >= big.min_memory_bytes and not any(x in device_name for x in big.except_names):
+            return big.max_num_batched_tokens, big.max_num_seqs
+        return self.max_num_batched_tokens, self.max_num_seqs
+
+
+@dataclass(frozen=True)
+class LargeGpuDefaults:
+    __pydantic_config__ = FORBID
+    min_memory_bytes: PositiveInt
+    max_num_batched_tokens: Count
+    max_num_seqs: Count
+    except_names: tuple[str, ...] = ()

@@ -1,0 +1,169 @@
+"""Model architectures, from each model's config.json, with their published checkpoints."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Literal
+
+from solver.catalog.types import (
+    FORBID,
+    AttentionKind,
+    Count,
+    Name,
+    NonNegInt,
+    PositiveInt,
+    check_name,
+)
+
+# --------------------------------------------------------------------------- models
+
+TensorGroup = Literal["embeddings", "lm_head", "attention", "mlp", "experts"]
+
+
+@dataclass(frozen=True)
+class CheckpointLayout:
+    """Which tensors of a published quantised checkpoint stay in 16-bit (Meta's
+    Llama-3.1-405B FP8 keeps attention and its first and last blocks in BF16;
+    gpt-oss quantises only the experts to MXFP4)."""
+
+    __pydantic_config__ = FORBID
+    format: str
+    """The weight format (precision name) this layout applies to."""
+    source: str
+    sixteen_bit: tuple[TensorGroup, ...] = ()
+    sixteen_bit_layers: NonNegInt = 0
+    """Whole transformer blocks kept in 16-bit (the first and last ones)."""
+
+
+@dataclass(frozen=True)
+class PublishedCheckpoint:
+    """A repository a publisher put on Hugging Face, so that `deploy` serves the
+    checkpoint whose weights are already in the plan's format (no runtime
+    quantisation) and an instruct one unless told otherwise."""
+
+    __pydantic_config__ = FORBID
+    hf_id: str
+    format: str
+    """The weight format (precision name) its weights are stored in."""
+    variant: Literal["instruct", "base"]
+    """instruct: post-trained for chat (Instruct, -it, R1, gpt-oss); base: pretrained only."""
+    source: str
+    as_of: dt.date
+    container: Literal["safetensors", "gguf"] = "safetensors"
+    """gguf: a llama.cpp file (llama-server `-hf <hf_id>:<FORMAT>` picks it)."""
+
+
+@dataclass(frozen=True)
+class Model:
+    __pydantic_config__ = FORBID
+    name: Name
+    display_name: str
+    num_layers: Count
+    hidden_size: Count
+    num_attention_heads: Count
+    num_kv_heads: Count
+    head_dim: Count
+    intermediate_size: Count
+    vocab_size: Count
+    total_params: PositiveInt
+    active_params: PositiveInt
+    """Parameters used per token (= total for dense models)."""
+    attention: AttentionKind
+    max_context_tokens: Count
+    source: str
+    as_of: dt.date
+    hf_id: str | None = None
+    aliases: tuple[str, ...] = ()
+    v_head_dim: Count | None = None
+    """When V heads differ from Q/K heads (MLA)."""
+    moe_intermediate_size: Count | None = None
+    tie_word_embeddings: bool = False
+    num_experts: NonNegInt = 0
+    """Routed experts per MoE layer (0 = dense)."""
+    experts_per_token: NonNegInt = 0
+    shared_experts: NonNegInt = 0
+    dense_layers: NonNegInt = 0
+    """Leading layers of an MoE model with a dense MLP (config.json first_k_dense_replace)."""
+    kv_lora_rank: Count | None = None
+    """MLA: compressed KV latent width."""
+    qk_rope_head_dim: Count | None = None
+    """MLA: decoupled RoPE key width."""
+    sliding_window: Count | None = None
+    sliding_layers: NonNegInt = 0
+    """How many layers attend only within the window."""
+    checkpoints: tuple[CheckpointLayout, ...] = ()
+    """Published checkpoints whose tensors are not all in one format."""
+    published: tuple[PublishedCheckpoint, ...] = ()
+    """The checkpoints on Hugging Face, per format and variant (catalogs/models.yaml)."""
+
+    def __post_init__(self) -> None:
+        check_name("model", self.name)
+        h, kv = self.num_attention_heads, self.num_kv_heads
+        if self.attention == "mha" and kv != h:
+            raise ValueError(f"attention 'mha' needs num_kv_heads == num_attention_heads ({kv} != {h})")
+        if self.attention == "mqa" and kv != 1:
+            raise ValueError("attention 'mqa' needs num_kv_heads 1")
+        if self.attention == "gqa" and not (1 < kv < h and h % kv == 0):
+            raise ValueError(f"attention 'gqa' needs 1 < num_kv_heads < heads, dividing them ({kv}, {h})")
+        if self.attention == "mla" and (self.kv_lora_rank is None or self.qk_rope_head_dim is None):
+            raise ValueError("attention 'mla' needs kv_lora_rank and qk_rope_head_dim")
+        if self.active_params > self.total_params:
+            raise ValueError("active_params exceeds total_params")
+        if self.num_experts:
+            if not 0 < self.experts_per_token <= self.num_experts:
+                raise ValueError("experts_per_token must be in 1..num_experts")
+            if self.active_params >= self.total_params:
+                raise ValueError("an MoE model has fewer active than total parameters")
+        elif self.active_params != self.total_params:
+            raise ValueError("a dense model (num_experts 0) has active_params == total_params")
+        if self.sliding_layers > self.num_layers:
+            raise ValueError("sliding_layers exceeds num_layers")
+        if self.sliding_layers and self.sliding_window is None:
+            raise ValueError("sliding_layers needs sliding_window")
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers that route to experts (all but the leading dense ones)."""
+        return self.num_layers - self.dense_layers if self.is_moe else 0
+
+    @property
+    def embedding_params(self) -> int:
+        """Input embedding plus LM head (one matrix when tied)."""
+        return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
+
+    def checkpoint(self, weights_format: str) -> CheckpointLayout | None:
+        return next((c for c in self.checkpoints if c.format == weights_format), None)
+
+    @property
+    def attention_params(self) -> int:
+        """Q, K, V and O projections of every layer (MLA: not derivable from these
+        fields, so 0 and counted with the MLP)."""
+        if self.attention == "mla":
+            return 0
+        q = self.num_attention_heads * self.head_dim
+        kv = 2 * self.num_kv_heads * self.head_dim
+        return self.num_layers * self.hidden_size * (2 * q + kv)
+
+    def param_groups(self) -> dict[str, int]:
+        """Parameters per tensor group: input embeddings, LM head, attention, routed
+        experts, and the rest of the blocks (dense MLP, shared experts, router, norms)."""
+        emb = self.vocab_size * self.hidden_size
+        head = 0 if self.tie_word_embeddings else emb
+        experts = self.routed_expert_params
+        attention = self.attention_params
+        mlp = max(0, self.total_params - emb - head - experts - attention)
+        return {"embeddings": emb, "lm_head": head, "attention": attention, "mlp": mlp, "experts": experts}
+
+    @property
+    def routed_expert_params(self) -> int:
+        """All routed-expert parameters, from total = rest + routed and
+        active = rest + routed · k/E (so no per-layer bookkeeping is needed)."""
+        if not self.is_moe:
+            return 0
+        frac = self.experts_per_token / self.num_experts
+        return round((self.total_params - self.active_params) / (1 - frac))

@@ -1,0 +1,76 @@
+"""Number formats for weights and the KV cache, with their real storage cost and quality."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from annotated_types import Ge, Gt, Le, MinLen
+
+from solver.catalog.types import (
+    FORBID,
+    ComputeDtype,
+    Count,
+    Name,
+    NonNegInt,
+    check_name,
+)
+
+# --------------------------------------------------------------------------- precisions
+
+
+@dataclass(frozen=True)
+class Precision:
+    """A number format for weights and/or the KV cache, with its real storage cost."""
+
+    __pydantic_config__ = FORBID
+    name: Name
+    display_name: str
+    bits: Annotated[float, Gt(0), Le(32)]
+    """Bits per stored value, before scales."""
+    compute: ComputeDtype
+    """Tensor-core precision its matmuls run in when the device has it."""
+    use: Annotated[tuple[Literal["weights", "kv"], ...], MinLen(1)]
+    source: str
+    as_of: dt.date
+    aliases: tuple[str, ...] = ()
+    group_size: Count | None = None
+    """Values sharing one scale (block formats)."""
+    scale_bytes_per_group: Annotated[float, Ge(0)] = 0
+    zero_bytes_per_group: Annotated[float, Ge(0)] = 0
+    keeps_embeddings_16bit: bool = False
+    """Embedding and LM head stay in 16-bit (AWQ/GPTQ/FP8 checkpoints)."""
+    fallback_compute: ComputeDtype | None = None
+    """Precision used (weight-only kernels) on a device without `compute`."""
+    bandwidth_share: Annotated[float, Gt(0), Le(1.5)] = 1.0
+    """Share of a 16-bit GEMV's achieved bandwidth that this format's decode kernels
+    reach (dequantisation costs); fitted, catalogs/fitted.yaml."""
+    compute_share: Annotated[float, Gt(0), Le(1.5)] = 1.0
+    """Share of the 16-bit GEMMs' utilisation this format's prefill GEMMs reach of
+    their own peak (FP8 at twice the peak reaches a smaller share); fitted."""
+    effective_bits_per_value: Annotated[float, Gt(0), Le(32)] | None = None
+    """Bits per weight averaged over a whole model file, for formats that mix block
+    types across tensors (GGUF Q4_K_M / Q5_K_M); when set, it is the storage cost and
+    `bits`/`group_size`/scales describe only the base block."""
+    quality_rank: NonNegInt = 0
+    """Weights: higher is closer to the 16-bit model (see quality_source); orders
+    formats at equal cost and sets search.min_weights_quality."""
+    quality_source: str = ""
+
+    def __post_init__(self) -> None:
+        check_name("precision", self.name)
+        if self.effective_bits_per_value is not None and self.effective_bits_per_value < self.bits:
+            raise ValueError(
+                f"precision '{self.name}': effective_bits_per_value {self.effective_bits_per_value} "
+                f"is below its stored bits {self.bits}"
+            )
+
+    @property
+    def bytes_per_value(self) -> float:
+        if self.effective_bits_per_value is not None:
+            return self.effective_bits_per_value / 8
+        per_group = 0.0
+        if self.group_size:
+            per_group = (self.scale_bytes_per_group + self.zero_bytes_per_group) / self.group_size
+        return self.bits / 8 + per_group
