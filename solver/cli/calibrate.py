@@ -1,0 +1,69 @@
+"""`plan-opt calibrate`: fit a device's factors from measurements."""
+
+from __future__ import annotations
+
+import argparse
+
+from solver.errors import EXIT_OK, InputError
+
+
+def add(sub) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="fit efficiency factors to your own measurements",
+        description="Fit each device's bandwidth efficiency, per-step decode overhead and compute efficiency to "
+        "measured TPOT and TTFT (least squares on the physics, which is linear in them), print the error before and "
+        "after, and write a calibration file that evaluate, solve, pareto, fleet and deploy accept (--calibration).",
+        epilog="""The CSV: one row per measurement, columns
+  model, gpu, tp, weights, kv_cache, batch, prompt_tokens, output_tokens   (required)
+  tpot_ms, ttft_ms                                                        (at least one)
+  count, pp, engine                                                       (optional)
+Or the JSON of `vllm bench serve --save-result` with --model --gpu --tp --weights --kv-cache.
+
+Example:
+  plan-opt calibrate my-runs.csv -o calibration.yaml
+  plan-opt solve spec.yaml --calibration calibration.yaml
+""",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("measurements", nargs="+", help="CSV file(s), or vllm bench JSON file(s)")
+    p.add_argument("-o", "--output", default="calibration.yaml", help="calibration file to write (default calibration.yaml)")
+    for flag in ("--model", "--gpu", "--weights", "--kv-cache"):
+        p.add_argument(flag, help="for vllm bench JSON inputs")
+    p.add_argument("--tp", type=int, default=1, help="for vllm bench JSON inputs")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from solver.catalog import default_catalog
+    from solver.optimise.calibrate import (
+        fit,
+        read_csv,
+        read_vllm_bench,
+        write_calibration,
+    )
+
+    ms = []
+    for f in args.measurements:
+        if f.endswith(".json"):
+            if not (args.model and args.gpu):
+                raise InputError("--model/--gpu", None, f"{f} is a vllm bench JSON: say which model and GPU it measured")
+            ms += read_vllm_bench(f, model=args.model, gpu=args.gpu, tp=args.tp, weights=args.weights or "bf16", kv_cache=args.kv_cache or "bf16")
+        else:
+            ms += read_csv(f)
+    fits = fit(ms, default_catalog())
+    for f in fits:
+        print(f"{f.gpu} ({f.engine}): {f.tpot_points} TPOT and {f.ttft_points} TTFT points")
+        for k, v in f.factors.items():
+            print(f"  {k:<22} {v:.4g}")
+        for metric in ("tpot", "ttft"):
+            b, a = f.before.get(metric), f.after.get(metric)
+            if b:
+                print(f"  {metric.upper()} error: median {b['median_ape']:.1%} → {a['median_ape']:.1%}, worst {b['max_ape']:.1%} → {a['max_ape']:.1%}")
+        for r in f.refused:
+            print(f"  not fitted: {r}")
+    if not any(f.factors for f in fits):
+        raise InputError("measurements", ", ".join(args.measurements), "too few usable points to fit anything (see above)")
+    write_calibration(fits, args.output, ", ".join(args.measurements))
+    print(f"wrote {args.output}")
+    return EXIT_OK

@@ -1,0 +1,93 @@
+"""`plan-opt deploy`: the launch commands or Kubernetes manifests of the plan."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from solver.cli.common import catalog_for
+from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK
+
+
+def add(sub) -> None:
+    p = sub.add_parser(
+        "deploy",
+        help="solve a spec and print the commands (or Kubernetes manifests) that serve the plan",
+        description="Solve the spec, then turn the plan into what runs it: the published checkpoint in the plan's "
+        "weight format, the engine command one replica runs (vLLM's `vllm serve`, SGLang's launch_server or "
+        "llama.cpp's llama-server) on every node it spans, with the cluster setup a multi-node replica needs, and "
+        "the number of replicas; or, with --emit k8s, Kubernetes manifests. Flags are checked against "
+        "catalogs/engine_flags.yaml; a plan the engine cannot run (a KV or weight format it lacks) is refused.",
+        epilog="Examples:\n  plan-opt deploy specs/chat-llama70b.yaml --engine sglang\n"
+        "  plan-opt deploy specs/pipeline-405b.yaml --emit k8s > 405b.yaml\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("spec", help="YAML spec file (as for solve)")
+    p.add_argument("--engine", choices=["vllm", "sglang", "llama.cpp"],
+                   help="command to emit (default: the spec's engine when deploy has its template, else vllm)")
+    p.add_argument("--variant", choices=["instruct", "base"], default="instruct",
+                   help="which published checkpoint to serve: post-trained for chat (default) or the base model")
+    p.add_argument("--emit", choices=["commands", "k8s"], default="commands",
+                   help="shell commands per node (default) or Kubernetes manifests (Deployment / LeaderWorkerSet)")
+    p.add_argument("--image", help="container image for --emit k8s (default: the engine's image for the GPU vendor)")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--calibration", metavar="FILE", help="factors fitted by `plan-opt calibrate` (applied to their devices)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from solver.explain.solve import solve
+    from solver.optimise.shapes import build_problem
+    from solver.report.deploy import ENGINES, check_flags, emit
+    from solver.spec.solve_spec import load_spec
+
+    spec, _ = load_spec(args.spec)
+    engine = args.engine or (spec.engine.name if spec.engine.name in ENGINES else "vllm")
+    result = solve(build_problem(spec, catalog_for(args), Path(args.spec).parent), explain=False)
+    if not result.feasible:
+        print("plan-opt: no plan meets the spec; run `plan-opt solve` for the reason", file=sys.stderr)
+        return EXIT_DOES_NOT_FIT
+    dep = emit(result, engine, args.variant)
+    if engine != spec.engine.name:
+        dep.notes.append(f"the plan was sized with {spec.engine.name}'s memory rule; set `engine: {engine}` in the spec to size it for {engine}")
+    bad = check_flags(dep)
+    if bad:  # a bug in the template, not the user's input
+        raise RuntimeError("emitted flags not in the engine's list: " + "; ".join(bad))
+    c = result.solution.candidate
+    if args.emit == "k8s":
+        from solver.physics.memory import deployment_weights_bytes
+        from solver.report.deploy_k8s import manifests, to_yaml
+
+        docs = manifests(dep, name=f"{c.shape.deployment.model.name}-{engine}", image=args.image,
+                         weights_bytes=deployment_weights_bytes(c.shape.deployment))
+        if args.format == "json":
+            print(json.dumps(docs, indent=2))
+        else:
+            print("# " + f"plan-opt deploy: {dep.replicas} replica(s) × {dep.nodes_per_replica} node(s) × "
+                  f"{dep.gpus_per_node} × {c.shape.device.display_name} — {dep.engine}, {dep.model_id}")
+            for n in dep.notes:
+                print(f"# {n}")
+            sys.stdout.write(to_yaml(docs))
+        return EXIT_OK
+    if args.format == "json":
+        ck = dep.checkpoint
+        print(json.dumps({"engine": dep.engine, "command": dep.argv, "replicas": dep.replicas,
+                          "gpus_per_replica": dep.gpus_per_replica, "nodes_per_replica": dep.nodes_per_replica,
+                          "gpus_per_node": dep.gpus_per_node, "model": dep.model_id,
+                          "checkpoint": None if ck is None else {"hf_id": ck.hf_id, "format": ck.format, "variant": ck.variant,
+                                                                  "container": ck.container, "source": ck.source},
+                          "launch": [{"node": s.node, "command": s.argv} for s in dep.steps],
+                          "notes": dep.notes}, indent=2))
+    else:
+        print(f"# {dep.replicas} replica(s) × {dep.gpus_per_replica} × {c.shape.device.display_name} — {dep.engine}"
+              + (f", {dep.nodes_per_replica} nodes of {dep.gpus_per_node} per replica" if dep.nodes_per_replica > 1 else ""))
+        if dep.nodes_per_replica > 1:
+            for s in dep.steps:
+                print(f"[{s.node}] {s.command}")
+        else:
+            print(dep.command)
+        for n in dep.notes:
+            print(f"# {n}")
+    return EXIT_OK

@@ -1,0 +1,76 @@
+"""`plan-opt list`: the catalog, and the price book."""
+
+from __future__ import annotations
+
+from solver.errors import EXIT_OK, InputError
+
+
+def add(sub) -> None:
+    p = sub.add_parser("list", help="list the catalog: devices, models, platforms, precisions, engines or prices",
+                       description="List the catalog. `list prices` prints the price book (catalogs/prices.yaml): every "
+                       "dated offer, and what each GPU costs on the default basis or the one the flags choose.")
+    p.add_argument("what", choices=["devices", "models", "platforms", "precisions", "engines", "prices"])
+    p.add_argument("--gpu", action="append", default=None, help="prices: only these GPUs (repeatable)")
+    p.add_argument("--provider", action="append", default=None,
+                   help="prices: providers, or kinds (hyperscaler, gpu_cloud, marketplace, managed), or all (repeatable)")
+    p.add_argument("--tier", default=None, choices=["on_demand", "spot", "reserved_1y", "reserved_3y", "flex_start"],
+                   help="prices: the tier (default on_demand)")
+    p.add_argument("--statistic", default=None, choices=["median_low", "cheapest"], help="prices: of the providers' offers")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from solver.catalog import default_catalog
+    from solver.units import GB, GiB
+
+    cat = default_catalog()
+    if args.what != "prices" and (args.gpu or args.provider or args.tier or args.statistic):
+        raise InputError("list", args.what, "--gpu, --provider, --tier and --statistic apply to `list prices` only")
+    if args.what == "prices":
+        return _list_prices(cat, args)
+    if args.what == "devices":
+        print(f"{'name':<18} {'memory':>22} {'bandwidth':>11} {'fp16 dense':>12}  {'$/GPU-h':>8}  display name")
+        for d in cat.devices:
+            fp16 = d.dense_flops_per_s.get("fp16") or d.dense_flops_per_s.get("bf16")
+            price = f"{d.price.usd_per_gpu_hour:.2f}" if d.price else "—"
+            mem = f"{d.memory_bytes / GB:.1f} GB/{d.memory_bytes / GiB:.1f} GiB"
+            fp16s = f"{fp16 / 1e12:,.0f} TFLOP/s" if fp16 else "—"
+            print(f"{d.name:<18} {mem:>22} {d.memory_bandwidth_bytes_per_s / 1e9:>6,.0f} GB/s {fp16s:>12}  {price:>8}  {d.display_name}")
+    elif args.what == "models":
+        print(f"{'name':<18} {'params':>9} {'active':>8} {'layers':>6} {'attn':>4}  hf id")
+        for m in cat.models:
+            print(
+                f"{m.name:<18} {m.total_params / 1e9:>8.1f}B {m.active_params / 1e9:>7.1f}B {m.num_layers:>6} {m.attention:>4}  {m.hf_id or ''}"
+            )
+    elif args.what == "platforms":
+        for p in cat.platforms:
+            print(f"{p.name:<24} {p.layout:<7} {p.gpus_per_node:>3} GPUs/node × {p.max_nodes:<3} {p.display_name}")
+    elif args.what == "engines":
+        for e in cat.engines:
+            flag = f"{e.fraction_flag} {e.fraction:g}" if e.fraction_flag else "—"
+            print(f"{e.name:<10} {e.rule:<18} {flag:<40} block {e.block_size_tokens:>2}  {e.display_name}")
+    else:
+        for p in cat.precisions:
+            print(f"{p.name:<10} {p.bytes_per_value:>8.5f} B/value  {'+'.join(p.use):<10} {p.display_name}")
+    return EXIT_OK
+
+
+def _list_prices(cat, args) -> int:
+    pricing = cat.pricing(args.provider, args.tier, args.statistic, where="--provider")
+    gpus = [cat.device(g).name for g in args.gpu] if args.gpu else [d.name for d in cat.devices]
+    allowed = set(cat.providers_of(pricing))
+    print(f"price book {cat.prices.as_of}: {len(cat.prices.offers)} offers; basis: {pricing.label()}")
+    print(f"{'gpu':<16} {'$/GPU-h':>8}  priced at")
+    for g in gpus:
+        price = cat.price(g, pricing)
+        print(f"{g:<16} {price.usd_per_gpu_hour:>8.2f}  {price.provider}, {price.offer} ({price.as_of}); "
+              f"{price.basis.split(': ', 1)[1]}" if price else f"{g:<16} {'—':>8}  no {pricing.tier} offer from {', '.join(pricing.providers)}")
+    print()
+    print(f"{'provider':<17} {'gpu':<15} {'tier':<11} {'$/GPU-h':>8}  {'as of':<10}  {'source kind':<12} instance / region")
+    for o in sorted(cat.prices.offers, key=lambda o: (o.gpu, o.tier, o.usd_per_gpu_hour)):
+        if o.gpu not in gpus or o.provider not in allowed or o.tier != pricing.tier:
+            continue
+        where = ", ".join(x for x in (o.instance, o.region) if x)
+        flag = "  SUSPECT, unused" if o.suspect else ""
+        print(f"{o.provider:<17} {o.gpu:<15} {o.tier:<11} {o.usd_per_gpu_hour:>8.2f}  {o.as_of}  {o.source_kind.split(' ')[0]:<12} {where}{flag}")
+    return EXIT_OK

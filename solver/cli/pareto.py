@@ -1,0 +1,71 @@
+"""`plan-opt pareto`: cost against TPOT, TTFT and users."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from solver.cli.common import catalog_for
+from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK, InputError
+
+
+def add(sub) -> None:
+    p = sub.add_parser(
+        "pareto",
+        help="every Pareto-optimal plan trading cost against TPOT, TTFT and users served",
+        description="Epsilon-constraint on the CP-SAT model: the cheapest plan, then the cheapest that is strictly "
+        "faster, and so on, for cost against TPOT and against TTFT (the traded target lifted, the others held), "
+        "and cost against users served. Prints the frontiers and, with --plot, draws them.",
+        epilog="Example:\n  plan-opt pareto specs/chat-llama70b.yaml --plot pareto.png\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("spec", help="YAML spec file (as for solve)")
+    p.add_argument("--axes", default="tpot,ttft,users", help="which frontiers, comma-separated: tpot, ttft, users (default all)")
+    p.add_argument("--format", choices=["text", "json", "markdown"], default="text", help="report format (default text)")
+    p.add_argument("--plot", metavar="FILE", help="also draw the frontiers: FILE.png and FILE.svg")
+    p.add_argument("--max-cost-ratio", metavar="R", help="stop the latency frontiers at R × their cheapest plan "
+                   "(default: the spec's pareto.max_cost_ratio, else 10); none for no cap")
+    p.add_argument("--calibration", metavar="FILE", help="factors fitted by `plan-opt calibrate` (applied to their devices)")
+    p.set_defaults(func=run)
+
+
+def _cost_ratio(text: str) -> float | None:
+    if text.strip().lower() in ("none", "null", "off"):
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not 1 <= v <= 1e6:
+        raise InputError("--max-cost-ratio", text, "a number from 1 to 1000000, or none for no cap")
+    return v
+
+
+def run(args) -> int:
+    from solver.optimise.pareto import AXES, frontiers
+    from solver.optimise.shapes import build_problem
+    from solver.report.pareto_report import plot, render, to_json
+    from solver.spec.solve_spec import load_spec
+
+    axes = [a.strip() for a in args.axes.split(",") if a.strip()]
+    bad = [a for a in axes if a not in AXES]
+    if bad or not axes:
+        raise InputError("--axes", args.axes, f"choose from {', '.join(AXES)}")
+    spec, _ = load_spec(args.spec)
+    if args.max_cost_ratio is not None:
+        spec = spec.model_copy(update={"pareto": spec.pareto.model_copy(update={"max_cost_ratio": _cost_ratio(args.max_cost_ratio)})})
+    problem = build_problem(spec, catalog_for(args), Path(args.spec).parent)
+    fronts = frontiers(problem, axes)
+    w = problem.workload
+    title = f"plan-opt pareto · {problem.shapes[0].deployment.model.display_name if problem.shapes else spec.model} · {w.users:,} users × {w.context_tokens:,} tokens"
+    if problem.pricing:
+        title += f"\nprices: {problem.pricing.label()} (catalogs/prices.yaml)"
+    if args.format == "json":
+        print(to_json(fronts))
+    else:
+        sys.stdout.write(render(fronts, title, markdown=args.format == "markdown"))
+    if args.plot:
+        files = plot(fronts, title, Path(args.plot))
+        print(f"picture: {', '.join(str(f) for f in files)}", file=sys.stderr)
+    return EXIT_OK if any(f.points for f in fronts.values()) else EXIT_DOES_NOT_FIT
