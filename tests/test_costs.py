@@ -8,7 +8,7 @@ import pytest
 from solver.catalog import default_catalog
 from solver.errors import InputError
 from solver.explain.solve import solve
-from solver.report.solve_report import to_output
+from solver.report.solve_json import to_output
 from tests.solve_helpers import problem_of
 
 PINNED = {"factors": {"bandwidth_efficiency": 0.8, "compute_efficiency": 0.5, "step_overhead_s": 0, "layer_overhead_s": 0,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from solver.explain.solve import solve
-from solver.report.solve_report import render, to_json
+from solver.report.solve_json import to_json
+from solver.report.solve_text import render
 from tests.solve_helpers import problem_of
 
 

@@ -8,7 +8,8 @@ import pytest
 from solver.catalog import default_catalog
 from solver.errors import InputError
 from solver.explain.solve import solve
-from solver.report.solve_report import render, to_output
+from solver.report.solve_json import to_output
+from solver.report.solve_text import render
 from tests.solve_helpers import problem_of
 
 # Four owned A100 80GB at $0/hour, Llama-3.1-70B, TPOT ≤ 50 ms: 16-bit weights take

@@ -13,7 +13,7 @@ from solver.report.deploy import emit
 from solver.optimise.enumerate import exhaustive
 from solver.optimise.scenario import scenario_of, solve_scenario
 from solver.explain.solve import solve
-from solver.report.solve_report import to_output
+from solver.report.solve_json import to_output
 from tests.solve_helpers import problem_of
 
 GiB = 2**30

@@ -15,7 +15,7 @@ def add(sub) -> None:
 
 def run(args) -> int:
     if args.result:
-        from solver.report.solve_report import result_json_schema
+        from solver.report.solve_json import result_json_schema
 
         print(json.dumps(result_json_schema(), indent=2))
     else:

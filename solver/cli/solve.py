@@ -52,7 +52,8 @@ def add(sub) -> None:
 def run(args) -> int:
     from solver.explain.solve import solve
     from solver.optimise.shapes import build_problem
-    from solver.report.solve_report import render, to_json
+    from solver.report.solve_json import to_json
+    from solver.report.solve_text import render
     from solver.spec.solve_spec import load_spec
 
     spec, _ = load_spec(args.spec)

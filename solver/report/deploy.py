@@ -10,9 +10,9 @@ import math
 from dataclasses import dataclass, field
 
 from solver.catalog import Model, PublishedCheckpoint, catalog_dir
+from solver.catalog.yaml_lines import load_yaml_file
 from solver.errors import InputError
 from solver.explain.records import SolveResult
-from solver.catalog.yaml_lines import load_yaml_file
 
 ENGINES = ("vllm", "sglang", "llama.cpp")
 SIXTEEN_BIT = ("bf16", "fp16")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 import re
 
-from solver.report.deploy import HEAD, Deployment, flag_data, sglang_node_argv
 from solver.errors import InputError
+from solver.report.deploy import HEAD, Deployment, flag_data, sglang_node_argv
 
 CACHE_MOUNT = "/cache"
 LWS_API = "leaderworkerset.x-k8s.io/v1"

@@ -1,0 +1,297 @@
+"""A SolveResult as data: the pydantic models of `plan-opt solve --format json`, whose
+schema `plan-opt schema --result` publishes. Deterministic: the same spec gives the
+same bytes (no timings, no dictionary-order accidents)."""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from solver.explain.exclusions import by_device, exclusions
+from solver.explain.records import SolveResult
+from solver.optimise.scenario import objective_value
+from solver.physics.costs import plan_tco, token_costs
+
+
+class SolveModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SpecSummaryOut(SolveModel):
+    model: str
+    users: int
+    context_tokens: int
+    prompt_tokens: int
+    output_tokens: int
+    kv_fill: float
+    max_ttft_s: float | None
+    max_tpot_s: float | None
+    objective: str
+    max_usd_per_hour: float | None
+    max_purchase_usd: float | None
+    max_gpus: int | None
+    max_gpus_is_default: bool = Field(default=False, description="max_gpus is the default cap, applied because the cheapest plan exceeded it.")
+    inventory: dict[str, int]
+    pricing: str = Field(description="The basis rented GPUs are priced on (catalogs/prices.yaml).")
+
+
+class PriceOut(SolveModel):
+    usd_per_gpu_hour: float
+    provider: str
+    offer: str
+    tier: str
+    as_of: str
+    basis: str = Field(description="How the offer was chosen from the price book.")
+    source: str
+
+
+class OwnershipOut(SolveModel):
+    """One GPU-hour of the plan's device, owned (catalogs/ownership.yaml, or the spec)."""
+
+    power_usd_per_gpu_hour: float | None
+    hosting_usd_per_gpu_hour: float | None
+    capital_usd_per_gpu_hour: float | None = Field(description="Purchase over the life; None without a purchase price.")
+    life_years: float
+    pue: float
+    usd_per_kwh: float
+    utilisation: float
+    hosting_usd_per_kw_month: float
+
+
+class PlanOut(SolveModel):
+    gpu: str
+    gpu_display_name: str
+    platform: str
+    tp: int
+    pp: int
+    replicas: int
+    gpus: int
+    gpus_owned_used: int
+    gpus_rented: int
+    weights: str
+    kv_cache: str
+    batch_per_replica: int
+    max_batch_memory: int = Field(description="Sequences per replica that fit beside the weights.")
+    max_batch_tpot: int = Field(description="Sequences per replica the TPOT target allows.")
+    cost_usd_per_hour: float
+    purchase_usd: float
+    tpot_s: float
+    ttft_s: float
+    memory_needed_bytes: float = Field(description="Per GPU.")
+    memory_usable_bytes: float = Field(description="Per GPU.")
+    engine: str
+    kv_capacity_tokens: int = Field(description="Per replica, tokens in every layer, as the engine would report it (vLLM: GPU KV cache size).")
+    kv_capacity_blocks: int
+    max_concurrency: float = Field(description="Sequences at the full context the KV budget holds, from the bytes per sequence max_batch_memory uses (sliding-window layers hold their window); vLLM prints the like as Maximum concurrency.")
+    tokens_per_s: float = Field(description="All replicas.")
+    price: PriceOut | None = Field(description="The offer the rented GPUs are priced at (None: none rented, or owned only).")
+    tco_usd_per_hour: float | None = Field(description="Total cost of ownership per hour: owned GPUs at power and hosting, "
+                                           "the rest as acquired_by (None: they can be neither rented nor bought).")
+    acquired_by: str = Field(description="How GPUs beyond those owned are had in the TCO: rented or bought (the cheaper "
+                             "per hour over the life; under min_cost, rented), or empty.")
+    ownership: OwnershipOut
+    usd_per_million_input_tokens: float = Field(description="At steady throughput: the replicas' time to prefill a prompt token.")
+    usd_per_million_output_tokens: float = Field(description="At steady throughput: a sequence's share of a decode step.")
+    output_tokens_per_joule: float | None = Field(description="At steady throughput, every GPU at its board power (TDP).")
+    batch_capped_by: str
+    replicas_forced_by: str | None
+
+
+class ConstraintOut(SolveModel):
+    name: str
+    label: str
+    value: float
+    limit: float | None
+    unit: str
+    slack: float | None
+    note: str
+
+
+class SensitivityOut(SolveModel):
+    target: str
+    change: str
+    value: float
+    plan: str | None
+    objective: float | None
+    delta: float | None
+
+
+class QualityOut(SolveModel):
+    weights: str
+    quality_rank: int
+    plan: str | None
+    objective: float | None
+    delta: float | None
+
+
+class RunnerUpOut(SolveModel):
+    device: str
+    plan: str | None
+    objective: float | None
+    delta: float | None
+    reason: str
+
+
+class RelaxationOut(SolveModel):
+    target: str
+    current: float
+    nearest: float | None
+    plan: str | None
+    note: str
+
+
+class ExcludedShapesOut(SolveModel):
+    shapes: str = Field(description='The splits left out ("TP 16", "TP 2 × PP 2"); empty when the reason hits every split searched on the device.')
+    reason: str
+    kind: str = Field(description="split, format, workload, engine or interconnect.")
+    count: int = Field(description="Shapes (split × weights × KV cache) it leaves out.")
+
+
+class SolveOut(SolveModel):
+    """`plan-opt solve --format json`."""
+
+    spec: SpecSummaryOut
+    status: str = Field(description="optimal (proven), feasible (time limit hit), infeasible or unknown.")
+    proven_optimal: bool
+    objective: str
+    objective_value: float | None = Field(description="In the objective's unit: $/hour, GPUs, $ or seconds.")
+    plan: PlanOut | None
+    constraints: list[ConstraintOut]
+    binding_targets: list[str] = Field(description="Targets whose relaxation lowers the optimum.")
+    gpu_forced_by: list[str] = Field(description="Other GPUs ruled out by a constraint, and which.")
+    sensitivity: list[SensitivityOut]
+    better_weights: list[QualityOut] = Field(
+        description="Each searched weight format better than the plan's (catalogs/precisions.yaml quality_rank), re-solved on "
+        "its shapes alone: its best plan and what it would change in the objective.")
+    runners_up: list[RunnerUpOut]
+    conflict: list[str] = Field(description="A minimal set of targets that cannot hold together (infeasible specs).")
+    more_conflicts: list[list[str]] = Field(description="Further minimal conflicts once the first one's targets are dropped.")
+    tight_targets: list[str] = Field(description="Targets whose 10 % tightening changes the optimum.")
+    explained: bool = Field(description="False under --no-explain: sensitivity, runners-up and diagnosis were skipped.")
+    relaxations: list[RelaxationOut]
+    excluded: dict[str, str] = Field(description="Devices left out whole, before any physics (e.g. no price), and why.")
+    excluded_shapes: dict[str, list[ExcludedShapesOut]] = Field(
+        description="Per device, the shapes the spec allows that the search cannot run, grouped by reason.")
+    shapes_searched: int
+    devices_searched: int
+
+
+def _plan_tco(c, objective: str) -> tuple[float | None, str]:
+    """The plan's TCO as the objective acquires its GPUs: min_tco the cheaper of renting
+    and buying, min_purchase buying, otherwise renting."""
+    if objective == "min_tco":
+        usd, how = c.tco_usd_per_hour, c.acquired_by
+    else:
+        price = c.shape.device.price
+        usd, how = plan_tco(c.gpus, c.gpus - c.rented, c.shape.costs, price.usd_per_gpu_hour if price else None,
+                            "buy" if objective == "min_purchase" else "rent")
+    return (None if math.isinf(usd) else usd), how
+
+
+def _price_out(price) -> PriceOut:
+    return PriceOut(usd_per_gpu_hour=price.usd_per_gpu_hour, provider=price.provider, offer=price.offer, tier=price.tier,
+                    as_of=price.as_of.isoformat(), basis=price.basis, source=price.source)
+
+
+def to_output(r: SolveResult) -> SolveOut:
+    p = r.problem
+    w, t = p.workload, p.targets
+    spec = SpecSummaryOut(
+        model=p.shapes[0].deployment.model.name if p.shapes else p.spec.model,
+        users=w.users,
+        context_tokens=w.context_tokens,
+        prompt_tokens=w.prompt_tokens,
+        output_tokens=w.output_tokens,
+        kv_fill=w.kv_fill,
+        max_ttft_s=t.max_ttft_s,
+        max_tpot_s=t.max_tpot_s,
+        objective=p.objective,
+        max_usd_per_hour=p.max_usd_per_hour,
+        max_purchase_usd=p.max_purchase_usd,
+        max_gpus=p.max_gpus,
+        max_gpus_is_default=r.gpu_cap_defaulted,
+        inventory=dict(sorted(p.spec.inventory.items())),
+        pricing=p.pricing.label() if p.pricing else "",
+    )
+    plan = None
+    c = r.solution.candidate
+    if c is not None and r.plan is not None:
+        ev = r.plan
+        d = ev.deployment
+        tco, acquired = _plan_tco(c, p.objective)
+        costs = token_costs(ev, tco if tco is not None else c.cost_usd_per_hour, c.replicas, c.gpus)
+        hc, own = c.shape.costs, p.ownership
+        plan = PlanOut(
+            gpu=d.device.name,
+            gpu_display_name=d.device.display_name,
+            platform=d.platform.name,
+            tp=d.tp,
+            pp=d.pp,
+            replicas=c.replicas,
+            gpus=c.gpus,
+            gpus_owned_used=c.gpus - c.rented,
+            gpus_rented=c.rented,
+            weights=d.weights.name,
+            kv_cache=d.kv.name,
+            batch_per_replica=c.batch,
+            max_batch_memory=c.max_batch_memory,
+            max_batch_tpot=c.max_batch_tpot,
+            cost_usd_per_hour=round(c.cost_usd_per_hour, 6),
+            purchase_usd=round(c.purchase_usd, 2),
+            tpot_s=ev.decode.tpot_s,
+            ttft_s=ev.ttft_s,
+            memory_needed_bytes=ev.memory.needed_bytes,
+            memory_usable_bytes=ev.memory.usable_bytes,
+            engine=d.engine.name if d.engine else "vllm",
+            kv_capacity_tokens=ev.memory.kv_capacity_tokens,
+            kv_capacity_blocks=ev.memory.kv_capacity_blocks,
+            max_concurrency=round(ev.memory.max_concurrency, 4),
+            tokens_per_s=ev.decode.tokens_per_s * c.replicas,
+            price=_price_out(d.device.price) if c.rented and d.device.price and acquired == "rented" else None,
+            tco_usd_per_hour=None if tco is None else round(tco, 6),
+            acquired_by=acquired,
+            ownership=OwnershipOut(
+                power_usd_per_gpu_hour=None if hc.power_usd is None else round(hc.power_usd, 6),
+                hosting_usd_per_gpu_hour=None if hc.hosting_usd is None else round(hc.hosting_usd, 6),
+                capital_usd_per_gpu_hour=None if hc.capital_usd is None else round(hc.capital_usd, 6),
+                life_years=own.life_years, pue=own.pue, usd_per_kwh=own.usd_per_kwh, utilisation=own.utilisation,
+                hosting_usd_per_kw_month=own.hosting_usd_per_kw_month),
+            usd_per_million_input_tokens=round(costs.usd_per_million_input_tokens, 6),
+            usd_per_million_output_tokens=round(costs.usd_per_million_output_tokens, 6),
+            output_tokens_per_joule=None if costs.output_tokens_per_joule is None else round(costs.output_tokens_per_joule, 6),
+            batch_capped_by=r.batch_capped_by,
+            replicas_forced_by=r.replicas_forced_by,
+        )
+    return SolveOut(
+        spec=spec,
+        status=r.solution.status,
+        proven_optimal=r.solution.proven_optimal,
+        objective=p.objective,
+        objective_value=objective_value(p, c) if c is not None else None,
+        plan=plan,
+        constraints=[ConstraintOut(**vars(x)) for x in r.constraints],
+        binding_targets=r.binding_targets,
+        gpu_forced_by=r.gpu_forced_by,
+        sensitivity=[SensitivityOut(**vars(x)) for x in r.sensitivity],
+        better_weights=[QualityOut(**vars(x)) for x in r.better_weights],
+        runners_up=[RunnerUpOut(**vars(x)) for x in r.runners_up],
+        conflict=r.conflict,
+        more_conflicts=r.more_conflicts,
+        tight_targets=r.tight_targets,
+        explained=r.explained,
+        relaxations=[RelaxationOut(**vars(x)) for x in r.relaxations],
+        excluded=dict(sorted(p.excluded.items())),
+        excluded_shapes={dev: [ExcludedShapesOut(shapes=e.shapes, reason=e.reason, kind=e.kind, count=e.count) for e in items]
+                         for dev, items in by_device(exclusions(p)).items()},
+        shapes_searched=len(p.shapes),
+        devices_searched=len(p.devices),
+    )
+
+
+def to_json(r: SolveResult) -> str:
+    return to_output(r).model_dump_json(indent=2)
+
+
+def result_json_schema() -> dict:
+    return SolveOut.model_json_schema()

@@ -1,0 +1,236 @@
+"""A SolveResult for people: the terminal report and its Markdown twin."""
+
+from __future__ import annotations
+
+from solver.catalog import TIERS
+from solver.explain.exclusions import line as exclusion_line
+from solver.explain.records import SolveResult
+from solver.optimise.model import LABELS
+from solver.report.solve_json import PlanOut, SolveOut, to_output
+from solver.spec.solve_spec import OBJECTIVES
+from solver.units import GB, fmt_seconds
+
+NOT_PRICED = ("no purchase", "cannot run", *(f"no {t} offer" for t in TIERS))
+
+
+def _quality_line(weights: str, o: SolveOut) -> str:
+    """Whether a better weight format was to be had, and at what price."""
+    if not o.better_weights:
+        return f"- weights: {weights}, the best format the search allows"
+    parts = []
+    for q in o.better_weights:
+        if q.delta is None:
+            parts.append(f"{q.weights} meets no plan")
+        elif abs(q.delta) < 1e-9:
+            parts.append(f"{q.weights} costs nothing more ({q.plan}; slower: prefer quality takes it)")
+        else:
+            parts.append(f"{q.weights} would cost {_delta_text(o.objective, q.delta)} ({q.plan})")
+    return f"- weights: {weights}; better formats: " + "; ".join(parts)
+
+
+def _tco_line(pl: PlanOut) -> str:
+    """TCO beside $/hour: what the owned GPUs cost to run, and the rest as acquired."""
+    if pl.tco_usd_per_hour is None:
+        return "total cost of ownership: — (the GPUs beyond those owned can be neither rented nor bought on this basis)"
+    o = pl.ownership
+    run = (o.power_usd_per_gpu_hour or 0) + (o.hosting_usd_per_gpu_hour or 0)
+    parts = []
+    if pl.gpus_owned_used:
+        parts.append(f"{pl.gpus_owned_used} owned at ${run:,.2f}/GPU-hour (power + hosting)")
+    if pl.acquired_by == "bought":
+        parts.append(f"{pl.gpus_rented} bought at ${o.capital_usd_per_gpu_hour + run:,.2f}/GPU-hour "
+                     f"(${o.capital_usd_per_gpu_hour:,.2f} purchase over {o.life_years:g} years + ${run:,.2f} power and hosting)")
+    elif pl.acquired_by == "rented":
+        parts.append(f"{pl.gpus_rented} rented")
+    power = "" if o.power_usd_per_gpu_hour is not None else " (no board power in the catalog: power and hosting not counted)"
+    return f"total cost of ownership ${pl.tco_usd_per_hour:,.2f}/hour: " + ", ".join(parts) + power
+
+
+def _objective_text(objective: str, value: float | None) -> str:
+    if value is None:
+        return "—"
+    return {
+        "min_cost": f"${value:,.2f}/h",
+        "min_gpus": f"{value:,.0f} GPUs",
+        "min_purchase": f"${value:,.0f}",
+        "min_tpot": f"{value * 1e3:,.1f} ms",
+        "min_tco": f"${value:,.2f}/h TCO",
+    }[objective]
+
+
+def _delta_text(objective: str, delta: float | None) -> str:
+    if delta is None:
+        return "—"
+    return ("+" if delta >= 0 else "−") + _objective_text(objective, abs(delta))
+
+
+def _value_text(target: str, value: float | None) -> str:
+    if value is None:
+        return "—"
+    if target in ("max_tpot", "max_ttft"):
+        return fmt_seconds(value)
+    if target == "max_usd_per_hour":
+        return f"${value:,.2f}/h"
+    if target == "max_purchase_usd":
+        return f"${value:,.0f}"
+    return f"{value:,.0f}"
+
+
+def _constraint_cells(row) -> tuple[str, str, str]:
+    if row.unit == "bytes":
+        return f"{row.value / GB:,.2f} GB", f"{row.limit / GB:,.2f} GB", f"{row.slack / GB:,.2f} GB"
+    if row.unit == "s":
+        lim = fmt_seconds(row.limit) if row.limit is not None else "no target"
+        slack = fmt_seconds(row.slack) if row.slack is not None else "—"
+        if row.slack is not None and row.slack < 0:
+            slack = "−" + fmt_seconds(-row.slack)
+        return fmt_seconds(row.value), lim, slack
+    if row.unit == "usd_per_hour":
+        return f"${row.value:,.2f}/h", f"${row.limit:,.2f}/h", f"${row.slack:,.2f}/h"
+    if row.unit == "usd":
+        return f"${row.value:,.0f}", f"${row.limit:,.0f}", f"${row.slack:,.0f}"
+    return f"{row.value:,.0f}", f"{row.limit:,.0f}", f"{row.slack:,.0f}"
+
+
+def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
+    if markdown:
+        out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+        return out
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    fmt = "  ".join("{:<%d}" % w for w in widths)
+    return ["  " + fmt.format(*headers).rstrip()] + ["  " + fmt.format(*r).rstrip() for r in rows]
+
+
+def render(r: SolveResult, markdown: bool = False) -> str:
+    o = to_output(r)
+    p = r.problem
+    s = o.spec
+    h = (lambda x: f"## {x}") if markdown else (lambda x: x)
+    lines: list[str] = []
+    targets = ", ".join(
+        x for x in (
+            f"TTFT ≤ {fmt_seconds(s.max_ttft_s)}" if s.max_ttft_s else "",
+            f"TPOT ≤ {fmt_seconds(s.max_tpot_s)}" if s.max_tpot_s else "",
+        ) if x
+    ) or "no latency targets"
+    title = (
+        f"plan-opt solve · {s.model} · {s.users:,} users × {s.context_tokens:,}-token context "
+        f"(prompt {s.prompt_tokens:,}) · {targets} · objective: {OBJECTIVES[s.objective]}"
+    )
+    lines.append(f"# {title}" if markdown else title)
+    budgets = [f"${s.max_usd_per_hour:,.2f}/h" if s.max_usd_per_hour else "", f"${s.max_purchase_usd:,.0f} to buy" if s.max_purchase_usd else "",
+               (f"≤ {s.max_gpus} GPUs" + (" (the default: the cheapest plan needs more; a larger search.max_gpus lifts it)"
+                                      if r.gpu_cap_defaulted else "")) if s.max_gpus else ""]
+    budgets = [b for b in budgets if b]
+    if budgets:
+        lines.append("budget: " + "; ".join(budgets))
+    if s.pricing:
+        lines.append(f"prices: {s.pricing} (catalogs/prices.yaml)")
+    if s.inventory:
+        lines.append("owned (free, limited): " + ", ".join(f"{n} × {k}" for k, n in s.inventory.items()))
+    status = {"optimal": "optimal (proven by CP-SAT)", "feasible": "feasible, not proven optimal (time limit)",
+              "infeasible": "no plan exists", "unknown": "unknown (time limit before any plan)"}[o.status]
+    lines.append(f"searched {o.shapes_searched:,} shapes on {o.devices_searched} devices: {status}")
+    lines.append("")
+
+    if o.plan:
+        pl = o.plan
+        split = f"TP {pl.tp}" + (f" × PP {pl.pp}" if pl.pp > 1 else "")
+        own = f" ({pl.gpus_owned_used} owned, {pl.gpus_rented} rented)" if pl.gpus_owned_used else ""
+        lines.append(h("Plan"))
+        lines.append(
+            f"{pl.replicas} × {pl.gpu_display_name}, {split}, weights {pl.weights}, KV cache {pl.kv_cache} — "
+            f"{pl.gpus} GPU{'s' if pl.gpus != 1 else ''}{own}, ${pl.cost_usd_per_hour:,.2f}/hour"
+            + (f", ${pl.purchase_usd:,.0f} to buy" if p.max_purchase_usd or p.objective == "min_purchase" else "")
+        )
+        lines.append(
+            f"{pl.batch_per_replica:,} users per replica on {pl.platform}; TPOT {fmt_seconds(pl.tpot_s)}, "
+            f"TTFT {fmt_seconds(pl.ttft_s)}, {pl.tokens_per_s:,.0f} tokens/s in all"
+        )
+        lines.append(_tco_line(pl))
+        joules = f"; {pl.output_tokens_per_joule:,.2f} output tokens per joule at board power" if pl.output_tokens_per_joule else ""
+        lines.append(
+            f"${pl.usd_per_million_input_tokens:,.3f} per million input tokens, "
+            f"${pl.usd_per_million_output_tokens:,.2f} per million output tokens at steady throughput{joules}"
+        )
+        if pl.price:
+            pr = pl.price
+            lines.append(f"priced at {pr.provider}, {pr.offer}, {pr.tier.replace('_', '-')}, ${pr.usd_per_gpu_hour:,.2f}/GPU-hour "
+                         f"({pr.as_of}); basis: {pr.basis}")
+        lines.append("")
+        lines.append(h("Constraints at the plan"))
+        rows = []
+        for c in o.constraints:
+            value, limit, slack = _constraint_cells(c)
+            rows.append([c.name, value, limit, slack, c.note])
+        lines += _table(["constraint", "value", "limit", "slack", "note"], rows, markdown)
+        lines.append("")
+        lines.append(h("What decided it"))
+        capped = "memory (room beside the weights)" if pl.batch_capped_by == "memory" else "the TPOT target (decode step time)"
+        tpot_allows = (
+            "no TPOT target" if s.max_tpot_s is None
+            else f"TPOT allows {'at least ' if pl.max_batch_tpot >= pl.max_batch_memory else ''}{pl.max_batch_tpot:,}"
+        )
+        lines.append(f"- batch per replica: capped by {capped}: memory allows {pl.max_batch_memory:,}, {tpot_allows}")
+        cap = min(pl.max_batch_memory, pl.max_batch_tpot)
+        needed = -(-s.users // cap) if cap else pl.replicas
+        if pl.replicas > needed:
+            lines.append(f"- replicas: {pl.replicas}, more than the ⌈{s.users:,} / {cap:,}⌉ = {needed} that hold the users: chosen for the objective ({OBJECTIVES[s.objective]})")
+        elif pl.replicas > 1:
+            lines.append(f"- replicas: ⌈{s.users:,} users / {cap:,} per replica⌉ = {pl.replicas}, forced by {pl.replicas_forced_by}")
+        if o.binding_targets:
+            lines.append(f"- targets that bind (relaxing them lowers the optimum): {', '.join(o.binding_targets)}")
+        elif o.explained:
+            lines.append("- no target binds: relaxing any by 50 % leaves the optimum unchanged")
+        if o.tight_targets:
+            lines.append(f"- little headroom: tightening {', '.join(o.tight_targets)} by 10 % changes the plan")
+        if o.explained:
+            lines.append(_quality_line(pl.weights, o))
+        cheaper_blocked = [ru for ru in o.runners_up if ru.plan is None and not ru.reason.startswith(NOT_PRICED)]
+        if cheaper_blocked:
+            lines.append("- other GPUs ruled out: " + "; ".join(f"{ru.device}: {ru.reason}" for ru in cheaper_blocked[:6]))
+        if o.sensitivity:
+            lines.append("")
+            lines.append(h("The price of each target (re-solved)"))
+            rows = [[x.target, x.change, _value_text(x.target, x.value), x.plan or "no plan",
+                     _objective_text(o.objective, x.objective), _delta_text(o.objective, x.delta)] for x in o.sensitivity]
+            lines += _table(["target", "change", "value", "plan", "objective", "Δ"], rows, markdown)
+    else:
+        lines.append(h("No plan"))
+        if not o.explained:
+            lines.append("No plan meets the spec. Run without --no-explain to see which targets conflict and how far each must move.")
+        elif len(o.conflict) == 1:
+            t = o.conflict[0]
+            lines.append(f"No plan meets {t} ({LABELS[t]}), whatever the other targets.")
+        elif o.conflict:
+            lines.append(
+                "These targets cannot hold together (a minimal set: drop any one and the others can): "
+                + ", ".join(f"{t} ({LABELS[t]})" for t in o.conflict)
+            )
+        elif not o.shapes_searched and o.excluded:
+            lines.append("Every searched device was left out before any physics (no price on this basis, or none to buy): "
+                         "see each device below.")
+        else:
+            lines.append("No searched device can run this model for even one user at any allowed split: see each device below.")
+        for more in o.more_conflicts:
+            lines.append("Another conflict among the remaining targets: " + ", ".join(more))
+        if o.relaxations:
+            lines.append("")
+            lines.append(h("Nearest feasible relaxation (the other targets held)"))
+            rows = [[x.target, _value_text(x.target, x.current), x.note, x.plan or "—"] for x in o.relaxations]
+            lines += _table(["target", "asked", "nearest", "plan"], rows, markdown)
+
+    if o.runners_up:
+        lines.append("")
+        lines.append(h("Runners-up (best plan on each other GPU)" if o.plan else "Each GPU searched"))
+        rows = [[ru.device, ru.plan or "—", _objective_text(o.objective, ru.objective), _delta_text(o.objective, ru.delta),
+                 "" if ru.plan else ru.reason] for ru in o.runners_up]
+        lines += _table(["gpu", "plan", "objective", "Δ", "why not"], rows, markdown)
+    if o.excluded_shapes:
+        lines.append("")
+        lines.append(h("Left out of the search (the spec allows them; they cannot run)"))
+        for dev, items in o.excluded_shapes.items():
+            texts = [exclusion_line(e) for e in items]
+            lines += [f"- {dev}: {texts[0]}"] if len(texts) == 1 else [f"- {dev}:"] + [f"  - {t}" for t in texts]
+    return "\n".join(lines) + "\n"
