@@ -66,8 +66,7 @@ OUT = ROOT / "tests" / "validation" / "aiconfigurator.yaml"
 VALIDATION_POINTS = ROOT / "bench" / "validation_points.py"
 
 METRICS = {"ttft", "decode_tpot_batch1", "decode_tpot_batched", "throughput"}
-GPU_TO_SYSTEM = {"h100-sxm": "h100_sxm", "h200": "h200_sxm", "a100-80gb": "a100_sxm", "b200": "b200_sxm",
-                 "gb200": "gb200", "l40s": "l40s"}
+GPU_TO_SYSTEM = {"h100-sxm": "h100_sxm", "h200": "h200_sxm", "a100-80gb": "a100_sxm", "b200": "b200_sxm", "gb200": "gb200", "l40s": "l40s"}
 NO_DATABASE = {"a100-pcie-80gb": "a100_pcie", "h100-pcie": "h100_pcie"}  # system listed, no perf data
 BLACKWELL = {"b200_sxm", "gb200"}
 ENGINE_TO_BACKEND = {"vllm": "vllm", "trtllm": "trtllm", "sglang": "sglang"}
@@ -79,6 +78,7 @@ def same_as() -> dict[str, str]:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SAME_AS" for t in node.targets):
             return ast.literal_eval(node.value)
     return {}
+
 
 # our model name -> (AIC model path or None, catalog entry for a local config, HF architecture)
 BUNDLED = {
@@ -153,15 +153,19 @@ def quant_modes(point: dict, system: str, model: str) -> tuple[dict, str] | str:
             return f"fp4 weights on {system}: AIC's nvfp4 GEMM is Blackwell-only"
         kvq = "fp8" if kv in (None, "fp8") else "bfloat16"
         note = "" if kv else " (kv dtype not stated: fp8 assumed)"
-        return ({"gemm_quant_mode": "nvfp4", "moe_quant_mode": "nvfp4", "kvcache_quant_mode": kvq, "fmha_quant_mode": kvq},
-                f"nvfp4 gemm, {kvq} kv{note}")
+        return (
+            {"gemm_quant_mode": "nvfp4", "moe_quant_mode": "nvfp4", "kvcache_quant_mode": kvq, "fmha_quant_mode": kvq},
+            f"nvfp4 gemm, {kvq} kv{note}",
+        )
     if w == "fp8" and model == "deepseek-r1":
         if system == "a100_sxm":
             return "A100 (SM80) has no FP8 in AIC"
         kvq = "fp8" if kv in (None, "fp8") else "bfloat16"
         note = "" if kv else " (kv dtype not stated: fp8 assumed)"
-        return ({"gemm_quant_mode": "fp8_block", "moe_quant_mode": "fp8_block", "kvcache_quant_mode": kvq},
-                f"fp8_block gemm/moe (DeepSeek native FP8), {kvq} kv{note}, fmha auto")
+        return (
+            {"gemm_quant_mode": "fp8_block", "moe_quant_mode": "fp8_block", "kvcache_quant_mode": kvq},
+            f"fp8_block gemm/moe (DeepSeek native FP8), {kvq} kv{note}, fmha auto",
+        )
     if w == "fp8":
         if system == "a100_sxm":
             return "A100 (SM80) has no FP8 in AIC"
@@ -169,12 +173,13 @@ def quant_modes(point: dict, system: str, model: str) -> tuple[dict, str] | str:
         # (AIC's own nvidia/Llama-3.1-70B-Instruct-FP8 hf_quant_config has kv_cache_quant_algo FP8).
         kvq = "fp8" if kv in (None, "fp8") else "bfloat16"
         note = "" if kv else " (kv dtype not stated: fp8 assumed)"
-        return ({"gemm_quant_mode": "fp8", "moe_quant_mode": "fp8", "kvcache_quant_mode": kvq, "fmha_quant_mode": kvq},
-                f"fp8 gemm, {kvq} kv{note}")
+        return ({"gemm_quant_mode": "fp8", "moe_quant_mode": "fp8", "kvcache_quant_mode": kvq, "fmha_quant_mode": kvq}, f"fp8 gemm, {kvq} kv{note}")
     if w in ("bf16", "fp16"):
         note = " (fp16 modelled as bf16)" if w == "fp16" else ""
-        return ({"gemm_quant_mode": "bfloat16", "moe_quant_mode": "bfloat16", "kvcache_quant_mode": "bfloat16",
-                 "fmha_quant_mode": "bfloat16"}, f"bf16{note}")
+        return (
+            {"gemm_quant_mode": "bfloat16", "moe_quant_mode": "bfloat16", "kvcache_quant_mode": "bfloat16", "fmha_quant_mode": "bfloat16"},
+            f"bf16{note}",
+        )
     return f"precision {w!r} not mapped"
 
 
@@ -224,9 +229,7 @@ def predict(point: dict, tmp: Path, estimate, same: dict[str, str]) -> dict | st
     engine = point.get("engine")
     if engine not in ENGINE_TO_BACKEND:
         return f"engine {engine!r} is not an AIC backend (trtllm/vllm/sglang only)" + (
-            "; MLPerf OpenOrca lengths vary per request and the Server scenario needs a queueing model"
-            if engine == "mlperf"
-            else ""
+            "; MLPerf OpenOrca lengths vary per request and the Server scenario needs a queueing model" if engine == "mlperf" else ""
         )
     backend = ENGINE_TO_BACKEND[engine]
     gpu = point.get("gpu")
@@ -314,9 +317,11 @@ def predict(point: dict, tmp: Path, estimate, same: dict[str, str]) -> dict | st
         if best is None:
             return "no batch size fits in AIC's KV-cache estimate"
         res = best
-        how_mode = (f"agg, max-load: best of batch_size sweep {batches[0]}..{batches[-1]}"
-                    f"{' (capped at num_requests)' if cap and batches[-1] < MAX_LOAD_BATCHES[-1] else ''}"
-                    f" that fits KV (free_gpu_memory_fraction 0.9) -> bs={res.batch_size}")
+        how_mode = (
+            f"agg, max-load: best of batch_size sweep {batches[0]}..{batches[-1]}"
+            f"{' (capped at num_requests)' if cap and batches[-1] < MAX_LOAD_BATCHES[-1] else ''}"
+            f" that fits KV (free_gpu_memory_fraction 0.9) -> bs={res.batch_size}"
+        )
     else:
         res = estimate(mode=mode, **kw)
         how_mode = f"{mode}, batch_size={kw['batch_size']}"

@@ -63,16 +63,16 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
 
-    from solver.optimise.candidates import candidates
-    from solver.catalog import default_catalog
-    from solver.optimise.model import optimise
-    from solver.optimise.enumerate import exhaustive
-    from solver.optimise.shapes import build_problem
-    from solver.optimise.scenario import scenario_of
-    from solver.explain.solve import solve
-    from solver.spec.solve_spec import parse_spec
-
     import yaml
+
+    from solver.catalog import default_catalog
+    from solver.explain.solve import solve
+    from solver.optimise.candidates import candidates
+    from solver.optimise.enumerate import exhaustive
+    from solver.optimise.model import optimise
+    from solver.optimise.scenario import scenario_of
+    from solver.optimise.shapes import build_problem
+    from solver.spec.solve_spec import parse_spec
 
     spec_file = ROOT / "bench" / "results" / "full-catalog.yaml"
     spec_file.parent.mkdir(exist_ok=True)
@@ -84,7 +84,9 @@ def main() -> None:
     subprocess.run([*cmd, "solve", str(spec_file)], capture_output=True)  # warm caches
     whole = median_time(lambda: subprocess.run([*cmd, "solve", str(spec_file)], capture_output=True), args.runs)
     plan_only = median_time(lambda: subprocess.run([*cmd, "solve", str(spec_file), "--no-explain"], capture_output=True), args.runs)
-    floor = median_time(lambda: subprocess.run([sys.executable, "-c", "import pydantic, ortools.sat.python.cp_model"], capture_output=True), args.runs)
+    floor = median_time(
+        lambda: subprocess.run([sys.executable, "-c", "import pydantic, ortools.sat.python.cp_model"], capture_output=True), args.runs
+    )
     print(f"  whole process, explanation included   {whole:7.3f} s")
     print(f"  whole process, plan only (--no-explain) {plan_only:5.3f} s")
     print(f"  floor: python + import pydantic + ortools {floor:5.3f} s")
@@ -139,9 +141,9 @@ TEN = [
 def bench_pareto_and_fleet(runs: int) -> None:
     from solver.catalog import default_catalog
     from solver.optimise.fleet import build_classes, solve_fleet
-    from solver.spec.fleet_spec import FleetSpec
     from solver.optimise.pareto import frontiers
     from solver.optimise.shapes import build_problem
+    from solver.spec.fleet_spec import FleetSpec
     from solver.spec.solve_spec import load_spec
 
     catalog = default_catalog()

@@ -27,11 +27,11 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from validation_points import KINDS, ROOT, SAME_AS, _cond, batch_of, deployment_for, tokens, kind_of, load_points, measured, out_of_reach, predict  # noqa: E402
+from validation_points import KINDS, ROOT, SAME_AS, _cond, batch_of, deployment_for, kind_of, load_points, measured, out_of_reach, predict, tokens  # noqa: E402
 
-from solver.optimise.calibrate import decode_xy, fit_decode, fit_prefill, prefill_xy  # noqa: E402
 from solver.catalog import default_catalog  # noqa: E402
 from solver.errors import InputError  # noqa: E402
+from solver.optimise.calibrate import decode_xy, fit_decode, fit_prefill, prefill_xy  # noqa: E402
 from solver.physics.evaluate import evaluate  # noqa: E402
 
 KNOBS = ("max_num_batched_tokens", "max_num_seqs", "enable_chunked_prefill", "enforce_eager")
@@ -139,7 +139,7 @@ def main() -> None:
             continue
         ours[p["id"]] = (got, measured(p), kind_of(p))
     calibrated: dict[str, float] = {}
-    for pid, (pred, meas, kind) in ours.items():
+    for pid, (_pred, _meas, kind) in ours.items():
         if kind not in ("tpot1", "tpot", "throughput", "ttft"):
             continue
         p = by_id[pid]
@@ -150,8 +150,10 @@ def main() -> None:
                 calibrated[pid] = got
     theirs = peer(by_id, ours)
     n_fit = sum(p.get("split") == "fit" for p in points)
-    print(f"validation: {len(points)} measured points ({n_fit} fit, {len(points) - n_fit} test); "
-          f"reporting the {args.split} split: {len(chosen)} points, {len(ours)} in reach")
+    print(
+        f"validation: {len(points)} measured points ({n_fit} fit, {len(points) - n_fit} test); "
+        f"reporting the {args.split} split: {len(chosen)} points, {len(ours)} in reach"
+    )
     print("  out of reach: " + ", ".join(f"{n} {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])))
     print(f"{'metric':<34} {'n':>4} {'median':>7} {'worst':>7} {'LOO n':>6} {'LOO med':>8} {'LOO worst':>9}")
     for kind, name in KINDS.items():

@@ -40,12 +40,26 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from validation_points import ROOT, _num, _saturated_batch, batch_of, deployment_for, in_flight, kind_of, load_points, measured, out_of_reach, served_ttft, source_key, tokens  # noqa: E402
+from validation_points import (  # noqa: E402
+    ROOT,
+    _num,
+    _saturated_batch,
+    batch_of,
+    deployment_for,
+    in_flight,
+    kind_of,
+    load_points,
+    measured,
+    out_of_reach,
+    served_ttft,
+    source_key,
+    tokens,
+)
 
 from solver.catalog import default_catalog  # noqa: E402
 from solver.errors import InputError  # noqa: E402
 from solver.physics.evaluate import evaluate  # noqa: E402
-from solver.physics.memory import sixteen_bit_bytes, group_weights_bytes  # noqa: E402
+from solver.physics.memory import group_weights_bytes, sixteen_bit_bytes  # noqa: E402
 
 MIN_POINTS = 6
 SERVING = ("vllm", "sglang", "trtllm")
@@ -64,8 +78,14 @@ MIN_FORMAT_POINTS_ONE_SOURCE = 20
 """A format's kernel share is fitted from points of two campaigns or more, or from one
 campaign only if it measured the format widely (20 points or more): a handful of one
 campaign's points (an exotic model, an old kernel) must not set it for everyone."""
-UNIT = {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, "step_overhead_s": 0, "layer_overhead_s": 0, "sequence_overhead_s": 0,
-        "expert_layer_overhead_s": 0}
+UNIT = {
+    "bandwidth_efficiency": 1.0,
+    "compute_efficiency": 1.0,
+    "step_overhead_s": 0,
+    "layer_overhead_s": 0,
+    "sequence_overhead_s": 0,
+    "expert_layer_overhead_s": 0,
+}
 # The fixed cost of a pass is capped at 2.5 ms: with CUDA graphs and overlapped
 # scheduling (vLLM V1, SGLang, TensorRT-LLM) the host's share of a step is a few ms at
 # most. Left free (up to 20 ms) the fit on the fit split gives serving engines 8.8 ms —
@@ -74,7 +94,16 @@ UNIT = {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, "step_overhead_s
 # step look 9 ms slower than its kernels, which plans cannot be built on. An assumption,
 # stated as one. Likewise the cost per layer is capped at 20 µs (about ten kernel
 # launches of 2 µs each, what a layer costs without CUDA graphs).
-BOUNDS = {"e": (0.15, 1.0), "c": (0.05, 1.0), "s0": (0.0, 0.0025), "s1": (0.0, 2e-5), "s2": (0.0, 1e-4), "s3": (0.0, 2e-4), "sb": (0.25, 1.0), "sc": (0.25, 1.0)}
+BOUNDS = {
+    "e": (0.15, 1.0),
+    "c": (0.05, 1.0),
+    "s0": (0.0, 0.0025),
+    "s1": (0.0, 2e-5),
+    "s2": (0.0, 1e-4),
+    "s3": (0.0, 2e-4),
+    "sb": (0.25, 1.0),
+    "sc": (0.25, 1.0),
+}
 PRIOR = {"e": 0.8, "c": 0.5, "s0": 0.0, "s1": 0.0, "s2": 0.0, "s3": 0.0, "sb": 1.0, "sc": 1.0}
 GROUP_KEYS = ("e", "c", "s0", "s1", "s2", "s3")
 PULL = 0.3  # loss per unit of |log(value / prior)| (fixed costs: per ms and per 10 µs)
@@ -138,8 +167,7 @@ def terms_of(p: dict, catalog) -> Term | None:
         if kind == "ttft":
             d, w, t = deployment_for(p, 1, prompt, 1, factors=UNIT, catalog=catalog)
         else:
-            d, w, t = deployment_for(p, batch, prompt, output, factors=UNIT, catalog=catalog,
-                                     batching="continuous" if in_flight(p) else "isolated")
+            d, w, t = deployment_for(p, batch, prompt, output, factors=UNIT, catalog=catalog, batching="continuous" if in_flight(p) else "isolated")
         if kind == "throughput":
             replicas = _num(p.get("conditions", {}).get("replicas"), 1) or 1
             gpus = d.tp * d.pp * replicas
@@ -157,13 +185,46 @@ def terms_of(p: dict, catalog) -> Term | None:
     layers = d.model.num_layers
     if kind == "ttft":
         pre = ev.prefill
-        return Term(p["id"], "ttft", group, d.weights.name, d.kv.name, meas / 1e3, pre.weights_time_s, _sixteen_fraction(d),
-                    pre.linear_time_s, 0.0, pre.attention_time_s, pre.comm_time_s, layers, 1, pre.overlapped, src, d.model.moe_layers)
+        return Term(
+            p["id"],
+            "ttft",
+            group,
+            d.weights.name,
+            d.kv.name,
+            meas / 1e3,
+            pre.weights_time_s,
+            _sixteen_fraction(d),
+            pre.linear_time_s,
+            0.0,
+            pre.attention_time_s,
+            pre.comm_time_s,
+            layers,
+            1,
+            pre.overlapped,
+            src,
+            d.model.moe_layers,
+        )
     dec = ev.decode
     c = dec.coefficients
-    return Term(p["id"], "tpot", group, d.weights.name, d.kv.name, meas / 1e3, dec.weights_time_s, _sixteen_fraction(d),
-                c.linear_compute_time_s(dec.batch), dec.kv_time_s, c.attention_compute_time_s(dec.batch), dec.comm_time_s, layers,
-                dec.batch, c.overlapped, src, d.model.moe_layers)
+    return Term(
+        p["id"],
+        "tpot",
+        group,
+        d.weights.name,
+        d.kv.name,
+        meas / 1e3,
+        dec.weights_time_s,
+        _sixteen_fraction(d),
+        c.linear_compute_time_s(dec.batch),
+        dec.kv_time_s,
+        c.attention_compute_time_s(dec.batch),
+        dec.comm_time_s,
+        layers,
+        dec.batch,
+        c.overlapped,
+        src,
+        d.model.moe_layers,
+    )
 
 
 class Model:
@@ -180,8 +241,10 @@ class Model:
         for f in self.formats:
             for k in ("sb", "sc"):
                 self.values[(f, k)] = PRIOR[k]
-        self.arr = {name: np.array([getattr(t, name) for t in terms], dtype=float) for name in
-                    ("measured_s", "weights_s", "sixteen_fraction", "linear_s", "kv_s", "attention_s", "comm_s", "layers", "batch", "moe_layers")}
+        self.arr = {
+            name: np.array([getattr(t, name) for t in terms], dtype=float)
+            for name in ("measured_s", "weights_s", "sixteen_fraction", "linear_s", "kv_s", "attention_s", "comm_s", "layers", "batch", "moe_layers")
+        }
         self.is_ttft = np.array([t.kind == "ttft" for t in terms])
         self.overlapped = np.array([t.overlapped for t in terms])
         self.gidx = np.array([self.groups.index(t.group) for t in terms])
@@ -202,6 +265,7 @@ class Model:
         weights = a["weights_s"] * (a["sixteen_fraction"] + (1 - a["sixteen_fraction"]) / sb) / e
         s3 = self._vec("s3", self.gidx, self.groups)
         fixed = a["comm_s"] + s0 + a["layers"] * s1 + a["moe_layers"] * s3
+
         def kernel(memory, compute):  # the larger where the engine overlaps them, else the sum
             return np.where(self.overlapped, np.maximum(memory, compute), memory + compute)
 
@@ -214,7 +278,7 @@ class Model:
     def loss(self) -> float:
         err = np.abs(np.log(self.predict() / self.arr["measured_s"])).sum()
         pull = 0.0
-        for (owner, key), v in self.values.items():
+        for (_owner, key), v in self.values.items():
             if key in ("s0",):
                 pull += PULL * v / 1e-3
             elif key in ("s1", "s2", "s3"):
@@ -236,7 +300,7 @@ class Model:
     def free(self, min_points: int, min_format: int) -> list[tuple]:
         counts = {g: int((self.gidx == i).sum()) for i, g in enumerate(self.groups)}
         free = [(g, k) for g in self.groups if counts[g] >= min_points and self.identifiable(g) for k in GROUP_KEYS]
-        for i, f in enumerate(self.formats):
+        for _i, f in enumerate(self.formats):
             if f in ("bf16", "fp16"):
                 continue  # the reference
             for key, ttft in (("sb", False), ("sc", True)):
@@ -274,8 +338,7 @@ def known_formats(terms: list[Term]) -> list[Term]:
     efficiency down; leave-one-source-out error of the serving engines in the fit split,
     2026-12-01: 25.8 % with them, 22.0 % without.)"""
     free = Model(terms).free(MIN_POINTS, MIN_FORMAT_POINTS)
-    known = {"decode": {"bf16", "fp16"} | {f for f, k in free if k == "sb"},
-             "prefill": {"bf16", "fp16"} | {f for f, k in free if k == "sc"}}
+    known = {"decode": {"bf16", "fp16"} | {f for f, k in free if k == "sb"}, "prefill": {"bf16", "fp16"} | {f for f, k in free if k == "sc"}}
     kept = [t for t in terms if t.weights in known["prefill" if t.kind == "ttft" else "decode"]]
     dropped = sorted({t.weights for t in terms} - {t.weights for t in kept})
     print(f"formats without a fitted share: {len(terms) - len(kept)} points of {', '.join(dropped) or 'none'} left out of the fit")
@@ -297,8 +360,9 @@ def pool(terms: list[Term]) -> list[Term]:
     counts: dict[tuple[str, str], int] = {}
     for t in terms:
         counts[t.group] = counts.get(t.group, 0) + 1
-    return [dataclasses.replace(t, group=("serving", t.group[1]))
-            if t.group[0] in SERVING and counts[t.group] < MIN_ENGINE_POINTS else t for t in terms]
+    return [
+        dataclasses.replace(t, group=("serving", t.group[1])) if t.group[0] in SERVING and counts[t.group] < MIN_ENGINE_POINTS else t for t in terms
+    ]
 
 
 def fallback(group: tuple[str, str], fitted: set) -> tuple[str, str] | None:
@@ -334,8 +398,10 @@ def memory_defaults(points: list[dict], catalog) -> dict:
         out["runtime_overhead_bytes"] = int(np.median(one))
     if len(group) >= 3 and "runtime_overhead_bytes" in out:
         out["tp_overhead_bytes"] = int(max(0.0, np.median(group) - out["runtime_overhead_bytes"]))
-    print(f"memory: non-torch on one GPU, median of {len(one)} fit logs: {out.get('runtime_overhead_bytes', 0) / 2**30:.2f} GiB; "
-          f"in a TP group on an NVLS platform, {len(group)} logs: +{out.get('tp_overhead_bytes', 0) / 2**30:.2f} GiB")
+    print(
+        f"memory: non-torch on one GPU, median of {len(one)} fit logs: {out.get('runtime_overhead_bytes', 0) / 2**30:.2f} GiB; "
+        f"in a TP group on an NVLS platform, {len(group)} logs: +{out.get('tp_overhead_bytes', 0) / 2**30:.2f} GiB"
+    )
     return out
 
 
@@ -365,12 +431,17 @@ def main() -> None:
         v = {k: model.values[(src, k)] for k in GROUP_KEYS}
         n = int((model.gidx == model.groups.index(src)).sum())
         engines.setdefault(g[0], {})[g[1]] = {
-            "bandwidth_efficiency": round(v["e"], 4), "compute_efficiency": round(v["c"], 4),
-            "step_overhead_s": round(v["s0"], 7), "layer_overhead_s": round(v["s1"], 8),
-            "sequence_overhead_s": round(v["s2"], 8), "expert_layer_overhead_s": round(v["s3"], 8),
+            "bandwidth_efficiency": round(v["e"], 4),
+            "compute_efficiency": round(v["c"], 4),
+            "step_overhead_s": round(v["s0"], 7),
+            "layer_overhead_s": round(v["s1"], 8),
+            "sequence_overhead_s": round(v["s2"], 8),
+            "expert_layer_overhead_s": round(v["s3"], 8),
         }
         how = f"{n} points" if src == g else f"inherited from {src[0]} on {src[1]}"
-        lines.append(f"  {g[0]:<10} {g[1]:<6} e {v['e']:.3f}  c {v['c']:.3f}  fixed {v['s0'] * 1e3:6.3f} ms + {v['s1'] * 1e6:6.2f} µs/layer + {v['s2'] * 1e6:6.2f} µs/seq + {v['s3'] * 1e6:6.1f} µs/MoE layer  ({how})")
+        lines.append(
+            f"  {g[0]:<10} {g[1]:<6} e {v['e']:.3f}  c {v['c']:.3f}  fixed {v['s0'] * 1e3:6.3f} ms + {v['s1'] * 1e6:6.2f} µs/layer + {v['s2'] * 1e6:6.2f} µs/seq + {v['s3'] * 1e6:6.1f} µs/MoE layer  ({how})"
+        )
     precisions = {}
     for f in model.formats:
         shares = {}

@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 from solver.catalog import default_catalog  # noqa: E402
 from solver.errors import InputError  # noqa: E402
 from solver.physics.evaluate import evaluate  # noqa: E402
-from solver.spec.resolve import resolve  # noqa: E402
 from solver.spec.evaluate_input import parse_input  # noqa: E402
+from solver.spec.resolve import resolve  # noqa: E402
 
 POINTS = ROOT / "tests" / "validation" / "points.yaml"
 GiB = 2**30
@@ -45,8 +45,14 @@ SAME_AS = {
 }
 # The engine whose rules and fitted factors a point's stack follows.
 ENGINE = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "mlperf": "trtllm", "llama.cpp": "llama.cpp"}
-KINDS = {"weights": "weights memory (GiB per GPU)", "kv": "KV capacity (tokens)", "tpot1": "batch-1 decode TPOT",
-         "tpot": "batched decode TPOT", "throughput": "throughput", "ttft": "TTFT (one prompt)"}
+KINDS = {
+    "weights": "weights memory (GiB per GPU)",
+    "kv": "KV capacity (tokens)",
+    "tpot1": "batch-1 decode TPOT",
+    "tpot": "batched decode TPOT",
+    "throughput": "throughput",
+    "ttft": "TTFT (one prompt)",
+}
 
 
 def load_points() -> list[dict]:
@@ -95,7 +101,7 @@ def assign_split(points: list[dict]) -> dict[str, str]:
             sources = sorted((s for s in counts if engine_of[s] == engine), key=lambda s: (-sum(counts[s].values()), s))
             these = halves.setdefault(engine, {"fit": {}, "test": {}})
 
-            def imbalance(side: str, src: str) -> int:
+            def imbalance(side: str, src: str, these=these, counts=counts) -> int:
                 after = {h: dict(c) for h, c in these.items()}
                 for m, n in counts[src].items():
                     after[side][m] = after[side].get(m, 0) + n
@@ -167,8 +173,9 @@ def _engine(p: dict) -> dict:
     return engine
 
 
-def deployment_for(p: dict, batch: int, prompt: int, output: int, context: int | None = None,
-                   batching: str = "isolated", factors: dict | None = None, catalog=None):
+def deployment_for(
+    p: dict, batch: int, prompt: int, output: int, context: int | None = None, batching: str = "isolated", factors: dict | None = None, catalog=None
+):
     catalog = catalog or default_catalog()
     model = SAME_AS.get(p.get("model"), p.get("model"))
     engine = _engine(p)
@@ -191,8 +198,7 @@ def deployment_for(p: dict, batch: int, prompt: int, output: int, context: int |
         "engine": engine,
         "hardware": hardware,
         "precision": {"weights": p.get("weights", "bf16"), "kv_cache": p.get("kv_cache") or "bf16"},
-        "workload": {"users": max(1, batch), "prompt_tokens": max(1, prompt), "output_tokens": max(1, output),
-                     "batching": batching},
+        "workload": {"users": max(1, batch), "prompt_tokens": max(1, prompt), "output_tokens": max(1, output), "batching": batching},
     }
     if context:
         data["workload"]["context_tokens"] = context
@@ -220,8 +226,14 @@ def in_flight(p: dict) -> bool:
 
 
 def kind_of(p: dict) -> str | None:
-    return {"weights_bytes": "weights", "kv_cache_tokens": "kv", "decode_tpot_batch1": "tpot1",
-            "decode_tpot_batched": "tpot", "throughput": "throughput", "ttft": "ttft"}.get(p["metric"])
+    return {
+        "weights_bytes": "weights",
+        "kv_cache_tokens": "kv",
+        "decode_tpot_batch1": "tpot1",
+        "decode_tpot_batched": "tpot",
+        "throughput": "throughput",
+        "ttft": "ttft",
+    }.get(p["metric"])
 
 
 def measured(p: dict) -> float | None:
@@ -270,7 +282,8 @@ def out_of_reach(p: dict) -> str | None:
         return "expert or attention data parallelism"  # not modelled yet (issue 13)
     spec, note = cond.get("speculative_decoding"), str(p.get("note", ""))
     if str(spec).lower() not in ("none", "false", "off", "no", "") or (
-            spec is None and "MTP" in note and "speculative" in note.lower() and "no MTP" not in note):
+        spec is None and "MTP" in note and "speculative" in note.lower() and "no MTP" not in note
+    ):
         return "speculative decoding"
     if kind in ("tpot1", "tpot") and batch_of(p) is None:
         return "no batch"
@@ -291,8 +304,11 @@ def served_ttft(p: dict) -> bool:
     bench = str(cond.get("benchmark", "")).lower()
     if "no server" in bench or "session" in bench:
         return False
-    return "concurrency" in cond or "max_concurrency" in cond or any(
-        k in bench for k in ("serve", "serving", "llmperf", "genai-perf", "guidellm", "benchmark_serving"))
+    return (
+        "concurrency" in cond
+        or "max_concurrency" in cond
+        or any(k in bench for k in ("serve", "serving", "llmperf", "genai-perf", "guidellm", "benchmark_serving"))
+    )
 
 
 def _saturated_batch(p: dict, prompt: int, output: int, factors, catalog) -> int:
@@ -336,8 +352,7 @@ def predict(p: dict, factors: dict | None = None, catalog=None) -> float | None:
         if not batch:
             return None
         flight = in_flight(p)
-        d, w, t = deployment_for(p, batch, prompt, output, batching="continuous" if flight else "isolated",
-                                 factors=factors, catalog=catalog)
+        d, w, t = deployment_for(p, batch, prompt, output, batching="continuous" if flight else "isolated", factors=factors, catalog=catalog)
         # Sequences hold their prompt and, on average, half their output while decoding.
         w = dataclasses.replace(w, kv_fill=min(1.0, (prompt + output / 2) / w.context_tokens))
         ev = evaluate(d, w, t, with_remedies=False)

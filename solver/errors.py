@@ -32,7 +32,7 @@ class InputError(Exception):
         return f"{where}{self.field} = {value}: {self.allowed}"
 
     @classmethod
-    def from_validation(cls, exc, lines: dict[tuple, int] | None = None, *, source: str | None = None) -> "InputError":
+    def from_validation(cls, exc, lines: dict[tuple, int] | None = None, *, source: str | None = None) -> InputError:
         """The first pydantic error, said in the user's terms (dotted field, YAML line)."""
         err = exc.errors()[0]
         loc = tuple(err.get("loc", ()))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from solver.catalog import default_catalog
-from solver.spec.resolve import resolve
 from solver.spec.evaluate_input import parse_input
+from solver.spec.resolve import resolve
 
 
 @pytest.fixture(scope="session")
@@ -15,8 +15,24 @@ def catalog():
     return default_catalog()
 
 
-def build(model, gpu, *, users=1, context=None, prompt=None, output=None, tp=1, pp=1, count=None,
-          weights="bf16", kv="bf16", platform=None, sla=None, overrides=None, engine=None):
+def build(
+    model,
+    gpu,
+    *,
+    users=1,
+    context=None,
+    prompt=None,
+    output=None,
+    tp=1,
+    pp=1,
+    count=None,
+    weights="bf16",
+    kv="bf16",
+    platform=None,
+    sla=None,
+    overrides=None,
+    engine=None,
+):
     """(deployment, workload, targets) for one configuration, through the real input path."""
     hardware = {"gpu": gpu, "tp": tp, "pp": pp}
     if count is not None:

@@ -15,7 +15,9 @@ DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")  # RFC 1123 label, at
 QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")  # resource.Quantity
 EXTENDED_GPU = ("nvidia.com/gpu", "amd.com/gpu")
 KINDS = {
-    ("v1", "PersistentVolumeClaim"), ("v1", "Service"), ("apps/v1", "Deployment"),
+    ("v1", "PersistentVolumeClaim"),
+    ("v1", "Service"),
+    ("apps/v1", "Deployment"),
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
 }
 
@@ -163,7 +165,12 @@ def check(obj: dict) -> list[str]:
             size = lwt.get("size", 1)
             if not isinstance(size, int) or size < 1:
                 errs.append(f"{path}.spec.leaderWorkerTemplate.size: an integer >= 1")
-            if lwt.get("restartPolicy", "RecreateGroupOnPodRestart") not in ("Default", "RecreateGroupOnPodRestart", "RecreateGroupAfterStart", "None"):
+            if lwt.get("restartPolicy", "RecreateGroupOnPodRestart") not in (
+                "Default",
+                "RecreateGroupOnPodRestart",
+                "RecreateGroupAfterStart",
+                "None",
+            ):
                 errs.append(f"{path}.spec.leaderWorkerTemplate.restartPolicy: not in the enum")
             worker = _req(lwt, f"{path}.spec.leaderWorkerTemplate", "workerTemplate", dict, errs)
             if worker is not None:

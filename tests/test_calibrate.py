@@ -8,17 +8,19 @@ import dataclasses
 
 import pytest
 
-from solver.optimise.calibrate import fit, read_csv
 from solver.catalog import default_catalog
 from solver.cli.main import main
 from solver.errors import InputError
+from solver.optimise.calibrate import fit, read_csv
 from tests.conftest import build
 
-TRUE = {"bandwidth_efficiency": 0.7, "step_overhead_s": 0.002, "layer_overhead_s": 0.0, "sequence_overhead_s": 0.0,
-        "compute_efficiency": 0.6}
+TRUE = {"bandwidth_efficiency": 0.7, "step_overhead_s": 0.002, "layer_overhead_s": 0.0, "sequence_overhead_s": 0.0, "compute_efficiency": 0.6}
 ROWS = [  # model, tp, batch, prompt: bandwidth-bound decode, compute-bound prefill
-    ("llama-3.1-8b", 1, 1, 4096), ("llama-3.1-8b", 1, 8, 2048), ("llama-3.1-70b", 2, 1, 8192),
-    ("llama-3.1-70b", 4, 16, 4096), ("qwen2.5-32b", 2, 4, 1024),
+    ("llama-3.1-8b", 1, 1, 4096),
+    ("llama-3.1-8b", 1, 8, 2048),
+    ("llama-3.1-70b", 2, 1, 8192),
+    ("llama-3.1-70b", 4, 16, 4096),
+    ("qwen2.5-32b", 2, 4, 1024),
 ]
 HEADER = ["model", "gpu", "tp", "weights", "kv_cache", "batch", "prompt_tokens", "output_tokens", "tpot_ms", "ttft_ms"]
 
@@ -100,8 +102,18 @@ def test_vllm_bench_json_is_read(tmp_path):
     from solver.optimise.calibrate import read_vllm_bench
 
     f = tmp_path / "bench.json"
-    f.write_text(json.dumps({"completed": 10, "total_input_tokens": 10240, "total_output_tokens": 1280,
-                             "mean_ttft_ms": 120.5, "mean_tpot_ms": 14.2, "max_concurrency": 8}))
+    f.write_text(
+        json.dumps(
+            {
+                "completed": 10,
+                "total_input_tokens": 10240,
+                "total_output_tokens": 1280,
+                "mean_ttft_ms": 120.5,
+                "mean_tpot_ms": 14.2,
+                "max_concurrency": 8,
+            }
+        )
+    )
     (m,) = read_vllm_bench(f, model="llama-3.1-8b", gpu="h100-sxm", tp=1, weights="bf16", kv_cache="bf16")
     assert (m.batch, m.prompt_tokens, m.output_tokens) == (8, 1024, 128)
     assert (m.tpot_s, m.ttft_s) == (pytest.approx(0.0142), pytest.approx(0.1205))
@@ -134,14 +146,38 @@ def test_residuals_become_a_band_and_pessimistic_plans_hold_at_its_edge(tmp_path
     entry = yaml.safe_load(cal.read_text())["calibration"][0]
     band = entry["residuals"]["tpot"]["max_ape"]
     assert 0.02 < band < 0.2
-    assert main(["evaluate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--users", "8", "--prompt", "1024",
-                 "--output", "128", "--format", "json", "--calibration", str(cal)]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--model",
+                "llama-3.1-8b",
+                "--gpu",
+                "h100-sxm",
+                "--users",
+                "8",
+                "--prompt",
+                "1024",
+                "--output",
+                "128",
+                "--format",
+                "json",
+                "--calibration",
+                str(cal),
+            ]
+        )
+        == 0
+    )
     dec = json.loads(capsys.readouterr().out)["decode"]
     assert dec["tpot_band_s"] == pytest.approx([dec["tpot_s"] * (1 - band), dec["tpot_s"] * (1 + band)])
     # A spec held at the band's slow edge never plans less than at its centre, and its plan
     # still meets the target when every figure is as slow as the residuals allow.
-    spec = {"model": "llama-3.1-70b", "workload": {"users": 64, "context_tokens": 4096, "output_tokens": 256},
-            "sla": {"max_tpot": "25ms"}, "search": {"gpus": ["h100-sxm"], "weights": ["fp8"], "kv_cache": ["fp8"]}}
+    spec = {
+        "model": "llama-3.1-70b",
+        "workload": {"users": 64, "context_tokens": 4096, "output_tokens": 256},
+        "sla": {"max_tpot": "25ms"},
+        "search": {"gpus": ["h100-sxm"], "weights": ["fp8"], "kv_cache": ["fp8"]},
+    }
     sf = tmp_path / "s.yaml"
     sf.write_text(yaml.safe_dump(spec))
     main(["solve", str(sf), "--calibration", str(cal), "--format", "json", "--no-explain"])

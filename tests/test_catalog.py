@@ -10,11 +10,32 @@ from solver.units import GiB
 
 SEED_DEVICES = ["rtx-3060-12gb", "rtx-3090", "rtx-4090", "a100-80gb", "h100-pcie", "h100-sxm", "m2-ultra-192gb"]
 REQUIRED_DEVICES = SEED_DEVICES + [
-    "h200", "b200", "l40s", "l4", "a10g", "mi300x", "mi325x", "gaudi3", "tpu-v5e", "tpu-v6e", "m3-ultra-512gb", "rtx-5090",
+    "h200",
+    "b200",
+    "l40s",
+    "l4",
+    "a10g",
+    "mi300x",
+    "mi325x",
+    "gaudi3",
+    "tpu-v5e",
+    "tpu-v6e",
+    "m3-ultra-512gb",
+    "rtx-5090",
 ]
 REQUIRED_MODELS = [
-    "llama-3.1-8b", "llama-3.1-70b", "qwen2.5-32b", "mixtral-8x7b", "llama-3.1-405b", "qwen3-32b", "qwen3-235b-a22b",
-    "deepseek-v3", "gpt-oss-20b", "gpt-oss-120b", "gemma-2-9b", "gemma-3-27b",
+    "llama-3.1-8b",
+    "llama-3.1-70b",
+    "qwen2.5-32b",
+    "mixtral-8x7b",
+    "llama-3.1-405b",
+    "qwen3-32b",
+    "qwen3-235b-a22b",
+    "deepseek-v3",
+    "gpt-oss-20b",
+    "gpt-oss-120b",
+    "gemma-2-9b",
+    "gemma-3-27b",
 ]
 
 
@@ -114,7 +135,7 @@ def test_a_catalog_with_a_sparse_field_or_missing_source_is_refused(tmp_path, ca
 
     for f in catalog_dir().glob("*.yaml"):
         (tmp_path / f.name).write_text(f.read_text())
-    text = (tmp_path / "devices.yaml").read_text().replace("    source: \"NVIDIA Ada", "    fp16_sparse_flops: 1\n    source: \"NVIDIA Ada", 1)
+    text = (tmp_path / "devices.yaml").read_text().replace('    source: "NVIDIA Ada', '    fp16_sparse_flops: 1\n    source: "NVIDIA Ada', 1)
     (tmp_path / "devices.yaml").write_text(text)
     with pytest.raises(InputError, match="unknown field"):
         load_catalog(tmp_path)
@@ -123,9 +144,25 @@ def test_a_catalog_with_a_sparse_field_or_missing_source_is_refused(tmp_path, ca
 # ----------------------------------------------------------------- llama.cpp devices and GGUF k-quants
 
 LLAMA_CPP_DEVICES = [
-    "rtx-3070", "rtx-3080", "rtx-3080-ti", "rtx-3090-ti", "rtx-4070-ti", "rtx-4080", "rtx-4090-laptop",
-    "rtx-4080-laptop", "m1-pro", "m1-max", "m1-ultra", "m2-pro", "m2-max", "m3-pro", "m3-max", "m4-max",
-    "rx-7900-xtx", "mi100", "mi210",
+    "rtx-3070",
+    "rtx-3080",
+    "rtx-3080-ti",
+    "rtx-3090-ti",
+    "rtx-4070-ti",
+    "rtx-4080",
+    "rtx-4090-laptop",
+    "rtx-4080-laptop",
+    "m1-pro",
+    "m1-max",
+    "m1-ultra",
+    "m2-pro",
+    "m2-max",
+    "m3-pro",
+    "m3-max",
+    "m4-max",
+    "rx-7900-xtx",
+    "mi100",
+    "mi210",
 ]
 
 
@@ -149,8 +186,7 @@ def test_gguf_k_quant_blocks_have_their_ggml_sizes(catalog):
     #              = 144 B -> 144 x 8 / 256 = 4.5 bits
     #   block_q5_K = 2 + 2 + 12 + qh 256/8 = 32 + qs 128 = 176 B -> 5.5 bits
     #   block_q6_K = ql 256 x 4/8 = 128 + qh 256 x 2/8 = 64 + 16 int8 scales + d 2 = 210 B -> 6.5625 bits
-    for name, block_bytes, bits in (("q4_k_m", 2 + 2 + 12 + 128, 4.5), ("q5_k_m", 2 + 2 + 12 + 32 + 128, 5.5),
-                                    ("q6_k", 128 + 64 + 16 + 2, 6.5625)):
+    for name, block_bytes, bits in (("q4_k_m", 2 + 2 + 12 + 128, 4.5), ("q5_k_m", 2 + 2 + 12 + 32 + 128, 5.5), ("q6_k", 128 + 64 + 16 + 2, 6.5625)):
         assert block_bytes * 8 / 256 == bits
         p = catalog.precision(name)
         assert p.group_size == 256 and _block_bits(p) == pytest.approx(bits, abs=1e-12), name
@@ -169,7 +205,7 @@ def test_q4_k_m_llama_3_8b_weights_match_the_published_file_size(catalog):
     h, kv, ffn, vocab, layers = 4096, 8 * 128, 14336, 128256, 32
     norms = (2 * layers + 1) * h
     q6 = vocab * h + 16 * (h * kv + h * ffn)  # 525,336,576 + 16 x 62,914,560 = 1,531,969,536
-    q4 = m.total_params - norms - q6          # 6,498,025,472
+    q4 = m.total_params - norms - q6  # 6,498,025,472
     assert q6 == 1_531_969_536 and q4 == 6_498_025_472
     by_hand = q6 * 210 / 256 + q4 * 144 / 256 + norms * 4  # 4,912,898,048 bytes
     assert by_hand == 4_912_898_048
@@ -205,6 +241,7 @@ def test_new_devices_match_their_spec_sheets(catalog):
 
 
 # ----------------------------------------------------------------- more devices and models
+
 
 def test_llama_2_13b_params_from_its_config(catalog):
     # config.json: 40 layers, hidden 5120, 40 heads (MHA, head_dim 128), intermediate 13824,
@@ -250,9 +287,16 @@ def test_falcon_180b_params_from_its_config(catalog):
 
 
 NEW_DEVICE_ALIASES = {
-    "rtx-a6000": "rtx-a6000-48gb", "a40": "a40-48gb", "rtx-4000-ada": "rtx-4000-ada-20gb",
-    "rtx-5000-ada": "rtx-5000-ada-32gb", "m1": "apple-m1", "m3": "apple-m3", "m4": "apple-m4",
-    "rx-6800-xt": "radeon-rx-6800-xt", "rx-6700-xt": "radeon-rx-6700-xt", "rx-9070-xt": "radeon-rx-9070-xt",
+    "rtx-a6000": "rtx-a6000-48gb",
+    "a40": "a40-48gb",
+    "rtx-4000-ada": "rtx-4000-ada-20gb",
+    "rtx-5000-ada": "rtx-5000-ada-32gb",
+    "m1": "apple-m1",
+    "m3": "apple-m3",
+    "m4": "apple-m4",
+    "rx-6800-xt": "radeon-rx-6800-xt",
+    "rx-6700-xt": "radeon-rx-6700-xt",
+    "rx-9070-xt": "radeon-rx-9070-xt",
 }
 
 

@@ -50,8 +50,25 @@ def test_flags_alone_are_enough_and_override_the_file(capsys):
     code, out, _ = run(["evaluate", SEED, "--kv-cache", "fp8", "--format", "json"], capsys)
     assert json.loads(out)["memory"]["kv_bytes"] == 17_179_869_184 / 2
     code, out, _ = run(
-        ["evaluate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--users", "32",
-         "--context", "8192", "--output", "512", "--max-tpot", "50ms", "--max-ttft", "2s"],
+        [
+            "evaluate",
+            "--model",
+            "llama-3.1-70b",
+            "--gpu",
+            "h100-sxm",
+            "--tp",
+            "4",
+            "--users",
+            "32",
+            "--context",
+            "8192",
+            "--output",
+            "512",
+            "--max-tpot",
+            "50ms",
+            "--max-ttft",
+            "2s",
+        ],
         capsys,
     )
     assert code == 0 and "TP 4 × PP 1" in out and "MEETS" in out
@@ -99,7 +116,9 @@ def test_malformed_yaml_names_the_line(tmp_path, capsys):
 
 def test_unknown_field_names_its_line(tmp_path, capsys):
     f = tmp_path / "typo.yaml"
-    f.write_text("model: llama-3.1-8b\nhardware:\n  gpu: rtx-4090\n  tensor_parallel: 2\nworkload: {users: 1, context_tokens: 100, output_tokens: 10}\n")
+    f.write_text(
+        "model: llama-3.1-8b\nhardware:\n  gpu: rtx-4090\n  tensor_parallel: 2\nworkload: {users: 1, context_tokens: 100, output_tokens: 10}\n"
+    )
     msg = _error(["evaluate", f], capsys)
     assert f"{f}:4:" in msg and "hardware.tensor_parallel" in msg and "unknown field" in msg
 
@@ -169,8 +188,26 @@ def test_engine_profile_sets_the_kv_capacity(capsys):
     # 17,757,220,864 / (8,192 × 65,536 B) = 33.075
     assert mem["max_concurrency"] == pytest.approx(budget / (8192 * per_gpu_token))
     # SGLang: a static fraction (0.88 by default) for weights and KV, pages of one token.
-    code, out, _ = run(["evaluate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "sglang", "--users", "1",
-                        "--context", "4096", "--output", "256", "--format", "json"], capsys)
+    code, out, _ = run(
+        [
+            "evaluate",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100-sxm",
+            "--engine",
+            "sglang",
+            "--users",
+            "1",
+            "--context",
+            "4096",
+            "--output",
+            "256",
+            "--format",
+            "json",
+        ],
+        capsys,
+    )
     mem = json.loads(out)["memory"]
     assert mem["engine"] == "sglang" and mem["block_size_tokens"] == 1
     # the runtime sees 434 MiB less than nvidia-smi's 81,559 MiB (the driver's share)
@@ -189,8 +226,23 @@ def test_every_command_has_help(command, capsys):
 def test_interconnect_step_names_the_allreduce_algorithm(capsys):
     # Llama-3.1-70B FP8 at TP 8 on H200, one user: 16 KiB all-reduces by vLLM's custom
     # one-shot kernel; a 1,024-token prompt's 16.8 MB ones by NVLS (under vLLM's 64 MiB).
-    flags = ["evaluate", "--model", "llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--weights", "fp8",
-             "--users", "1", "--prompt", "1024", "--output", "256"]
+    flags = [
+        "evaluate",
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "h200",
+        "--tp",
+        "8",
+        "--weights",
+        "fp8",
+        "--users",
+        "1",
+        "--prompt",
+        "1024",
+        "--output",
+        "256",
+    ]
     code, out, _ = run(flags, capsys)
     assert code == 0
     assert "16.4 kB each by custom one-shot" in out and "16.8 MB each by NVLS" in out

@@ -11,8 +11,16 @@ from solver.explain.solve import solve
 from solver.report.solve_json import to_output
 from tests.solve_helpers import problem_of
 
-PINNED = {"factors": {"bandwidth_efficiency": 0.8, "compute_efficiency": 0.5, "step_overhead_s": 0, "layer_overhead_s": 0,
-                      "sequence_overhead_s": 0, "expert_layer_overhead_s": 0}}
+PINNED = {
+    "factors": {
+        "bandwidth_efficiency": 0.8,
+        "compute_efficiency": 0.5,
+        "step_overhead_s": 0,
+        "layer_overhead_s": 0,
+        "sequence_overhead_s": 0,
+        "expert_layer_overhead_s": 0,
+    }
+}
 
 
 # --------------------------------------------------------------------------- the price book
@@ -60,9 +68,12 @@ def test_the_hyperscalers_price_amd_and_nvidia_on_their_own_lists():
 
 
 def test_a_spec_picks_its_providers_and_the_plan_names_the_offer():
-    spec = {"model": "llama-3.1-8b", "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
-            "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
-            "pricing": {"providers": ["aws"]}}
+    spec = {
+        "model": "llama-3.1-8b",
+        "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
+        "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
+        "pricing": {"providers": ["aws"]},
+    }
     out = to_output(solve(problem_of(spec)))
     assert out.plan.cost_usd_per_hour == pytest.approx(6.88)  # p5.48xlarge $55.04 / 8 GPUs
     assert out.plan.price.provider == "Amazon Web Services" and out.plan.price.tier == "on_demand"
@@ -70,16 +81,23 @@ def test_a_spec_picks_its_providers_and_the_plan_names_the_offer():
 
 
 def test_a_gpu_without_an_offer_on_the_basis_is_left_out_with_its_reason():
-    spec = {"model": "llama-3.1-8b", "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
-            "search": {"gpus": ["h100-sxm", "l4"]}, "pricing": {"providers": ["aws"], "tier": "spot"}}
+    spec = {
+        "model": "llama-3.1-8b",
+        "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
+        "search": {"gpus": ["h100-sxm", "l4"]},
+        "pricing": {"providers": ["aws"], "tier": "spot"},
+    }
     problem = problem_of(spec)
     assert not problem.shapes
     assert "no spot offer from aws" in problem.excluded["l4"]
 
 
 def test_an_unknown_provider_is_named_with_what_is_allowed():
-    spec = {"model": "llama-3.1-8b", "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
-            "pricing": {"providers": ["lambda", "hyperscalr"]}}
+    spec = {
+        "model": "llama-3.1-8b",
+        "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
+        "pricing": {"providers": ["lambda", "hyperscalr"]},
+    }
     with pytest.raises(InputError) as e:
         problem_of(spec)
     assert e.value.field == "pricing.providers[1]" and "hyperscaler" in e.value.message()
@@ -97,9 +115,12 @@ def test_input_and_output_tokens_each_carry_their_share_of_gpu_time():
     # input embedding) and 1,025 × 131,072 B of KV at 3.35 TB/s × 0.8 = 5.651 ms
     # → $3.35/3600 × 5.651 ms × 1e6 = $5.26 per million; 1/5.651 ms = 177 tokens/s on
     # a 700 W board: 0.253 tokens per joule.
-    spec = {"model": "llama-3.1-8b", "workload": {"users": 1, "prompt_tokens": 1024, "output_tokens": 1},
-            "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
-            "overrides": {**PINNED, "gpus": {"h100-sxm": {"price_usd_per_gpu_hour": 3.35}}}}
+    spec = {
+        "model": "llama-3.1-8b",
+        "workload": {"users": 1, "prompt_tokens": 1024, "output_tokens": 1},
+        "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
+        "overrides": {**PINNED, "gpus": {"h100-sxm": {"price_usd_per_gpu_hour": 3.35}}},
+    }
     pl = to_output(solve(problem_of(spec))).plan
     assert pl.usd_per_million_input_tokens == pytest.approx(0.0302 * 1.017, rel=0.01)
     assert pl.usd_per_million_output_tokens == pytest.approx(5.26, rel=0.005)
@@ -116,8 +137,12 @@ H100_CAPITAL = 30_000 / (5 * 8760)  # $0.6849
 
 
 def _llama8b_on(gpus: list[str], **extra) -> dict:
-    return {"model": "llama-3.1-8b", "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
-            "search": {"gpus": gpus, "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]}, **extra}
+    return {
+        "model": "llama-3.1-8b",
+        "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
+        "search": {"gpus": gpus, "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
+        **extra,
+    }
 
 
 def test_owning_a_gpu_costs_its_power_hosting_and_purchase_over_its_life():
@@ -154,8 +179,12 @@ def test_owned_gpus_cost_their_running_only_and_every_plan_shows_its_tco():
 def test_an_apple_machine_can_be_chosen_to_buy():
     # The Mac Studio M2 Ultra 192 GB has a purchase price now ($6,999), so min_purchase can
     # choose it; before, it was left out for want of one.
-    spec = {"model": "llama-3.1-8b", "engine": "llama.cpp", "objective": "min_purchase",
-            "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
-            "search": {"gpus": ["m2-ultra-192gb"], "tp": [1], "weights": ["q4_k_m"], "kv_cache": ["fp16"]}}
+    spec = {
+        "model": "llama-3.1-8b",
+        "engine": "llama.cpp",
+        "objective": "min_purchase",
+        "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
+        "search": {"gpus": ["m2-ultra-192gb"], "tp": [1], "weights": ["q4_k_m"], "kv_cache": ["fp16"]},
+    }
     out = to_output(solve(problem_of(spec)))
     assert out.plan.purchase_usd == 6999 and out.plan.acquired_by == "bought"

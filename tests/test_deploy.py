@@ -9,17 +9,21 @@ from pathlib import Path
 import pytest
 
 from solver.cli.main import main
-from solver.report.deploy import check_flags, emit
 from solver.errors import InputError
 from solver.explain.solve import solve
+from solver.report.deploy import check_flags, emit
 from tests.solve_helpers import problem_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _plan(**search):
-    spec = {"model": "llama-3.1-70b", "workload": {"users": 32, "context_tokens": 8192, "output_tokens": 512},
-            "sla": {"max_tpot": "40ms"}, "search": {"gpus": ["h100-sxm"], **search}}
+    spec = {
+        "model": "llama-3.1-70b",
+        "workload": {"users": 32, "context_tokens": 8192, "output_tokens": 512},
+        "sla": {"max_tpot": "40ms"},
+        "search": {"gpus": ["h100-sxm"], **search},
+    }
     return solve(problem_of(spec), explain=False)
 
 
@@ -59,13 +63,18 @@ def test_cli_deploy(capsys):
 
 # --------------------------------------------------------------------------- llama.cpp (issue 9, item 9)
 
+
 def _solve(spec: dict):
     return solve(problem_of(spec), explain=False)
 
 
-LLAMA_CPP_8B = {"model": "llama-3.1-8b", "workload": {"users": 4, "context_tokens": 8192, "prompt_tokens": 1024},
-                "sla": {"max_tpot": "80ms"}, "engine": {"name": "llama.cpp", "max_num_seqs": 4},
-                "search": {"gpus": ["rtx-4090"], "tp": [1], "weights": ["q4_0"], "kv_cache": ["q8_0"]}}
+LLAMA_CPP_8B = {
+    "model": "llama-3.1-8b",
+    "workload": {"users": 4, "context_tokens": 8192, "prompt_tokens": 1024},
+    "sla": {"max_tpot": "80ms"},
+    "engine": {"name": "llama.cpp", "max_num_seqs": 4},
+    "search": {"gpus": ["rtx-4090"], "tp": [1], "weights": ["q4_0"], "kv_cache": ["q8_0"]},
+}
 
 
 def _flag(argv, name):
@@ -78,11 +87,11 @@ def test_llama_cpp_plan_runs_llama_server(tmp_path, capsys):
     assert main(["deploy", str(spec), "--format", "json"]) == 0  # the spec's engine, not vllm
     argv = json.loads(capsys.readouterr().out)["command"]
     assert argv[0] == "llama-server"
-    assert _flag(argv, "-ngl") == "33"     # Llama-3.1-8B: 32 layers + the output layer, all on the GPU
-    assert _flag(argv, "-np") == "4"       # 4 users, max_num_seqs 4: one replica, 4 slots
-    assert _flag(argv, "-c") == "32768"    # each slot gets c / np tokens: 8,192 x 4
+    assert _flag(argv, "-ngl") == "33"  # Llama-3.1-8B: 32 layers + the output layer, all on the GPU
+    assert _flag(argv, "-np") == "4"  # 4 users, max_num_seqs 4: one replica, 4 slots
+    assert _flag(argv, "-c") == "32768"  # each slot gets c / np tokens: 8,192 x 4
     assert _flag(argv, "-ctk") == _flag(argv, "-ctv") == "q8_0"
-    assert _flag(argv, "-fa") == "on"      # a quantised V cache needs flash attention
+    assert _flag(argv, "-fa") == "on"  # a quantised V cache needs flash attention
     assert _flag(argv, "-m").endswith(".gguf")  # no published Q4_0 GGUF of Llama-3.1-8B: a local file
 
 
@@ -94,9 +103,13 @@ def test_engine_llama_cpp_is_accepted(tmp_path, capsys):
 
 
 def test_llama_cpp_splits_over_its_gpus_as_planned():
-    spec = {"model": "llama-3.1-70b", "workload": {"users": 1, "context_tokens": 4096, "prompt_tokens": 1024},
-            "sla": {"max_tpot": "200ms"}, "engine": {"name": "llama.cpp", "split_mode": "row"},
-            "search": {"gpus": ["rtx-4090"], "tp": [2], "weights": ["q4_k_m"], "kv_cache": ["q8_0"]}}
+    spec = {
+        "model": "llama-3.1-70b",
+        "workload": {"users": 1, "context_tokens": 4096, "prompt_tokens": 1024},
+        "sla": {"max_tpot": "200ms"},
+        "engine": {"name": "llama.cpp", "split_mode": "row"},
+        "search": {"gpus": ["rtx-4090"], "tp": [2], "weights": ["q4_k_m"], "kv_cache": ["q8_0"]},
+    }
     dep = emit(_solve(spec), "llama.cpp")
     assert dep.gpus_per_replica == 2 and _flag(dep.argv, "-sm") == "row"
     assert _flag(dep.argv, "-ngl") == "81"  # 80 layers + output
@@ -104,9 +117,13 @@ def test_llama_cpp_splits_over_its_gpus_as_planned():
 
 
 def test_llama_cpp_serves_a_published_gguf():
-    spec = {"model": "gpt-oss-20b", "workload": {"users": 1, "context_tokens": 8192, "prompt_tokens": 1024},
-            "sla": {"max_tpot": "100ms"}, "engine": "llama.cpp",
-            "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["mxfp4"], "kv_cache": ["fp16"]}}
+    spec = {
+        "model": "gpt-oss-20b",
+        "workload": {"users": 1, "context_tokens": 8192, "prompt_tokens": 1024},
+        "sla": {"max_tpot": "100ms"},
+        "engine": "llama.cpp",
+        "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["mxfp4"], "kv_cache": ["fp16"]},
+    }
     dep = emit(_solve(spec), "llama.cpp")
     assert _flag(dep.argv, "-hf") == "ggml-org/gpt-oss-20b-GGUF:MXFP4"
     assert _flag(dep.argv, "-ctk") == "f16" and "-fa" not in dep.argv
@@ -128,9 +145,16 @@ def test_an_engine_is_refused_only_what_it_cannot_run():
 
 # --------------------------------------------------------------------------- published checkpoints (item 10)
 
+
 def _one(model, gpu, weights, kv, tp=8, users=16, context=8192, tpot="200ms"):
-    return _solve({"model": model, "workload": {"users": users, "context_tokens": context, "prompt_tokens": 1024},
-                   "sla": {"max_tpot": tpot}, "search": {"gpus": [gpu], "tp": [tp], "weights": [weights], "kv_cache": [kv]}})
+    return _solve(
+        {
+            "model": model,
+            "workload": {"users": users, "context_tokens": context, "prompt_tokens": 1024},
+            "sla": {"max_tpot": tpot},
+            "search": {"gpus": [gpu], "tp": [tp], "weights": [weights], "kv_cache": [kv]},
+        }
+    )
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
@@ -166,13 +190,18 @@ def test_catalog_refuses_a_published_checkpoint_in_an_unknown_format(tmp_path):
     for f in catalog_dir().glob("*.yaml"):
         shutil.copy(f, tmp_path / f.name)
     models = tmp_path / "models.yaml"
-    models.write_text(models.read_text().replace("format: fp8, variant: instruct, as_of: 2026-12-02,\n         source: \"Hugging Face deepseek-ai/DeepSeek-R1 ",
-                                                 "format: fp9, variant: instruct, as_of: 2026-12-02,\n         source: \"Hugging Face deepseek-ai/DeepSeek-R1 "))
+    models.write_text(
+        models.read_text().replace(
+            'format: fp8, variant: instruct, as_of: 2026-12-02,\n         source: "Hugging Face deepseek-ai/DeepSeek-R1 ',
+            'format: fp9, variant: instruct, as_of: 2026-12-02,\n         source: "Hugging Face deepseek-ai/DeepSeek-R1 ',
+        )
+    )
     with pytest.raises(InputError, match="fp9"):
         load_catalog(tmp_path, use_cache=False)
 
 
 # --------------------------------------------------------------------------- multi-node and Kubernetes (item 11)
+
 
 def _spec_405b() -> dict:
     import yaml
@@ -187,7 +216,10 @@ def test_two_node_vllm_plan_launches_a_ray_cluster_then_serves():
     dep = emit(r, "vllm")
     assert dep.nodes_per_replica == 2 and dep.gpus_per_node == 8  # 16 GPUs on 8-GPU HGX nodes
     assert [(s.node, s.argv[:3]) for s in dep.steps] == [
-        ("head", ["ray", "start", "--head"]), ("worker 1", ["ray", "start", "--address"]), ("head", ["vllm", "serve", "meta-llama/Llama-3.1-405B-Instruct"])]
+        ("head", ["ray", "start", "--head"]),
+        ("worker 1", ["ray", "start", "--address"]),
+        ("head", ["vllm", "serve", "meta-llama/Llama-3.1-405B-Instruct"]),
+    ]
     serve = dep.steps[-1].argv
     assert _flag(serve, "--tensor-parallel-size") == "8" and _flag(serve, "--pipeline-parallel-size") == "2"
     assert _flag(serve, "--distributed-executor-backend") == "ray"
@@ -242,13 +274,28 @@ def test_k8s_single_node_replicas_are_a_deployment_with_the_vendor_s_gpu(capsys)
 def test_k8s_checker_names_what_is_wrong():
     from tests.k8s_schema import check
 
-    bad = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
-           "spec": {"selector": {"matchLabels": {"app": "a"}},
-                    "template": {"metadata": {"labels": {"app": "b"}},
-                                 "spec": {"containers": [{"name": "s", "image": "i",
-                                                          "resources": {"limits": {"nvidia.com/gpu": 2}, "requests": {"nvidia.com/gpu": 1}},
-                                                          "volumeMounts": [{"name": "cache", "mountPath": "/c"}],
-                                                          "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}}}]}}}}
+    bad = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "x"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "a"}},
+            "template": {
+                "metadata": {"labels": {"app": "b"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "s",
+                            "image": "i",
+                            "resources": {"limits": {"nvidia.com/gpu": 2}, "requests": {"nvidia.com/gpu": 1}},
+                            "volumeMounts": [{"name": "cache", "mountPath": "/c"}],
+                            "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}},
+                        }
+                    ]
+                },
+            },
+        },
+    }
     errs = check(bad)
     assert any("selector" in e for e in errs)
     assert any("request must equal its limit" in e for e in errs)

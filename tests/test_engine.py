@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import pytest
 
-from solver.report.deploy import check_flags, emit
 from solver.errors import InputError
+from solver.explain.solve import solve
 from solver.physics.decode import estimate_decode
 from solver.physics.memory import activation_peak_bytes, weights_bytes
-from solver.explain.solve import solve
+from solver.report.deploy import check_flags, emit
 from solver.spec.solve_spec import parse_spec
 from tests.solve_helpers import problem_of
 
-SPEC = {"model": "llama-3.1-8b", "workload": {"users": 8, "context_tokens": 4096, "output_tokens": 256},
-        "sla": {"max_tpot": "30ms"}, "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]}}
+SPEC = {
+    "model": "llama-3.1-8b",
+    "workload": {"users": 8, "context_tokens": 4096, "output_tokens": 256},
+    "sla": {"max_tpot": "30ms"},
+    "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
+}
 
 
 def test_a_name_alone_is_the_engine_with_its_defaults():
@@ -29,22 +33,24 @@ def test_a_name_alone_is_the_engine_with_its_defaults():
 
 
 def test_knobs_reach_the_physics():
-    spec = {**SPEC, "engine": {"name": "vllm", "max_num_batched_tokens": 16384, "max_num_seqs": 64,
-                               "gpu_memory_utilization": 0.8}}
+    spec = {**SPEC, "engine": {"name": "vllm", "max_num_batched_tokens": 16384, "max_num_seqs": 64, "gpu_memory_utilization": 0.8}}
     d = problem_of(spec).shapes[0].deployment
     assert d.factors.memory_utilization == 0.8
     # 16,384 tokens × 2 B × (3 × 14,336 + 3 × 4,096) + 64 rows × 128,256 × 8 B
     assert activation_peak_bytes(d, 4096) == 16384 * 2 * (3 * 14336 + 3 * 4096) + 64 * 128256 * 8
 
 
-@pytest.mark.parametrize("engine, field", [
-    ({"name": "vllm", "max_num_seqs": 0}, "engine.max_num_seqs"),
-    ({"name": "vllm", "gpu_memory_utilization": 1.5}, "engine.gpu_memory_utilization"),
-    ({"name": "vllm", "max_num_batched_tokens": "lots"}, "engine.max_num_batched_tokens"),
-    ({"name": "vllm", "block_size": 32}, "engine.block_size"),
-    ({"name": "vllm", "split_mode": "layer"}, "engine.split_mode"),
-    ({"name": "vlm"}, "engine"),
-])
+@pytest.mark.parametrize(
+    "engine, field",
+    [
+        ({"name": "vllm", "max_num_seqs": 0}, "engine.max_num_seqs"),
+        ({"name": "vllm", "gpu_memory_utilization": 1.5}, "engine.gpu_memory_utilization"),
+        ({"name": "vllm", "max_num_batched_tokens": "lots"}, "engine.max_num_batched_tokens"),
+        ({"name": "vllm", "block_size": 32}, "engine.block_size"),
+        ({"name": "vllm", "split_mode": "layer"}, "engine.split_mode"),
+        ({"name": "vlm"}, "engine"),
+    ],
+)
 def test_wrong_knobs_name_the_field(engine, field):
     with pytest.raises(InputError) as exc:
         problem_of({**SPEC, "engine": engine})
@@ -67,19 +73,32 @@ def test_llama_cpp_splits_layers_so_a_second_gpu_adds_memory_not_speed(build_dep
     # Llama-3.1-70B Q4_K_M on two RTX 3090s: llama.cpp's default --split-mode layer puts
     # 40 layers on each card, which run one after another for every token: each step
     # reads all the weights (but the input table) at one card's bandwidth.
-    over = {"factors": {"bandwidth_efficiency": 1.0, "step_overhead_s": 0, "layer_overhead_s": 0, "sequence_overhead_s": 0},
-            "precision": {"bandwidth_share": 1.0}}
-    d, w, _ = build_deployment("llama-3.1-70b", "rtx-3090", tp=2, users=1, prompt=1, output=1, weights="q4_k_m",
-                               kv="fp16", overrides=over, engine="llama.cpp")
+    over = {
+        "factors": {"bandwidth_efficiency": 1.0, "step_overhead_s": 0, "layer_overhead_s": 0, "sequence_overhead_s": 0},
+        "precision": {"bandwidth_share": 1.0},
+    }
+    d, w, _ = build_deployment(
+        "llama-3.1-70b", "rtx-3090", tp=2, users=1, prompt=1, output=1, weights="q4_k_m", kv="fp16", overrides=over, engine="llama.cpp"
+    )
     assert (d.tp, d.pp) == (1, 2)
     dec = estimate_decode(d, w)
     m = d.model
     read = weights_bytes(m, d.weights) - m.vocab_size * m.hidden_size * d.weights.bytes_per_value
     assert dec.weights_time_s == pytest.approx(read / 936e9)
     # Row split is the tensor-parallel-like option: each card reads half.
-    d2, w2, _ = build_deployment("llama-3.1-70b", "rtx-3090", tp=2, users=1, prompt=1, output=1, weights="q4_k_m",
-                                 kv="fp16", overrides=over, engine={"name": "llama.cpp", "split_mode": "row"},
-                                 platform="workstation-gen4-4gpu")
+    d2, w2, _ = build_deployment(
+        "llama-3.1-70b",
+        "rtx-3090",
+        tp=2,
+        users=1,
+        prompt=1,
+        output=1,
+        weights="q4_k_m",
+        kv="fp16",
+        overrides=over,
+        engine={"name": "llama.cpp", "split_mode": "row"},
+        platform="workstation-gen4-4gpu",
+    )
     assert (d2.tp, d2.pp) == (2, 1)
     assert estimate_decode(d2, w2).weights_time_s == pytest.approx(read / 2 / 936e9)
 
@@ -103,8 +122,7 @@ def test_two_rtx_3090s_run_a_70b_q4_k_m_at_the_published_speed(build_deployment)
     # "3090 24GB * 2 | 70B Q4_K_M | 16.57" tokens/s. A point of the fit split, so this
     # guards the layer-split physics and its fitted factors against regressions (before
     # them plan-opt said about 38 tokens/s); accuracy is reported on the test split.
-    d, w, _ = build_deployment("llama-3.1-70b", "rtx-3090", tp=2, users=1, prompt=1, output=512, weights="q4_k_m",
-                               kv="fp16", engine="llama.cpp")
+    d, w, _ = build_deployment("llama-3.1-70b", "rtx-3090", tp=2, users=1, prompt=1, output=512, weights="q4_k_m", kv="fp16", engine="llama.cpp")
     assert 1 / estimate_decode(d, w).tpot_s == pytest.approx(16.57, rel=0.15)
 
 
@@ -123,13 +141,13 @@ def test_llama_cpp_kernels_add_their_read_and_their_flops(build_deployment):
     # llama.cpp's dequantising kernels do not hide the weight read behind the FLOPs: a
     # prefill matmul takes their sum, vLLM's the larger of the two.
     over = {"factors": {"bandwidth_efficiency": 0.8, "compute_efficiency": 0.5}}
-    d, w, _ = build_deployment("llama-3.1-8b", "rtx-4090", users=1, prompt=512, output=1, weights="q4_k_m", kv="fp16",
-                               overrides=over, engine="llama.cpp")
+    d, w, _ = build_deployment(
+        "llama-3.1-8b", "rtx-4090", users=1, prompt=512, output=1, weights="q4_k_m", kv="fp16", overrides=over, engine="llama.cpp"
+    )
     from solver.physics.prefill import estimate_prefill
 
     pre = estimate_prefill(d, w)
     assert pre.gemm_time_s == pytest.approx(pre.linear_time_s + pre.weights_time_s)
-    d2, w2, _ = build_deployment("llama-3.1-8b", "rtx-4090", users=1, prompt=512, output=1, weights="int4-awq", kv="fp16",
-                                 overrides=over)
+    d2, w2, _ = build_deployment("llama-3.1-8b", "rtx-4090", users=1, prompt=512, output=1, weights="int4-awq", kv="fp16", overrides=over)
     pre2 = estimate_prefill(d2, w2)
     assert pre2.gemm_time_s == pytest.approx(max(pre2.linear_time_s, pre2.weights_time_s))

@@ -22,9 +22,16 @@ def test_tp_beyond_the_nvlink_domain_is_reported_not_dropped_silently():
     r = _solved(model="llama-3.1-70b", search={"gpus": ["h100-sxm"], "tp": [8, 16], "weights": ["bf16"], "kv_cache": ["bf16"]})
     out = json.loads(to_json(r))
     assert out["plan"]["tp"] == 8 and out["excluded"] == {}
-    assert out["excluded_shapes"] == {"h100-sxm": [{
-        "shapes": "TP 16", "kind": "interconnect", "count": 1,
-        "reason": "tp=16 exceeds the scale-up domain of hgx-hopper-8gpu (8 GPUs); a TP group cannot span nodes"}]}
+    assert out["excluded_shapes"] == {
+        "h100-sxm": [
+            {
+                "shapes": "TP 16",
+                "kind": "interconnect",
+                "count": 1,
+                "reason": "tp=16 exceeds the scale-up domain of hgx-hopper-8gpu (8 GPUs); a TP group cannot span nodes",
+            }
+        ]
+    }
     assert "- h100-sxm: TP 16 — tp=16 exceeds the scale-up domain of hgx-hopper-8gpu (8 GPUs)" in render(r)
 
 
@@ -33,8 +40,10 @@ def test_each_reason_names_the_splits_it_drops_per_device():
     # catalogs/devices.yaml: fp16, int8, int4), and its widest platform is an 8-GPU PCIe
     # server, so TP 16 has no domain there either. Splits: TP {1, 16} × PP {1, 64}; formats:
     # weights {bf16, fp8} × KV bf16 (fp16 on the T4, which lacks bf16).
-    r = _solved(search={"gpus": ["h100-sxm", "t4"], "tp": [1, 16], "pp": [1, 64], "weights": ["bf16", "fp8"], "kv_cache": ["bf16"]},
-                pricing={"providers": ["all"]})  # the T4 has no GPU-cloud offer; Hugging Face's endpoint prices it
+    r = _solved(
+        search={"gpus": ["h100-sxm", "t4"], "tp": [1, 16], "pp": [1, 64], "weights": ["bf16", "fp8"], "kv_cache": ["bf16"]},
+        pricing={"providers": ["all"]},
+    )  # the T4 has no GPU-cloud offer; Hugging Face's endpoint prices it
     got = {dev: [(e["shapes"], e["kind"], e["count"]) for e in items] for dev, items in json.loads(to_json(r))["excluded_shapes"].items()}
     assert got["h100-sxm"] == [
         ("TP 1 × PP 64, TP 16 × PP 64", "split", 4),  # 2 splits × 2 weight formats
@@ -54,8 +63,10 @@ def test_each_reason_names_the_splits_it_drops_per_device():
 def test_an_engine_rule_that_skips_shapes_says_so():
     # llama.cpp's row split has no pipeline stages: PP 2 is never built, at TP 1 or 2,
     # in either KV format (2 splits × 2 formats = 4 shapes).
-    spec = {"engine": {"name": "llama.cpp", "split_mode": "row"},
-            "search": {"gpus": ["rtx-4090"], "tp": [1, 2], "pp": [1, 2], "weights": ["q4_0"], "kv_cache": ["fp16", "q8_0"]}}
+    spec = {
+        "engine": {"name": "llama.cpp", "split_mode": "row"},
+        "search": {"gpus": ["rtx-4090"], "tp": [1, 2], "pp": [1, 2], "weights": ["q4_0"], "kv_cache": ["fp16", "q8_0"]},
+    }
     [e] = json.loads(to_json(_solved(**spec)))["excluded_shapes"]["rtx-4090"]
     assert (e["shapes"], e["kind"], e["count"]) == ("TP 1 × PP 2, TP 2 × PP 2", "engine", 4)
     assert "no pipeline stages" in e["reason"]

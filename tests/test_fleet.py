@@ -67,13 +67,15 @@ def small_fleets(draw):
     gpus = draw(st.lists(st.sampled_from(["rtx-4090", "l40s", "a100-80gb", "h100-sxm", "l4"]), min_size=1, max_size=2, unique=True))
     workloads = []
     for i in range(draw(st.integers(1, 2))):
-        workloads.append({
-            "name": f"w{i}",
-            "model": draw(st.sampled_from(["llama-3.1-8b", "qwen2.5-7b", "phi-4"])),
-            "priority": draw(st.integers(1, 3)),
-            "workload": {"users": draw(st.integers(1, 24)), "context_tokens": draw(st.sampled_from([2048, 8192, 32768])), "output_tokens": 256},
-            "sla": {"max_tpot": f"{draw(st.integers(10, 60))}ms"},
-        })
+        workloads.append(
+            {
+                "name": f"w{i}",
+                "model": draw(st.sampled_from(["llama-3.1-8b", "qwen2.5-7b", "phi-4"])),
+                "priority": draw(st.integers(1, 3)),
+                "workload": {"users": draw(st.integers(1, 24)), "context_tokens": draw(st.sampled_from([2048, 8192, 32768])), "output_tokens": 256},
+                "sla": {"max_tpot": f"{draw(st.integers(10, 60))}ms"},
+            }
+        )
     spec = {
         "workloads": workloads,
         "search": {"gpus": gpus, "tp": draw(st.sampled_from([[1], [1, 2]])), "weights": ["bf16"], "kv_cache": ["bf16"]},
@@ -106,13 +108,15 @@ def test_cpsat_fleet_equals_brute_force(spec):
 
 
 MIX = {
-    "workloads": [{
-        "name": "chat", "model": "llama-3.1-8b",
-        "workload": {"users": 64, "context_tokens": 8192, "prompt_tokens": 2048},
-        "sla": {"max_ttft": "1500ms", "max_tpot": "40ms"},
-        "mix": [{"share": 0.75, "context_tokens": 2048, "prompt_tokens": 1536},
-                {"share": 0.25, "context_tokens": 32768, "prompt_tokens": 30000}],
-    }],
+    "workloads": [
+        {
+            "name": "chat",
+            "model": "llama-3.1-8b",
+            "workload": {"users": 64, "context_tokens": 8192, "prompt_tokens": 2048},
+            "sla": {"max_ttft": "1500ms", "max_tpot": "40ms"},
+            "mix": [{"share": 0.75, "context_tokens": 2048, "prompt_tokens": 1536}, {"share": 0.25, "context_tokens": 32768, "prompt_tokens": 30000}],
+        }
+    ],
     "search": {"gpus": ["l4", "h100-sxm"], "tp": [1, 2, 4], "weights": ["fp8"], "kv_cache": ["fp8"]},
 }
 
@@ -131,9 +135,21 @@ def test_a_request_mix_is_cheaper_on_two_gpu_types_than_on_either():
 
 
 def test_bigger_budget_never_serves_less_weighted_demand():
-    fs, classes = fleet({**MIX, "workloads": MIX["workloads"] + [{
-        "name": "code", "model": "qwen2.5-7b", "priority": 2,
-        "workload": {"users": 40, "context_tokens": 4096, "output_tokens": 256}, "sla": {"max_tpot": "20ms"}}]})
+    fs, classes = fleet(
+        {
+            **MIX,
+            "workloads": MIX["workloads"]
+            + [
+                {
+                    "name": "code",
+                    "model": "qwen2.5-7b",
+                    "priority": 2,
+                    "workload": {"users": 40, "context_tokens": 4096, "output_tokens": 256},
+                    "sla": {"max_tpot": "20ms"},
+                }
+            ],
+        }
+    )
     budgets = [0.5, 1, 2, 4, 6, 8, 12]
     results = sweep(fs, classes, budgets)
     weighted = [sum(round(sc.priority * 1000) * r.served.get(sc.name, 0) for sc in classes) if r.feasible else 0 for _, r in results]
@@ -165,11 +181,14 @@ def test_mix_shares_must_sum_to_one():
 
 
 SPLIT = {
-    "workloads": [{
-        "name": "chat", "model": "llama-3.1-8b",
-        "workload": {"users": 70, "context_tokens": 8192, "prompt_tokens": 2048},
-        "sla": {"max_tpot": "30ms"},
-    }],
+    "workloads": [
+        {
+            "name": "chat",
+            "model": "llama-3.1-8b",
+            "workload": {"users": 70, "context_tokens": 8192, "prompt_tokens": 2048},
+            "sla": {"max_tpot": "30ms"},
+        }
+    ],
     "search": {"gpus": ["a100-80gb"], "tp": [1, 2], "weights": ["bf16"], "kv_cache": ["bf16"]},
     "overrides": {"gpus": {"a100-80gb": {"price_usd_per_gpu_hour": 2.0}}},
 }
@@ -223,7 +242,17 @@ def test_the_report_names_the_router_and_its_weights(tmp_path, capsys):
 
 
 def test_at_equal_cost_one_shape_beats_a_split():
-    spec = {**SPLIT, "workloads": [{**SPLIT["workloads"][0], "model": "qwen2.5-7b", "workload": {"users": 105, "context_tokens": 8192, "prompt_tokens": 2048}, "sla": {"max_tpot": "20ms"}}]}
+    spec = {
+        **SPLIT,
+        "workloads": [
+            {
+                **SPLIT["workloads"][0],
+                "model": "qwen2.5-7b",
+                "workload": {"users": 105, "context_tokens": 8192, "prompt_tokens": 2048},
+                "sla": {"max_tpot": "20ms"},
+            }
+        ],
+    }
     fs, classes = fleet(spec)
     # At 20 ms one A100 holds 20 users, a TP 2 pair 66: two of the first and one pair
     # (2 + 2 = 4 GPUs, 106 users) cost what two pairs do (4 GPUs, 132 users); the
@@ -238,9 +267,13 @@ def test_a_fleet_reports_its_total_cost_of_ownership():
     # Two owned A100 80GB serving a small chat service: $0/hour rented, but each costs its
     # power and hosting, 0.4 kW × 1.58 × $0.0806 + $184.06 × 0.4 / 730 = $0.1518/hour
     # (catalogs/ownership.yaml), for each GPU in use.
-    fs, classes = fleet({"workloads": [{"name": "chat", "model": "llama-3.1-8b",
-                                        "workload": {"users": 8, "context_tokens": 2048, "output_tokens": 256}}],
-                         "search": {"gpus": ["a100-80gb"], "tp": [1]}, "inventory": {"a100-80gb": 2}})
+    fs, classes = fleet(
+        {
+            "workloads": [{"name": "chat", "model": "llama-3.1-8b", "workload": {"users": 8, "context_tokens": 2048, "output_tokens": 256}}],
+            "search": {"gpus": ["a100-80gb"], "tp": [1]},
+            "inventory": {"a100-80gb": 2},
+        }
+    )
     res = solve_fleet(fs, classes)
     assert res.cost_usd_per_hour == 0 and sum(res.gpus.values()) == 1
     assert res.tco_usd_per_hour == pytest.approx(0.4 * 1.58 * 0.0806 + 184.06 * 0.4 / 730)

@@ -9,14 +9,13 @@ import dataclasses
 
 import pytest
 
-from solver.physics.evaluate import evaluate
 from solver.physics.decode import estimate_decode
+from solver.physics.evaluate import evaluate
 from solver.physics.memory import estimate_memory, weights_bytes
 from solver.physics.prefill import estimate_prefill
 
 # The seed counts the whole card: no runtime overhead, no driver share, no activation peak.
-SEED_NO_OVERHEAD = {"memory_utilization": 1.0, "runtime_overhead_bytes": 0, "reserved_bytes": 0, "activation_peak_scale": 0,
-                    "tp_overhead_bytes": 0}
+SEED_NO_OVERHEAD = {"memory_utilization": 1.0, "runtime_overhead_bytes": 0, "reserved_bytes": 0, "activation_peak_scale": 0, "tp_overhead_bytes": 0}
 # Nor any fixed cost per forward pass.
 SEED_NO_FIXED_COST = {"step_overhead_s": 0, "layer_overhead_s": 0, "sequence_overhead_s": 0, "expert_layer_overhead_s": 0}
 
@@ -40,8 +39,7 @@ def test_step1_70b_rules_out_two_24gb_cards_but_not_two_a100_80gb(build_deployme
 
 def _seed_step1(build_deployment, **kw):
     over = {"model": {"total_params": 8e9}, "factors": SEED_NO_OVERHEAD}
-    return build_deployment("llama-3.1-8b", "rtx-4090", users=16, context=8192, output=256,
-                            weights="fp16", overrides=over, **kw)
+    return build_deployment("llama-3.1-8b", "rtx-4090", users=16, context=8192, output=256, weights="fp16", overrides=over, **kw)
 
 
 def test_step1_llama8b_kv_cache_is_17_179_869_184_bytes(build_deployment):
@@ -99,8 +97,9 @@ def test_step2_18gb_model_decodes_at_seed_rates(build_deployment, bandwidth, tok
         "factors": {"bandwidth_efficiency": 1.0, **SEED_NO_FIXED_COST},
         "precision": {"bandwidth_share": 1.0},  # every byte read at full bandwidth, whatever the format
     }
-    d, w, _ = build_deployment("qwen2.5-32b", "m2-ultra-192gb", users=1, prompt=1, output=1,
-                               weights="int4-awq" if False else "q4_0", kv="fp16", overrides=over)
+    d, w, _ = build_deployment(
+        "qwen2.5-32b", "m2-ultra-192gb", users=1, prompt=1, output=1, weights="int4-awq" if False else "q4_0", kv="fp16", overrides=over
+    )
     dec = estimate_decode(d, w)
     assert dec.weights_time_s == pytest.approx(18e9 / bandwidth)
     assert 1 / dec.weights_time_s == pytest.approx(tokens_per_s, abs=0.05)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from solver.errors import InputError
 from solver.catalog.hf_config import model_from_config
+from solver.errors import InputError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf_configs"
 

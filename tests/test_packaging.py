@@ -24,10 +24,7 @@ def test_wheel_carries_the_catalogs_and_loads_them(tmp_path):
         assert f"solver/catalogs/{f}" in names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    probe = (
-        "import solver.catalog.load as c; cat = c.load_catalog(); "
-        "assert 'site' in str(c.catalog_dir()), c.catalog_dir(); print(len(cat.devices))"
-    )
+    probe = "import solver.catalog.load as c; cat = c.load_catalog(); assert 'site' in str(c.catalog_dir()), c.catalog_dir(); print(len(cat.devices))"
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env={"PYTHONPATH": str(site)}, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) >= 25

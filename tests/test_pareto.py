@@ -3,14 +3,13 @@ not only the frontier), and the plan `solve` picks lies on the frontier."""
 
 from __future__ import annotations
 
-
 import pytest
 
+from solver.explain.solve import solve
 from solver.optimise.candidates import candidates
 from solver.optimise.enumerate import meets
 from solver.optimise.pareto import frontiers
 from solver.optimise.scenario import scenario_of
-from solver.explain.solve import solve
 from tests.solve_helpers import problem_of
 
 SPEC = {

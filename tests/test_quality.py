@@ -15,8 +15,13 @@ from tests.solve_helpers import problem_of
 # Four owned A100 80GB at $0/hour, Llama-3.1-70B, TPOT ≤ 50 ms: 16-bit weights take
 # 141 GB, 35 GB per GPU at TP 4 — they fit, and a step reads 35 GB at 2.04 TB/s × 0.55
 # ≈ 31 ms (+ all-reduces), under the target. Every format costs $0: quality decides.
-OWNED = {"model": "llama-3.1-70b", "workload": {"users": 4, "context_tokens": 4096, "output_tokens": 256},
-         "sla": {"max_tpot": "50ms"}, "search": {"gpus": ["a100-80gb"], "max_gpus": 4}, "inventory": {"a100-80gb": 4}}
+OWNED = {
+    "model": "llama-3.1-70b",
+    "workload": {"users": 4, "context_tokens": 4096, "output_tokens": 256},
+    "sla": {"max_tpot": "50ms"},
+    "search": {"gpus": ["a100-80gb"], "max_gpus": 4},
+    "inventory": {"a100-80gb": 4},
+}
 
 
 def test_the_quality_order_follows_the_cited_figures():
@@ -57,8 +62,12 @@ def test_the_report_prices_a_better_format():
     # Llama-3.1-70B for one user on rented H100 SXM ($3.99): int4-AWQ (about 40 GB) fits
     # one GPU; bf16 (141 GB) and fp8 (70.6 GB of weights + 16-bit embeddings, over the
     # 72 GB the engine may use) need two. Each better format costs one more GPU-hour.
-    spec = {"model": "llama-3.1-70b", "workload": {"users": 1, "context_tokens": 4096, "output_tokens": 256},
-            "sla": {"max_tpot": "60ms"}, "search": {"gpus": ["h100-sxm"], "weights": ["bf16", "fp8", "int4-awq"], "kv_cache": ["bf16"]}}
+    spec = {
+        "model": "llama-3.1-70b",
+        "workload": {"users": 1, "context_tokens": 4096, "output_tokens": 256},
+        "sla": {"max_tpot": "60ms"},
+        "search": {"gpus": ["h100-sxm"], "weights": ["bf16", "fp8", "int4-awq"], "kv_cache": ["bf16"]},
+    }
     out = to_output(solve(problem_of(spec)))
     assert out.plan.weights == "int4-awq" and out.plan.gpus == 1
     assert [(q.weights, q.delta) for q in out.better_weights] == [("bf16", pytest.approx(3.99)), ("fp8", pytest.approx(3.99))]

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solver.report.deploy import emit
+from solver.explain.solve import solve
 from solver.optimise.enumerate import exhaustive
 from solver.optimise.scenario import scenario_of, solve_scenario
-from solver.explain.solve import solve
+from solver.report.deploy import emit
 from solver.report.solve_json import to_output
 from tests.solve_helpers import problem_of
 
@@ -29,8 +29,12 @@ def small_specs(draw):
     output = draw(st.integers(16, 512))
     spec = {
         "model": draw(st.sampled_from(["llama-3.1-8b", "qwen2.5-7b", "mixtral-8x7b", "qwen3-30b-a3b", "phi-4"])),
-        "workload": {"users": draw(st.integers(1, 48)), "context_tokens": context, "output_tokens": output,
-                     "batching": draw(st.sampled_from(["isolated", "continuous"]))},
+        "workload": {
+            "users": draw(st.integers(1, 48)),
+            "context_tokens": context,
+            "output_tokens": output,
+            "batching": draw(st.sampled_from(["isolated", "continuous"])),
+        },
         "search": {
             "gpus": gpus,
             "tp": draw(st.lists(st.sampled_from([1, 2, 4]), min_size=1, max_size=3, unique=True)),
@@ -76,16 +80,31 @@ def test_cpsat_optimum_equals_exhaustive_enumeration(spec):
 # The hand derivations below use these factors, pinned so that refitting the catalog's
 # defaults cannot move them: 80 % of peak bandwidth, 50 % of peak FLOPs, 2 GiB of
 # runtime overhead, the whole card visible, no activation peak, no fixed step costs.
-PINNED = {"factors": {"bandwidth_efficiency": 0.8, "compute_efficiency": 0.5, "runtime_overhead_bytes": "2GiB", "tp_overhead_bytes": 0,
-                      "reserved_bytes": 0, "activation_peak_scale": 0, "step_overhead_s": 0, "layer_overhead_s": 0,
-                      "sequence_overhead_s": 0, "expert_layer_overhead_s": 0}}
+PINNED = {
+    "factors": {
+        "bandwidth_efficiency": 0.8,
+        "compute_efficiency": 0.5,
+        "runtime_overhead_bytes": "2GiB",
+        "tp_overhead_bytes": 0,
+        "reserved_bytes": 0,
+        "activation_peak_scale": 0,
+        "step_overhead_s": 0,
+        "layer_overhead_s": 0,
+        "sequence_overhead_s": 0,
+        "expert_layer_overhead_s": 0,
+    }
+}
 
 
 def test_seed_scenario_is_memory_bound_with_hand_derived_batch():
     # Llama-3.1-8B, 16 users at 8,192 tokens, 16-bit, RTX 4090 only (TP 1), catalog
     # defaults: 90 % of 24,564 MiB usable, 2 GiB runtime overhead.
-    spec = {"model": "llama-3.1-8b", "workload": {"users": 16, "context_tokens": 8192, "output_tokens": 256},
-            "search": {"gpus": ["rtx-4090"], "tp": [1], "weights": ["fp16"], "kv_cache": ["fp16"]}, "overrides": PINNED}
+    spec = {
+        "model": "llama-3.1-8b",
+        "workload": {"users": 16, "context_tokens": 8192, "output_tokens": 256},
+        "search": {"gpus": ["rtx-4090"], "tp": [1], "weights": ["fp16"], "kv_cache": ["fp16"]},
+        "overrides": PINNED,
+    }
     r = solve(problem_of(spec))
     usable = 24_564 * 2**20 * 0.9  # 23,181,498,777.6 B
     weights = 8_030_261_248 * 2  # 16,060,522,496 B
@@ -112,9 +131,13 @@ def test_bandwidth_binds_when_tpot_caps_the_batch():
     # at 3.35 TB/s × 0.8:
     #   b ≤ (8e-3 × 2.68e12 − 15.0098e9) / 0.53687e9 = 11.98 → 11 per replica
     # while memory would allow (76.97e9 − 16.06e9 − 2.15e9) / 0.537e9 = 109.
-    spec = {"model": "llama-3.1-8b", "workload": {"users": 32, "context_tokens": 4096, "output_tokens": 512},
-            "sla": {"max_tpot": "8ms"}, "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
-            "overrides": PINNED}
+    spec = {
+        "model": "llama-3.1-8b",
+        "workload": {"users": 32, "context_tokens": 4096, "output_tokens": 512},
+        "sla": {"max_tpot": "8ms"},
+        "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
+        "overrides": PINNED,
+    }
     r = solve(problem_of(spec))
     c = r.solution.candidate
     assert c.max_batch_tpot == 11 and c.max_batch_memory == 109
@@ -129,9 +152,13 @@ def test_compute_binds_when_ttft_forces_a_wider_tp_group():
     # = 8.80e13 attention = 1.244e15; at 1,979 TFLOP/s × 0.5 per GPU:
     #   TP 2: 0.629 s (+48 ms all-reduce) > 0.5 s;  TP 4: 0.314 s (+74 ms) < 0.5 s.
     # Memory alone would take TP 2 (TP 1 leaves room for one user; 8 users → 8 GPUs).
-    spec = {"model": "llama-3.1-70b", "workload": {"users": 8, "prompt_tokens": 8192, "output_tokens": 256},
-            "sla": {"max_ttft": "500ms"}, "search": {"gpus": ["h100-sxm"], "weights": ["fp8"], "kv_cache": ["fp8"]},
-            "overrides": PINNED}  # the derivation's factors; FP8 GEMMs' fitted share (0.91) keeps TP 4 under 0.5 s
+    spec = {
+        "model": "llama-3.1-70b",
+        "workload": {"users": 8, "prompt_tokens": 8192, "output_tokens": 256},
+        "sla": {"max_ttft": "500ms"},
+        "search": {"gpus": ["h100-sxm"], "weights": ["fp8"], "kv_cache": ["fp8"]},
+        "overrides": PINNED,
+    }  # the derivation's factors; FP8 GEMMs' fitted share (0.91) keeps TP 4 under 0.5 s
     r = solve(problem_of(spec))
     c = r.solution.candidate
     assert c.shape.deployment.tp == 4 and c.replicas == 1
@@ -146,10 +173,13 @@ def test_interconnect_rules_out_the_pcie_pair():
     # 1,008 GB/s × 0.8: 18.6 ms. Two on PCIe read 7.50 GB each: 9.31 ms + 0.17 ms KV,
     # but 64 all-reduces over PCIe add at least 1.3 ms: more than 10.5 ms. Without the
     # interconnect the pair would do (and cost 2 × $0.69 < one H100's $3.99).
-    spec = {"model": "llama-3.1-8b", "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
-            "sla": {"max_tpot": "10.5ms"},
-            "search": {"gpus": ["rtx-4090", "h100-sxm"], "tp": [1, 2], "weights": ["bf16"], "kv_cache": ["bf16"]},
-            "overrides": PINNED}
+    spec = {
+        "model": "llama-3.1-8b",
+        "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256},
+        "sla": {"max_tpot": "10.5ms"},
+        "search": {"gpus": ["rtx-4090", "h100-sxm"], "tp": [1, 2], "weights": ["bf16"], "kv_cache": ["bf16"]},
+        "overrides": PINNED,
+    }
     r = solve(problem_of(spec))
     assert r.solution.candidate.shape.device.name == "h100-sxm"
     ru = next(x for x in r.runners_up if x.device == "rtx-4090")
@@ -160,8 +190,11 @@ def test_interconnect_rules_out_the_pcie_pair():
 def test_tp_beyond_the_domain_is_the_interconnect_constraint():
     # Llama-3.1-405B bf16 needs ~812 GB: 16 H100s. TP 16 spans two HGX nodes, which a
     # TP group may not do; TP 8 × PP 2 is the way.
-    spec = {"model": "llama-3.1-405b", "workload": {"users": 1, "context_tokens": 4096, "output_tokens": 256},
-            "search": {"gpus": ["h100-sxm"], "tp": [8, 16], "pp": [1, 2], "weights": ["bf16"], "kv_cache": ["bf16"]}}
+    spec = {
+        "model": "llama-3.1-405b",
+        "workload": {"users": 1, "context_tokens": 4096, "output_tokens": 256},
+        "search": {"gpus": ["h100-sxm"], "tp": [8, 16], "pp": [1, 2], "weights": ["bf16"], "kv_cache": ["bf16"]},
+    }
     r = solve(problem_of(spec))
     d = r.solution.candidate.shape.deployment
     assert (d.tp, d.pp) == (8, 2)
@@ -174,17 +207,24 @@ def test_tp_beyond_the_domain_is_the_interconnect_constraint():
 
 
 def test_owned_gpus_are_used_before_renting():
-    spec = {"model": "llama-3.1-8b", "workload": {"users": 8, "context_tokens": 4096, "output_tokens": 256},
-            "search": {"gpus": ["a100-80gb", "h100-sxm", "l40s"], "weights": ["bf16"], "kv_cache": ["bf16"]},
-            "inventory": {"a100-80gb": 2}}
+    spec = {
+        "model": "llama-3.1-8b",
+        "workload": {"users": 8, "context_tokens": 4096, "output_tokens": 256},
+        "search": {"gpus": ["a100-80gb", "h100-sxm", "l40s"], "weights": ["bf16"], "kv_cache": ["bf16"]},
+        "inventory": {"a100-80gb": 2},
+    }
     c = solve(problem_of(spec), explain=False).solution.candidate
     assert c.shape.device.name == "a100-80gb" and c.rented == 0 and c.cost_usd_per_hour == 0
 
 
 def test_min_tpot_spends_the_budget_on_replicas():
     # Smaller batches decode faster; the budget buys the replicas.
-    base = {"model": "llama-3.1-8b", "workload": {"users": 32, "context_tokens": 4096, "output_tokens": 256},
-            "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]}, "objective": "min_tpot"}
+    base = {
+        "model": "llama-3.1-8b",
+        "workload": {"users": 32, "context_tokens": 4096, "output_tokens": 256},
+        "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
+        "objective": "min_tpot",
+    }
     tight = solve(problem_of({**base, "budget": {"max_usd_per_hour": 4}}), explain=False).solution.candidate
     loose = solve(problem_of({**base, "budget": {"max_usd_per_hour": 17}}), explain=False).solution.candidate
     assert tight.replicas == 1 and tight.cost_usd_per_hour <= 4
@@ -193,9 +233,13 @@ def test_min_tpot_spends_the_budget_on_replicas():
 
 
 def test_impossible_spec_names_a_minimal_conflict_and_the_nearest_relaxation():
-    spec = {"model": "llama-3.1-70b", "workload": {"users": 64, "context_tokens": 8192, "output_tokens": 256},
-            "sla": {"max_tpot": "4ms", "max_ttft": "2s"}, "budget": {"max_usd_per_hour": 30},
-            "search": {"gpus": ["h100-sxm", "h200", "b200"], "weights": ["fp8"], "kv_cache": ["fp8"]}}
+    spec = {
+        "model": "llama-3.1-70b",
+        "workload": {"users": 64, "context_tokens": 8192, "output_tokens": 256},
+        "sla": {"max_tpot": "4ms", "max_ttft": "2s"},
+        "budget": {"max_usd_per_hour": 30},
+        "search": {"gpus": ["h100-sxm", "h200", "b200"], "weights": ["fp8"], "kv_cache": ["fp8"]},
+    }
     problem = problem_of(spec)
     r = solve(problem)
     assert not r.feasible and r.conflict
@@ -211,8 +255,11 @@ def test_impossible_spec_names_a_minimal_conflict_and_the_nearest_relaxation():
 
 
 def test_model_that_fits_nowhere_has_an_empty_conflict_and_says_why():
-    spec = {"model": "llama-3.1-405b", "workload": {"users": 1, "context_tokens": 4096, "output_tokens": 256},
-            "search": {"gpus": ["rtx-4090"], "tp": [1, 2, 4], "weights": ["bf16"], "kv_cache": ["bf16"]}}
+    spec = {
+        "model": "llama-3.1-405b",
+        "workload": {"users": 1, "context_tokens": 4096, "output_tokens": 256},
+        "search": {"gpus": ["rtx-4090"], "tp": [1, 2, 4], "weights": ["bf16"], "kv_cache": ["bf16"]},
+    }
     r = solve(problem_of(spec))
     assert not r.feasible and r.conflict == []
     assert any("memory" in ru.reason for ru in r.runners_up)
@@ -229,9 +276,12 @@ def test_sliding_window_layers_count_once_in_every_capacity_figure():
     # One H100 SXM (85,520,809,984 B) at 0.9, 63 GB of weights (given), 2 GiB overhead:
     #   budget = 76,968,728,985.6 − 63,000,000,000 − 2,147,483,648 = 11,821,245,337.6 B
     #   11,821,245,337.6 / 306,708,480 = 38.54 sequences → 38 fit.
-    spec = {"model": "gpt-oss-120b", "workload": {"users": 32, "context_tokens": 8192, "output_tokens": 512},
-            "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["mxfp4"], "kv_cache": ["bf16"]},
-            "overrides": {**PINNED, "factors": {**PINNED["factors"], "memory_utilization": 0.9}, "model": {"weights_bytes": 63e9}}}
+    spec = {
+        "model": "gpt-oss-120b",
+        "workload": {"users": 32, "context_tokens": 8192, "output_tokens": 512},
+        "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["mxfp4"], "kv_cache": ["bf16"]},
+        "overrides": {**PINNED, "factors": {**PINNED["factors"], "memory_utilization": 0.9}, "model": {"weights_bytes": 63e9}},
+    }
     r = solve(problem_of(spec), explain=False)
     plan = to_output(r).plan
     assert (plan.replicas, plan.batch_per_replica) == (1, 32)

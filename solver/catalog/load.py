@@ -182,8 +182,9 @@ class Catalog:
                 raise ValueError(f"device '{d.name}' has a price: prices live in prices.yaml")
         self.devices = _Index.build("device", "gpu", devices.devices)
         self._check_prices()
-        self.devices = _Index.build("device", "gpu", [
-            dataclasses.replace(d, price=self.price(d.name, self.default_pricing)) for d in devices.devices])
+        self.devices = _Index.build(
+            "device", "gpu", [dataclasses.replace(d, price=self.price(d.name, self.default_pricing)) for d in devices.devices]
+        )
         self.platforms = _Index.build("platform", "platform", platforms.platforms)
         self.models = _Index.build("model", "model", models.models)
         self.fitted_on = fitted.fitted_on
@@ -236,9 +237,13 @@ class Catalog:
             if t != "all" and t not in kinds and t not in self.prices.providers:
                 close = difflib.get_close_matches(t, list(self.prices.providers) + kinds, n=3, cutoff=0.5)
                 hint = f"did you mean {', '.join(repr(c) for c in close)}? " if close else ""
-                raise InputError(f"{where}[{i}]", token, f"unknown provider; {hint}allowed: a provider "
-                                 f"({', '.join(self.prices.providers)}), a kind ({', '.join(kinds)}), or all "
-                                 "(`plan-opt list prices` shows the book)")
+                raise InputError(
+                    f"{where}[{i}]",
+                    token,
+                    f"unknown provider; {hint}allowed: a provider "
+                    f"({', '.join(self.prices.providers)}), a kind ({', '.join(kinds)}), or all "
+                    "(`plan-opt list prices` shows the book)",
+                )
             names.append(t)
         return Pricing(tuple(dict.fromkeys(names)), tier or base.tier, statistic or base.statistic)
 
@@ -270,8 +275,15 @@ class Catalog:
         o = offers[0] if pricing.statistic == "cheapest" else offers[(len(offers) - 1) // 2]
         prov = self.prices.providers[o.provider]
         seen = ", ".join(f"{x.provider} ${x.usd_per_gpu_hour:.2f}" for x in offers)
-        return Price(o.usd_per_gpu_hour, prov.display_name, o.instance or o.gpu, o.as_of, o.source, o.tier,
-                     f"{pricing.label()}: {len(offers)} offer{'s' if len(offers) != 1 else ''} ({seen})")
+        return Price(
+            o.usd_per_gpu_hour,
+            prov.display_name,
+            o.instance or o.gpu,
+            o.as_of,
+            o.source,
+            o.tier,
+            f"{pricing.label()}: {len(offers)} offer{'s' if len(offers) != 1 else ''} ({seen})",
+        )
 
     def device(self, name: str) -> Device:
         return self.devices.get(name)

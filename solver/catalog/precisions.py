@@ -62,8 +62,7 @@ class Precision:
         check_name("precision", self.name)
         if self.effective_bits_per_value is not None and self.effective_bits_per_value < self.bits:
             raise ValueError(
-                f"precision '{self.name}': effective_bits_per_value {self.effective_bits_per_value} "
-                f"is below its stored bits {self.bits}"
+                f"precision '{self.name}': effective_bits_per_value {self.effective_bits_per_value} is below its stored bits {self.bits}"
             )
 
     @property

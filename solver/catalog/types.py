@@ -8,9 +8,7 @@ from annotated_types import Ge, Gt, Le
 
 ComputeDtype = Literal["fp16", "bf16", "fp8", "int8", "fp4"]
 AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
-LinkKind = Literal[
-    "nvlink", "nvswitch", "pcie", "infinity-fabric", "ici", "roce", "infiniband", "ethernet", "neuronlink"
-]
+LinkKind = Literal["nvlink", "nvswitch", "pcie", "infinity-fabric", "ici", "roce", "infiniband", "ethernet", "neuronlink"]
 
 Positive = Annotated[float, Gt(0)]
 PositiveInt = Annotated[int, Gt(0)]

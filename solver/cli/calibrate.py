@@ -59,7 +59,9 @@ def run(args) -> int:
         for metric in ("tpot", "ttft"):
             b, a = f.before.get(metric), f.after.get(metric)
             if b:
-                print(f"  {metric.upper()} error: median {b['median_ape']:.1%} → {a['median_ape']:.1%}, worst {b['max_ape']:.1%} → {a['max_ape']:.1%}")
+                print(
+                    f"  {metric.upper()} error: median {b['median_ape']:.1%} → {a['median_ape']:.1%}, worst {b['max_ape']:.1%} → {a['max_ape']:.1%}"
+                )
         for r in f.refused:
             print(f"  not fitted: {r}")
     if not any(f.factors for f in fits):

@@ -25,12 +25,23 @@ def add(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("spec", help="YAML spec file (as for solve)")
-    p.add_argument("--engine", choices=["vllm", "sglang", "llama.cpp"],
-                   help="command to emit (default: the spec's engine when deploy has its template, else vllm)")
-    p.add_argument("--variant", choices=["instruct", "base"], default="instruct",
-                   help="which published checkpoint to serve: post-trained for chat (default) or the base model")
-    p.add_argument("--emit", choices=["commands", "k8s"], default="commands",
-                   help="shell commands per node (default) or Kubernetes manifests (Deployment / LeaderWorkerSet)")
+    p.add_argument(
+        "--engine",
+        choices=["vllm", "sglang", "llama.cpp"],
+        help="command to emit (default: the spec's engine when deploy has its template, else vllm)",
+    )
+    p.add_argument(
+        "--variant",
+        choices=["instruct", "base"],
+        default="instruct",
+        help="which published checkpoint to serve: post-trained for chat (default) or the base model",
+    )
+    p.add_argument(
+        "--emit",
+        choices=["commands", "k8s"],
+        default="commands",
+        help="shell commands per node (default) or Kubernetes manifests (Deployment / LeaderWorkerSet)",
+    )
     p.add_argument("--image", help="container image for --emit k8s (default: the engine's image for the GPU vendor)")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--calibration", metavar="FILE", help="factors fitted by `plan-opt calibrate` (applied to their devices)")
@@ -60,29 +71,46 @@ def run(args) -> int:
         from solver.physics.memory import deployment_weights_bytes
         from solver.report.deploy_k8s import manifests, to_yaml
 
-        docs = manifests(dep, name=f"{c.shape.deployment.model.name}-{engine}", image=args.image,
-                         weights_bytes=deployment_weights_bytes(c.shape.deployment))
+        docs = manifests(
+            dep, name=f"{c.shape.deployment.model.name}-{engine}", image=args.image, weights_bytes=deployment_weights_bytes(c.shape.deployment)
+        )
         if args.format == "json":
             print(json.dumps(docs, indent=2))
         else:
-            print("# " + f"plan-opt deploy: {dep.replicas} replica(s) × {dep.nodes_per_replica} node(s) × "
-                  f"{dep.gpus_per_node} × {c.shape.device.display_name} — {dep.engine}, {dep.model_id}")
+            print(
+                "# " + f"plan-opt deploy: {dep.replicas} replica(s) × {dep.nodes_per_replica} node(s) × "
+                f"{dep.gpus_per_node} × {c.shape.device.display_name} — {dep.engine}, {dep.model_id}"
+            )
             for n in dep.notes:
                 print(f"# {n}")
             sys.stdout.write(to_yaml(docs))
         return EXIT_OK
     if args.format == "json":
         ck = dep.checkpoint
-        print(json.dumps({"engine": dep.engine, "command": dep.argv, "replicas": dep.replicas,
-                          "gpus_per_replica": dep.gpus_per_replica, "nodes_per_replica": dep.nodes_per_replica,
-                          "gpus_per_node": dep.gpus_per_node, "model": dep.model_id,
-                          "checkpoint": None if ck is None else {"hf_id": ck.hf_id, "format": ck.format, "variant": ck.variant,
-                                                                  "container": ck.container, "source": ck.source},
-                          "launch": [{"node": s.node, "command": s.argv} for s in dep.steps],
-                          "notes": dep.notes}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "engine": dep.engine,
+                    "command": dep.argv,
+                    "replicas": dep.replicas,
+                    "gpus_per_replica": dep.gpus_per_replica,
+                    "nodes_per_replica": dep.nodes_per_replica,
+                    "gpus_per_node": dep.gpus_per_node,
+                    "model": dep.model_id,
+                    "checkpoint": None
+                    if ck is None
+                    else {"hf_id": ck.hf_id, "format": ck.format, "variant": ck.variant, "container": ck.container, "source": ck.source},
+                    "launch": [{"node": s.node, "command": s.argv} for s in dep.steps],
+                    "notes": dep.notes,
+                },
+                indent=2,
+            )
+        )
     else:
-        print(f"# {dep.replicas} replica(s) × {dep.gpus_per_replica} × {c.shape.device.display_name} — {dep.engine}"
-              + (f", {dep.nodes_per_replica} nodes of {dep.gpus_per_node} per replica" if dep.nodes_per_replica > 1 else ""))
+        print(
+            f"# {dep.replicas} replica(s) × {dep.gpus_per_replica} × {c.shape.device.display_name} — {dep.engine}"
+            + (f", {dep.nodes_per_replica} nodes of {dep.gpus_per_node} per replica" if dep.nodes_per_replica > 1 else "")
+        )
         if dep.nodes_per_replica > 1:
             for s in dep.steps:
                 print(f"[{s.node}] {s.command}")

@@ -6,15 +6,23 @@ from solver.errors import EXIT_OK, InputError
 
 
 def add(sub) -> None:
-    p = sub.add_parser("list", help="list the catalog: devices, models, platforms, precisions, engines or prices",
-                       description="List the catalog. `list prices` prints the price book (catalogs/prices.yaml): every "
-                       "dated offer, and what each GPU costs on the default basis or the one the flags choose.")
+    p = sub.add_parser(
+        "list",
+        help="list the catalog: devices, models, platforms, precisions, engines or prices",
+        description="List the catalog. `list prices` prints the price book (catalogs/prices.yaml): every "
+        "dated offer, and what each GPU costs on the default basis or the one the flags choose.",
+    )
     p.add_argument("what", choices=["devices", "models", "platforms", "precisions", "engines", "prices"])
     p.add_argument("--gpu", action="append", default=None, help="prices: only these GPUs (repeatable)")
-    p.add_argument("--provider", action="append", default=None,
-                   help="prices: providers, or kinds (hyperscaler, gpu_cloud, marketplace, managed), or all (repeatable)")
-    p.add_argument("--tier", default=None, choices=["on_demand", "spot", "reserved_1y", "reserved_3y", "flex_start"],
-                   help="prices: the tier (default on_demand)")
+    p.add_argument(
+        "--provider",
+        action="append",
+        default=None,
+        help="prices: providers, or kinds (hyperscaler, gpu_cloud, marketplace, managed), or all (repeatable)",
+    )
+    p.add_argument(
+        "--tier", default=None, choices=["on_demand", "spot", "reserved_1y", "reserved_3y", "flex_start"], help="prices: the tier (default on_demand)"
+    )
     p.add_argument("--statistic", default=None, choices=["median_low", "cheapest"], help="prices: of the providers' offers")
     p.set_defaults(func=run)
 
@@ -39,9 +47,7 @@ def run(args) -> int:
     elif args.what == "models":
         print(f"{'name':<18} {'params':>9} {'active':>8} {'layers':>6} {'attn':>4}  hf id")
         for m in cat.models:
-            print(
-                f"{m.name:<18} {m.total_params / 1e9:>8.1f}B {m.active_params / 1e9:>7.1f}B {m.num_layers:>6} {m.attention:>4}  {m.hf_id or ''}"
-            )
+            print(f"{m.name:<18} {m.total_params / 1e9:>8.1f}B {m.active_params / 1e9:>7.1f}B {m.num_layers:>6} {m.attention:>4}  {m.hf_id or ''}")
     elif args.what == "platforms":
         for p in cat.platforms:
             print(f"{p.name:<24} {p.layout:<7} {p.gpus_per_node:>3} GPUs/node × {p.max_nodes:<3} {p.display_name}")
@@ -63,8 +69,11 @@ def _list_prices(cat, args) -> int:
     print(f"{'gpu':<16} {'$/GPU-h':>8}  priced at")
     for g in gpus:
         price = cat.price(g, pricing)
-        print(f"{g:<16} {price.usd_per_gpu_hour:>8.2f}  {price.provider}, {price.offer} ({price.as_of}); "
-              f"{price.basis.split(': ', 1)[1]}" if price else f"{g:<16} {'—':>8}  no {pricing.tier} offer from {', '.join(pricing.providers)}")
+        print(
+            f"{g:<16} {price.usd_per_gpu_hour:>8.2f}  {price.provider}, {price.offer} ({price.as_of}); {price.basis.split(': ', 1)[1]}"
+            if price
+            else f"{g:<16} {'—':>8}  no {pricing.tier} offer from {', '.join(pricing.providers)}"
+        )
     print()
     print(f"{'provider':<17} {'gpu':<15} {'tier':<11} {'$/GPU-h':>8}  {'as of':<10}  {'source kind':<12} instance / region")
     for o in sorted(cat.prices.offers, key=lambda o: (o.gpu, o.tier, o.usd_per_gpu_hour)):

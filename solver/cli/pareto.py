@@ -24,8 +24,11 @@ def add(sub) -> None:
     p.add_argument("--axes", default="tpot,ttft,users", help="which frontiers, comma-separated: tpot, ttft, users (default all)")
     p.add_argument("--format", choices=["text", "json", "markdown"], default="text", help="report format (default text)")
     p.add_argument("--plot", metavar="FILE", help="also draw the frontiers: FILE.png and FILE.svg")
-    p.add_argument("--max-cost-ratio", metavar="R", help="stop the latency frontiers at R × their cheapest plan "
-                   "(default: the spec's pareto.max_cost_ratio, else 10); none for no cap")
+    p.add_argument(
+        "--max-cost-ratio",
+        metavar="R",
+        help="stop the latency frontiers at R × their cheapest plan (default: the spec's pareto.max_cost_ratio, else 10); none for no cap",
+    )
     p.add_argument("--calibration", metavar="FILE", help="factors fitted by `plan-opt calibrate` (applied to their devices)")
     p.set_defaults(func=run)
 

@@ -54,8 +54,13 @@ def _nearest(problem: Problem, s: Scenario, target: str) -> Relaxation:
         # Minimise the target's own measure with the target lifted.
         free = s.with_value(target, None)
         cands = candidates(problem, free.workload, free.targets, batch_variants=True)
-        objective = {"max_tpot": "min_tpot", "max_ttft": None, "max_usd_per_hour": "min_cost",
-                     "max_purchase_usd": "min_purchase", "max_gpus": "min_gpus"}[target]
+        objective = {
+            "max_tpot": "min_tpot",
+            "max_ttft": None,
+            "max_usd_per_hour": "min_cost",
+            "max_purchase_usd": "min_purchase",
+            "max_gpus": "min_gpus",
+        }[target]
         if objective is None:  # TTFT: no objective of its own; take the least TTFT among feasible plans
             feasible = [c for c in cands if meets(c, free.limits())]
             if not feasible:

@@ -49,7 +49,8 @@ def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
         if defaulted:
             result.constraints = [
                 dataclasses.replace(r, note="the default cap (search.max_gpus unset): a larger search.max_gpus lifts it")
-                if r.name == "max_gpus" else r
+                if r.name == "max_gpus"
+                else r
                 for r in result.constraints
             ]
         if explain:
@@ -67,21 +68,61 @@ def explain_plan(problem: Problem, s: Scenario, result: SolveResult) -> None:
     ev = evaluate(d, s.workload, s.targets, with_remedies=False)
     result.plan = ev
     rows = [
-        ConstraintRow("memory", LABELS["memory"], ev.memory.needed_bytes, ev.memory.usable_bytes, "bytes",
-                      ev.memory.margin_bytes, f"room for {c.max_batch_memory} sequences per replica; {c.batch} used"),
-        ConstraintRow("max_tpot", LABELS["max_tpot"], ev.decode.tpot_s, s.targets.max_tpot_s, "s",
-                      None if s.targets.max_tpot_s is None else s.targets.max_tpot_s - ev.decode.tpot_s,
-                      f"decode is {ev.decode.bound}-bound" + (f"; the target allows {_at_least(c)}{c.max_batch_tpot} sequences per replica" if s.targets.max_tpot_s is not None else "")),
-        ConstraintRow("max_ttft", LABELS["max_ttft"], ev.ttft_s, s.targets.max_ttft_s, "s",
-                      None if s.targets.max_ttft_s is None else s.targets.max_ttft_s - ev.ttft_s,
-                      f"prefill is {ev.prefill.bound}-bound"),
-        ConstraintRow("interconnect", LABELS["interconnect"], float(d.tp), float(c.shape.domain), "GPUs",
-                      float(c.shape.domain - d.tp), ev.verdict("interconnect").note),
+        ConstraintRow(
+            "memory",
+            LABELS["memory"],
+            ev.memory.needed_bytes,
+            ev.memory.usable_bytes,
+            "bytes",
+            ev.memory.margin_bytes,
+            f"room for {c.max_batch_memory} sequences per replica; {c.batch} used",
+        ),
+        ConstraintRow(
+            "max_tpot",
+            LABELS["max_tpot"],
+            ev.decode.tpot_s,
+            s.targets.max_tpot_s,
+            "s",
+            None if s.targets.max_tpot_s is None else s.targets.max_tpot_s - ev.decode.tpot_s,
+            f"decode is {ev.decode.bound}-bound"
+            + (f"; the target allows {_at_least(c)}{c.max_batch_tpot} sequences per replica" if s.targets.max_tpot_s is not None else ""),
+        ),
+        ConstraintRow(
+            "max_ttft",
+            LABELS["max_ttft"],
+            ev.ttft_s,
+            s.targets.max_ttft_s,
+            "s",
+            None if s.targets.max_ttft_s is None else s.targets.max_ttft_s - ev.ttft_s,
+            f"prefill is {ev.prefill.bound}-bound",
+        ),
+        ConstraintRow(
+            "interconnect",
+            LABELS["interconnect"],
+            float(d.tp),
+            float(c.shape.domain),
+            "GPUs",
+            float(c.shape.domain - d.tp),
+            ev.verdict("interconnect").note,
+        ),
     ]
     if s.max_usd_per_hour is not None:
-        rows.append(ConstraintRow("max_usd_per_hour", LABELS["max_usd_per_hour"], c.cost_usd_per_hour, s.max_usd_per_hour, "usd_per_hour", s.max_usd_per_hour - c.cost_usd_per_hour))
+        rows.append(
+            ConstraintRow(
+                "max_usd_per_hour",
+                LABELS["max_usd_per_hour"],
+                c.cost_usd_per_hour,
+                s.max_usd_per_hour,
+                "usd_per_hour",
+                s.max_usd_per_hour - c.cost_usd_per_hour,
+            )
+        )
     if s.max_purchase_usd is not None:
-        rows.append(ConstraintRow("max_purchase_usd", LABELS["max_purchase_usd"], c.purchase_usd, s.max_purchase_usd, "usd", s.max_purchase_usd - c.purchase_usd))
+        rows.append(
+            ConstraintRow(
+                "max_purchase_usd", LABELS["max_purchase_usd"], c.purchase_usd, s.max_purchase_usd, "usd", s.max_purchase_usd - c.purchase_usd
+            )
+        )
     if s.max_gpus is not None:
         rows.append(ConstraintRow("max_gpus", LABELS["max_gpus"], float(c.gpus), float(s.max_gpus), "GPUs", float(s.max_gpus - c.gpus)))
     result.constraints = rows

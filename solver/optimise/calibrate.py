@@ -24,10 +24,10 @@ from pathlib import Path
 
 import yaml
 
-from solver.catalog import Catalog, Factors, FactorOverrides
+from solver.catalog import Catalog, Factors
 from solver.errors import InputError
-from solver.spec.resolve import resolve
 from solver.spec.evaluate_input import parse_input
+from solver.spec.resolve import resolve
 
 REQUIRED = ("model", "gpu", "tp", "weights", "kv_cache", "batch", "prompt_tokens", "output_tokens")
 MEASURES = ("tpot_ms", "ttft_ms")
@@ -90,7 +90,12 @@ def read_csv(path: str | Path) -> list[Measurement]:
     cols = set(reader.fieldnames or [])
     missing = [c for c in REQUIRED if c not in cols]
     if missing:
-        raise InputError("columns", ", ".join(sorted(cols)) or "none", f"missing {', '.join(missing)}; required: {', '.join(REQUIRED)} and one of {', '.join(MEASURES)}", source=str(path))
+        raise InputError(
+            "columns",
+            ", ".join(sorted(cols)) or "none",
+            f"missing {', '.join(missing)}; required: {', '.join(REQUIRED)} and one of {', '.join(MEASURES)}",
+            source=str(path),
+        )
     if not any(m in cols for m in MEASURES):
         raise InputError("columns", ", ".join(sorted(cols)), f"no measurement column: give {' and/or '.join(MEASURES)}", source=str(path))
     out = []
@@ -101,16 +106,24 @@ def read_csv(path: str | Path) -> list[Measurement]:
             raise InputError("tpot_ms/ttft_ms", None, f"row {i}: no measurement", source=str(path))
         tp = _num(row, "tp", i, str(path), int, hi=1024)
         pp = _num(row, "pp", i, str(path), int, hi=1024, optional=True) or 1
-        out.append(Measurement(
-            row=i, model=row["model"].strip(), gpu=row["gpu"].strip(),
-            count=_num(row, "count", i, str(path), int, hi=100000, optional=True) or tp * pp,
-            tp=tp, pp=pp, weights=row["weights"].strip(), kv_cache=row["kv_cache"].strip(),
-            batch=_num(row, "batch", i, str(path), int, hi=1e6),
-            prompt_tokens=_num(row, "prompt_tokens", i, str(path), int, hi=1e8),
-            output_tokens=_num(row, "output_tokens", i, str(path), int, hi=1e8),
-            tpot_s=tpot / 1e3 if tpot else None, ttft_s=ttft / 1e3 if ttft else None,
-            engine=(row.get("engine") or "vllm").strip() or "vllm",
-        ))
+        out.append(
+            Measurement(
+                row=i,
+                model=row["model"].strip(),
+                gpu=row["gpu"].strip(),
+                count=_num(row, "count", i, str(path), int, hi=100000, optional=True) or tp * pp,
+                tp=tp,
+                pp=pp,
+                weights=row["weights"].strip(),
+                kv_cache=row["kv_cache"].strip(),
+                batch=_num(row, "batch", i, str(path), int, hi=1e6),
+                prompt_tokens=_num(row, "prompt_tokens", i, str(path), int, hi=1e8),
+                output_tokens=_num(row, "output_tokens", i, str(path), int, hi=1e8),
+                tpot_s=tpot / 1e3 if tpot else None,
+                ttft_s=ttft / 1e3 if ttft else None,
+                engine=(row.get("engine") or "vllm").strip() or "vllm",
+            )
+        )
     if not out:
         raise InputError("rows", 0, "the CSV has a header but no measurements", source=str(path))
     return out
@@ -129,17 +142,29 @@ def read_vllm_bench(path: str | Path, *, model: str, gpu: str, tp: int, weights:
         raise InputError("file", str(path), f"missing {', '.join(missing)} (expected `vllm bench serve --save-result` output)")
     n = max(1, int(data["completed"]))
     conc = int(data.get("max_concurrency") or n)
-    return [Measurement(
-        row=1, model=model, gpu=gpu, count=tp, tp=tp, pp=1, weights=weights, kv_cache=kv_cache,
-        batch=conc, prompt_tokens=max(1, round(data["total_input_tokens"] / n)),
-        output_tokens=max(1, round(data["total_output_tokens"] / n)),
-        tpot_s=data["mean_tpot_ms"] / 1e3, ttft_s=data["mean_ttft_ms"] / 1e3,
-    )]
+    return [
+        Measurement(
+            row=1,
+            model=model,
+            gpu=gpu,
+            count=tp,
+            tp=tp,
+            pp=1,
+            weights=weights,
+            kv_cache=kv_cache,
+            batch=conc,
+            prompt_tokens=max(1, round(data["total_input_tokens"] / n)),
+            output_tokens=max(1, round(data["total_output_tokens"] / n)),
+            tpot_s=data["mean_tpot_ms"] / 1e3,
+            ttft_s=data["mean_ttft_ms"] / 1e3,
+        )
+    ]
 
 
 def _evaluate(m: Measurement, catalog: Catalog, factors: Factors | None):
     data = {
-        "model": m.model, "engine": m.engine,
+        "model": m.model,
+        "engine": m.engine,
         "hardware": {"gpu": m.gpu, "tp": m.tp, "pp": m.pp},
         "precision": {"weights": m.weights, "kv_cache": m.kv_cache},
         "workload": {"users": m.batch, "prompt_tokens": m.prompt_tokens, "output_tokens": m.output_tokens},
@@ -228,7 +253,9 @@ def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
         if len(xs) >= MIN_TPOT_POINTS and len(set(round(x, 12) for x in xs)) >= 2:
             changes.update(fit_decode(xs, ys))
         elif xs:
-            f.refused.append(f"TPOT: {len(xs)} bandwidth-bound point(s) with distinct sizes; at least {MIN_TPOT_POINTS} needed to fit efficiency and per-step overhead")
+            f.refused.append(
+                f"TPOT: {len(xs)} bandwidth-bound point(s) with distinct sizes; at least {MIN_TPOT_POINTS} needed to fit efficiency and per-step overhead"
+            )
         # TTFT: compute-bound prefill.
         xs, ys = [], []
         for m, ev in zip(ms, evs):
@@ -266,8 +293,17 @@ def _errors(ms: list[Measurement], evs) -> dict:
 
 def write_calibration(fits: list[Fit], path: str | Path, source: str) -> None:
     entries = [
-        {"gpu": f.gpu, "engine": f.engine, "factors": f.factors, "tpot_points": f.tpot_points, "ttft_points": f.ttft_points,
-         "residuals": f.after, "source": source, "as_of": dt.date.today().isoformat()}
-        for f in fits if f.factors
+        {
+            "gpu": f.gpu,
+            "engine": f.engine,
+            "factors": f.factors,
+            "tpot_points": f.tpot_points,
+            "ttft_points": f.ttft_points,
+            "residuals": f.after,
+            "source": source,
+            "as_of": dt.date.today().isoformat(),
+        }
+        for f in fits
+        if f.factors
     ]
     Path(path).write_text(yaml.safe_dump({"calibration": entries}, sort_keys=False))

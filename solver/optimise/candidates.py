@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from solver.bisect import largest_true
-from solver.physics.costs import plan_tco
-from solver.physics.deployment import Workload
-from solver.physics.deployment import Targets
 from solver.optimise.shapes import Problem, Shape, ShapePhysics
+from solver.physics.costs import plan_tco
+from solver.physics.deployment import Targets, Workload
 
 US = 1_000_000  # microseconds per second
 
@@ -188,7 +187,7 @@ def candidates(
         cap = min(b_mem, b_tpot) if not ignore_tpot_cap else b_mem
         b_ttft = 10**9
         if ph.decode.prefill_budget_tokens and t.max_ttft_s is not None and not ignore_tpot_cap:
-            b_ttft = largest_true(lambda b: ph.decode.ttft_under_load_s(b) <= t.max_ttft_s, upper)
+            b_ttft = largest_true(lambda b, ph=ph: ph.decode.ttft_under_load_s(b) <= t.max_ttft_s, upper)
             cap = min(cap, b_ttft)
         seen = set()
         for b in _batches(cap, w.users, batch_variants):
@@ -197,7 +196,5 @@ def candidates(
                 continue
             seen.add(replicas)
             batch = math.ceil(w.users / replicas)
-            out.append(
-                Candidate(shape, ph, batch, replicas, w.users, b_tpot, ph.decode.tpot_s(batch), relaxed, b_ttft)
-            )
+            out.append(Candidate(shape, ph, batch, replicas, w.users, b_tpot, ph.decode.tpot_s(batch), relaxed, b_ttft))
     return out

@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.physics.costs import plan_tco
 from solver.optimise.candidates import Candidate, ceil_us
 from solver.optimise.model import Limits
-from solver.physics.evaluate import evaluate
-from solver.physics import validity
 from solver.optimise.shapes import Problem, Shape
+from solver.physics import validity
+from solver.physics.costs import plan_tco
+from solver.physics.evaluate import evaluate
 
 
 def meets(c: Candidate, limits: Limits) -> bool:

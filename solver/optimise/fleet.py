@@ -23,16 +23,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import ValidationError
 
-from solver.optimise.candidates import candidates
 from solver.catalog import Catalog
 from solver.errors import InputError
-from solver.physics.costs import gpu_hour_costs
+from solver.optimise.candidates import candidates
 from solver.optimise.shapes import Problem, build_problem
+from solver.physics.costs import gpu_hour_costs
 from solver.spec.fleet_spec import FleetSpec, FleetWorkloadIn
 from solver.spec.solve_spec import Spec
 
@@ -275,6 +273,7 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
         m.add(sum(gpus.values()) <= fs.search.max_gpus).with_name("max_gpus")
     total_gpus = sum(gpus.values()) if gpus else 0
     gpu_bound = sum(uppers.values()) + 1
+
     def fleet_solver():
         # Integer replica counts coupled by shared budgets: CP-SAT's full LP relaxation
         # (linearization level 2) proves these in a fraction of a second where the
@@ -359,10 +358,7 @@ def routes(classes: list[ServiceClass], res: FleetResult) -> dict[str, list[Rout
         for i in sorted(range(len(raw)), key=lambda i: raw[i] - users[i], reverse=True)[: served - sum(users)]:
             users[i] += 1
         rate = [u / (a.option.ttft_s + output_tokens[name] * a.option.tpot_s) for u, a in zip(users, parts)]
-        out[name] = [
-            Route(name, a.option.label, a.replicas, u, u / served, lam / sum(rate))
-            for a, u, lam in zip(parts, users, rate)
-        ]
+        out[name] = [Route(name, a.option.label, a.replicas, u, u / served, lam / sum(rate)) for a, u, lam in zip(parts, users, rate)]
     return out
 
 
@@ -392,7 +388,9 @@ def _binds(fs, classes, res: FleetResult, devices, owned, quota, budget_hour) ->
     if fs.search.max_gpus is not None and sum(res.gpus.values()) >= fs.search.max_gpus:
         out.append(f"max_gpus: {sum(res.gpus.values())} of {fs.search.max_gpus}")
     for a in res.assignments:
-        out.append(f"{a.service}: {a.option.label} holds {a.option.cap} users per replica (capped by {'the TPOT target' if a.option.capped_by == 'bandwidth' else 'memory'})")
+        out.append(
+            f"{a.service}: {a.option.label} holds {a.option.cap} users per replica (capped by {'the TPOT target' if a.option.capped_by == 'bandwidth' else 'memory'})"
+        )
     return out
 
 

@@ -208,8 +208,7 @@ def prune(cands: list[Candidate], limits: Limits, objective: str, prefer: str = 
     return kept
 
 
-def optimise(cands: list[Candidate], limits: Limits, objective: str, time_limit_s: float = 10.0,
-             prefer: str = "quality") -> Solution:
+def optimise(cands: list[Candidate], limits: Limits, objective: str, time_limit_s: float = 10.0, prefer: str = "quality") -> Solution:
     """The least-objective candidate meeting every constraint, proven optimal when
     CP-SAT finishes within the time limit."""
     cands = prune(cands, limits, objective, prefer)

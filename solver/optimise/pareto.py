@@ -21,10 +21,10 @@ import math
 from dataclasses import dataclass, field
 
 from solver.optimise.candidates import Candidate, candidates
-from solver.optimise.model import build_model, new_solver, status_name, prune
 from solver.optimise.enumerate import meets
-from solver.optimise.shapes import Problem
+from solver.optimise.model import build_model, new_solver, prune, status_name
 from solver.optimise.scenario import plan_label, scenario_of
+from solver.optimise.shapes import Problem
 from solver.spec.solve_spec import DEFAULT_MAX_GPUS
 
 AXES = ("tpot", "ttft", "users")
@@ -183,7 +183,9 @@ def _latency_frontier(problem: Problem, axis: str) -> Frontier:
         last_metric = last.tpot_us if axis == "tpot" else last.ttft_us
         no_cap = dataclasses.replace(limits, max_gpus=None)
         front.gpu_capped = any(
-            c.gpus > gpu_cap and (c.tpot_us if axis == "tpot" else c.ttft_us) < last_metric and meets(c, no_cap)
+            c.gpus > gpu_cap
+            and (c.tpot_us if axis == "tpot" else c.ttft_us) < last_metric
+            and meets(c, no_cap)
             and (front.max_cost_usd_per_hour is None or c.cost_usd_per_hour <= front.max_cost_usd_per_hour + 1e-9)
             for c in cands
         )
@@ -194,9 +196,7 @@ def _latency_frontier(problem: Problem, axis: str) -> Frontier:
         cur = best_per_shape.get(c.shape.index)
         if id(c) not in on_front and (cur is None or c.cost_cents < cur.cost_cents):
             best_per_shape[c.shape.index] = c
-    front.others = [
-        (c.cost_usd_per_hour, c.tpot_s if axis == "tpot" else c.ttft_s, plan_label(c)) for c in best_per_shape.values()
-    ]
+    front.others = [(c.cost_usd_per_hour, c.tpot_s if axis == "tpot" else c.ttft_s, plan_label(c)) for c in best_per_shape.values()]
     return front
 
 
@@ -209,8 +209,11 @@ def _users_frontier(problem: Problem) -> Frontier:
     users = s.workload.users
     base = [c for c in candidates(problem, s.workload, s.targets) if c.memory_excess <= 0 and c.interconnect_excess == 0]
     limits = s.limits()
-    base = [c for c in base if (limits.max_tpot_us is None or c.tpot_us <= limits.max_tpot_us)
-            and (limits.max_ttft_us is None or c.ttft_us <= limits.max_ttft_us)]
+    base = [
+        c
+        for c in base
+        if (limits.max_tpot_us is None or c.tpot_us <= limits.max_tpot_us) and (limits.max_ttft_us is None or c.ttft_us <= limits.max_ttft_us)
+    ]
     gpu_cap, gpu_default = _gpu_cap(problem)
     # No cost cap here: the dearest point is the spec's own demand, and the rest are cheaper.
     front = Frontier("users", max_gpus=gpu_cap, max_gpus_default=gpu_default)

@@ -67,7 +67,9 @@ def scenario_of(problem: Problem) -> Scenario:
 
 
 def set_targets(s: Scenario) -> list[str]:
-    return [t for t in ("max_tpot", "max_ttft", "users", "context_tokens", "max_usd_per_hour", "max_purchase_usd", "max_gpus") if s.value(t) is not None]
+    return [
+        t for t in ("max_tpot", "max_ttft", "users", "context_tokens", "max_usd_per_hour", "max_purchase_usd", "max_gpus") if s.value(t) is not None
+    ]
 
 
 def wants_batch_variants(problem: Problem) -> bool:

@@ -14,18 +14,17 @@ import math
 from dataclasses import dataclass, field
 
 from solver.catalog import Catalog, Device, Ownership, Price, Pricing
-from solver.physics.costs import GpuHourCosts, gpu_hour_costs
-from solver.physics.deployment import Deployment, Workload
+from solver.catalog.topology import scale_up_domain_size
 from solver.errors import InputError
-from solver.physics.deployment import Targets
 from solver.explain.exclusions import Skipped
-from solver.spec.resolve import apply_factors, band_of, check_engine_fits, engine_factors, override_device, resolve_engine, resolve_model
 from solver.physics import validity
+from solver.physics.costs import GpuHourCosts, gpu_hour_costs
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
+from solver.physics.deployment import Deployment, Targets, Workload
 from solver.physics.memory import estimate_memory
 from solver.physics.prefill import estimate_prefill
+from solver.spec.resolve import apply_factors, band_of, check_engine_fits, engine_factors, override_device, resolve_engine, resolve_model
 from solver.spec.solve_spec import Spec
-from solver.catalog.topology import scale_up_domain_size
 
 
 @dataclass(frozen=True)
@@ -126,7 +125,6 @@ class Problem:
             self._physics[key] = got
         return got
 
-
     def tpot_cap(self, physics: ShapePhysics, workload: Workload, max_tpot_s: float, upper: int) -> int:
         """Most sequences per replica meeting `max_tpot_s` (memoised: re-solves that
         move another target reuse it)."""
@@ -177,9 +175,7 @@ def _select_devices(spec: Spec, catalog: Catalog) -> list[Device]:
             try:
                 wanted.append(catalog.device(token).name)
             except InputError as exc:
-                raise InputError(
-                    f"search.gpus[{i}]", token, exc.allowed + f"; or a family: {', '.join(sorted(families))}; or all"
-                ) from None
+                raise InputError(f"search.gpus[{i}]", token, exc.allowed + f"; or a family: {', '.join(sorted(families))}; or all") from None
     order = {d.name: i for i, d in enumerate(catalog.devices)}
     return [catalog.devices.entries[n] for n in sorted(set(wanted), key=order.__getitem__)]
 
@@ -246,9 +242,12 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
         floor = catalog.precision(spec.search.min_weights_quality, "weights")
         weights = [p for p in weights if p.quality_rank >= floor.quality_rank]
         if not weights:
-            raise InputError("search.min_weights_quality", spec.search.min_weights_quality,
-                             f"no format in search.weights is as good (quality_rank ≥ {floor.quality_rank}); "
-                             f"allowed: {', '.join(p.name for p in catalog.precisions if p.quality_rank >= floor.quality_rank and 'weights' in p.use)}")
+            raise InputError(
+                "search.min_weights_quality",
+                spec.search.min_weights_quality,
+                f"no format in search.weights is as good (quality_rank ≥ {floor.quality_rank}); "
+                f"allowed: {', '.join(p.name for p in catalog.precisions if p.quality_rank >= floor.quality_rank and 'weights' in p.use)}",
+            )
     kvs = [catalog.precision(p, "kv") for p in spec.search.kv_cache]
     owned = {catalog.device(n).name: c for n, c in spec.inventory.items()}
 
@@ -257,24 +256,27 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
     targets = Targets(max_ttft_s=spec.sla.max_ttft, max_tpot_s=spec.sla.max_tpot)
     pricing = catalog.pricing(spec.pricing.providers, spec.pricing.tier, spec.pricing.statistic)
     ownership = dataclasses.replace(catalog.ownership, **spec.ownership.model_dump(exclude_none=True))
-    devices = [_apply_overrides(dataclasses.replace(d, price=catalog.price(d.name, pricing)), spec, catalog)
-               for d in _select_devices(spec, catalog)]
+    devices = [_apply_overrides(dataclasses.replace(d, price=catalog.price(d.name, pricing)), spec, catalog) for d in _select_devices(spec, catalog)]
     excluded: dict[str, str] = {}
     skipped: list[Skipped] = []
     shapes: list[Shape] = []
     for device in devices:
         own = owned.get(device.name, 0)
         if needs_price(spec) and device.price is None and not own:
-            excluded[device.name] = (f"no {pricing.tier} offer from {', '.join(pricing.providers)} in the price book "
-                                     f"(`plan-opt list prices --gpu {device.name}`; choose pricing.providers, or give "
-                                     f"overrides.gpus.{device.name}.price_usd_per_gpu_hour)")
+            excluded[device.name] = (
+                f"no {pricing.tier} offer from {', '.join(pricing.providers)} in the price book "
+                f"(`plan-opt list prices --gpu {device.name}`; choose pricing.providers, or give "
+                f"overrides.gpus.{device.name}.price_usd_per_gpu_hour)"
+            )
             continue
         if needs_purchase(spec) and device.purchase_usd is None and not own:
             excluded[device.name] = "no purchase price in the catalog (give overrides.gpus.<name>.purchase_usd)"
             continue
         if spec.objective == "min_tco" and device.price is None and device.purchase_usd is None and not own:
-            excluded[device.name] = (f"neither a {pricing.tier} offer from {', '.join(pricing.providers)} nor a purchase "
-                                     f"price (give overrides.gpus.{device.name}.price_usd_per_gpu_hour or purchase_usd)")
+            excluded[device.name] = (
+                f"neither a {pricing.tier} offer from {', '.join(pricing.providers)} nor a purchase "
+                f"price (give overrides.gpus.{device.name}.price_usd_per_gpu_hour or purchase_usd)"
+            )
             continue
         hour_costs = gpu_hour_costs(device, ownership)
         engine = resolve_engine(spec.engine, catalog, device)
@@ -284,9 +286,19 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
         for tp in spec.search.tp:
             for pp in spec.search.pp:
                 if engine.split_mode == "row" and pp > 1:
-                    formats = {(_sixteen(device, wp, catalog, "weights").name, _sixteen(device, kp, catalog, "kv").name) for wp in weights for kp in kvs}
-                    skipped.append(Skipped(device.name, tp, pp, "engine", len(formats),
-                                           "llama.cpp's --split-mode row splits matrices across all its GPUs: it has no pipeline stages besides"))
+                    formats = {
+                        (_sixteen(device, wp, catalog, "weights").name, _sixteen(device, kp, catalog, "kv").name) for wp in weights for kp in kvs
+                    }
+                    skipped.append(
+                        Skipped(
+                            device.name,
+                            tp,
+                            pp,
+                            "engine",
+                            len(formats),
+                            "llama.cpp's --split-mode row splits matrices across all its GPUs: it has no pipeline stages besides",
+                        )
+                    )
                     continue
                 platform = _platform_for(device, tp, pp, catalog)
                 domain = scale_up_domain_size(platform)
@@ -297,9 +309,19 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
                         if (wf.name, kf.name) in seen:
                             continue
                         seen.add((wf.name, kf.name))
-                        d = Deployment(model, device, platform, wf, kf, factors, tp=tp, pp=pp,
-                                       weights_bytes_override=mo.weights_bytes, engine=engine,
-                                       band=band_of(catalog, device)).as_engine_runs()
+                        d = Deployment(
+                            model,
+                            device,
+                            platform,
+                            wf,
+                            kf,
+                            factors,
+                            tp=tp,
+                            pp=pp,
+                            weights_bytes_override=mo.weights_bytes,
+                            engine=engine,
+                            band=band_of(catalog, device),
+                        ).as_engine_runs()
                         key = (d.tp, d.pp, wf.name, kf.name)
                         if key in splits_seen:  # llama.cpp's layer split makes TP 2 and PP 2 one shape
                             continue

@@ -86,8 +86,9 @@ def gpu_hour_costs(device, ownership) -> GpuHourCosts:
     )
 
 
-def plan_tco(gpus: int, owned_used: int, costs: GpuHourCosts | None, rent_usd_per_gpu_hour: float | None,
-             acquire: str = "cheaper") -> tuple[float, str]:
+def plan_tco(
+    gpus: int, owned_used: int, costs: GpuHourCosts | None, rent_usd_per_gpu_hour: float | None, acquire: str = "cheaper"
+) -> tuple[float, str]:
     """A plan's total cost of ownership per hour and how its non-owned GPUs are had:
     owned ones at their running cost, the others rented or bought — `acquire` "cheaper"
     (whichever costs less per hour over the life), "rent" or "buy". Returns the cost and

@@ -19,11 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from solver.bisect import largest_true
-from solver.physics.deployment import Deployment, Workload
 from solver.physics.compute import compute_dtype, peak_flops_per_s
+from solver.physics.deployment import Deployment, Workload
 from solver.physics.interconnect import CommEstimate, CommSegment, comm_segments, comm_time_from_segments, estimate_comm
 from solver.physics.kernels import (
-    split_weight_bytes,
     attention_flops,
     attention_flops_per_token,
     bandwidth_share,
@@ -31,7 +30,7 @@ from solver.physics.kernels import (
     fixed_step_s,
     linear_flops,
     overlaps,
-    touched_weight_bytes,
+    split_weight_bytes,
 )
 from solver.physics.memory import kv_bytes_per_sequence, kv_shard_fraction
 

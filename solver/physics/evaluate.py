@@ -12,13 +12,13 @@ import math
 from dataclasses import dataclass, field
 
 from solver.catalog import Precision
-from solver.physics.deployment import Targets, Deployment, Workload
+from solver.catalog.topology import Ring
 from solver.physics import validity
 from solver.physics.decode import DecodeEstimate, estimate_decode, max_batch_for_tpot
+from solver.physics.deployment import Deployment, Targets, Workload
 from solver.physics.interconnect import ring_for
 from solver.physics.memory import MemoryEstimate, estimate_memory, max_context_tokens
 from solver.physics.prefill import PrefillEstimate, estimate_prefill
-from solver.catalog.topology import Ring
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,9 @@ def _verdicts(d: Deployment, t: Targets, mem: MemoryEstimate, dec: DecodeEstimat
     out.append(Verdict("bandwidth", dec.tpot_s, t.max_tpot_s, "s", tpot_ok, f"decode is {dec.bound}-bound"))
     ttft = dec.ttft_under_load_s if dec.ttft_under_load_s is not None else pre.ttft_s
     ttft_ok = None if t.max_ttft_s is None else ttft <= t.max_ttft_s
-    note = f"prefill is {pre.bound}-bound" + (f"; {pre.ttft_s * 1e3:.1f} ms alone, under load with {dec.batch} decoding" if dec.ttft_under_load_s is not None else "")
+    note = f"prefill is {pre.bound}-bound" + (
+        f"; {pre.ttft_s * 1e3:.1f} ms alone, under load with {dec.batch} decoding" if dec.ttft_under_load_s is not None else ""
+    )
     out.append(Verdict("compute", ttft, t.max_ttft_s, "s", ttft_ok, note))
     # The interconnect fails a target when communication is what pushes a latency
     # past it: without the all-reduces the target would hold.
@@ -103,14 +105,12 @@ def _verdicts(d: Deployment, t: Targets, mem: MemoryEstimate, dec: DecodeEstimat
     if ttft_ok is False and ttft - pre.comm_time_s <= t.max_ttft_s:
         blamed.append("TTFT")
     comm_share = dec.comm_time_s / dec.tpot_s if dec.tpot_s else 0.0
-    note = (
-        f"communication is {comm_share:.0%} of the decode step"
-        if d.tp > 1 or d.pp > 1
-        else "one GPU per replica: no communication"
-    )
+    note = f"communication is {comm_share:.0%} of the decode step" if d.tp > 1 or d.pp > 1 else "one GPU per replica: no communication"
     if blamed:
         note += f"; without it the {' and '.join(blamed)} target would hold"
-    out.append(Verdict("interconnect", dec.comm_time_s + pre.comm_time_s, None, "s", False if blamed else (True if (d.tp > 1 or d.pp > 1) else None), note))
+    out.append(
+        Verdict("interconnect", dec.comm_time_s + pre.comm_time_s, None, "s", False if blamed else (True if (d.tp > 1 or d.pp > 1) else None), note)
+    )
     return out
 
 
@@ -222,7 +222,11 @@ def remedies(ev: Evaluation, precisions: dict[str, Precision]) -> list[Remedy]:
         if 0 < ctx < w.context_tokens:
             prompt = min(w.prompt_tokens, max(ctx - w.output_tokens, 1))
             output = min(w.output_tokens, ctx - prompt)
-            add(f"limit the context to {ctx} tokens per sequence", d, dataclasses.replace(w, context_tokens=ctx, prompt_tokens=prompt, output_tokens=output))
+            add(
+                f"limit the context to {ctx} tokens per sequence",
+                d,
+                dataclasses.replace(w, context_tokens=ctx, prompt_tokens=prompt, output_tokens=output),
+            )
     return out
 
 

@@ -27,8 +27,8 @@ import math
 from dataclasses import dataclass
 
 from solver.catalog import TP_SIZES_WITH_CUSTOM_ALLREDUCE
-from solver.physics.deployment import Deployment
 from solver.catalog.topology import Ring, tp_ring
+from solver.physics.deployment import Deployment
 
 ACTIVATION_BYTES = 2.0
 """Activations travel in 16-bit even when weights are quantised (vLLM, TensorRT-LLM)."""

@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.catalog import Model, Precision
 from solver.bisect import largest_true
+from solver.catalog import Model, Precision
 from solver.physics.deployment import Deployment, Workload
 
 BYTES_16BIT = 2.0
@@ -284,11 +284,7 @@ def per_gpu_weights_bytes(d: Deployment) -> float:
 def per_gpu_kv_bytes_per_sequence(d: Deployment, tokens: int) -> float:
     """KV bytes one sequence of `tokens` puts on the heaviest GPU: the one figure that
     every capacity (max_batch, max_concurrency, the longest context) divides by."""
-    return (
-        kv_bytes_per_sequence(d.model, d.kv, tokens)
-        * kv_shard_fraction(d.model, d.tp)
-        * stage_layer_fraction(d.model, d.pp)
-    )
+    return kv_bytes_per_sequence(d.model, d.kv, tokens) * kv_shard_fraction(d.model, d.tp) * stage_layer_fraction(d.model, d.pp)
 
 
 def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solver.physics.deployment import Deployment, Workload
 from solver.physics.compute import compute_dtype, peak_flops_per_s
-from solver.physics.kernels import attention_flops, bandwidth_share, fixed_step_s, linear_flops, overlaps, touched_weight_bytes
+from solver.physics.deployment import Deployment, Workload
 from solver.physics.interconnect import CommEstimate, estimate_comm
+from solver.physics.kernels import attention_flops, bandwidth_share, fixed_step_s, linear_flops, overlaps, touched_weight_bytes
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,8 @@ The rules are vLLM's, which SGLang and TensorRT-LLM share in substance:
 
 from __future__ import annotations
 
-from solver.physics.deployment import Deployment, Workload
 from solver.physics.compute import compute_dtype
-
+from solver.physics.deployment import Deployment, Workload
 
 INTERCONNECT = "interconnect"
 """The kind of refusal the interconnect constraint owns: a TP group or a replica that
@@ -43,10 +42,9 @@ def check(d: Deployment, w: Workload) -> list[tuple[str, str]]:
     if mlp % tp:
         out.append(("split", f"tp={tp} does not divide the MLP intermediate size {mlp}"))
     elif d.weights.group_size and (mlp // tp) % d.weights.group_size:
-        out.append(("split", 
-            f"tp={tp} leaves {mlp // tp} MLP columns per GPU, not a multiple of the "
-            f"{d.weights.name} group size {d.weights.group_size}"
-        ))
+        out.append(
+            ("split", f"tp={tp} leaves {mlp // tp} MLP columns per GPU, not a multiple of the {d.weights.name} group size {d.weights.group_size}")
+        )
     if pp > m.num_layers:
         out.append(("split", f"pp={pp} exceeds the model's {m.num_layers} layers"))
     if plat.layout == "single" and (tp > 1 or pp > 1):
@@ -58,9 +56,7 @@ def check(d: Deployment, w: Workload) -> list[tuple[str, str]]:
         if tp > domain:
             out.append((INTERCONNECT, f"tp={tp} exceeds the scale-up domain of {plat.name} ({domain} GPUs); a TP group cannot span nodes"))
     if tp * pp > plat.gpus_per_node * plat.max_nodes:
-        out.append((INTERCONNECT, 
-            f"tp×pp = {tp * pp} GPUs exceeds {plat.name}: {plat.max_nodes} node(s) of {plat.gpus_per_node}"
-        ))
+        out.append((INTERCONNECT, f"tp×pp = {tp * pp} GPUs exceeds {plat.name}: {plat.max_nodes} node(s) of {plat.gpus_per_node}"))
     if d.weights.name not in dev.weight_formats and d.weights_bytes_override is None:
         out.append(("format", f"{dev.display_name} cannot run {d.weights.name} weights (it runs: {', '.join(dev.weight_formats)})"))
     elif compute_dtype(dev, d.weights) is None:
@@ -70,7 +66,5 @@ def check(d: Deployment, w: Workload) -> list[tuple[str, str]]:
     if w.context_tokens > m.max_context_tokens:
         out.append(("workload", f"context of {w.context_tokens} tokens exceeds the model's maximum {m.max_context_tokens}"))
     if w.prompt_tokens + w.output_tokens > w.context_tokens:
-        out.append(("workload", 
-            f"prompt + output = {w.prompt_tokens + w.output_tokens} tokens exceeds the context of {w.context_tokens}"
-        ))
+        out.append(("workload", f"prompt + output = {w.prompt_tokens + w.output_tokens} tokens exceeds the context of {w.context_tokens}"))
     return out

@@ -96,8 +96,11 @@ def _sixteen_bit_id(model: Model, variant: str) -> str:
 
 def _refuse(engine: str, what: str, value: str, table: dict, key: str) -> InputError:
     allowed = ", ".join(table[key])
-    return InputError(f"engine ({engine})", value, f"{engine} cannot run {what} {value}; it runs {allowed} "
-                      f"(plan with one of those, or deploy with an engine that has {value})")
+    return InputError(
+        f"engine ({engine})",
+        value,
+        f"{engine} cannot run {what} {value}; it runs {allowed} (plan with one of those, or deploy with an engine that has {value})",
+    )
 
 
 def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -> Deployment:
@@ -129,8 +132,19 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -
     gguf = bool(how.get("gguf"))
     ckpt, more = choose_checkpoint(model, weights, gguf, variant)
     notes += more
-    dep = Deployment(engine, [], c.replicas, gpus, notes, nodes, per_node, checkpoint=ckpt,
-                     vendor=device.vendor, port=table["port"], health_path=table["health_path"])
+    dep = Deployment(
+        engine,
+        [],
+        c.replicas,
+        gpus,
+        notes,
+        nodes,
+        per_node,
+        checkpoint=ckpt,
+        vendor=device.vendor,
+        port=table["port"],
+        health_path=table["health_path"],
+    )
     if engine == "llama.cpp":
         dep.argv = _llama_server(dep, model, d, c.batch, max_model_len, weights, kv, ckpt, table, same_engine, e)
     else:
@@ -152,36 +166,47 @@ def _weights(dep: Deployment, model: Model, weights: str, how: dict, ckpt, varia
     if how.get("gguf"):
         tokenizer = _sixteen_bit_id(model, variant)
         path = f"./{model.name}-{weights.upper()}.gguf"
-        get = (f"download it from {ckpt.hf_id} (its {weights.upper()} file; merge split files with llama-gguf-split --merge)"
-               if ckpt else f"no {weights} GGUF of {model.display_name} is published: convert {tokenizer} with llama.cpp's "
-               f"convert_hf_to_gguf.py and llama-quantize")
+        get = (
+            f"download it from {ckpt.hf_id} (its {weights.upper()} file; merge split files with llama-gguf-split --merge)"
+            if ckpt
+            else f"no {weights} GGUF of {model.display_name} is published: convert {tokenizer} with llama.cpp's "
+            f"convert_hf_to_gguf.py and llama-quantize"
+        )
         dep.model_id = path
-        dep.notes.append(f"{weights} is a GGUF format: {engine} reads one local .gguf file (experimental; vLLM needs its "
-                         f"GGUF plugin in recent releases); {get}")
+        dep.notes.append(
+            f"{weights} is a GGUF format: {engine} reads one local .gguf file (experimental; vLLM needs its GGUF plugin in recent releases); {get}"
+        )
         return [path, tok_flag, tokenizer], []
     if ckpt is not None:
         dep.model_id = ckpt.hf_id
         flags = ["--dtype", how["dtype"]] if "dtype" in how else []
         if "dtype" not in how:
-            dep.notes.append(f"{weights} weights: {ckpt.hf_id} is published in {ckpt.format}; the engine reads its "
-                             f"quantization_config, no quantisation flag")
+            dep.notes.append(
+                f"{weights} weights: {ckpt.hf_id} is published in {ckpt.format}; the engine reads its quantization_config, no quantisation flag"
+            )
         return [ckpt.hf_id], flags
     base = _sixteen_bit_id(model, variant)
     dep.model_id = base
     if "dtype" in how:
         if model.published:
             have = ", ".join(sorted({c.format for c in model.published}))
-            dep.notes.append(f"no 16-bit checkpoint of {model.display_name} is published (only {have}): {base} loads in its "
-                             f"own format; convert it to {weights} first, or plan with {have} weights")
+            dep.notes.append(
+                f"no 16-bit checkpoint of {model.display_name} is published (only {have}): {base} loads in its "
+                f"own format; convert it to {weights} first, or plan with {have} weights"
+            )
         return [base], ["--dtype", how["dtype"]]
     if "runtime" in how:
-        dep.notes.append(f"{weights} weights: no {weights} checkpoint of {model.display_name} is published, so {dep.engine} "
-                         f"quantises {base} at load time (dynamic {weights.upper()})")
+        dep.notes.append(
+            f"{weights} weights: no {weights} checkpoint of {model.display_name} is published, so {dep.engine} "
+            f"quantises {base} at load time (dynamic {weights.upper()})"
+        )
         return [base], ["--quantization", how["runtime"]]
     method = how.get("checkpoint")
-    dep.notes.append(f"{weights} weights: no {weights} checkpoint of {model.display_name} is listed in the catalog and "
-                     f"{dep.engine} cannot make one at load time: quantise {base} to {weights} and serve that "
-                     f"checkpoint in place of {base}")
+    dep.notes.append(
+        f"{weights} weights: no {weights} checkpoint of {model.display_name} is listed in the catalog and "
+        f"{dep.engine} cannot make one at load time: quantise {base} to {weights} and serve that "
+        f"checkpoint in place of {base}"
+    )
     return [base], (["--quantization", method] if method else [])
 
 
@@ -239,8 +264,10 @@ def _llama_server(dep, model: Model, d, batch, max_model_len, weights, kv, ckpt,
         source = _sixteen_bit_id(model, "instruct" if dep.checkpoint is None else dep.checkpoint.variant)
         dep.model_id = f"./{model.name}-{weights.upper()}.gguf"
         argv = ["llama-server", "-m", dep.model_id]
-        dep.notes.append(f"no {weights} GGUF of {model.display_name} is published: make {dep.model_id} from {source} with "
-                         f"llama.cpp's convert_hf_to_gguf.py (and llama-quantize for a block format)")
+        dep.notes.append(
+            f"no {weights} GGUF of {model.display_name} is published: make {dep.model_id} from {source} with "
+            f"llama.cpp's convert_hf_to_gguf.py (and llama-quantize for a block format)"
+        )
     argv += ["-ngl", str(model.num_layers + 1)]
     gpus = d.tp * d.pp
     if gpus > 1:
@@ -264,12 +291,16 @@ def _steps(dep: Deployment, engine: str, nodes: int) -> list[LaunchStep]:
         steps = [LaunchStep("head", ["ray", "start", "--head", "--port", str(RAY_PORT)], "ray")]
         steps += [LaunchStep(wk, ["ray", "start", "--address", f"{HEAD}:{RAY_PORT}", "--block"], "ray") for wk in workers]
         steps.append(LaunchStep("head", dep.argv, engine))
-        dep.notes.append(f"{nodes} nodes of {dep.gpus_per_node} GPUs per replica: start Ray on the head, join each worker "
-                         f"to it ({HEAD} = the head's address), then run vllm serve on the head once `ray status` shows "
-                         f"{dep.gpus_per_replica} GPUs")
+        dep.notes.append(
+            f"{nodes} nodes of {dep.gpus_per_node} GPUs per replica: start Ray on the head, join each worker "
+            f"to it ({HEAD} = the head's address), then run vllm serve on the head once `ray status` shows "
+            f"{dep.gpus_per_replica} GPUs"
+        )
         return steps
-    dep.notes.append(f"{nodes} nodes of {dep.gpus_per_node} GPUs per replica: the same command on each node with its "
-                     f"--node-rank ({HEAD} = node 0's address); node 0 serves HTTP")
+    dep.notes.append(
+        f"{nodes} nodes of {dep.gpus_per_node} GPUs per replica: the same command on each node with its "
+        f"--node-rank ({HEAD} = node 0's address); node 0 serves HTTP"
+    )
     return [LaunchStep(node, sglang_node_argv(dep, str(rank)), engine) for rank, node in enumerate(["head", *workers])]
 
 

@@ -85,8 +85,11 @@ def manifests(dep: Deployment, *, name: str, weights_bytes: float, image: str | 
     k8s = data["kubernetes"]
     resource = k8s["gpu_resource"].get(dep.vendor)
     if resource is None:
-        raise InputError("--emit", "k8s", f"no Kubernetes GPU resource for {dep.vendor} devices in catalogs/engine_flags.yaml "
-                         f"(has {', '.join(k8s['gpu_resource'])})")
+        raise InputError(
+            "--emit",
+            "k8s",
+            f"no Kubernetes GPU resource for {dep.vendor} devices in catalogs/engine_flags.yaml (has {', '.join(k8s['gpu_resource'])})",
+        )
     image = image or data["engines"][dep.engine].get("image", {}).get(dep.vendor)
     if image is None:
         raise InputError("--image", None, f"no {dep.engine} image for {dep.vendor} GPUs in the catalog; pass --image IMAGE")
@@ -94,20 +97,22 @@ def manifests(dep: Deployment, *, name: str, weights_bytes: float, image: str | 
     claim = f"{name}-model-cache"
     labels = {"app": name}
     pvc = {
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim, "labels": labels},
-        "spec": {"accessModes": ["ReadWriteMany"],
-                 "resources": {"requests": {"storage": f"{math.ceil(weights_bytes / 2**30)}Gi"}}},
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": claim, "labels": labels},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": f"{math.ceil(weights_bytes / 2**30)}Gi"}}},
     }
     serve_node = [s for s in dep.steps if s.tool == dep.engine and s.node in ("node", "head")][-1]
     serve = _serve_args(dep, [_in_cache(a) for a in serve_node.argv])
     if dep.nodes_per_replica == 1:
         workload = {
-            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "labels": labels},
             "spec": {
                 "replicas": dep.replicas,
                 "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels},
-                             "spec": _pod([_container(dep, image, resource, [serve], True)], claim)},
+                "template": {"metadata": {"labels": labels}, "spec": _pod([_container(dep, image, resource, [serve], True)], claim)},
             },
         }
         selector = labels
@@ -119,22 +124,24 @@ def manifests(dep: Deployment, *, name: str, weights_bytes: float, image: str | 
             worker = [s.argv for s in dep.steps if s.node == "worker 1"]
         leader_labels = {**labels, "role": "leader"}
         workload = {
-            "apiVersion": LWS_API, "kind": "LeaderWorkerSet", "metadata": {"name": name, "labels": labels},
+            "apiVersion": LWS_API,
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": name, "labels": labels},
             "spec": {
                 "replicas": dep.replicas,
                 "leaderWorkerTemplate": {
                     "size": dep.nodes_per_replica,
                     "restartPolicy": "RecreateGroupOnPodRestart",
-                    "leaderTemplate": {"metadata": {"labels": leader_labels},
-                                       "spec": _pod([_container(dep, image, resource, head, True)], claim)},
-                    "workerTemplate": {"metadata": {"labels": labels},
-                                       "spec": _pod([_container(dep, image, resource, worker, False)], claim)},
+                    "leaderTemplate": {"metadata": {"labels": leader_labels}, "spec": _pod([_container(dep, image, resource, head, True)], claim)},
+                    "workerTemplate": {"metadata": {"labels": labels}, "spec": _pod([_container(dep, image, resource, worker, False)], claim)},
                 },
             },
         }
         selector = leader_labels
     service = {
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": labels},
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "labels": labels},
         "spec": {"selector": selector, "ports": [{"name": "http", "port": dep.port, "targetPort": dep.port}]},
     }
     return [pvc, workload, service]

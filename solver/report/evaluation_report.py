@@ -66,8 +66,10 @@ def _activation_note(d, w) -> str:
         return "ignored (activation_peak_scale 0)"
     length = e.max_model_len or w.context_tokens
     tokens = e.max_num_batched_tokens if e.enable_chunked_prefill else max(length, e.max_num_batched_tokens)
-    return (f"profiled pass of {tokens:,} tokens (max_num_batched_tokens{'' if e.enable_chunked_prefill else ', chunked prefill off'})"
-            f" and {e.max_num_seqs:,} sampled rows (max_num_seqs)")
+    return (
+        f"profiled pass of {tokens:,} tokens (max_num_batched_tokens{'' if e.enable_chunked_prefill else ', chunked prefill off'})"
+        f" and {e.max_num_seqs:,} sampled rows (max_num_seqs)"
+    )
 
 
 def _band(value: float, rel: float) -> str:
@@ -84,10 +86,11 @@ def _combine(overlapped: bool) -> str:
 def _fixed(d, seconds: float, batch: int = 0) -> str:
     f = d.factors
     per_seq = f" + {fmt_seconds(f.sequence_overhead_s)} × {batch} sequences" if batch and f.sequence_overhead_s else ""
-    moe = (f" + {fmt_seconds(f.expert_layer_overhead_s)} × {d.model.moe_layers} MoE layers"
-           if d.model.moe_layers and f.expert_layer_overhead_s else "")
-    return (f"{fmt_seconds(seconds)} = {fmt_seconds(f.step_overhead_s)} per pass + {fmt_seconds(f.layer_overhead_s)} × "
-            f"{d.model.num_layers} layers{moe}{per_seq} (scheduling, sampling, launches)")
+    moe = f" + {fmt_seconds(f.expert_layer_overhead_s)} × {d.model.moe_layers} MoE layers" if d.model.moe_layers and f.expert_layer_overhead_s else ""
+    return (
+        f"{fmt_seconds(seconds)} = {fmt_seconds(f.step_overhead_s)} per pass + {fmt_seconds(f.layer_overhead_s)} × "
+        f"{d.model.num_layers} layers{moe}{per_seq} (scheduling, sampling, launches)"
+    )
 
 
 def _comm(seconds: float, d) -> str:
@@ -105,9 +108,15 @@ def render_text(ev: Evaluation) -> str:
     out: list[str] = []
     out.append(f"plan-opt evaluate · {m.display_name} on {d.gpus} × {dev.display_name}")
     header = [
-        ("split", f"TP {d.tp} × PP {d.pp} per replica, {d.replicas} replica(s) = {d.gpus} GPU(s) on {d.platform.display_name}"
-                  + (" (llama.cpp --split-mode layer: the GPUs hold whole layers and run in turn)"
-                     if d.engine is not None and d.engine.split_mode == "layer" and d.pp > 1 else "")),
+        (
+            "split",
+            f"TP {d.tp} × PP {d.pp} per replica, {d.replicas} replica(s) = {d.gpus} GPU(s) on {d.platform.display_name}"
+            + (
+                " (llama.cpp --split-mode layer: the GPUs hold whole layers and run in turn)"
+                if d.engine is not None and d.engine.split_mode == "layer" and d.pp > 1
+                else ""
+            ),
+        ),
         (
             "precision",
             f"weights {d.weights.name} ({d.weights.bytes_per_value:.4g} B/param), KV cache {d.kv.name} ({d.kv.bytes_per_value:.4g} B/value)",
@@ -165,25 +174,41 @@ def render_text(ev: Evaluation) -> str:
         ("weights", f"{fmt_bytes(mem.weights_bytes):>24}   {wdesc}"),
         ("KV cache", f"{fmt_bytes(mem.kv_bytes):>24}   {per_layer * m.num_layers:,.0f} B/token = {kv_formula}"),
         ("", f"{'':>24}   × {kvdesc}"),
-        ("runtime overhead", f"{fmt_bytes(mem.overhead_bytes - mem.activation_bytes):>24}   non-torch memory: CUDA context, workspaces"
-                             + (", NCCL and all-reduce buffers of the TP group" if d.tp > 1 else "") + " (factors)"),
+        (
+            "runtime overhead",
+            f"{fmt_bytes(mem.overhead_bytes - mem.activation_bytes):>24}   non-torch memory: CUDA context, workspaces"
+            + (", NCCL and all-reduce buffers of the TP group" if d.tp > 1 else "")
+            + " (factors)",
+        ),
         ("activation peak", f"{fmt_bytes(mem.activation_bytes):>24}   {_activation_note(d, w)}"),
         ("needed", f"{fmt_bytes(mem.needed_bytes):>24}"),
         ("usable", f"{fmt_bytes(mem.usable_bytes):>24}   {_engine_rule(d, mem)}"),
     ]
     if mem.reserved_bytes:
-        rows.append(("driver's share", f"{fmt_bytes(mem.reserved_bytes):>24}   of the device's {_gb(mem.device_bytes + mem.reserved_bytes)}, unseen by the runtime"))
+        rows.append(
+            (
+                "driver's share",
+                f"{fmt_bytes(mem.reserved_bytes):>24}   of the device's {_gb(mem.device_bytes + mem.reserved_bytes)}, unseen by the runtime",
+            )
+        )
     if mem.kv_capacity_blocks:
         name = d.engine.display_name if d.engine else "vLLM"
-        rows.append((
-            "KV capacity",
-            f"{mem.kv_capacity_tokens:>17,} tokens   {mem.kv_capacity_blocks:,} blocks of {mem.block_size_tokens}; "
-            f"max concurrency at {w.context_tokens:,} tokens: {mem.max_concurrency:.2f}x ({name})",
-        ))
+        rows.append(
+            (
+                "KV capacity",
+                f"{mem.kv_capacity_tokens:>17,} tokens   {mem.kv_capacity_blocks:,} blocks of {mem.block_size_tokens}; "
+                f"max concurrency at {w.context_tokens:,} tokens: {mem.max_concurrency:.2f}x ({name})",
+            )
+        )
         if m.sliding_layers:
             full = m.num_layers - m.sliding_layers
-            rows.append(("", f"{'':>24}   a sequence holds {w.context_tokens:,} tokens in {full} full layers and "
-                             f"{min(w.context_tokens, m.sliding_window):,} in {m.sliding_layers} sliding ones"))
+            rows.append(
+                (
+                    "",
+                    f"{'':>24}   a sequence holds {w.context_tokens:,} tokens in {full} full layers and "
+                    f"{min(w.context_tokens, m.sliding_window):,} in {m.sliding_layers} sliding ones",
+                )
+            )
     out += _rows(rows)
 
     # Step 2
@@ -194,13 +219,25 @@ def render_text(ev: Evaluation) -> str:
     share = f" at {dec.weight_bandwidth_share:.2f} of 16-bit speed ({d.weights.name} kernels)" if dec.weight_bandwidth_share != 1 else ""
     rows = [
         ("weights read", f"{_gb(dec.weight_bytes_read)} per step{per_gpu}{moe}{share}  → {fmt_seconds(dec.weights_time_s)}"),
-        ("KV read", f"{_gb(dec.kv_bytes_read)} per step{per_gpu} ({dec.batch:,} sequence{'s' if dec.batch != 1 else ''} × {w.resident_tokens:,} tokens)  → {fmt_seconds(dec.kv_time_s)}"),
+        (
+            "KV read",
+            f"{_gb(dec.kv_bytes_read)} per step{per_gpu} ({dec.batch:,} sequence{'s' if dec.batch != 1 else ''} × {w.resident_tokens:,} tokens)  → {fmt_seconds(dec.kv_time_s)}",
+        ),
         ("bandwidth", f"{dec.bandwidth_bytes_per_s / GB:,.0f} GB/s × {dec.bandwidth_efficiency:.2f} efficiency = {eff_bw / GB:,.0f} GB/s"),
         (
             "compute",
             f"{fmt_rate(dec.flops, 'FLOP')} per step{per_gpu} at {fmt_rate(dec.peak_flops_per_s, 'FLOP/s')} {dec.compute_dtype} × {dec.compute_efficiency:.2f}  → {fmt_seconds(dec.compute_time_s)}",
         ),
-        *([("prefill mixed in", f"{dec.prefill_tokens:,.0f} prompt tokens per step (continuous batching: each request brings {w.prompt_tokens:,} over {w.output_tokens:,} steps)")] if dec.prefill_tokens else []),
+        *(
+            [
+                (
+                    "prefill mixed in",
+                    f"{dec.prefill_tokens:,.0f} prompt tokens per step (continuous batching: each request brings {w.prompt_tokens:,} over {w.output_tokens:,} steps)",
+                )
+            ]
+            if dec.prefill_tokens
+            else []
+        ),
         ("GEMMs", f"{_combine(dec.coefficients.overlapped)}(weights read, matmul FLOPs)  → {fmt_seconds(dec.gemm_time_s)}"),
         ("attention", f"{_combine(dec.coefficients.overlapped)}(KV read, attention FLOPs)  → {fmt_seconds(dec.attention_time_s)}"),
         ("communication", _comm(dec.comm_time_s, d)),
@@ -225,8 +262,11 @@ def render_text(ev: Evaluation) -> str:
             "throughput",
             f"{fmt_rate(pre.peak_flops_per_s, 'FLOP/s')} {pre.compute_dtype} × {pre.compute_efficiency:.2f} utilisation × TP {pre.tp} = {fmt_rate(pre.effective_flops_per_s, 'FLOP/s')}",
         ),
-        ("compute time", f"{fmt_seconds(pre.linear_time_s)} linear + {fmt_seconds(pre.attention_time_s)} attention "
-                         f"({pre.attention_compute_dtype}, the KV cache's) = {fmt_seconds(pre.compute_time_s)}"),
+        (
+            "compute time",
+            f"{fmt_seconds(pre.linear_time_s)} linear + {fmt_seconds(pre.attention_time_s)} attention "
+            f"({pre.attention_compute_dtype}, the KV cache's) = {fmt_seconds(pre.compute_time_s)}",
+        ),
         ("weights read", f"{fmt_seconds(pre.weights_time_s)} (floor for the matmuls of short prompts)"),
         ("communication", _comm(pre.comm_time_s, d)),
         ("fixed cost", _fixed(d, pre.step_overhead_s)),
@@ -235,11 +275,13 @@ def render_text(ev: Evaluation) -> str:
     if dec.ttft_under_load_s is not None:
         budget = dec.coefficients.prefill_budget_tokens
         chunk = max(1, budget - dec.batch)
-        rows.append((
-            "TTFT under load",
-            f"{fmt_seconds(dec.ttft_under_load_s)}: the prompt in chunks of {min(chunk, pre.prompt_tokens):,} tokens "
-            f"({budget:,}-token step budget less {dec.batch} decoding), one chunk per step (continuous batching)",
-        ))
+        rows.append(
+            (
+                "TTFT under load",
+                f"{fmt_seconds(dec.ttft_under_load_s)}: the prompt in chunks of {min(chunk, pre.prompt_tokens):,} tokens "
+                f"({budget:,}-token step budget less {dec.batch} decoding), one chunk per step (continuous batching)",
+            )
+        )
     out += _rows(rows)
 
     # Step 4
@@ -247,7 +289,10 @@ def render_text(ev: Evaluation) -> str:
     out += ["", f"{CONSTRAINT_TITLES['interconnect']}  —  {_verdict_text(iv)}"]
     if d.tp > 1:
         rows = [
-            ("TP ring", f"{ring.size} GPUs over {'/'.join(ring.link_kinds)} at {fmt_rate(ring.bandwidth_bytes_per_s, 'B/s')} per direction, {fmt_seconds(ring.hop_latency_s)} per hop"),
+            (
+                "TP ring",
+                f"{ring.size} GPUs over {'/'.join(ring.link_kinds)} at {fmt_rate(ring.bandwidth_bytes_per_s, 'B/s')} per direction, {fmt_seconds(ring.hop_latency_s)} per hop",
+            ),
             ("all-reduces", f"{dec.comm.allreduces} per forward pass (2 per layer)"),
             ("decode", f"{fmt_rate(dec.comm.allreduce_bytes, 'B')} each by {dec.comm.algorithm}  → {fmt_seconds(dec.comm.tp_time_s)} per step"),
             ("prefill", f"{fmt_rate(pre.comm.allreduce_bytes, 'B')} each by {pre.comm.algorithm}  → {fmt_seconds(pre.comm.tp_time_s)} per prompt"),
@@ -314,10 +359,17 @@ def to_dict(ev: Evaluation) -> dict:
     out = {
         "model": d.model.name,
         "engine": {
-            "name": e.name, "max_num_seqs": e.max_num_seqs, "max_num_batched_tokens": e.max_num_batched_tokens,
-            "max_model_len": e.max_model_len or w.context_tokens, "gpu_memory_utilization": d.factors.memory_utilization,
-            "enable_chunked_prefill": e.enable_chunked_prefill, "enforce_eager": e.enforce_eager, "split_mode": e.split_mode,
-        } if e else None,
+            "name": e.name,
+            "max_num_seqs": e.max_num_seqs,
+            "max_num_batched_tokens": e.max_num_batched_tokens,
+            "max_model_len": e.max_model_len or w.context_tokens,
+            "gpu_memory_utilization": d.factors.memory_utilization,
+            "enable_chunked_prefill": e.enable_chunked_prefill,
+            "enforce_eager": e.enforce_eager,
+            "split_mode": e.split_mode,
+        }
+        if e
+        else None,
         "gpu": d.device.name,
         "platform": d.platform.name,
         "gpus": d.gpus,

@@ -41,8 +41,13 @@ def to_dict(res: FleetResult) -> dict:
             name: {
                 "weighted_routing_needed": True,
                 "shapes": [
-                    {"plan": x.plan, "replicas": x.replicas, "users": x.users,
-                     "users_share": round(x.users_share, 6), "request_share": round(x.request_share, 6)}
+                    {
+                        "plan": x.plan,
+                        "replicas": x.replicas,
+                        "users": x.users,
+                        "users_share": round(x.users_share, 6),
+                        "request_share": round(x.request_share, 6),
+                    }
                     for x in rs
                 ],
             }
@@ -63,23 +68,32 @@ def _table(headers, rows, markdown):
     if markdown:
         return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + ["| " + " | ".join(r) + " |" for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    fmt = "  " + "  ".join("{:<%d}" % w for w in widths)
+    fmt = "  " + "  ".join(f"{{:<{w}}}" for w in widths)
     return [fmt.format(*headers).rstrip()] + [fmt.format(*r).rstrip() for r in rows]
 
 
 def render(res: FleetResult, title: str, markdown: bool = False, show_purchase: bool = False) -> str:
     h = (lambda x: f"## {x}") if markdown else (lambda x: x)
     lines = [f"# {title}" if markdown else title]
-    status = {"optimal": "optimal (proven by CP-SAT)", "feasible": "feasible, not proven optimal (time limit)",
-              "infeasible": "no fleet meets every demand within the limits", "unknown": "unknown (time limit)"}[res.status]
-    lines.append(f"objective: {'least cost serving all demand' if res.objective == 'min_cost' else 'most weighted demand served, then least cost'} — {status}")
+    status = {
+        "optimal": "optimal (proven by CP-SAT)",
+        "feasible": "feasible, not proven optimal (time limit)",
+        "infeasible": "no fleet meets every demand within the limits",
+        "unknown": "unknown (time limit)",
+    }[res.status]
+    lines.append(
+        f"objective: {'least cost serving all demand' if res.objective == 'min_cost' else 'most weighted demand served, then least cost'} — {status}"
+    )
     for name, why in res.unservable.items():
         lines.append(f"! {name}: {why}")
     if not res.feasible:
         return "\n".join(lines) + "\n"
     total = sum(res.gpus.values())
-    lines.append(f"fleet: {total} GPUs, ${res.cost_usd_per_hour:,.2f}/hour" + (f", ${res.purchase_usd:,.0f} to buy" if show_purchase else "")
-                 + f"; total cost of ownership ${res.tco_usd_per_hour:,.2f}/hour (owned GPUs at their power and hosting)")
+    lines.append(
+        f"fleet: {total} GPUs, ${res.cost_usd_per_hour:,.2f}/hour"
+        + (f", ${res.purchase_usd:,.0f} to buy" if show_purchase else "")
+        + f"; total cost of ownership ${res.tco_usd_per_hour:,.2f}/hour (owned GPUs at their power and hosting)"
+    )
     if res.pricing:
         lines.append(f"prices: {res.pricing} (catalogs/prices.yaml)")
     lines.append("")
@@ -90,8 +104,9 @@ def render(res: FleetResult, title: str, markdown: bool = False, show_purchase: 
     lines.append(h("Workloads"))
     rows = []
     for a in res.assignments:
-        rows.append([a.service, a.option.label, str(a.replicas), str(a.option.cap),
-                     f"{a.option.tpot_s * 1e3:.1f} ms", f"{a.option.ttft_s * 1e3:.0f} ms"])
+        rows.append(
+            [a.service, a.option.label, str(a.replicas), str(a.option.cap), f"{a.option.tpot_s * 1e3:.1f} ms", f"{a.option.ttft_s * 1e3:.0f} ms"]
+        )
     lines += _table(["service", "replica", "replicas", "users/replica", "TPOT", "TTFT"], rows, markdown)
     rows = [[name, f"{res.served.get(name, 0):,}", f"{d:,}"] for name, d in res.demand.items()]
     lines.append("")
@@ -100,11 +115,16 @@ def render(res: FleetResult, title: str, markdown: bool = False, show_purchase: 
         lines.append("")
         lines.append(h("Routing"))
         names = ", ".join(res.routes)
-        lines.append(f"{names} run{'s' if len(res.routes) == 1 else ''} on more than one shape: put a weighted router in front "
-                     "(users: for a router that balances open connections; requests: for one that deals requests out, "
-                     "by Little's law). single_shape: true keeps a service on one shape.")
-        rows = [[x.service, x.plan, str(x.replicas), f"{x.users:,}", f"{x.users_share:.1%}", f"{x.request_share:.1%}"]
-                for rs in res.routes.values() for x in rs]
+        lines.append(
+            f"{names} run{'s' if len(res.routes) == 1 else ''} on more than one shape: put a weighted router in front "
+            "(users: for a router that balances open connections; requests: for one that deals requests out, "
+            "by Little's law). single_shape: true keeps a service on one shape."
+        )
+        rows = [
+            [x.service, x.plan, str(x.replicas), f"{x.users:,}", f"{x.users_share:.1%}", f"{x.request_share:.1%}"]
+            for rs in res.routes.values()
+            for x in rs
+        ]
         lines += _table(["service", "replica", "replicas", "users", "share of users", "share of requests"], rows, markdown)
     lines.append("")
     lines.append(h("What binds"))

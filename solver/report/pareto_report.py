@@ -82,20 +82,27 @@ def _cut_lines(axis: str, f: Frontier) -> list[str]:
     if f.knee is not None:
         k = f.points[f.knee]
         cost_scale = "log cost" if all(p.cost_usd_per_hour > 0 for p in f.points) else "cost (linear: a plan is free)"
-        out.append(f"knee: ${k.cost_usd_per_hour:,.2f}/h, {v(axis, k.value)}, {k.label} "
-                   f"(farthest below the chord between the ends, {cost_scale} against log " + ("users" if axis == "users" else axis.upper()) + ")")
+        out.append(
+            f"knee: ${k.cost_usd_per_hour:,.2f}/h, {v(axis, k.value)}, {k.label} "
+            f"(farthest below the chord between the ends, {cost_scale} against log " + ("users" if axis == "users" else axis.upper()) + ")"
+        )
     elif len(f.points) >= 3:
-        out.append(f"no knee: no point lies {KNEE_MIN_DEPTH:g} or more below the chord between the ends (log-log, normalised); "
-                   "the trade is about even along the frontier")
+        out.append(
+            f"no knee: no point lies {KNEE_MIN_DEPTH:g} or more below the chord between the ends (log-log, normalised); "
+            "the trade is about even along the frontier"
+        )
     if f.beyond is not None:
         base = f.max_cost_usd_per_hour / f.max_cost_ratio
         which = "the cheapest plan" if f.points[0].cost_usd_per_hour > 0 else "the cheapest plan that costs anything"
-        out.append(f"cut at ${f.max_cost_usd_per_hour:,.2f}/h = {f.max_cost_ratio:g} × {which} (${base:,.2f}/h); "
-                   f"next: ${f.beyond.cost_usd_per_hour:,.2f}/h, {v(axis, f.beyond.value)}, {f.beyond.label} "
-                   "(pareto.max_cost_ratio lifts it)")
+        out.append(
+            f"cut at ${f.max_cost_usd_per_hour:,.2f}/h = {f.max_cost_ratio:g} × {which} (${base:,.2f}/h); "
+            f"next: ${f.beyond.cost_usd_per_hour:,.2f}/h, {v(axis, f.beyond.value)}, {f.beyond.label} "
+            "(pareto.max_cost_ratio lifts it)"
+        )
     if f.gpu_capped:
-        out.append(f"plans of more than {f.max_gpus} GPUs left out ({'the default ' if f.max_gpus_default else ''}search.max_gpus; "
-                   "a larger one lifts it)")
+        out.append(
+            f"plans of more than {f.max_gpus} GPUs left out ({'the default ' if f.max_gpus_default else ''}search.max_gpus; a larger one lifts it)"
+        )
     return out
 
 
@@ -109,15 +116,16 @@ def render(frontiers: dict[str, Frontier], title: str, markdown: bool = False) -
         if not f.points:
             lines.append("no plan meets the other targets")
             continue
-        rows = [[f"${p.cost_usd_per_hour:,.2f}/h", _value(axis, p.value), p.label, p.binds, "knee" if i == f.knee else ""]
-                for i, p in enumerate(f.points)]
+        rows = [
+            [f"${p.cost_usd_per_hour:,.2f}/h", _value(axis, p.value), p.label, p.binds, "knee" if i == f.knee else ""] for i, p in enumerate(f.points)
+        ]
         headers = ["$/hour", name.split(" (")[0], "plan", "what limits it", ""]
         if markdown:
             lines += ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
             lines += ["| " + " | ".join(r) + " |" for r in rows]
         else:
             widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-            fmt = "  " + "  ".join("{:<%d}" % w for w in widths)
+            fmt = "  " + "  ".join(f"{{:<{w}}}" for w in widths)
             lines.append(fmt.format(*headers).rstrip())
             lines += [fmt.format(*r).rstrip() for r in rows]
         extra = _cut_lines(axis, f)
@@ -152,8 +160,9 @@ def plot(frontiers: dict[str, Frontier], title: str, path: Path) -> list[Path]:
         name, unit = TITLES[axis]
         scale = 1e3 if unit == "ms" else 1.0
         if f.others:
-            ax.scatter([c for c, _, _ in f.others], [v * scale for _, v, _ in f.others], s=14, color="0.8", zorder=1,
-                       label="other options (dominated)")
+            ax.scatter(
+                [c for c, _, _ in f.others], [v * scale for _, v, _ in f.others], s=14, color="0.8", zorder=1, label="other options (dominated)"
+            )
         pts = sorted(f.points, key=lambda p: p.cost_usd_per_hour)
         xs = [p.cost_usd_per_hour for p in pts]
         ys = [p.value * scale for p in pts]
@@ -162,13 +171,35 @@ def plot(frontiers: dict[str, Frontier], title: str, path: Path) -> list[Path]:
         ax.scatter(xs, ys, s=36, color="tab:blue", zorder=3, label="Pareto-optimal plans")
         if f.knee_point is not None:
             k = f.knee_point
-            ax.scatter([k.cost_usd_per_hour], [k.value * scale], s=170, marker="*", color="tab:orange", edgecolors="0.2",
-                       linewidths=0.6, zorder=5, label=f"knee: {_short(k.label)}")
+            ax.scatter(
+                [k.cost_usd_per_hour],
+                [k.value * scale],
+                s=170,
+                marker="*",
+                color="tab:orange",
+                edgecolors="0.2",
+                linewidths=0.6,
+                zorder=5,
+                label=f"knee: {_short(k.label)}",
+            )
         if f.beyond is not None:
-            ax.axvline(f.max_cost_usd_per_hour, color="0.45", ls="--", lw=1.0, zorder=1,
-                       label=f"cut at ${f.max_cost_usd_per_hour:,.2f}/h ({f.max_cost_ratio:g} × cheapest)")
-            ax.scatter([f.beyond.cost_usd_per_hour], [f.beyond.value * scale], s=36, facecolors="none", edgecolors="tab:blue",
-                       zorder=3, label=f"next point, left out: {_short(f.beyond.label)}")
+            ax.axvline(
+                f.max_cost_usd_per_hour,
+                color="0.45",
+                ls="--",
+                lw=1.0,
+                zorder=1,
+                label=f"cut at ${f.max_cost_usd_per_hour:,.2f}/h ({f.max_cost_ratio:g} × cheapest)",
+            )
+            ax.scatter(
+                [f.beyond.cost_usd_per_hour],
+                [f.beyond.value * scale],
+                s=36,
+                facecolors="none",
+                edgecolors="tab:blue",
+                zorder=3,
+                label=f"next point, left out: {_short(f.beyond.label)}",
+            )
         # Label a point only where it stands clear of the last label, so text never piles up.
         last = None
         for p in f.points:

@@ -83,13 +83,19 @@ class PlanOut(SolveModel):
     engine: str
     kv_capacity_tokens: int = Field(description="Per replica, tokens in every layer, as the engine would report it (vLLM: GPU KV cache size).")
     kv_capacity_blocks: int
-    max_concurrency: float = Field(description="Sequences at the full context the KV budget holds, from the bytes per sequence max_batch_memory uses (sliding-window layers hold their window); vLLM prints the like as Maximum concurrency.")
+    max_concurrency: float = Field(
+        description="Sequences at the full context the KV budget holds, from the bytes per sequence max_batch_memory uses (sliding-window layers hold their window); vLLM prints the like as Maximum concurrency."
+    )
     tokens_per_s: float = Field(description="All replicas.")
     price: PriceOut | None = Field(description="The offer the rented GPUs are priced at (None: none rented, or owned only).")
-    tco_usd_per_hour: float | None = Field(description="Total cost of ownership per hour: owned GPUs at power and hosting, "
-                                           "the rest as acquired_by (None: they can be neither rented nor bought).")
-    acquired_by: str = Field(description="How GPUs beyond those owned are had in the TCO: rented or bought (the cheaper "
-                             "per hour over the life; under min_cost, rented), or empty.")
+    tco_usd_per_hour: float | None = Field(
+        description="Total cost of ownership per hour: owned GPUs at power and hosting, "
+        "the rest as acquired_by (None: they can be neither rented nor bought)."
+    )
+    acquired_by: str = Field(
+        description="How GPUs beyond those owned are had in the TCO: rented or bought (the cheaper "
+        "per hour over the life; under min_cost, rented), or empty."
+    )
     ownership: OwnershipOut
     usd_per_million_input_tokens: float = Field(description="At steady throughput: the replicas' time to prefill a prompt token.")
     usd_per_million_output_tokens: float = Field(description="At steady throughput: a sequence's share of a decode step.")
@@ -163,7 +169,8 @@ class SolveOut(SolveModel):
     sensitivity: list[SensitivityOut]
     better_weights: list[QualityOut] = Field(
         description="Each searched weight format better than the plan's (catalogs/precisions.yaml quality_rank), re-solved on "
-        "its shapes alone: its best plan and what it would change in the objective.")
+        "its shapes alone: its best plan and what it would change in the objective."
+    )
     runners_up: list[RunnerUpOut]
     conflict: list[str] = Field(description="A minimal set of targets that cannot hold together (infeasible specs).")
     more_conflicts: list[list[str]] = Field(description="Further minimal conflicts once the first one's targets are dropped.")
@@ -172,7 +179,8 @@ class SolveOut(SolveModel):
     relaxations: list[RelaxationOut]
     excluded: dict[str, str] = Field(description="Devices left out whole, before any physics (e.g. no price), and why.")
     excluded_shapes: dict[str, list[ExcludedShapesOut]] = Field(
-        description="Per device, the shapes the spec allows that the search cannot run, grouped by reason.")
+        description="Per device, the shapes the spec allows that the search cannot run, grouped by reason."
+    )
     shapes_searched: int
     devices_searched: int
 
@@ -184,14 +192,22 @@ def _plan_tco(c, objective: str) -> tuple[float | None, str]:
         usd, how = c.tco_usd_per_hour, c.acquired_by
     else:
         price = c.shape.device.price
-        usd, how = plan_tco(c.gpus, c.gpus - c.rented, c.shape.costs, price.usd_per_gpu_hour if price else None,
-                            "buy" if objective == "min_purchase" else "rent")
+        usd, how = plan_tco(
+            c.gpus, c.gpus - c.rented, c.shape.costs, price.usd_per_gpu_hour if price else None, "buy" if objective == "min_purchase" else "rent"
+        )
     return (None if math.isinf(usd) else usd), how
 
 
 def _price_out(price) -> PriceOut:
-    return PriceOut(usd_per_gpu_hour=price.usd_per_gpu_hour, provider=price.provider, offer=price.offer, tier=price.tier,
-                    as_of=price.as_of.isoformat(), basis=price.basis, source=price.source)
+    return PriceOut(
+        usd_per_gpu_hour=price.usd_per_gpu_hour,
+        provider=price.provider,
+        offer=price.offer,
+        tier=price.tier,
+        as_of=price.as_of.isoformat(),
+        basis=price.basis,
+        source=price.source,
+    )
 
 
 def to_output(r: SolveResult) -> SolveOut:
@@ -255,8 +271,12 @@ def to_output(r: SolveResult) -> SolveOut:
                 power_usd_per_gpu_hour=None if hc.power_usd is None else round(hc.power_usd, 6),
                 hosting_usd_per_gpu_hour=None if hc.hosting_usd is None else round(hc.hosting_usd, 6),
                 capital_usd_per_gpu_hour=None if hc.capital_usd is None else round(hc.capital_usd, 6),
-                life_years=own.life_years, pue=own.pue, usd_per_kwh=own.usd_per_kwh, utilisation=own.utilisation,
-                hosting_usd_per_kw_month=own.hosting_usd_per_kw_month),
+                life_years=own.life_years,
+                pue=own.pue,
+                usd_per_kwh=own.usd_per_kwh,
+                utilisation=own.utilisation,
+                hosting_usd_per_kw_month=own.hosting_usd_per_kw_month,
+            ),
             usd_per_million_input_tokens=round(costs.usd_per_million_input_tokens, 6),
             usd_per_million_output_tokens=round(costs.usd_per_million_output_tokens, 6),
             output_tokens_per_joule=None if costs.output_tokens_per_joule is None else round(costs.output_tokens_per_joule, 6),
@@ -282,8 +302,10 @@ def to_output(r: SolveResult) -> SolveOut:
         explained=r.explained,
         relaxations=[RelaxationOut(**vars(x)) for x in r.relaxations],
         excluded=dict(sorted(p.excluded.items())),
-        excluded_shapes={dev: [ExcludedShapesOut(shapes=e.shapes, reason=e.reason, kind=e.kind, count=e.count) for e in items]
-                         for dev, items in by_device(exclusions(p)).items()},
+        excluded_shapes={
+            dev: [ExcludedShapesOut(shapes=e.shapes, reason=e.reason, kind=e.kind, count=e.count) for e in items]
+            for dev, items in by_device(exclusions(p)).items()
+        },
         shapes_searched=len(p.shapes),
         devices_searched=len(p.devices),
     )

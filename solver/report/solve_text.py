@@ -38,8 +38,10 @@ def _tco_line(pl: PlanOut) -> str:
     if pl.gpus_owned_used:
         parts.append(f"{pl.gpus_owned_used} owned at ${run:,.2f}/GPU-hour (power + hosting)")
     if pl.acquired_by == "bought":
-        parts.append(f"{pl.gpus_rented} bought at ${o.capital_usd_per_gpu_hour + run:,.2f}/GPU-hour "
-                     f"(${o.capital_usd_per_gpu_hour:,.2f} purchase over {o.life_years:g} years + ${run:,.2f} power and hosting)")
+        parts.append(
+            f"{pl.gpus_rented} bought at ${o.capital_usd_per_gpu_hour + run:,.2f}/GPU-hour "
+            f"(${o.capital_usd_per_gpu_hour:,.2f} purchase over {o.life_years:g} years + ${run:,.2f} power and hosting)"
+        )
     elif pl.acquired_by == "rented":
         parts.append(f"{pl.gpus_rented} rented")
     power = "" if o.power_usd_per_gpu_hour is not None else " (no board power in the catalog: power and hosting not counted)"
@@ -98,7 +100,7 @@ def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[st
         out += ["| " + " | ".join(r) + " |" for r in rows]
         return out
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    fmt = "  ".join("{:<%d}" % w for w in widths)
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     return ["  " + fmt.format(*headers).rstrip()] + ["  " + fmt.format(*r).rstrip() for r in rows]
 
 
@@ -108,20 +110,29 @@ def render(r: SolveResult, markdown: bool = False) -> str:
     s = o.spec
     h = (lambda x: f"## {x}") if markdown else (lambda x: x)
     lines: list[str] = []
-    targets = ", ".join(
-        x for x in (
-            f"TTFT ≤ {fmt_seconds(s.max_ttft_s)}" if s.max_ttft_s else "",
-            f"TPOT ≤ {fmt_seconds(s.max_tpot_s)}" if s.max_tpot_s else "",
-        ) if x
-    ) or "no latency targets"
+    targets = (
+        ", ".join(
+            x
+            for x in (
+                f"TTFT ≤ {fmt_seconds(s.max_ttft_s)}" if s.max_ttft_s else "",
+                f"TPOT ≤ {fmt_seconds(s.max_tpot_s)}" if s.max_tpot_s else "",
+            )
+            if x
+        )
+        or "no latency targets"
+    )
     title = (
         f"plan-opt solve · {s.model} · {s.users:,} users × {s.context_tokens:,}-token context "
         f"(prompt {s.prompt_tokens:,}) · {targets} · objective: {OBJECTIVES[s.objective]}"
     )
     lines.append(f"# {title}" if markdown else title)
-    budgets = [f"${s.max_usd_per_hour:,.2f}/h" if s.max_usd_per_hour else "", f"${s.max_purchase_usd:,.0f} to buy" if s.max_purchase_usd else "",
-               (f"≤ {s.max_gpus} GPUs" + (" (the default: the cheapest plan needs more; a larger search.max_gpus lifts it)"
-                                      if r.gpu_cap_defaulted else "")) if s.max_gpus else ""]
+    budgets = [
+        f"${s.max_usd_per_hour:,.2f}/h" if s.max_usd_per_hour else "",
+        f"${s.max_purchase_usd:,.0f} to buy" if s.max_purchase_usd else "",
+        (f"≤ {s.max_gpus} GPUs" + (" (the default: the cheapest plan needs more; a larger search.max_gpus lifts it)" if r.gpu_cap_defaulted else ""))
+        if s.max_gpus
+        else "",
+    ]
     budgets = [b for b in budgets if b]
     if budgets:
         lines.append("budget: " + "; ".join(budgets))
@@ -129,8 +140,12 @@ def render(r: SolveResult, markdown: bool = False) -> str:
         lines.append(f"prices: {s.pricing} (catalogs/prices.yaml)")
     if s.inventory:
         lines.append("owned (free, limited): " + ", ".join(f"{n} × {k}" for k, n in s.inventory.items()))
-    status = {"optimal": "optimal (proven by CP-SAT)", "feasible": "feasible, not proven optimal (time limit)",
-              "infeasible": "no plan exists", "unknown": "unknown (time limit before any plan)"}[o.status]
+    status = {
+        "optimal": "optimal (proven by CP-SAT)",
+        "feasible": "feasible, not proven optimal (time limit)",
+        "infeasible": "no plan exists",
+        "unknown": "unknown (time limit before any plan)",
+    }[o.status]
     lines.append(f"searched {o.shapes_searched:,} shapes on {o.devices_searched} devices: {status}")
     lines.append("")
 
@@ -156,8 +171,10 @@ def render(r: SolveResult, markdown: bool = False) -> str:
         )
         if pl.price:
             pr = pl.price
-            lines.append(f"priced at {pr.provider}, {pr.offer}, {pr.tier.replace('_', '-')}, ${pr.usd_per_gpu_hour:,.2f}/GPU-hour "
-                         f"({pr.as_of}); basis: {pr.basis}")
+            lines.append(
+                f"priced at {pr.provider}, {pr.offer}, {pr.tier.replace('_', '-')}, ${pr.usd_per_gpu_hour:,.2f}/GPU-hour "
+                f"({pr.as_of}); basis: {pr.basis}"
+            )
         lines.append("")
         lines.append(h("Constraints at the plan"))
         rows = []
@@ -169,14 +186,17 @@ def render(r: SolveResult, markdown: bool = False) -> str:
         lines.append(h("What decided it"))
         capped = "memory (room beside the weights)" if pl.batch_capped_by == "memory" else "the TPOT target (decode step time)"
         tpot_allows = (
-            "no TPOT target" if s.max_tpot_s is None
+            "no TPOT target"
+            if s.max_tpot_s is None
             else f"TPOT allows {'at least ' if pl.max_batch_tpot >= pl.max_batch_memory else ''}{pl.max_batch_tpot:,}"
         )
         lines.append(f"- batch per replica: capped by {capped}: memory allows {pl.max_batch_memory:,}, {tpot_allows}")
         cap = min(pl.max_batch_memory, pl.max_batch_tpot)
         needed = -(-s.users // cap) if cap else pl.replicas
         if pl.replicas > needed:
-            lines.append(f"- replicas: {pl.replicas}, more than the ⌈{s.users:,} / {cap:,}⌉ = {needed} that hold the users: chosen for the objective ({OBJECTIVES[s.objective]})")
+            lines.append(
+                f"- replicas: {pl.replicas}, more than the ⌈{s.users:,} / {cap:,}⌉ = {needed} that hold the users: chosen for the objective ({OBJECTIVES[s.objective]})"
+            )
         elif pl.replicas > 1:
             lines.append(f"- replicas: ⌈{s.users:,} users / {cap:,} per replica⌉ = {pl.replicas}, forced by {pl.replicas_forced_by}")
         if o.binding_targets:
@@ -193,8 +213,17 @@ def render(r: SolveResult, markdown: bool = False) -> str:
         if o.sensitivity:
             lines.append("")
             lines.append(h("The price of each target (re-solved)"))
-            rows = [[x.target, x.change, _value_text(x.target, x.value), x.plan or "no plan",
-                     _objective_text(o.objective, x.objective), _delta_text(o.objective, x.delta)] for x in o.sensitivity]
+            rows = [
+                [
+                    x.target,
+                    x.change,
+                    _value_text(x.target, x.value),
+                    x.plan or "no plan",
+                    _objective_text(o.objective, x.objective),
+                    _delta_text(o.objective, x.delta),
+                ]
+                for x in o.sensitivity
+            ]
             lines += _table(["target", "change", "value", "plan", "objective", "Δ"], rows, markdown)
     else:
         lines.append(h("No plan"))
@@ -209,8 +238,7 @@ def render(r: SolveResult, markdown: bool = False) -> str:
                 + ", ".join(f"{t} ({LABELS[t]})" for t in o.conflict)
             )
         elif not o.shapes_searched and o.excluded:
-            lines.append("Every searched device was left out before any physics (no price on this basis, or none to buy): "
-                         "see each device below.")
+            lines.append("Every searched device was left out before any physics (no price on this basis, or none to buy): see each device below.")
         else:
             lines.append("No searched device can run this model for even one user at any allowed split: see each device below.")
         for more in o.more_conflicts:
@@ -224,8 +252,10 @@ def render(r: SolveResult, markdown: bool = False) -> str:
     if o.runners_up:
         lines.append("")
         lines.append(h("Runners-up (best plan on each other GPU)" if o.plan else "Each GPU searched"))
-        rows = [[ru.device, ru.plan or "—", _objective_text(o.objective, ru.objective), _delta_text(o.objective, ru.delta),
-                 "" if ru.plan else ru.reason] for ru in o.runners_up]
+        rows = [
+            [ru.device, ru.plan or "—", _objective_text(o.objective, ru.objective), _delta_text(o.objective, ru.delta), "" if ru.plan else ru.reason]
+            for ru in o.runners_up
+        ]
         lines += _table(["gpu", "plan", "objective", "Δ", "why not"], rows, markdown)
     if o.excluded_shapes:
         lines.append("")

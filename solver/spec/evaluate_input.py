@@ -16,6 +16,7 @@ from pydantic import Field, ValidationError
 from solver.errors import InputError
 from solver.spec.fields import EngineField, EngineIn, HardwareIn, OverridesIn, PrecisionIn, SlaIn, SpecModel, WorkloadIn
 
+
 class EvaluateInput(SpecModel):
     model: str = Field(description="Catalog name, Hugging Face id, or path to a local config.json.")
     engine: EngineField = Field(default=EngineIn(), description="Serving engine: a name, or a mapping with its knobs.")
@@ -33,5 +34,3 @@ def parse_input(data: object, lines: dict | None = None, source: str | None = No
         return EvaluateInput.model_validate(data)
     except ValidationError as exc:
         raise InputError.from_validation(exc, lines, source=source) from None
-
-

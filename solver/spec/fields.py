@@ -44,9 +44,7 @@ class HardwareIn(SpecModel):
     @model_validator(mode="after")
     def _count(self):
         if self.count is not None and self.count % (self.tp * self.pp):
-            raise ValueError(
-                f"count {self.count} is not a multiple of tp × pp = {self.tp * self.pp} (each replica takes tp × pp GPUs)"
-            )
+            raise ValueError(f"count {self.count} is not a multiple of tp × pp = {self.tp * self.pp} (each replica takes tp × pp GPUs)")
         return self
 
 
@@ -159,5 +157,3 @@ def _engine_field(v):
 
 
 EngineField = Annotated[EngineIn, BeforeValidator(_engine_field)]
-
-

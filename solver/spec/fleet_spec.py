@@ -14,7 +14,6 @@ from solver.spec.fields import EngineField, EngineIn, ModelOverrides, SlaIn, Spe
 from solver.spec.solve_spec import BudgetIn, PricingIn, SearchIn, SolverIn, SpecOverridesIn
 
 
-
 class MixClassIn(SpecModel):
     share: float = Field(gt=0, le=1, description="Share of the workload's users in this class.")
     context_tokens: int | None = Field(default=None, ge=1, le=100_000_000)

@@ -7,12 +7,13 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from solver.catalog.calibration import pessimistic
 from solver.catalog import Catalog, FactorOverrides
+from solver.catalog.calibration import pessimistic
 from solver.errors import InputError
 from solver.physics.deployment import Deployment, Targets, Workload
 from solver.spec.evaluate_input import EvaluateInput
 from solver.spec.fields import EngineIn, FactorsIn, GpuOverrides, ModelOverrides
+
 
 def _resolve_model(name: str, catalog: Catalog, base_dir: Path | None):
     candidate = Path(name)
@@ -93,10 +94,15 @@ def resolve_engine(engine_in: EngineIn, catalog: Catalog, device):
 def check_engine_fits(engine, workload_context_tokens: int, tp: int, pp: int) -> None:
     """Refuse what the engine itself would refuse to start with."""
     if engine.max_model_len and engine.max_model_len < workload_context_tokens:
-        raise InputError("engine.max_model_len", engine.max_model_len,
-                         f"shorter than the workload's context ({workload_context_tokens:,} tokens): the engine would refuse those requests")
+        raise InputError(
+            "engine.max_model_len",
+            engine.max_model_len,
+            f"shorter than the workload's context ({workload_context_tokens:,} tokens): the engine would refuse those requests",
+        )
     if engine.split_mode == "row" and pp > 1:
-        raise InputError("hardware.pp", pp, "llama.cpp's --split-mode row splits matrices across all its GPUs; it has no pipeline stages besides (use tp)")
+        raise InputError(
+            "hardware.pp", pp, "llama.cpp's --split-mode row splits matrices across all its GPUs; it has no pipeline stages besides (use tp)"
+        )
 
 
 def band_of(catalog: Catalog, device) -> tuple[float, float]:

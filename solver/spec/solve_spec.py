@@ -21,9 +21,9 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from solver.errors import InputError
-from solver.spec.fields import EngineField, EngineIn, FactorsIn, GpuOverrides, MAX_PARALLEL, ModelOverrides, SlaIn, SpecModel, WorkloadIn
 from solver.catalog.yaml_lines import load_yaml_file
+from solver.errors import InputError
+from solver.spec.fields import MAX_PARALLEL, EngineField, EngineIn, FactorsIn, GpuOverrides, ModelOverrides, SlaIn, SpecModel, WorkloadIn
 
 DEFAULT_MAX_GPUS = 512
 """The GPU cap when a spec sets none: 64 eight-GPU servers, 32 times the largest plan
@@ -38,8 +38,7 @@ hundreds of GPUs. Lift with pareto.max_cost_ratio."""
 Objective = Literal["min_cost", "min_gpus", "min_purchase", "min_tpot", "min_tco"]
 OBJECTIVES: dict[str, str] = {
     "min_cost": "cheapest $/hour (GPUs you own are free)",
-    "min_tco": "cheapest total cost of ownership per hour (owned GPUs at their power and hosting, others rented or bought, "
-               "whichever costs less)",
+    "min_tco": "cheapest total cost of ownership per hour (owned GPUs at their power and hosting, others rented or bought, whichever costs less)",
     "min_gpus": "fewest GPUs",
     "min_purchase": "cheapest to buy (GPUs you own are free)",
     "min_tpot": "fastest time per output token within the budget",
@@ -64,7 +63,8 @@ class SearchIn(SpecModel):
     weights: list[str] = Field(default=["bf16", "fp8", "int4-awq"], min_length=1, description="Weight formats to consider.")
     kv_cache: list[str] = Field(default=["bf16", "fp8"], min_length=1, description="KV-cache formats to consider.")
     min_weights_quality: str | None = Field(
-        default=None, description="A weight format: only formats at least as good (catalogs/precisions.yaml quality_rank) are searched.")
+        default=None, description="A weight format: only formats at least as good (catalogs/precisions.yaml quality_rank) are searched."
+    )
 
     @field_validator("tp", "pp")
     @classmethod
@@ -96,13 +96,17 @@ class PricingIn(SpecModel):
     """Which offers of the price book (catalogs/prices.yaml) price the rented GPUs."""
 
     providers: list[str] | None = Field(
-        default=None, min_length=1,
+        default=None,
+        min_length=1,
         description="Provider names (aws, lambda, ...), kinds (hyperscaler, gpu_cloud, marketplace, managed) or all; "
-        "default: the book's basis (gpu_cloud).")
+        "default: the book's basis (gpu_cloud).",
+    )
     tier: Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "flex_start"] | None = Field(
-        default=None, description="Price tier; default on_demand.")
+        default=None, description="Price tier; default on_demand."
+    )
     statistic: Literal["median_low", "cheapest"] | None = Field(
-        default=None, description="Of the providers' offers for a GPU: the lower median (default) or the cheapest.")
+        default=None, description="Of the providers' offers for a GPU: the lower median (default) or the cheapest."
+    )
 
 
 class OwnershipIn(SpecModel):
@@ -133,13 +137,16 @@ class Spec(SpecModel):
     """A serving target: plan-opt finds the cheapest hardware that meets it."""
 
     model: str = Field(description="Catalog name, Hugging Face id, or path to a local config.json.")
-    engine: EngineField = Field(default=EngineIn(), description="Serving engine: a name (vllm, sglang, trtllm, llama.cpp) or a mapping with its knobs.")
+    engine: EngineField = Field(
+        default=EngineIn(), description="Serving engine: a name (vllm, sglang, trtllm, llama.cpp) or a mapping with its knobs."
+    )
     workload: WorkloadIn
     sla: SlaIn = SlaIn()
     search: SearchIn = SearchIn()
     objective: Objective = Field(default="min_cost", description="; ".join(f"{k}: {v}" for k, v in OBJECTIVES.items()))
     prefer: Literal["quality", "speed"] = Field(
-        default="quality", description="At equal objective: the better weight format first (quality) or the lower latency (speed).")
+        default="quality", description="At equal objective: the better weight format first (quality) or the lower latency (speed)."
+    )
     budget: BudgetIn = BudgetIn()
     pricing: PricingIn = Field(default=PricingIn(), description="The basis rented GPUs are priced on (`plan-opt list prices`).")
     ownership: OwnershipIn = Field(default=OwnershipIn(), description="Power, hosting and life of owned and bought GPUs (total cost of ownership).")

@@ -40,7 +40,15 @@ def test_the_step_is_a_sum_of_kernels_not_the_larger_of_memory_and_compute(build
 
 def test_a_fixed_cost_per_step_and_per_layer_is_added(build_deployment):
     # 1 ms per step and 20 µs per layer × 32 layers = 1.64 ms on top of the kernels.
-    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, "step_overhead_s": "1ms", "layer_overhead_s": "20us", "sequence_overhead_s": 0}}
+    over = {
+        "factors": {
+            "bandwidth_efficiency": 1.0,
+            "compute_efficiency": 1.0,
+            "step_overhead_s": "1ms",
+            "layer_overhead_s": "20us",
+            "sequence_overhead_s": 0,
+        }
+    }
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=1, output=1, overrides=over)
     dec = estimate_decode(d, w)
     assert dec.step_overhead_s == pytest.approx(1e-3 + 32 * 20e-6)
@@ -62,8 +70,7 @@ def test_a_quantised_format_reads_at_its_kernels_share_of_bandwidth(build_deploy
     # AWQ keeps embeddings and LM head in 16-bit: the LM head's 525,336,576 × 2 B are
     # read at full speed, the 6,979,588,096 quantised parameters × (0.5 + 2.5/128) B (4-bit
     # values, an FP16 scale and a 4-bit zero per 128) = 3,626,114,128 B at half speed with a share of 0.5.
-    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED},
-            "precision": {"bandwidth_share": 0.5}}
+    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED}, "precision": {"bandwidth_share": 0.5}}
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=1, output=1, weights="int4-awq", overrides=over)
     dec = estimate_decode(d, w)
     head, quantised = 525_336_576 * 2, 6_979_588_096 * (0.5 + 2.5 / 128)

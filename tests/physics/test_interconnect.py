@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
+from solver.catalog.topology import Ring, build_graph, scale_up_domain_size, tp_ring
 from solver.physics.decode import estimate_decode
 from solver.physics.interconnect import allreduce_algorithm, allreduce_time_s, comm_segments, estimate_comm
-from solver.catalog.topology import Ring, build_graph, scale_up_domain_size, tp_ring
 
 
 def test_ring_allreduce_formula():
@@ -55,9 +55,7 @@ def test_full_mesh_runs_parallel_rings(catalog):
     assert ring.bandwidth_bytes_per_s == 7 * 64e9  # 448 GB/s, the MI300X's aggregate xGMI
 
 
-@pytest.mark.parametrize(
-    "platform, size", [("hgx-hopper-8gpu", 8), ("gb200-nvl72", 72), ("workstation-gen4-4gpu", 4), ("single-device", 1)]
-)
+@pytest.mark.parametrize("platform, size", [("hgx-hopper-8gpu", 8), ("gb200-nvl72", 72), ("workstation-gen4-4gpu", 4), ("single-device", 1)])
 def test_scale_up_domain_is_the_gpus_reachable_without_the_network(catalog, platform, size):
     assert scale_up_domain_size(catalog.platform(platform)) == size
 

@@ -102,9 +102,14 @@ def test_pipeline_stage_holds_its_layers_and_one_embedding_matrix(build_deployme
 def test_usable_memory_is_the_runtimes_total_times_utilisation(build_deployment):
     # nvidia-smi shows 81,559 MiB; the runtime sees 434 MiB less (the driver's share):
     # vLLM's total_gpu_memory 79.22 GiB = 81,121 MiB on an H100 (vllm PR #12126).
-    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, context=1024, output=128,
-                               overrides={"factors": {"memory_utilization": 0.9, "runtime_overhead_bytes": "2GiB",
-                                                      "activation_peak_scale": 0}})
+    d, w, _ = build_deployment(
+        "llama-3.1-8b",
+        "h100-sxm",
+        users=1,
+        context=1024,
+        output=128,
+        overrides={"factors": {"memory_utilization": 0.9, "runtime_overhead_bytes": "2GiB", "activation_peak_scale": 0}},
+    )
     mem = estimate_memory(d, w)
     assert mem.device_bytes == (81_559 - 434) * 2**20
     assert mem.usable_bytes == pytest.approx((81_559 - 434) * 2**20 * 0.9)
@@ -129,8 +134,14 @@ def test_activation_peak_grows_with_max_model_len_as_a_logged_profile_does(build
     # peak torch memory 17.06 GiB at max_model_len 20,000 and 17.98 GiB at 29,000 on an
     # RTX 3090 — 0.92 GiB for 9,000 more tokens, 109,760 B a token.
     def peak(length):
-        d, w, _ = build_deployment("llama-3.1-8b", "rtx-3090", users=1, context=length, output=128,
-                                   engine={"name": "vllm", "enable_chunked_prefill": False, "max_model_len": length})
+        d, w, _ = build_deployment(
+            "llama-3.1-8b",
+            "rtx-3090",
+            users=1,
+            context=length,
+            output=128,
+            engine={"name": "vllm", "enable_chunked_prefill": False, "max_model_len": length},
+        )
         return activation_peak_bytes(d, length)
 
     logged = (17.98 - 17.06) * 2**30 / 9000
@@ -148,10 +159,11 @@ def test_mixed_precision_checkpoint_keeps_its_16bit_groups(catalog):
 
 
 def test_max_batch_and_context_fill_the_room_left(build_deployment):
-    over = {"model": {"total_params": 8e9},
-            "factors": {"memory_utilization": 1.0, "runtime_overhead_bytes": 0, "reserved_bytes": 0, "activation_peak_scale": 0}}
-    d, w, _ = build_deployment("llama-3.1-8b", "rtx-4090", users=16, context=8192, output=256, weights="fp16",
-                               kv="fp16", overrides=over)
+    over = {
+        "model": {"total_params": 8e9},
+        "factors": {"memory_utilization": 1.0, "runtime_overhead_bytes": 0, "reserved_bytes": 0, "activation_peak_scale": 0},
+    }
+    d, w, _ = build_deployment("llama-3.1-8b", "rtx-4090", users=16, context=8192, output=256, weights="fp16", kv="fp16", overrides=over)
     room = 24_564 * 2**20 - 16e9
     per_seq = 131_072 * 8192
     assert estimate_memory(d, w).max_batch == int(room // per_seq) == 9

@@ -61,8 +61,7 @@ def test_fp8_weights_use_fp8_tensor_cores_where_they_exist(build_deployment):
 
 
 def test_tensor_parallel_multiplies_throughput(build_deployment):
-    d, w, _ = build_deployment("llama-3.1-70b", "h100-sxm", tp=4, users=1, prompt=8192, output=1,
-                               overrides={"factors": {"compute_efficiency": 0.5}})
+    d, w, _ = build_deployment("llama-3.1-70b", "h100-sxm", tp=4, users=1, prompt=8192, output=1, overrides={"factors": {"compute_efficiency": 0.5}})
     pre = estimate_prefill(d, w)
     assert pre.effective_flops_per_s == 4 * 989.5e12 * 0.5
     flops = 2 * 70_553_706_496 * 8192 + 4 * 64 * 128 * 80 * (8192 * 8193 // 2)

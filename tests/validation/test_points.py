@@ -53,8 +53,11 @@ def test_each_source_goes_where_it_balances_the_halves():
     # |7−5| + 3 = 5, test |3−9| + 3 = 9: fit. d (2 TPOT): fit |7−5| + |5−0| = 7, test
     # |7−5| + |3−2| = 3: test.
     rows = [("a", "ttft", 5), ("b", "ttft", 4), ("c", "ttft", 3), ("c", "decode_tpot_batch1", 3), ("d", "decode_tpot_batch1", 2)]
-    pts = [{"id": f"{s}-{m}-{i}", "engine": "vllm", "metric": m, "source": f"https://x/{s} quote", "as_of": "2025-01-01"}
-           for s, m, n in rows for i in range(n)]
+    pts = [
+        {"id": f"{s}-{m}-{i}", "engine": "vllm", "metric": m, "source": f"https://x/{s} quote", "as_of": "2025-01-01"}
+        for s, m, n in rows
+        for i in range(n)
+    ]
     assert vp.assign_split(pts) == {"https://x/c": "fit", "https://x/a": "test", "https://x/b": "fit", "https://x/d": "test"}
 
 
@@ -63,8 +66,18 @@ def test_a_later_batch_is_dealt_on_top_and_never_moves_a_recorded_side():
     # more points of a stay with a in fit, whatever the balance (fit 9, test 3), and the
     # new source c (2 TTFT) goes where it balances them: test (|9 − 5| < |11 − 3|).
     def pts(src, n, added=None):
-        return [{"id": f"{src}-{i}-{added}", "engine": "vllm", "metric": "ttft", "source": f"https://x/{src} q",
-                 "as_of": "2025-01-01", **({"added": added} if added else {})} for i in range(n)]
+        return [
+            {
+                "id": f"{src}-{i}-{added}",
+                "engine": "vllm",
+                "metric": "ttft",
+                "source": f"https://x/{src} q",
+                "as_of": "2025-01-01",
+                **({"added": added} if added else {}),
+            }
+            for i in range(n)
+        ]
+
     first = pts("a", 4) + pts("b", 3)
     assert vp.assign_split(first) == {"https://x/a": "fit", "https://x/b": "test"}
     later = first + pts("c", 2, "2026-12-01") + pts("a", 5, "2026-12-01")
@@ -82,6 +95,7 @@ def test_a_ttft_through_an_http_server_is_told_from_a_session_benchmark():
 def test_a_group_is_fitted_alone_only_when_its_points_separate_reads_from_flops():
     def term(i, reads, flops, kind="tpot"):
         return fit_defaults.Term(f"p{i}", kind, ("vllm", "hbm"), "bf16", "bf16", 0.01, reads, 1.0, flops, 0.0, 0.0, 0.0, 32)
+
     read_bound = [term(i, 0.01, 0.001) for i in range(3)]
     flop_bound = [term(i + 3, 0.001, 0.01) for i in range(3)]
     assert fit_defaults.Model(read_bound + flop_bound).identifiable(("vllm", "hbm"))
@@ -111,8 +125,14 @@ def fitted():
 def test_catalog_fitted_factors_are_what_the_fit_points_give(fitted):
     # catalogs/fitted.yaml is the output of bench/fit_defaults.py on the fit split.
     data = yaml.safe_load((vp.ROOT / "catalogs" / "fitted.yaml").read_text())
-    names = {"e": "bandwidth_efficiency", "c": "compute_efficiency", "s0": "step_overhead_s",
-             "s1": "layer_overhead_s", "s2": "sequence_overhead_s", "s3": "expert_layer_overhead_s"}
+    names = {
+        "e": "bandwidth_efficiency",
+        "c": "compute_efficiency",
+        "s0": "step_overhead_s",
+        "s1": "layer_overhead_s",
+        "s2": "sequence_overhead_s",
+        "s3": "expert_layer_overhead_s",
+    }
     shares = {"sb": "bandwidth_share", "sc": "compute_share"}
     for (owner, key), value in fitted.items():
         if isinstance(owner, tuple):

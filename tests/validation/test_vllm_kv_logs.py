@@ -61,14 +61,21 @@ def test_block_count_follows_from_the_logged_kv_memory(point_id):
     assert hi - lo <= max(12, 0.002 * blocks)  # the bracket is tight: this is no tolerance
 
 
-@pytest.mark.parametrize("point_id", [k for k in sorted(CASES) if {"total_gpu_memory_gib", "weights_gib", "activation_peak_gib"} <= set(POINTS[k]["log"])])
+@pytest.mark.parametrize(
+    "point_id", [k for k in sorted(CASES) if {"total_gpu_memory_gib", "weights_gib", "activation_peak_gib"} <= set(POINTS[k]["log"])]
+)
 def test_kv_memory_follows_from_the_logged_profile(point_id):
     # vLLM: KV = total × gpu_memory_utilization − weights − non-torch − activation peak.
     p = POINTS[point_id]
     log = p["log"]
     util = p["conditions"]["gpu_memory_utilization"]
-    kv = kv_budget_bytes("fraction_of_total", log["total_gpu_memory_gib"] * GiB, util, log["weights_gib"] * GiB,
-                         (log.get("non_torch_gib", 0) + log["activation_peak_gib"]) * GiB)
+    kv = kv_budget_bytes(
+        "fraction_of_total",
+        log["total_gpu_memory_gib"] * GiB,
+        util,
+        log["weights_gib"] * GiB,
+        (log.get("non_torch_gib", 0) + log["activation_peak_gib"]) * GiB,
+    )
     # Five printed figures, each rounded to 0.005 (0.05 for one-decimal ones): their sum's rounding.
     assert kv / GiB == pytest.approx(log["kv_cache_gib"], abs=0.06)
 
@@ -78,9 +85,20 @@ def test_maximum_concurrency_is_tokens_over_context():
     # 158,656 tokens" and "Maximum concurrency for 32,768 tokens per request: 4.84x".
     per_token = kv_per_token(32, 8, 128)
     budget = 158_656 * per_token + per_token  # a little over 9,916 whole blocks
-    mem = MemoryEstimate(weights_bytes=0, kv_bytes=0, overhead_bytes=0, device_bytes=budget, utilization=1.0,
-                         model_weights_bytes=0, model_kv_bytes=0, kv_bytes_per_sequence=per_token, batch=1,
-                         kv_bytes_per_token=per_token, block_size_tokens=16, context_tokens=32_768,
-                         kv_bytes_per_context_sequence=32_768 * per_token)
+    mem = MemoryEstimate(
+        weights_bytes=0,
+        kv_bytes=0,
+        overhead_bytes=0,
+        device_bytes=budget,
+        utilization=1.0,
+        model_weights_bytes=0,
+        model_kv_bytes=0,
+        kv_bytes_per_sequence=per_token,
+        batch=1,
+        kv_bytes_per_token=per_token,
+        block_size_tokens=16,
+        context_tokens=32_768,
+        kv_bytes_per_context_sequence=32_768 * per_token,
+    )
     assert mem.kv_capacity_tokens == 158_656
     assert f"{mem.max_concurrency:.2f}x" == "4.84x"
