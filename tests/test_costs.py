@@ -34,8 +34,20 @@ def test_the_default_basis_is_the_lower_median_of_the_gpu_clouds_on_demand_offer
     p = default_catalog().device("h100-sxm").price
     assert (p.usd_per_gpu_hour, p.provider, p.tier) == (3.99, "Lambda", "on_demand")
     assert "7 offers" in p.basis
-    # MI300X: TensorWave 1.50, Vultr 1.85, DigitalOcean 1.99, RunPod 2.39, Crusoe 3.45: $1.99.
-    assert default_catalog().device("mi300x").price.usd_per_gpu_hour == 1.99
+    # MI300X: DigitalOcean 1.99, RunPod 2.39, Crusoe 3.45 — TensorWave's 1.50 and Vultr's
+    # 1.85 are known only from a third-party note (secondary) and do not count: $2.39.
+    assert default_catalog().device("mi300x").price.usd_per_gpu_hour == 2.39
+
+
+def test_an_offer_known_only_second_hand_prices_nothing_unless_the_spec_allows_it():
+    # MI325X's only offer is TensorWave's $1.95 from a research note: no default price, and
+    # the reason says what would use it.
+    cat = default_catalog()
+    assert cat.device("mi325x").price is None
+    allowed = cat.price("mi325x", cat.pricing(None, secondary=True))
+    assert allowed.usd_per_gpu_hour == 1.95 and "secondary source" in allowed.basis
+    spec = {"model": "llama-3.1-8b", "workload": {"users": 1, "context_tokens": 2048, "output_tokens": 256}, "search": {"gpus": ["mi325x", "mi300x"]}}
+    assert "tensorwave $1.95 known only from a secondary source" in problem_of(spec).excluded["mi325x"]
 
 
 def test_every_default_price_comes_from_one_kind_of_provider():
@@ -50,11 +62,11 @@ def test_every_default_price_comes_from_one_kind_of_provider():
 
 
 def test_a_suspect_offer_is_listed_but_never_used():
-    # MI300X from every provider: 1.50, 1.85, 1.99, 2.39, 3.45, 6.00 (Azure), 6.00 (Oracle):
-    # seven, the 4th is RunPod's $2.39. RunPod Community's $0.50 (suspect) would make it eight
-    # and move the lower median to $1.99.
+    # MI300X from every provider, firsthand: 1.99, 2.39, 3.45, 6.00 (Azure), 6.00 (Oracle):
+    # five, the 3rd is Crusoe's $3.45. RunPod Community's $0.50 (suspect) would make it six
+    # and move the lower median to $2.39.
     cat = default_catalog()
-    assert cat.price("mi300x", cat.pricing(["all"])).usd_per_gpu_hour == 2.39
+    assert cat.price("mi300x", cat.pricing(["all"])).usd_per_gpu_hour == 3.45
 
 
 def test_the_hyperscalers_price_amd_and_nvidia_on_their_own_lists():

@@ -40,6 +40,10 @@ from solver.catalog.prices import (
     Price,
     PricesFile,
     Pricing,
+    offers_for,
+    price_of,
+    providers_of,
+    resolve_pricing,
 )
 from solver.catalog.types import (
     FORBID,
@@ -226,64 +230,19 @@ class Catalog:
                 raise ValueError(f"prices.yaml: offer of '{o.provider}' names unknown device '{o.gpu}'")
         self.pricing(self.default_pricing.providers, self.default_pricing.tier, self.default_pricing.statistic)
 
-    def pricing(self, providers, tier: str | None = None, statistic: str | None = None, where: str = "pricing.providers") -> Pricing:
-        """A pricing basis from a spec's tokens: provider names, kinds, or all; the
-        catalog's default for whatever is not given."""
-        base = self.default_pricing
-        kinds = sorted({p.kind for p in self.prices.providers.values()})
-        names = []
-        for i, token in enumerate(providers or base.providers):
-            t = str(token).strip().lower()
-            if t != "all" and t not in kinds and t not in self.prices.providers:
-                close = difflib.get_close_matches(t, list(self.prices.providers) + kinds, n=3, cutoff=0.5)
-                hint = f"did you mean {', '.join(repr(c) for c in close)}? " if close else ""
-                raise InputError(
-                    f"{where}[{i}]",
-                    token,
-                    f"unknown provider; {hint}allowed: a provider "
-                    f"({', '.join(self.prices.providers)}), a kind ({', '.join(kinds)}), or all "
-                    "(`plan-opt list prices` shows the book)",
-                )
-            names.append(t)
-        return Pricing(tuple(dict.fromkeys(names)), tier or base.tier, statistic or base.statistic)
+    def pricing(
+        self, providers, tier: str | None = None, statistic: str | None = None, where: str = "pricing.providers", secondary: bool | None = None
+    ) -> Pricing:
+        return resolve_pricing(self.prices, providers, tier, statistic, where, secondary)
 
     def providers_of(self, pricing: Pricing) -> list[str]:
-        out = []
-        for t in pricing.providers:
-            out += [n for n, p in self.prices.providers.items() if t in ("all", n, p.kind)]
-        return list(dict.fromkeys(out))
+        return providers_of(self.prices, pricing)
 
     def offers_for(self, gpu: str, pricing: Pricing) -> list[Offer]:
-        """Each provider's offer for the GPU on the tier: its newest, and of those its
-        cheapest (a provider lists one price per instance and region); cheapest first."""
-        allowed = set(self.providers_of(pricing))
-        best: dict[str, Offer] = {}
-        for o in self.prices.offers:
-            if o.gpu != gpu or o.tier != pricing.tier or o.provider not in allowed or o.suspect:
-                continue
-            b = best.get(o.provider)
-            if b is None or (o.as_of, -o.usd_per_gpu_hour) > (b.as_of, -b.usd_per_gpu_hour):
-                best[o.provider] = o
-        return sorted(best.values(), key=lambda o: (o.usd_per_gpu_hour, o.provider))
+        return offers_for(self.prices, gpu, pricing)
 
     def price(self, gpu: str, pricing: Pricing) -> Price | None:
-        """The GPU's price on this basis, naming the offer it comes from; None when no
-        provider of the basis offers it on the tier."""
-        offers = self.offers_for(gpu, pricing)
-        if not offers:
-            return None
-        o = offers[0] if pricing.statistic == "cheapest" else offers[(len(offers) - 1) // 2]
-        prov = self.prices.providers[o.provider]
-        seen = ", ".join(f"{x.provider} ${x.usd_per_gpu_hour:.2f}" for x in offers)
-        return Price(
-            o.usd_per_gpu_hour,
-            prov.display_name,
-            o.instance or o.gpu,
-            o.as_of,
-            o.source,
-            o.tier,
-            f"{pricing.label()}: {len(offers)} offer{'s' if len(offers) != 1 else ''} ({seen})",
-        )
+        return price_of(self.prices, gpu, pricing)
 
     def device(self, name: str) -> Device:
         return self.devices.get(name)

@@ -5,6 +5,7 @@ basis a spec prices on, and what owning a GPU costs beside its purchase
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -16,6 +17,7 @@ from solver.catalog.types import (
     Positive,
     PositiveInt,
 )
+from solver.errors import InputError
 
 # --------------------------------------------------------------------------- devices
 
@@ -81,10 +83,13 @@ class Pricing:
     providers: Annotated[tuple[str, ...], MinLen(1)]
     tier: Tier = "on_demand"
     statistic: Statistic = "median_low"
+    secondary: bool = False
+    """Also offers known only from third parties (source_kind secondary)."""
 
     def label(self) -> str:
         how = "lower median" if self.statistic == "median_low" else "cheapest"
-        return f"{how} of the {self.tier} offers from {', '.join(self.providers)}"
+        also = ", secondary sources included" if self.secondary else ""
+        return f"{how} of the {self.tier} offers from {', '.join(self.providers)}{also}"
 
 
 @dataclass(frozen=True)
@@ -113,3 +118,76 @@ class PricesFile:
     default: Pricing
     providers: dict[str, Provider]
     offers: tuple[Offer, ...]
+
+
+def resolve_pricing(
+    book: PricesFile, providers, tier: str | None, statistic: str | None, where: str = "pricing.providers", secondary: bool | None = None
+) -> Pricing:
+    """A pricing basis from a spec's tokens: provider names, kinds, or all; the book's
+    default for whatever is not given."""
+    base = book.default
+    kinds = sorted({p.kind for p in book.providers.values()})
+    names = []
+    for i, token in enumerate(providers or base.providers):
+        t = str(token).strip().lower()
+        if t != "all" and t not in kinds and t not in book.providers:
+            close = difflib.get_close_matches(t, list(book.providers) + kinds, n=3, cutoff=0.5)
+            hint = f"did you mean {', '.join(repr(c) for c in close)}? " if close else ""
+            raise InputError(
+                f"{where}[{i}]",
+                token,
+                f"unknown provider; {hint}allowed: a provider ({', '.join(book.providers)}), a kind ({', '.join(kinds)}), "
+                "or all (`plan-opt list prices` shows the book)",
+            )
+        names.append(t)
+    return Pricing(tuple(dict.fromkeys(names)), tier or base.tier, statistic or base.statistic, base.secondary if secondary is None else secondary)
+
+
+def providers_of(book: PricesFile, pricing: Pricing) -> list[str]:
+    out: list[str] = []
+    for t in pricing.providers:
+        out += [n for n, p in book.providers.items() if t in ("all", n, p.kind)]
+    return list(dict.fromkeys(out))
+
+
+def is_secondary(o: Offer) -> bool:
+    return o.source_kind.lower().startswith("secondary")
+
+
+def offers_for(book: PricesFile, gpu: str, pricing: Pricing) -> list[Offer]:
+    """Each provider's offer for the GPU on the tier: its newest, and of those its
+    cheapest (a provider lists one price per instance and region); cheapest first. Offers
+    known only from third parties (source_kind secondary) count only when the basis
+    allows them: a plan is priced at what a provider's own page (or a dated
+    transcription of it) says."""
+    allowed = set(providers_of(book, pricing))
+    best: dict[str, Offer] = {}
+    for o in book.offers:
+        if o.gpu != gpu or o.tier != pricing.tier or o.provider not in allowed or o.suspect:
+            continue
+        if is_secondary(o) and not pricing.secondary:
+            continue
+        b = best.get(o.provider)
+        if b is None or (o.as_of, -o.usd_per_gpu_hour) > (b.as_of, -b.usd_per_gpu_hour):
+            best[o.provider] = o
+    return sorted(best.values(), key=lambda o: (o.usd_per_gpu_hour, o.provider))
+
+
+def price_of(book: PricesFile, gpu: str, pricing: Pricing) -> Price | None:
+    """The GPU's price on this basis, naming the offer it comes from; None when no
+    provider of the basis offers it on the tier."""
+    offers = offers_for(book, gpu, pricing)
+    if not offers:
+        return None
+    o = offers[0] if pricing.statistic == "cheapest" else offers[(len(offers) - 1) // 2]
+    seen = ", ".join(f"{x.provider} ${x.usd_per_gpu_hour:.2f}" for x in offers)
+    second = "; this offer is known only from a secondary source, not the provider's page" if is_secondary(o) else ""
+    return Price(
+        o.usd_per_gpu_hour,
+        book.providers[o.provider].display_name,
+        o.instance or o.gpu,
+        o.as_of,
+        o.source,
+        o.tier,
+        f"{pricing.label()}: {len(offers)} offer{'s' if len(offers) != 1 else ''} ({seen}){second}",
+    )

@@ -23,6 +23,7 @@ def add(sub) -> None:
     p.add_argument(
         "--tier", default=None, choices=["on_demand", "spot", "reserved_1y", "reserved_3y", "flex_start"], help="prices: the tier (default on_demand)"
     )
+    p.add_argument("--secondary", action="store_true", help="prices: include offers known only from secondary sources")
     p.add_argument("--statistic", default=None, choices=["median_low", "cheapest"], help="prices: of the providers' offers")
     p.set_defaults(func=run)
 
@@ -32,7 +33,7 @@ def run(args) -> int:
     from solver.units import GB, GiB
 
     cat = default_catalog()
-    if args.what != "prices" and (args.gpu or args.provider or args.tier or args.statistic):
+    if args.what != "prices" and (args.gpu or args.provider or args.tier or args.statistic or args.secondary):
         raise InputError("list", args.what, "--gpu, --provider, --tier and --statistic apply to `list prices` only")
     if args.what == "prices":
         return _list_prices(cat, args)
@@ -62,7 +63,7 @@ def run(args) -> int:
 
 
 def _list_prices(cat, args) -> int:
-    pricing = cat.pricing(args.provider, args.tier, args.statistic, where="--provider")
+    pricing = cat.pricing(args.provider, args.tier, args.statistic, where="--provider", secondary=args.secondary or None)
     gpus = [cat.device(g).name for g in args.gpu] if args.gpu else [d.name for d in cat.devices]
     allowed = set(cat.providers_of(pricing))
     print(f"price book {cat.prices.as_of}: {len(cat.prices.offers)} offers; basis: {pricing.label()}")

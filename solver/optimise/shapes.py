@@ -149,14 +149,21 @@ def _shape_physics(shape: Shape, w: Workload) -> ShapePhysics:
         except ValueError:  # no link joins this many GPUs at all: nothing to estimate
             return ShapePhysics(shape, refused, 0, math.inf, None)
     max_batch = estimate_memory(d, w).max_batch
-    return ShapePhysics(
-        shape,
-        refused,
-        max_batch,
-        estimate_prefill(d, w).ttft_s,
-        decode_coefficients(d, w.resident_tokens, w),
-        w.prompt_tokens,
-    )
+    try:
+        return ShapePhysics(
+            shape,
+            refused,
+            max_batch,
+            estimate_prefill(d, w).ttft_s,
+            decode_coefficients(d, w.resident_tokens, w),
+            w.prompt_tokens,
+        )
+    except ValueError:
+        if not refused:
+            raise
+        # Refused by the interconnect and no link joins its stages either (llama.cpp's
+        # layer split over a single-device platform): nothing to estimate.
+        return ShapePhysics(shape, refused, 0, math.inf, None)
 
 
 # --------------------------------------------------------------------------- building the problem
@@ -254,7 +261,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
     w = spec.workload
     workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens, w.kv_fill, w.batching)
     targets = Targets(max_ttft_s=spec.sla.max_ttft, max_tpot_s=spec.sla.max_tpot)
-    pricing = catalog.pricing(spec.pricing.providers, spec.pricing.tier, spec.pricing.statistic)
+    pricing = catalog.pricing(spec.pricing.providers, spec.pricing.tier, spec.pricing.statistic, secondary=spec.pricing.secondary)
     ownership = dataclasses.replace(catalog.ownership, **spec.ownership.model_dump(exclude_none=True))
     devices = [_apply_overrides(dataclasses.replace(d, price=catalog.price(d.name, pricing)), spec, catalog) for d in _select_devices(spec, catalog)]
     excluded: dict[str, str] = {}
@@ -263,8 +270,15 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
     for device in devices:
         own = owned.get(device.name, 0)
         if needs_price(spec) and device.price is None and not own:
+            second = catalog.offers_for(device.name, dataclasses.replace(pricing, secondary=True)) if not pricing.secondary else []
+            hint = (
+                f"; {', '.join(f'{o.provider} ${o.usd_per_gpu_hour:.2f}' for o in second)} known only from a secondary source "
+                "(pricing.secondary: true uses it)"
+                if second
+                else ""
+            )
             excluded[device.name] = (
-                f"no {pricing.tier} offer from {', '.join(pricing.providers)} in the price book "
+                f"no {pricing.tier} offer from {', '.join(pricing.providers)} in the price book{hint} "
                 f"(`plan-opt list prices --gpu {device.name}`; choose pricing.providers, or give "
                 f"overrides.gpus.{device.name}.price_usd_per_gpu_hour)"
             )

@@ -69,6 +69,7 @@ class PlanOut(SolveModel):
     gpus: int
     gpus_owned_used: int
     gpus_rented: int
+    gpus_bought: int = Field(description="GPUs beyond those owned that the plan buys (min_tco when buying costs less, or min_purchase).")
     weights: str
     kv_cache: str
     batch_per_replica: int
@@ -247,13 +248,14 @@ def to_output(r: SolveResult) -> SolveOut:
             replicas=c.replicas,
             gpus=c.gpus,
             gpus_owned_used=c.gpus - c.rented,
-            gpus_rented=c.rented,
+            gpus_rented=0 if acquired == "bought" else c.rented,
+            gpus_bought=c.rented if acquired == "bought" else 0,
             weights=d.weights.name,
             kv_cache=d.kv.name,
             batch_per_replica=c.batch,
             max_batch_memory=c.max_batch_memory,
             max_batch_tpot=c.max_batch_tpot,
-            cost_usd_per_hour=round(c.cost_usd_per_hour, 6),
+            cost_usd_per_hour=0.0 if acquired == "bought" else round(c.cost_usd_per_hour, 6),
             purchase_usd=round(c.purchase_usd, 2),
             tpot_s=ev.decode.tpot_s,
             ttft_s=ev.ttft_s,

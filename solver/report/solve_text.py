@@ -39,7 +39,7 @@ def _tco_line(pl: PlanOut) -> str:
         parts.append(f"{pl.gpus_owned_used} owned at ${run:,.2f}/GPU-hour (power + hosting)")
     if pl.acquired_by == "bought":
         parts.append(
-            f"{pl.gpus_rented} bought at ${o.capital_usd_per_gpu_hour + run:,.2f}/GPU-hour "
+            f"{pl.gpus_bought} bought at ${o.capital_usd_per_gpu_hour + run:,.2f}/GPU-hour "
             f"(${o.capital_usd_per_gpu_hour:,.2f} purchase over {o.life_years:g} years + ${run:,.2f} power and hosting)"
         )
     elif pl.acquired_by == "rented":
@@ -152,12 +152,13 @@ def render(r: SolveResult, markdown: bool = False) -> str:
     if o.plan:
         pl = o.plan
         split = f"TP {pl.tp}" + (f" × PP {pl.pp}" if pl.pp > 1 else "")
-        own = f" ({pl.gpus_owned_used} owned, {pl.gpus_rented} rented)" if pl.gpus_owned_used else ""
+        parts = [f"{n} {what}" for n, what in ((pl.gpus_owned_used, "owned"), (pl.gpus_rented, "rented"), (pl.gpus_bought, "bought")) if n]
+        own = f" ({', '.join(parts)})" if pl.gpus_owned_used or pl.gpus_bought else ""
         lines.append(h("Plan"))
         lines.append(
             f"{pl.replicas} × {pl.gpu_display_name}, {split}, weights {pl.weights}, KV cache {pl.kv_cache} — "
             f"{pl.gpus} GPU{'s' if pl.gpus != 1 else ''}{own}, ${pl.cost_usd_per_hour:,.2f}/hour"
-            + (f", ${pl.purchase_usd:,.0f} to buy" if p.max_purchase_usd or p.objective == "min_purchase" else "")
+            + (f", ${pl.purchase_usd:,.0f} to buy" if p.max_purchase_usd or p.objective == "min_purchase" or pl.gpus_bought else "")
         )
         lines.append(
             f"{pl.batch_per_replica:,} users per replica on {pl.platform}; TPOT {fmt_seconds(pl.tpot_s)}, "

@@ -104,6 +104,9 @@ class PricingIn(SpecModel):
     tier: Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "flex_start"] | None = Field(
         default=None, description="Price tier; default on_demand."
     )
+    secondary: bool | None = Field(
+        default=None, description="Also price from offers known only from third parties (source_kind secondary); default false."
+    )
     statistic: Literal["median_low", "cheapest"] | None = Field(
         default=None, description="Of the providers' offers for a GPU: the lower median (default) or the cheapest."
     )
