@@ -31,6 +31,27 @@ class InputError(Exception):
             return f"{where}{self.field}: {self.allowed}"
         return f"{where}{self.field} = {value}: {self.allowed}"
 
+    def relabel(self, field: str) -> InputError:
+        """The same error, named by the path the user wrote (a catalog lookup knows only
+        `precision`; the spec knows it was `search.kv_cache[1]`)."""
+        return InputError(field, self.value, self.allowed, source=self.source, line=self.line)
+
+    def located(self, lines: dict[tuple, int] | None, source: str | None) -> InputError:
+        """With the file and the YAML line of its field, where the spec has them."""
+        if self.source or not source:
+            return self
+        path: list[object] = []
+        for part in self.field.replace("]", "").split("."):
+            name, *idx = part.split("[")
+            path.append(name)
+            path += [int(i) for i in idx if i.isdigit()]
+        line = None
+        for n in range(len(path), 0, -1):
+            if lines and tuple(path[:n]) in lines:
+                line = lines[tuple(path[:n])]
+                break
+        return InputError(self.field, self.value, self.allowed, source=source, line=line)
+
     @classmethod
     def from_validation(cls, exc, lines: dict[tuple, int] | None = None, *, source: str | None = None) -> InputError:
         """The first pydantic error, said in the user's terms (dotted field, YAML line)."""

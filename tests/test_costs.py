@@ -205,9 +205,14 @@ def test_an_apple_machine_can_be_chosen_to_buy():
 def test_an_apple_machine_is_searched_at_every_tp_the_spec_allows_without_failing():
     # The default TP list [1, 2, 4, 8] on a single-device Mac: llama.cpp's layer split of 2+
     # GPUs has no platform to run on; those shapes are refused, the TP 1 plan stands.
-    spec = {"model": "llama-3.1-8b", "engine": "llama.cpp", "objective": "min_purchase",
-            "workload": {"users": 1, "context_tokens": 4096, "prompt_tokens": 1024}, "sla": {"max_tpot": "100ms"},
-            "search": {"gpus": ["m2-ultra-192gb"]}}
+    spec = {
+        "model": "llama-3.1-8b",
+        "engine": "llama.cpp",
+        "objective": "min_purchase",
+        "workload": {"users": 1, "context_tokens": 4096, "prompt_tokens": 1024},
+        "sla": {"max_tpot": "100ms"},
+        "search": {"gpus": ["m2-ultra-192gb"]},
+    }
     out = to_output(solve(problem_of(spec)))
     assert (out.plan.tp, out.plan.pp, out.plan.purchase_usd) == (1, 1, 6999)
 
@@ -221,7 +226,11 @@ def test_llama_server_serves_several_users_on_one_replica():
     # llama-server takes as many slots as -np asks (deploy sets it to the batch): four users
     # of Llama-3.1-8B q4_k_m fit one RTX 4090 (4.9 GB of weights, 4 × 2,048 × 128 KiB of
     # f16 KV = 1 GiB), so one replica serves them, not four.
-    spec = {"model": "llama-3.1-8b", "engine": "llama.cpp", "workload": {"users": 4, "context_tokens": 2048, "output_tokens": 256},
-            "search": {"gpus": ["rtx-4090"], "tp": [1], "weights": ["q4_k_m"], "kv_cache": ["fp16"]}}
+    spec = {
+        "model": "llama-3.1-8b",
+        "engine": "llama.cpp",
+        "workload": {"users": 4, "context_tokens": 2048, "output_tokens": 256},
+        "search": {"gpus": ["rtx-4090"], "tp": [1], "weights": ["q4_k_m"], "kv_cache": ["fp16"]},
+    }
     pl = to_output(solve(problem_of(spec))).plan
     assert (pl.replicas, pl.batch_per_replica) == (1, 4)

@@ -79,3 +79,24 @@ def test_spec_error_in_a_file_names_the_line(tmp_path, capsys):
     assert main(["solve", str(f)]) == 2
     err = capsys.readouterr().err
     assert f"{f}:7:" in err and "search.tp" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("search", "field"),
+    [
+        ({"kv_cache": ["bf16", "int4-awq"]}, "search.kv_cache[1]"),  # a weight format where a KV format goes
+        ({"kv_cache": ["bf16", "fp7"]}, "search.kv_cache[1]"),  # no such format
+        ({"weights": ["bf16", "int3"]}, "search.weights[1]"),
+        ({"min_weights_quality": "int3"}, "search.min_weights_quality"),
+    ],
+)
+def test_a_catalog_lookup_error_names_the_spec_path_and_line(tmp_path, capsys, search, field):
+    import yaml
+
+    from solver.cli.main import main
+
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump({"model": "llama-3.1-8b", "workload": {"users": 4, "context_tokens": 2048, "output_tokens": 256}, "search": search}))
+    assert main(["solve", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert f"{f}:" in err and f" {field} = " in err

@@ -18,3 +18,16 @@ def set_path(data: dict, path: str, value) -> None:
             node[k] = {}
         node = node[k]
     node[keys[-1]] = value
+
+
+def problem_from(spec, lines, path: str, catalog):
+    """The spec's problem; an error a catalog lookup raises names the spec's file and line."""
+    from pathlib import Path
+
+    from solver.errors import InputError
+    from solver.optimise.shapes import build_problem
+
+    try:
+        return build_problem(spec, catalog, Path(path).parent)
+    except InputError as exc:
+        raise exc.located(lines, path) from None

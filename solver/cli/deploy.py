@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
-from solver.cli.common import catalog_for
+from solver.cli.common import catalog_for, problem_from
 from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK
 
 
@@ -50,13 +49,12 @@ def add(sub) -> None:
 
 def run(args) -> int:
     from solver.explain.solve import solve
-    from solver.optimise.shapes import build_problem
     from solver.report.deploy import ENGINES, check_flags, emit
     from solver.spec.solve_spec import load_spec
 
-    spec, _ = load_spec(args.spec)
+    spec, lines = load_spec(args.spec)
     engine = args.engine or (spec.engine.name if spec.engine.name in ENGINES else "vllm")
-    result = solve(build_problem(spec, catalog_for(args), Path(args.spec).parent), explain=False)
+    result = solve(problem_from(spec, lines, args.spec, catalog_for(args)), explain=False)
     if not result.feasible:
         print("plan-opt: no plan meets the spec; run `plan-opt solve` for the reason", file=sys.stderr)
         return EXIT_DOES_NOT_FIT

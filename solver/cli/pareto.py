@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from solver.cli.common import catalog_for
+from solver.cli.common import catalog_for, problem_from
 from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK, InputError
 
 
@@ -47,7 +47,6 @@ def _cost_ratio(text: str) -> float | None:
 
 def run(args) -> int:
     from solver.optimise.pareto import AXES, frontiers
-    from solver.optimise.shapes import build_problem
     from solver.report.pareto_report import plot, render, to_json
     from solver.spec.solve_spec import load_spec
 
@@ -55,10 +54,10 @@ def run(args) -> int:
     bad = [a for a in axes if a not in AXES]
     if bad or not axes:
         raise InputError("--axes", args.axes, f"choose from {', '.join(AXES)}")
-    spec, _ = load_spec(args.spec)
+    spec, lines = load_spec(args.spec)
     if args.max_cost_ratio is not None:
         spec = spec.model_copy(update={"pareto": spec.pareto.model_copy(update={"max_cost_ratio": _cost_ratio(args.max_cost_ratio)})})
-    problem = build_problem(spec, catalog_for(args), Path(args.spec).parent)
+    problem = problem_from(spec, lines, args.spec, catalog_for(args))
     fronts = frontiers(problem, axes)
     w = problem.workload
     title = f"plan-opt pareto · {problem.shapes[0].deployment.model.display_name if problem.shapes else spec.model} · {w.users:,} users × {w.context_tokens:,} tokens"

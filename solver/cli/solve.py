@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from solver.cli.common import catalog_for
+from solver.cli.common import catalog_for, problem_from
 from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK, InputError
 
 SOLVE_EPILOG = """\
@@ -51,17 +50,16 @@ def add(sub) -> None:
 
 def run(args) -> int:
     from solver.explain.solve import solve
-    from solver.optimise.shapes import build_problem
     from solver.report.solve_json import to_json
     from solver.report.solve_text import render
     from solver.spec.solve_spec import load_spec
 
-    spec, _ = load_spec(args.spec)
+    spec, lines = load_spec(args.spec)
     if args.time_limit is not None:
         if not 0 < args.time_limit <= 3600:
             raise InputError("--time-limit", args.time_limit, "must be between 0 and 3600 seconds")
         spec = spec.model_copy(update={"solver": spec.solver.model_copy(update={"time_limit_s": args.time_limit})})
-    problem = build_problem(spec, catalog_for(args), Path(args.spec).parent)
+    problem = problem_from(spec, lines, args.spec, catalog_for(args))
     result = solve(problem, explain=not args.no_explain)
     if args.format == "json":
         print(to_json(result))

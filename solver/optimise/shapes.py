@@ -231,6 +231,14 @@ def _sixteen(device: Device, precision, catalog: Catalog, use: str):
     return precision
 
 
+def _looked_up(lookup, field: str):
+    """A catalog lookup whose error names the spec's own path."""
+    try:
+        return lookup()
+    except InputError as exc:
+        raise exc.relabel(field) from None
+
+
 def needs_price(spec: Spec) -> bool:
     return spec.objective == "min_cost" or spec.budget.max_usd_per_hour is not None
 
@@ -244,9 +252,9 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
     mo = spec.overrides.model
     for name in list(spec.inventory) + list(spec.overrides.gpus):
         catalog.device(name)  # unknown names are errors, with a did-you-mean
-    weights = [catalog.precision(p, "weights") for p in spec.search.weights]
+    weights = [_looked_up(lambda p=p: catalog.precision(p, "weights"), f"search.weights[{i}]") for i, p in enumerate(spec.search.weights)]
     if spec.search.min_weights_quality is not None:
-        floor = catalog.precision(spec.search.min_weights_quality, "weights")
+        floor = _looked_up(lambda: catalog.precision(spec.search.min_weights_quality, "weights"), "search.min_weights_quality")
         weights = [p for p in weights if p.quality_rank >= floor.quality_rank]
         if not weights:
             raise InputError(
@@ -255,7 +263,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
                 f"no format in search.weights is as good (quality_rank ≥ {floor.quality_rank}); "
                 f"allowed: {', '.join(p.name for p in catalog.precisions if p.quality_rank >= floor.quality_rank and 'weights' in p.use)}",
             )
-    kvs = [catalog.precision(p, "kv") for p in spec.search.kv_cache]
+    kvs = [_looked_up(lambda p=p: catalog.precision(p, "kv"), f"search.kv_cache[{i}]") for i, p in enumerate(spec.search.kv_cache)]
     owned = {catalog.device(n).name: c for n, c in spec.inventory.items()}
 
     w = spec.workload
