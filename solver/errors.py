@@ -5,6 +5,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 EXIT_DOES_NOT_FIT = 3
+EXIT_INVALID_PLAN = 4  # the solver-free check found the plan breaks a constraint: a bug
 
 
 class InputError(Exception):

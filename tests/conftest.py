@@ -3,6 +3,12 @@ way the CLI does, from the same input fields."""
 
 from __future__ import annotations
 
+import os
+
+# Every plan the suite solves is re-checked without the solver (solver/explain/validate.py);
+# a violation fails the test that produced it.
+os.environ["PLAN_OPT_STRICT"] = "1"
+
 import pytest
 
 from solver.catalog import default_catalog

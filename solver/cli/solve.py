@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from solver.cli.common import catalog_for, problem_from
-from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK, InputError
+from solver.errors import EXIT_DOES_NOT_FIT, EXIT_INVALID_PLAN, EXIT_OK, InputError
 
 SOLVE_EPILOG = """\
 The spec (YAML; `plan-opt schema` prints its JSON Schema, specs/ has examples):
@@ -65,4 +65,8 @@ def run(args) -> int:
         print(to_json(result))
     else:
         sys.stdout.write(render(result, markdown=args.format == "markdown"))
+    if result.violations:
+        for v in result.violations:
+            print(f"plan-opt: internal error: the plan breaks {v.rule}: {v.detail} (a bug: please report it)", file=sys.stderr)
+        return EXIT_INVALID_PLAN
     return EXIT_OK if result.feasible else EXIT_DOES_NOT_FIT

@@ -83,6 +83,8 @@ class SolveResult:
     tight_targets: list[str] = field(default_factory=list)
     """Targets with little headroom: tightening them by 10 % changes the optimum."""
     better_weights: list[QualityRow] = field(default_factory=list)
+    violations: list = field(default_factory=list)
+    """What the solver-free check (explain/validate.py) found wrong with the plan: a bug."""
     """Every searched weight format better than the plan's, with the best plan in it."""
     explained: bool = True
     gpu_cap_defaulted: bool = False

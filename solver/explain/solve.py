@@ -10,6 +10,7 @@ re-solving (DESIGN: binding, honestly).
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from solver.explain.diagnosis import diagnose
 from solver.explain.records import (
@@ -18,6 +19,7 @@ from solver.explain.records import (
 )
 from solver.explain.runners_up import runners_up
 from solver.explain.sensitivity import better_weights, sensitivity
+from solver.explain.validate import validate
 from solver.optimise.candidates import Candidate
 from solver.optimise.model import (
     LABELS,
@@ -45,6 +47,9 @@ def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
         sol = solve_scenario(problem, s)
     result = SolveResult(problem, sol, explained=explain, gpu_cap_defaulted=defaulted)
     if sol.feasible:
+        result.violations = validate(problem, sol.candidate)
+        if result.violations and os.environ.get("PLAN_OPT_STRICT"):
+            raise AssertionError(f"the plan breaks {[(v.rule, v.detail) for v in result.violations]}")
         explain_plan(problem, s, result)
         if defaulted:
             result.constraints = [

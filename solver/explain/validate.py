@@ -1,0 +1,73 @@
+"""A solver-free check of a plan: re-derive every figure the plan claims from the
+physics (a fresh `evaluate` of its deployment at its batch) and from the spec, and list
+what it breaks. CP-SAT chose the plan from precomputed integer coefficients; this
+re-checks it without them, so a rounding slip, a stale coefficient or a wrong
+constraint shows as a violation instead of a confident wrong answer. `plan-opt solve`
+runs it before printing (a violation is a bug: exit 4), and the tests run it on every
+plan they solve."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solver.optimise.candidates import Candidate
+from solver.optimise.shapes import Problem
+from solver.physics.evaluate import evaluate
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    """The constraint's name, as the reports name it (memory, max_tpot, users, ...)."""
+    detail: str
+
+
+def validate(problem: Problem, c: Candidate) -> list[Violation]:
+    spec, w, t = problem.spec, problem.workload, problem.targets
+    d = c.shape.deployment
+    out: list[Violation] = []
+
+    def bad(rule: str, detail: str) -> None:
+        out.append(Violation(rule, detail))
+
+    if d.device.name not in {dev.name for dev in problem.devices}:
+        bad("search.gpus", f"{d.device.name} is not among the devices searched")
+    if d.weights.name not in {p for p in spec.search.weights} | _sixteen(spec.search.weights):
+        bad("search.weights", f"{d.weights.name} weights are not among {spec.search.weights}")
+    if d.kv.name not in {p for p in spec.search.kv_cache} | _sixteen(spec.search.kv_cache):
+        bad("search.kv_cache", f"a {d.kv.name} KV cache is not among {spec.search.kv_cache}")
+    if d.tp not in spec.search.tp and not (d.engine and d.engine.split_mode == "layer" and d.tp * d.pp in spec.search.tp):
+        bad("search.tp", f"TP {d.tp} is not among {spec.search.tp}")
+    if c.replicas * c.batch < w.users:
+        bad("users", f"{c.replicas} replicas × {c.batch} sequences hold fewer than the {w.users} users")
+
+    ev = evaluate(d.replace(replicas=c.replicas), w, t, with_remedies=False)
+    if not ev.valid:
+        bad("split", "; ".join(ev.refusals))
+        return out
+    batch = ev.decode.batch
+    if ev.memory.max_batch < batch:
+        bad("memory", f"{batch} sequences per replica, but memory holds {ev.memory.max_batch}")
+    if t.max_tpot_s is not None and ev.decode.tpot_s > t.max_tpot_s * (1 + 1e-9):
+        bad("max_tpot", f"TPOT {ev.decode.tpot_s * 1e3:.3f} ms exceeds {t.max_tpot_s * 1e3:.3f} ms")
+    if t.max_ttft_s is not None and ev.ttft_s > t.max_ttft_s * (1 + 1e-9):
+        bad("max_ttft", f"TTFT {ev.ttft_s * 1e3:.3f} ms exceeds {t.max_ttft_s * 1e3:.3f} ms")
+    if ev.verdict("interconnect").ok is False:
+        bad("interconnect", ev.verdict("interconnect").note)
+    if problem.max_gpus is not None and c.gpus > problem.max_gpus:
+        bad("max_gpus", f"{c.gpus} GPUs exceed {problem.max_gpus}")
+    if c.gpus - c.rented > c.shape.owned:
+        bad("inventory", f"{c.gpus - c.rented} owned GPUs used, {c.shape.owned} owned")
+    price = d.device.price.usd_per_gpu_hour if d.device.price else 0.0
+    rent = c.rented * price
+    if problem.max_usd_per_hour is not None and rent > problem.max_usd_per_hour + 1e-9:
+        bad("max_usd_per_hour", f"${rent:,.2f}/h exceeds ${problem.max_usd_per_hour:,.2f}/h")
+    buy = c.rented * (d.device.purchase_usd or 0.0)
+    if problem.max_purchase_usd is not None and buy > problem.max_purchase_usd + 1e-6:
+        bad("max_purchase_usd", f"${buy:,.0f} exceeds ${problem.max_purchase_usd:,.0f}")
+    return out
+
+
+def _sixteen(names: list[str]) -> set[str]:
+    """bf16 and fp16 stand for each other on devices that run only one of them."""
+    return {"fp16", "bf16"} if {"fp16", "bf16"} & set(names) else set()
