@@ -13,6 +13,7 @@ import json
 import math
 from pathlib import Path
 
+from solver.errors import InputError
 from solver.optimise.pareto import KNEE_MIN_DEPTH, Frontier
 from solver.units import fmt_seconds
 
@@ -145,7 +146,10 @@ def _short(label: str) -> str:
 
 def plot(frontiers: dict[str, Frontier], title: str, path: Path) -> list[Path]:
     """Write the picture as PNG and SVG (path's stem, both suffixes); return the files."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError("--plot", str(path), "drawing needs matplotlib, an optional extra: pip install 'plan-opt[plot]'") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
