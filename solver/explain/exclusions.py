@@ -16,19 +16,6 @@ from solver.physics import validity
 
 
 @dataclass(frozen=True)
-class Skipped:
-    """A shape build_problem does not build at all (so no physics ever sees it)."""
-
-    device: str
-    tp: int
-    pp: int
-    kind: str
-    shapes: int
-    """Weight and KV formats the split would have been built in."""
-    reason: str
-
-
-@dataclass(frozen=True)
 class Exclusion:
     """Shapes of one device left out for one reason."""
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from solver.catalog import Catalog, Device, Ownership, Price, Pricing
 from solver.catalog.topology import scale_up_domain_size
 from solver.errors import InputError
-from solver.explain.exclusions import Skipped
 from solver.physics import validity
 from solver.physics.costs import GpuHourCosts, gpu_hour_costs
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
@@ -25,6 +24,19 @@ from solver.physics.memory import estimate_memory
 from solver.physics.prefill import estimate_prefill
 from solver.spec.resolve import apply_factors, band_of, check_engine_fits, engine_factors, override_device, resolve_engine, resolve_model
 from solver.spec.solve_spec import Spec
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A shape build_problem does not build at all (so no physics ever sees it)."""
+
+    device: str
+    tp: int
+    pp: int
+    kind: str
+    shapes: int
+    """Weight and KV formats the split would have been built in."""
+    reason: str
 
 
 @dataclass(frozen=True)
