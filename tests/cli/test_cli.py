@@ -13,7 +13,7 @@ import pytest
 
 from solver.cli.main import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "examples" / "seed-step1-llama8b-rtx4090.yaml"
 
 

@@ -12,7 +12,7 @@ import pytest
 from solver.catalog.hf_config import model_from_config
 from solver.errors import InputError
 
-FIXTURES = Path(__file__).parent / "fixtures" / "hf_configs"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "hf_configs"
 
 
 def test_llama_3_1_8b_counts_8_03b_parameters():

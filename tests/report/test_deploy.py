@@ -14,7 +14,7 @@ from solver.explain.solve import solve
 from solver.report.deploy import check_flags, emit
 from tests.solve_helpers import problem_of
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _plan(**search):

@@ -12,7 +12,7 @@ import pytest
 
 from solver.cli.main import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted(p for p in (ROOT / "specs").glob("*.yaml") if not p.name.startswith("fleet-"))
 FLEETS = sorted((ROOT / "specs").glob("fleet-*.yaml"))
 

@@ -65,11 +65,11 @@ def test_schema_is_printed_and_kept_in_specs(capsys):
     assert set(printed["properties"]) == set(Spec.model_fields)
     from pathlib import Path
 
-    kept = json.loads((Path(__file__).parent.parent / "specs" / "spec.schema.json").read_text())
+    kept = json.loads((Path(__file__).parents[2] / "specs" / "spec.schema.json").read_text())
     assert kept == printed, "specs/spec.schema.json is stale: run `plan-opt schema > specs/spec.schema.json`"
     assert main(["schema", "--result"]) == 0
     result = json.loads(capsys.readouterr().out)
-    kept = json.loads((Path(__file__).parent.parent / "specs" / "result.schema.json").read_text())
+    kept = json.loads((Path(__file__).parents[2] / "specs" / "result.schema.json").read_text())
     assert kept == result, "specs/result.schema.json is stale: run `plan-opt schema --result > specs/result.schema.json`"
 
 
