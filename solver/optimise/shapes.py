@@ -206,7 +206,15 @@ def _apply_overrides(device: Device, spec: Spec, catalog: Catalog) -> Device:
         device = override_device(device, o)
         changes: dict = {}
         if o.price_usd_per_gpu_hour is not None:
-            changes["price"] = Price(o.price_usd_per_gpu_hour, "spec override", "spec override", device.as_of, "the spec")
+            changes["price"] = Price(
+                o.price_usd_per_gpu_hour,
+                "the spec",
+                f"overrides.gpus.{name}.price_usd_per_gpu_hour",
+                device.as_of,
+                "the spec",
+                "on_demand",
+                "the spec's own price, not the price book",
+            )
         if o.purchase_usd is not None:
             changes["purchase_usd"] = o.purchase_usd
             changes["purchase_source"] = "the spec"
