@@ -22,6 +22,7 @@ from solver.optimise.scenario import (
     solve_scenario,
 )
 from solver.optimise.shapes import Problem
+from solver.optimise.targets import TARGETS
 
 
 def diagnose(problem: Problem, s: Scenario, result: SolveResult) -> None:
@@ -50,17 +51,12 @@ def diagnose(problem: Problem, s: Scenario, result: SolveResult) -> None:
 def _nearest(problem: Problem, s: Scenario, target: str) -> Relaxation:
     """How far `target` must move, the others held, for a plan to exist."""
     current = s.value(target)
-    if target in ("max_tpot", "max_ttft", "max_usd_per_hour", "max_purchase_usd", "max_gpus"):
+    t = TARGETS[target]
+    if t.relaxes_upward:
         # Minimise the target's own measure with the target lifted.
         free = s.with_value(target, None)
         cands = candidates(problem, free.workload, free.targets, batch_variants=True)
-        objective = {
-            "max_tpot": "min_tpot",
-            "max_ttft": None,
-            "max_usd_per_hour": "min_cost",
-            "max_purchase_usd": "min_purchase",
-            "max_gpus": "min_gpus",
-        }[target]
+        objective = t.objective
         if objective is None:  # TTFT: no objective of its own; take the least TTFT among feasible plans
             feasible = [c for c in cands if meets(c, free.limits())]
             if not feasible:
@@ -71,14 +67,9 @@ def _nearest(problem: Problem, s: Scenario, target: str) -> Relaxation:
         if not sol.feasible:
             return Relaxation(target, current, None, None, "not enough alone: another conflict among the other targets remains")
         c = sol.candidate
-        value = {"max_tpot": c.tpot_s, "max_usd_per_hour": c.cost_usd_per_hour, "max_purchase_usd": c.purchase_usd, "max_gpus": float(c.gpus)}[target]
-        note = {
-            "max_tpot": f"lowest TPOT reachable: {value * 1e3:.1f} ms",
-            "max_usd_per_hour": f"least $/hour that meets the rest: ${value:,.2f}",
-            "max_purchase_usd": f"least purchase that meets the rest: ${value:,.0f}",
-            "max_gpus": f"fewest GPUs that meet the rest: {int(value)}",
-        }[target]
-        return Relaxation(target, current, value, plan_label(c), note)
+        value = t.measure(c)
+        shown = {"s": f"{value * 1e3:.1f} ms", "usd_per_hour": f"${value:,.2f}", "usd": f"${value:,.0f}"}.get(t.unit, str(int(value)))
+        return Relaxation(target, current, value, plan_label(c), t.reach.format(shown))
     # users and context: bisect for the largest value that still has a plan.
     lo, hi = 0, int(current)
     best_sol = None

@@ -23,6 +23,7 @@ from solver.optimise.scenario import (
     solve_scenario,
 )
 from solver.optimise.shapes import Problem
+from solver.optimise.targets import TARGETS
 
 
 def why_not(problem: Problem, s: Scenario, shapes) -> str:
@@ -89,29 +90,22 @@ def _prefill_comm(c: Candidate) -> float:
 
 
 def _limit_field(target: str) -> str:
-    return {
-        "max_tpot": "max_tpot_us",
-        "max_ttft": "max_ttft_us",
-        "max_usd_per_hour": "max_cost_cents",
-        "max_purchase_usd": "max_purchase_dollars",
-        "max_gpus": "max_gpus",
-    }[target]
+    field = TARGETS[target].limit_field
+    assert field is not None, target
+    return field
 
 
 def _best_on(cands: list[Candidate], target: str) -> str | None:
-    if not cands:
+    """The best figure any of these plans reaches on the target's measure."""
+    t = TARGETS[target]
+    if not cands or t.measure is None:
         return None
+    best = min(t.measure(c) for c in cands)
     if target == "max_tpot":
-        return f"{min(c.tpot_s for c in cands) * 1e3:.1f} ms"
+        return f"{best * 1e3:.1f} ms"
     if target == "max_ttft":
-        return f"{min(c.ttft_s for c in cands) * 1e3:.0f} ms"
-    if target == "max_usd_per_hour":
-        return f"${min(c.cost_usd_per_hour for c in cands):,.2f}/h"
-    if target == "max_purchase_usd":
-        return f"${min(c.purchase_usd for c in cands):,.0f}"
-    if target == "max_gpus":
-        return f"{min(c.gpus for c in cands)} GPUs"
-    return None
+        return f"{best * 1e3:.0f} ms"
+    return f"{int(best)} GPUs" if t.unit == "GPUs" else t.text(best)
 
 
 def runners_up(problem: Problem, s: Scenario, result: SolveResult) -> None:

@@ -13,18 +13,13 @@ from functools import cached_property
 
 from solver.bisect import largest_true
 from solver.optimise.shapes import Problem, Shape, ShapePhysics
+from solver.optimise.targets import US
 from solver.physics.costs import plan_tco
 from solver.physics.deployment import Targets, Workload
-
-US = 1_000_000  # microseconds per second
 
 
 def ceil_us(seconds: float) -> int:
     return math.ceil(seconds * US - 1e-6)  # a hair of float noise never costs a microsecond
-
-
-def floor_us(seconds: float) -> int:
-    return math.floor(seconds * US + 1e-6)
 
 
 @dataclass(frozen=True)

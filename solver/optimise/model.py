@@ -15,24 +15,13 @@ conflicting set (an unsat core shrunk by deletion).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
-from solver.optimise.candidates import Candidate, floor_us
+from solver.optimise.candidates import Candidate
+from solver.optimise.targets import TARGETS
 
-# The user's targets, each a named constraint (memory and interconnect are physical, always on).
-TARGETS = ("max_tpot", "max_ttft", "users", "context_tokens", "max_usd_per_hour", "max_purchase_usd", "max_gpus")
-LABELS = {
-    "memory": "memory capacity: the batch per replica fits beside the weights",
-    "interconnect": "interconnect: the TP group fits one scale-up domain",
-    "max_tpot": "bandwidth: TPOT ≤ max_tpot",
-    "max_ttft": "compute: TTFT ≤ max_ttft",
-    "users": "serve every concurrent user",
-    "context_tokens": "hold every user's context",
-    "max_usd_per_hour": "budget: $/hour ≤ max_usd_per_hour",
-    "max_purchase_usd": "budget: purchase ≤ max_purchase_usd",
-    "max_gpus": "GPUs ≤ max_gpus",
-}
+# The user's targets, each a named constraint (memory and interconnect are physical,
+# always on): one registry, solver/optimise/targets.py.
 PRIMARY = {
     "min_cost": lambda c: c.cost_cents,
     "min_gpus": lambda c: c.gpus,
@@ -53,14 +42,14 @@ class Limits:
     max_gpus: int | None = None
 
     @classmethod
-    def of(cls, max_tpot_s, max_ttft_s, max_usd_per_hour, max_purchase_usd, max_gpus) -> Limits:
-        return cls(
-            None if max_tpot_s is None else floor_us(max_tpot_s),
-            None if max_ttft_s is None else floor_us(max_ttft_s),
-            None if max_usd_per_hour is None else math.floor(max_usd_per_hour * 100 + 1e-9),
-            None if max_purchase_usd is None else math.floor(max_purchase_usd + 1e-9),
-            max_gpus,
-        )
+    def of(cls, values: dict[str, float | None]) -> Limits:
+        """The targets' values in the spec's units (by name) in the model's integers."""
+        out = {}
+        for name, v in values.items():
+            t = TARGETS[name]
+            if t.limit_field and v is not None:
+                out[t.limit_field] = t.to_model(v)
+        return cls(**out)
 
 
 @dataclass(frozen=True)

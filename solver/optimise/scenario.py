@@ -13,6 +13,7 @@ from solver.optimise.model import (
     optimise,
 )
 from solver.optimise.shapes import Problem
+from solver.optimise.targets import TARGETS
 from solver.physics.deployment import Targets, Workload
 from solver.spec.solve_spec import DEFAULT_MAX_GPUS
 
@@ -28,7 +29,7 @@ class Scenario:
     max_gpus: int | None
 
     def limits(self) -> Limits:
-        return Limits.of(self.targets.max_tpot_s, self.targets.max_ttft_s, self.max_usd_per_hour, self.max_purchase_usd, self.max_gpus)
+        return Limits.of({name: self.value(name) for name in TARGETS})
 
     def value(self, target: str):
         return {
@@ -58,8 +59,7 @@ class Scenario:
 
 
 def relaxes_upward(target: str) -> bool:
-    """max_* targets relax by growing; users and context relax by shrinking."""
-    return target.startswith("max_")
+    return TARGETS[target].relaxes_upward
 
 
 def scenario_of(problem: Problem) -> Scenario:
@@ -67,9 +67,7 @@ def scenario_of(problem: Problem) -> Scenario:
 
 
 def set_targets(s: Scenario) -> list[str]:
-    return [
-        t for t in ("max_tpot", "max_ttft", "users", "context_tokens", "max_usd_per_hour", "max_purchase_usd", "max_gpus") if s.value(t) is not None
-    ]
+    return [t for t in TARGETS if s.value(t) is not None]
 
 
 def wants_batch_variants(problem: Problem) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from solver.catalog import TIERS
 from solver.explain.exclusions import line as exclusion_line
 from solver.explain.records import SolveResult
-from solver.optimise.model import LABELS
+from solver.optimise.targets import LABELS, TARGETS
 from solver.report.solve_json import PlanOut, SolveOut, to_output
 from solver.spec.solve_spec import OBJECTIVES
 from solver.units import GB, fmt_seconds
@@ -67,15 +67,7 @@ def _delta_text(objective: str, delta: float | None) -> str:
 
 
 def _value_text(target: str, value: float | None) -> str:
-    if value is None:
-        return "—"
-    if target in ("max_tpot", "max_ttft"):
-        return fmt_seconds(value)
-    if target == "max_usd_per_hour":
-        return f"${value:,.2f}/h"
-    if target == "max_purchase_usd":
-        return f"${value:,.0f}"
-    return f"{value:,.0f}"
+    return TARGETS[target].text(value)
 
 
 def _constraint_cells(row) -> tuple[str, str, str]:
