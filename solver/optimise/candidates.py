@@ -87,8 +87,8 @@ class Candidate:
     def caps(self) -> str:
         """The limit that sets the batch per replica."""
         if self.max_batch_ttft < min(self.max_batch_memory, self.max_batch_tpot):
-            return "compute"
-        return "memory" if self.max_batch_memory <= self.max_batch_tpot else "bandwidth"
+            return "max_ttft"
+        return "memory" if self.max_batch_memory <= self.max_batch_tpot else "max_tpot"
 
     # Integer coefficients for CP-SAT.
     @cached_property

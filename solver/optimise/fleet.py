@@ -30,6 +30,7 @@ from solver.catalog import Catalog
 from solver.errors import InputError
 from solver.optimise.candidates import candidates
 from solver.optimise.shapes import Problem, build_problem
+from solver.optimise.targets import CAPPED
 from solver.physics.costs import gpu_hour_costs
 from solver.spec.fleet_spec import FleetSpec, FleetWorkloadIn
 from solver.spec.solve_spec import Spec
@@ -388,9 +389,7 @@ def _binds(fs, classes, res: FleetResult, devices, owned, quota, budget_hour) ->
     if fs.search.max_gpus is not None and sum(res.gpus.values()) >= fs.search.max_gpus:
         out.append(f"max_gpus: {sum(res.gpus.values())} of {fs.search.max_gpus}")
     for a in res.assignments:
-        out.append(
-            f"{a.service}: {a.option.label} holds {a.option.cap} users per replica (capped by {'the TPOT target' if a.option.capped_by == 'bandwidth' else 'memory'})"
-        )
+        out.append(f"{a.service}: {a.option.label} holds {a.option.cap} users per replica (capped by {CAPPED[a.option.capped_by]})")
     return out
 
 

@@ -25,6 +25,7 @@ from solver.optimise.enumerate import meets
 from solver.optimise.model import build_model, new_solver, prune, status_name
 from solver.optimise.scenario import plan_label, scenario_of
 from solver.optimise.shapes import Problem
+from solver.optimise.targets import CAPPED
 from solver.spec.solve_spec import DEFAULT_MAX_GPUS
 
 AXES = ("tpot", "ttft", "users")
@@ -117,7 +118,7 @@ def _why(c: Candidate, axis: str, workload) -> str:
         return f"prefill {pre.bound}-bound on TP {d.tp}" + (f", {comm:.0%} all-reduce" if comm >= 0.1 else "")
     if axis == "users":
         cap = min(c.max_batch_memory, c.max_batch_tpot)
-        return f"{c.replicas} replica(s) of ≤ {cap} users: batch capped by {c.caps}"
+        return f"{c.replicas} replica(s) of ≤ {cap} users: batch capped by {CAPPED[c.caps]}"
     dec = c.physics.decode
     mem, comp, comm = dec.memory_time_s(c.batch), dec.compute_time_s(c.batch), dec.comm_time_s(c.batch)
     text = f"decode {'bandwidth' if mem >= comp else 'compute'}-bound at batch {c.batch}"

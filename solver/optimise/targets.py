@@ -127,3 +127,6 @@ LABELS: dict[str, str] = {
     **{name: t.label for name, t in TARGETS.items()},
 }
 """Every named constraint of the model: the two physical limits, then the targets."""
+
+CAPPED: dict[str, str] = {"memory": "memory", "max_tpot": "the TPOT target", "max_ttft": "the TTFT target"}
+"""What caps a replica's batch (a candidate's `caps`), in words."""

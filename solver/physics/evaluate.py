@@ -90,13 +90,13 @@ class Evaluation:
 def _verdicts(d: Deployment, t: Targets, mem: MemoryEstimate, dec: DecodeEstimate, pre: PrefillEstimate, ring: Ring) -> list[Verdict]:
     out = [Verdict("memory", mem.needed_bytes, mem.usable_bytes, "bytes", mem.fits)]
     tpot_ok = None if t.max_tpot_s is None else dec.tpot_s <= t.max_tpot_s
-    out.append(Verdict("bandwidth", dec.tpot_s, t.max_tpot_s, "s", tpot_ok, f"decode is {dec.bound}-bound"))
+    out.append(Verdict("max_tpot", dec.tpot_s, t.max_tpot_s, "s", tpot_ok, f"decode is {dec.bound}-bound"))
     ttft = dec.ttft_under_load_s if dec.ttft_under_load_s is not None else pre.ttft_s
     ttft_ok = None if t.max_ttft_s is None else ttft <= t.max_ttft_s
     note = f"prefill is {pre.bound}-bound" + (
         f"; {pre.ttft_s * 1e3:.1f} ms alone, under load with {dec.batch} decoding" if dec.ttft_under_load_s is not None else ""
     )
-    out.append(Verdict("compute", ttft, t.max_ttft_s, "s", ttft_ok, note))
+    out.append(Verdict("max_ttft", ttft, t.max_ttft_s, "s", ttft_ok, note))
     # The interconnect fails a target when communication is what pushes a latency
     # past it: without the all-reduces the target would hold.
     blamed = []
@@ -146,7 +146,7 @@ def _summary(ev: Evaluation) -> str:
         return "not possible: " + "; ".join(ev.refusals)
     m = ev.memory
     parts = [f"needs {m.needed_bytes / 1e9:.2f} GB of {m.usable_bytes / 1e9:.2f} GB usable per GPU"]
-    if ev.targets.max_tpot_s is not None or "bandwidth" in ev.failing:
+    if ev.targets.max_tpot_s is not None or "max_tpot" in ev.failing:
         parts.append(f"TPOT {ev.decode.tpot_s * 1e3:.1f} ms")
     if ev.targets.max_ttft_s is not None:
         parts.append(f"TTFT {ev.ttft_s * 1e3:.0f} ms")
@@ -189,7 +189,7 @@ def remedies(ev: Evaluation, precisions: dict[str, Precision]) -> list[Remedy]:
 
     # Quantize the KV cache, then the weights: the first smaller format (FP8 first,
     # then larger before smaller) that resolves, else the smallest there is.
-    if "memory" in ev.failing or "bandwidth" in ev.failing:
+    if "memory" in ev.failing or "max_tpot" in ev.failing:
         kv_options = _smaller_formats(d.device.kv_formats, d.kv, precisions)
         pick = _first_resolving([d.replace(kv=p) for p in kv_options], w, t)
         if pick is not None:

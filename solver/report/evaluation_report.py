@@ -15,16 +15,16 @@ from solver.units import GB, fmt_bytes, fmt_rate, fmt_seconds
 
 CONSTRAINT_TITLES = {
     "memory": "Step 1 · Memory capacity (per GPU)",
-    "bandwidth": "Step 2 · Memory bandwidth — decode (TPOT)",
-    "compute": "Step 3 · Compute — prefill (TTFT)",
+    "max_tpot": "Step 2 · Memory bandwidth — decode (TPOT)",
+    "max_ttft": "Step 3 · Compute — prefill (TTFT)",
     "interconnect": "Step 4 · Interconnect",
 }
 
 
 FAILING_WORDS = {
     "memory": "memory capacity",
-    "bandwidth": "the TPOT target (decode step)",
-    "compute": "the TTFT target (prefill)",
+    "max_tpot": "the TPOT target (decode step)",
+    "max_ttft": "the TTFT target (prefill)",
     "interconnect": "on the interconnect",
 }
 
@@ -35,7 +35,7 @@ def _gb(x: float) -> str:
 
 def _verdict_text(v: Verdict) -> str:
     if v.ok is None:
-        return "no target set" if v.constraint in ("bandwidth", "compute") else "not involved"
+        return "no target set" if v.constraint in ("max_tpot", "max_ttft") else "not involved"
     if v.constraint == "memory":
         word = "FITS" if v.ok else "EXCEEDS"
         return f"{word} — {_gb(v.value)} needed of {_gb(v.limit)} usable ({'spare' if v.ok else 'over by'} {_gb(abs(v.margin))})"
@@ -212,7 +212,7 @@ def render_text(ev: Evaluation) -> str:
     out += _rows(rows)
 
     # Step 2
-    out += ["", f"{CONSTRAINT_TITLES['bandwidth']}  —  {_verdict_text(ev.verdict('bandwidth'))}"]
+    out += ["", f"{CONSTRAINT_TITLES['max_tpot']}  —  {_verdict_text(ev.verdict('max_tpot'))}"]
     eff_bw = dec.bandwidth_bytes_per_s * dec.bandwidth_efficiency
     moe = f" ({dec.expert_hit_fraction:.0%} of experts hit at batch {dec.batch})" if m.is_moe else ""
     per_gpu = f" per TP rank, over its {d.pp} pipeline stages" if d.pp > 1 else " per GPU"
@@ -251,7 +251,7 @@ def render_text(ev: Evaluation) -> str:
     out += _rows(rows)
 
     # Step 3
-    out += ["", f"{CONSTRAINT_TITLES['compute']}  —  {_verdict_text(ev.verdict('compute'))}"]
+    out += ["", f"{CONSTRAINT_TITLES['max_ttft']}  —  {_verdict_text(ev.verdict('max_ttft'))}"]
     rows = [
         (
             "FLOPs",

@@ -31,7 +31,7 @@ def to_dict(res: FleetResult) -> dict:
                 "replicas": a.replicas,
                 "gpus": a.replicas * a.option.gpus_per_replica,
                 "users_per_replica": a.option.cap,
-                "batch_capped_by": "max_tpot" if a.option.capped_by == "bandwidth" else "memory",
+                "batch_capped_by": a.option.capped_by,
                 "tpot_s": a.option.tpot_s,
                 "ttft_s": a.option.ttft_s,
             }
