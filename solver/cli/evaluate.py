@@ -134,11 +134,11 @@ def run(args) -> int:
     deployment, workload, targets = resolve(inp, catalog, base_dir)
     ev = evaluate(deployment, workload, targets, precisions=catalog.precisions.entries)
     if args.format == "json":
-        from solver.report.evaluation_report import to_dict
+        from solver.report.evaluation_json import to_dict
 
         print(json.dumps(to_dict(ev), indent=2))
     else:
-        from solver.report.evaluation_report import render_text
+        from solver.report.evaluation_text import render_text
 
         sys.stdout.write(render_text(ev))
     if args.check and not ev.ok:

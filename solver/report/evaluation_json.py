@@ -1,0 +1,157 @@
+"""An Evaluation as data: `plan-opt evaluate --format json`, the same figures as the
+text, under the names the other commands use."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from solver.physics.evaluate import Evaluation, Remedy, Verdict
+from solver.physics.memory import kv_bytes_per_token_per_layer
+
+
+def _verdict_dict(v: Verdict) -> dict:
+    return {
+        "constraint": v.constraint,
+        "value": v.value,
+        "limit": v.limit,
+        "unit": v.unit,
+        "ok": v.ok,
+        "margin": v.margin,
+        "note": v.note,
+    }
+
+
+def _remedy_dict(r: Remedy) -> dict:
+    e = r.evaluation
+    return {
+        "action": r.action,
+        "resolves": r.resolves,
+        "gives": r.gives,
+        "tp": e.deployment.tp,
+        "replicas": e.deployment.replicas,
+        "weights": e.deployment.weights.name,
+        "kv_cache": e.deployment.kv.name,
+        "users": e.workload.users,
+        "context_tokens": e.workload.context_tokens,
+        "memory_needed_bytes": e.memory.needed_bytes if e.memory else None,
+        "memory_usable_bytes": e.memory.usable_bytes if e.memory else None,
+        "tpot_s": e.decode.tpot_s if e.decode else None,
+        "ttft_s": e.ttft_s,
+        "refusals": e.refusals,
+    }
+
+
+def to_dict(ev: Evaluation) -> dict:
+    d, w, t = ev.deployment, ev.workload, ev.targets
+    e = d.engine
+    out = {
+        "model": d.model.name,
+        "engine": {
+            "name": e.name,
+            "max_num_seqs": e.max_num_seqs,
+            "max_num_batched_tokens": e.max_num_batched_tokens,
+            "max_model_len": e.max_model_len or w.context_tokens,
+            "gpu_memory_utilization": d.factors.memory_utilization,
+            "enable_chunked_prefill": e.enable_chunked_prefill,
+            "enforce_eager": e.enforce_eager,
+            "split_mode": e.split_mode,
+        }
+        if e
+        else None,
+        "gpu": d.device.name,
+        "platform": d.platform.name,
+        "gpus": d.gpus,
+        "tp": d.tp,
+        "pp": d.pp,
+        "replicas": d.replicas,
+        "weights": d.weights.name,
+        "kv_cache": d.kv.name,
+        "workload": {
+            "users": w.users,
+            "context_tokens": w.context_tokens,
+            "prompt_tokens": w.prompt_tokens,
+            "output_tokens": w.output_tokens,
+        },
+        "targets": {"max_ttft_s": t.max_ttft_s, "max_tpot_s": t.max_tpot_s},
+        "factors": dataclasses.asdict(d.factors),
+        "valid": ev.valid,
+        "refusals": ev.refusals,
+        "ok": ev.ok,
+    }
+    if not ev.valid:
+        return out
+    mem, dec, pre, ring = ev.memory, ev.decode, ev.prefill, ev.ring
+    out["memory"] = {
+        "weights_bytes": mem.weights_bytes,
+        "kv_bytes": mem.kv_bytes,
+        "overhead_bytes": mem.overhead_bytes,
+        "activation_bytes": mem.activation_bytes,
+        "reserved_bytes": mem.reserved_bytes,
+        "needed_bytes": mem.needed_bytes,
+        "device_bytes": mem.device_bytes,
+        "usable_bytes": mem.usable_bytes,
+        "margin_bytes": mem.margin_bytes,
+        "model_weights_bytes": mem.model_weights_bytes,
+        "model_kv_bytes": mem.model_kv_bytes,
+        "kv_bytes_per_token": kv_bytes_per_token_per_layer(d.model, d.kv) * d.model.num_layers,
+        "batch": mem.batch,
+        "max_batch": mem.max_batch,
+        "engine": d.engine.name if d.engine else "vllm",
+        "kv_budget_bytes": mem.kv_budget_bytes,
+        "kv_capacity_blocks": mem.kv_capacity_blocks,
+        "kv_capacity_tokens": mem.kv_capacity_tokens,
+        "block_size_tokens": mem.block_size_tokens,
+        "max_concurrency": mem.max_concurrency,
+    }
+    out["decode"] = {
+        "batch": dec.batch,
+        "weight_bytes_read": dec.weight_bytes_read,
+        "kv_bytes_read": dec.kv_bytes_read,
+        "weights_time_s": dec.weights_time_s,
+        "kv_time_s": dec.kv_time_s,
+        "memory_time_s": dec.memory_time_s,
+        "flops": dec.flops,
+        "compute_time_s": dec.compute_time_s,
+        "comm_time_s": dec.comm_time_s,
+        "weight_bandwidth_share": dec.weight_bandwidth_share,
+        "gemm_time_s": dec.gemm_time_s,
+        "attention_time_s": dec.attention_time_s,
+        "fixed_time_s": dec.step_overhead_s,
+        "tpot_s": dec.tpot_s,
+        "tpot_band_s": [dec.tpot_s * (1 - d.band[0]), dec.tpot_s * (1 + d.band[0])] if d.band[0] else None,
+        "bound": dec.bound,
+        "tokens_per_s_per_user": dec.tokens_per_s_per_user,
+        "tokens_per_s": dec.tokens_per_s * d.replicas,
+        "expert_hit_fraction": dec.expert_hit_fraction,
+    }
+    out["prefill"] = {
+        "prompt_tokens": pre.prompt_tokens,
+        "linear_flops": pre.linear_flops,
+        "attention_flops": pre.attention_flops,
+        "effective_flops_per_s": pre.effective_flops_per_s,
+        "compute_dtype": pre.compute_dtype,
+        "linear_time_s": pre.linear_time_s,
+        "attention_time_s": pre.attention_time_s,
+        "weights_time_s": pre.weights_time_s,
+        "comm_time_s": pre.comm_time_s,
+        "attention_compute_dtype": pre.attention_compute_dtype,
+        "fixed_time_s": pre.step_overhead_s,
+        "ttft_s": pre.ttft_s,
+        "ttft_band_s": [pre.ttft_s * (1 - d.band[1]), pre.ttft_s * (1 + d.band[1])] if d.band[1] else None,
+        "ttft_under_load_s": dec.ttft_under_load_s,
+        "bound": pre.bound,
+    }
+    out["interconnect"] = {
+        "ring_gpus": ring.size,
+        "ring_bandwidth_bytes_per_s": ring.bandwidth_bytes_per_s if ring.size > 1 else None,
+        "hop_latency_s": ring.hop_latency_s,
+        "link_kinds": list(ring.link_kinds),
+        "allreduces_per_pass": dec.comm.allreduces,
+        "allreduce_algorithm": dec.comm.algorithm if d.tp > 1 else None,
+        "prefill_allreduce_algorithm": pre.comm.algorithm if d.tp > 1 else None,
+        "decode_comm_s": dec.comm_time_s,
+        "prefill_comm_s": pre.comm_time_s,
+    }
+    out["verdicts"] = [_verdict_dict(v) for v in ev.verdicts]
+    out["remedies"] = [_remedy_dict(r) for r in ev.remedies]
+    return out
