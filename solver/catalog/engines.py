@@ -37,6 +37,9 @@ class Engine:
     source: str
     as_of: dt.date
     aliases: tuple[str, ...] = ()
+    runs_on: tuple[str, ...] = ()
+    """Device vendors the engine has a backend for (empty: any)."""
+    runs_on_source: str = ""
     efficiency: dict[str, FactorOverrides] = field(default_factory=dict)
     """Shares of peak this engine reaches on each memory kind, fitted on the
     validation set's fit points (catalogs/fitted.yaml, bench/fit_defaults.py)."""

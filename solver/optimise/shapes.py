@@ -322,6 +322,9 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
             continue
         hour_costs = gpu_hour_costs(device, ownership)
         engine = resolve_engine(spec.engine, catalog, device)
+        if engine.runs_on and device.vendor not in engine.runs_on:
+            excluded[device.name] = f"{engine.display_name} has no backend for {device.vendor} devices (it runs on {', '.join(engine.runs_on)})"
+            continue
         check_engine_fits(engine, w.context_tokens, 1, 1)
         factors = _factors(device, engine, spec, catalog)
         splits_seen: set[tuple] = set()

@@ -289,3 +289,17 @@ def test_sliding_window_layers_count_once_in_every_capacity_figure():
     assert plan.max_concurrency == pytest.approx(38.5423, abs=1e-4)  # was 19.57: every layer at full context
     argv = emit(r, "vllm").argv
     assert int(argv[argv.index("--max-num-seqs") + 1]) == 32 <= plan.max_concurrency
+
+
+def test_an_engine_is_planned_only_on_devices_it_has_a_backend_for():
+    # vLLM has no Metal backend (catalogs/engines.yaml runs_on): a Mac is left out with the
+    # reason; llama.cpp plans it.
+    spec = {
+        "model": "llama-3.1-8b",
+        "objective": "min_purchase",
+        "workload": {"users": 1, "context_tokens": 4096, "prompt_tokens": 1024},
+        "search": {"gpus": ["m2-ultra-192gb"], "tp": [1]},
+    }
+    problem = problem_of(spec)
+    assert "has no backend for Apple devices" in problem.excluded["m2-ultra-192gb"]
+    assert problem_of({**spec, "engine": "llama.cpp"}).shapes
