@@ -50,6 +50,8 @@ class Option:
     capped_by: str
     tpot_s: float
     ttft_s: float
+    quality: int = 0
+    """The weight and KV formats' quality ranks, summed (catalogs/precisions.yaml)."""
 
 
 @dataclass
@@ -107,7 +109,7 @@ def _class_specs(fs: FleetSpec, w: FleetWorkloadIn) -> list[tuple[str, Spec]]:
 def _options(problem: Problem) -> tuple[list[Option], str]:
     """The shapes that can serve this class at all (memory, interconnect, TTFT, TPOT
     hold for at least one user), pruned to those not beaten within their device on
-    both GPUs per replica and users per replica."""
+    GPUs per replica, users per replica and format quality."""
     t = problem.targets
     good = []
     for c in candidates(problem):
@@ -118,7 +120,9 @@ def _options(problem: Problem) -> tuple[list[Option], str]:
         if t.max_tpot_s is not None and c.tpot_s > t.max_tpot_s:
             continue
         cap = min(c.max_batch_memory, c.max_batch_tpot)
-        good.append(Option(c.shape.index, c.shape.label, c.shape.device.name, c.shape.gpus_per_replica, cap, c.caps, c.tpot_s, c.ttft_s))
+        d = c.shape.deployment
+        q = d.weights.quality_rank + d.kv.quality_rank
+        good.append(Option(c.shape.index, c.shape.label, c.shape.device.name, c.shape.gpus_per_replica, cap, c.caps, c.tpot_s, c.ttft_s, q))
     if not good:
         return [], "no GPU in the search meets this class's targets (try `plan-opt solve` on it alone for the reason)"
     kept: list[Option] = []
@@ -126,12 +130,12 @@ def _options(problem: Problem) -> tuple[list[Option], str]:
     for o in good:
         by_device.setdefault(o.device, []).append(o)
     for opts in by_device.values():
-        opts.sort(key=lambda o: (o.gpus_per_replica, -o.cap, o.shape_index))
-        best_cap = 0
-        for o in opts:  # fewer GPUs first: keep only those that hold more users than any cheaper one
-            if o.cap > best_cap:
+        # Keep an option unless another of the device needs no more GPUs per replica,
+        # holds at least as many users and is of at least the same quality.
+        opts.sort(key=lambda o: (o.gpus_per_replica, -o.cap, -o.quality, o.shape_index))
+        for o in opts:
+            if not any(k.gpus_per_replica <= o.gpus_per_replica and k.cap >= o.cap and k.quality >= o.quality for k in kept if k.device == o.device):
                 kept.append(o)
-                best_cap = o.cap
     kept.sort(key=lambda o: o.shape_index)
     return kept, ""
 
@@ -221,6 +225,7 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
     r: dict[tuple[int, int], object] = {}
     served = {}
     shapes_used: list = []
+    quality_terms: list = []  # (lost quality of an option, its use literal)
     for k, sc in enumerate(classes):
         result.demand[sc.name] = sc.demand
         if not sc.options:
@@ -236,6 +241,8 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
             for j, o in enumerate(sc.options):
                 m.add(r[k, j] <= (-(-sc.demand // o.cap)) * use[j])
             shapes_used += use
+            for j, o in enumerate(sc.options):
+                quality_terms.append((200 - o.quality, use[j]))
             if sc.single_shape:
                 m.add_at_most_one(use).with_name(f"single shape for {sc.name}")
         served[k] = m.new_int_var(0, sc.demand, f"served_{k}")
@@ -300,7 +307,11 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
     # chosen only when it saves money or GPUs. In one weighted objective: a second,
     # lexicographic solve took CP-SAT twice as long on the 10-workload benchmark.
     shape_bound = len(shapes_used) + 1
-    m.minimize((cost * gpu_bound + total_gpus) * shape_bound + sum(shapes_used))
+    # At equal cost, the better weight and KV formats (catalogs/precisions.yaml
+    # quality_rank), as solve's prefer: quality: the quality a used option gives up.
+    lost = sum(q * u for q, u in quality_terms) if quality_terms else 0
+    quality_bound = sum(q for q, _ in quality_terms) + 1
+    m.minimize(((cost * quality_bound + lost) * gpu_bound + total_gpus) * shape_bound + sum(shapes_used))
     result.status = status_name(sv.solve(m))
     result.wall_s += sv.wall_time
     if not result.feasible:

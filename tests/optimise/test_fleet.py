@@ -278,3 +278,26 @@ def test_a_fleet_reports_its_total_cost_of_ownership():
     assert res.cost_usd_per_hour == 0 and sum(res.gpus.values()) == 1
     assert res.tco_usd_per_hour == pytest.approx(0.4 * 1.58 * 0.0806 + 184.06 * 0.4 / 730)
     assert res.pricing == "lower median of the on_demand offers from gpu_cloud"
+
+
+def test_at_equal_cost_a_fleet_takes_the_better_format():
+    # Four owned A100 80GB serve Llama-3.1-70B to 8 users at $0 whatever the format: bf16
+    # weights (141 GB, 35 GB per GPU at TP 4) fit and meet TPOT ≤ 50 ms, so the fleet takes
+    # them rather than int4-AWQ, as solve does (catalogs/precisions.yaml quality_rank).
+    fs, classes = fleet(
+        {
+            "workloads": [
+                {
+                    "name": "chat",
+                    "model": "llama-3.1-70b",
+                    "sla": {"max_tpot": "50ms", "max_ttft": "2s"},
+                    "workload": {"users": 8, "context_tokens": 8192, "prompt_tokens": 2048},
+                }
+            ],
+            "search": {"gpus": ["a100-80gb"], "tp": [1, 2, 4], "weights": ["bf16", "fp8", "int8", "int4-awq"], "kv_cache": ["bf16", "fp8"]},
+            "inventory": {"a100-80gb": 4},
+        }
+    )
+    res = solve_fleet(fs, classes)
+    assert res.cost_usd_per_hour == 0
+    assert [a.option.label for a in res.assignments] == ["a100-80gb TP4 bf16/bf16"]
