@@ -187,6 +187,11 @@ def _weights(dep: Deployment, model: Model, weights: str, how: dict, ckpt, varia
         return [ckpt.hf_id], flags
     base = _sixteen_bit_id(model, variant)
     dep.model_id = base
+    if not model.published:
+        dep.notes.append(
+            f"the catalog lists no published checkpoint of {model.display_name}: {base} is its config's repository "
+            f"(the {'base' if variant == 'instruct' else variant} model may be all it names); check the {variant} repository before serving"
+        )
     if "dtype" in how:
         if model.published:
             have = ", ".join(sorted({c.format for c in model.published}))
