@@ -15,6 +15,7 @@ from pathlib import Path
 
 from solver.errors import InputError
 from solver.optimise.pareto import KNEE_MIN_DEPTH, Frontier
+from solver.physics.costs import plan_tco
 from solver.units import fmt_seconds
 
 KNEE_RULE = "farthest below the chord between the frontier's ends, log cost against log metric, both normalised to [0, 1]"
@@ -30,9 +31,26 @@ def _value(axis: str, v: float) -> str:
     return f"{v:,.0f}" if axis == "users" else fmt_seconds(v)
 
 
+def _point_costs(c) -> dict:
+    """What a frontier point costs beyond $/hour: its TCO (owned GPUs at power and
+    hosting, the rest rented), the offer it is priced at, and a million output tokens at
+    steady throughput (a sequence's share of the decode step)."""
+    price = c.shape.device.price
+    tco, _ = plan_tco(c.gpus, c.gpus - c.rented, c.shape.costs, price.usd_per_gpu_hour if price else None, "rent")
+    dec = c.physics.decode
+    step = dec.step_s(c.batch, prefill_tokens=0)
+    per_replica = (tco if math.isfinite(tco) else c.cost_usd_per_hour) / 3600 / max(1, c.replicas)
+    return {
+        "tco_usd_per_hour": round(tco, 6) if math.isfinite(tco) else None,
+        "usd_per_million_output_tokens": round(per_replica * step / c.batch * 1e6, 6),
+        "priced_at": f"{price.provider}, {price.offer}, ${price.usd_per_gpu_hour:,.2f}/GPU-hour ({price.as_of})" if price and c.rented else None,
+    }
+
+
 def _point_dict(p, axis: str, knee: bool = False) -> dict:
     c = p.candidate
     return {
+        **_point_costs(c),
         "cost_usd_per_hour": round(p.cost_usd_per_hour, 6),
         "value": p.value,
         "unit": "users" if axis == "users" else "s",
@@ -118,9 +136,17 @@ def render(frontiers: dict[str, Frontier], title: str, markdown: bool = False) -
             lines.append("no plan meets the other targets")
             continue
         rows = [
-            [f"${p.cost_usd_per_hour:,.2f}/h", _value(axis, p.value), p.label, p.binds, "knee" if i == f.knee else ""] for i, p in enumerate(f.points)
+            [
+                f"${p.cost_usd_per_hour:,.2f}/h",
+                _value(axis, p.value),
+                f"${_point_costs(p.candidate)['usd_per_million_output_tokens']:,.2f}",
+                p.label,
+                p.binds,
+                "knee" if i == f.knee else "",
+            ]
+            for i, p in enumerate(f.points)
         ]
-        headers = ["$/hour", name.split(" (")[0], "plan", "what limits it", ""]
+        headers = ["$/hour", name.split(" (")[0], "$/Mtok out", "plan", "what limits it", ""]
         if markdown:
             lines += ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
             lines += ["| " + " | ".join(r) + " |" for r in rows]
