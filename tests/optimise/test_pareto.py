@@ -198,3 +198,22 @@ def test_with_a_free_cheapest_plan_the_cut_is_ten_times_the_cheapest_that_costs_
     paid = next(p.cost_usd_per_hour for p in full.points if p.cost_usd_per_hour > 0)
     assert cut.max_cost_usd_per_hour == pytest.approx(10 * paid)
     assert [p.label for p in cut.points] == [p.label for p in full.points if p.cost_usd_per_hour <= 10 * paid + 1e-9]
+
+
+def test_every_frontier_point_says_what_a_million_output_tokens_cost():
+    # At steady throughput a replica makes `batch` tokens per decode step (isolated prefill:
+    # the step is the TPOT), so a million output tokens cost $/hour ÷ 3600 ÷ replicas ×
+    # TPOT ÷ batch × 1e6; rented GPUs name their offer; TCO = $/hour when nothing is owned.
+    import json
+
+    from solver.report.pareto_report import to_json
+
+    problem = problem_of(SPEC)
+    from solver.optimise.pareto import frontiers
+
+    for axis in json.loads(to_json(frontiers(problem))).values():
+        for p in axis["points"]:
+            want = p["cost_usd_per_hour"] / 3600 / p["replicas"] * p["tpot_s"] / p["batch_per_replica"] * 1e6
+            assert p["usd_per_million_output_tokens"] == pytest.approx(want, rel=1e-3)
+            assert p["tco_usd_per_hour"] == pytest.approx(p["cost_usd_per_hour"])
+            assert p["priced_at"]
