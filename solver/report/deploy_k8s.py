@@ -46,12 +46,13 @@ def _shell(argv: list[str]) -> str:
     return " ".join(a if re.fullmatch(r"[\w./:$=,-]+", a) else f"'{a}'" for a in argv).replace(HEAD, "$LWS_LEADER_ADDRESS")
 
 
-def _container(dep: Deployment, image: str, resource: str, command: list[str], probes: bool) -> dict:
+def _container(dep: Deployment, image: str, resource: str, command: list, probes: bool) -> dict:
+    """`command`: argv lists (quoted for the shell) or shell lines (kept as written)."""
     c: dict = {
         "name": "server" if probes else "worker",
         "image": image,
         "command": ["/bin/sh", "-c"],
-        "args": [" && ".join(_shell(a) for a in command)],
+        "args": [" && ".join(a if isinstance(a, str) else _shell(a) for a in command)],
         "env": [
             {"name": "HF_HOME", "value": f"{CACHE_MOUNT}/huggingface"},
             {"name": "LLAMA_CACHE", "value": f"{CACHE_MOUNT}/llama.cpp"},
@@ -117,7 +118,10 @@ def manifests(dep: Deployment, *, name: str, weights_bytes: float, image: str | 
         }
         selector = labels
     else:
-        head = [s.argv for s in dep.steps if s.node == "head" and s.tool != dep.engine] + [serve]
+        head = [s.argv for s in dep.steps if s.node == "head" and s.tool != dep.engine]
+        if dep.engine == "vllm":  # vllm serve needs every worker's GPUs in the Ray cluster first
+            head.append(f"until ray status | grep -q '/{dep.gpus_per_replica}.0 GPU'; do sleep 5; done")
+        head.append(serve)
         if dep.engine == "sglang":  # one worker template: the rank is the pod's index in its group
             worker = [sglang_node_argv(dep, "$LWS_WORKER_INDEX")]
         else:

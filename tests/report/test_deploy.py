@@ -250,7 +250,8 @@ def test_k8s_multi_node_replica_is_a_leader_worker_set():
     worker = lwt["workerTemplate"]["spec"]["containers"][0]
     assert leader["resources"]["limits"] == {"nvidia.com/gpu": 8} == worker["resources"]["limits"]
     assert leader["readinessProbe"]["httpGet"] == {"path": "/health", "port": 8000}
-    assert leader["args"][0].startswith("ray start --head --port 6379 && vllm serve ")
+    # vllm serve starts once the Ray cluster holds both nodes: 2 × 8 = 16 GPUs.
+    assert leader["args"][0].startswith("ray start --head --port 6379 && until ray status | grep -q '/16.0 GPU'; do sleep 5; done && vllm serve ")
     assert worker["args"] == ["ray start --address $LWS_LEADER_ADDRESS:6379 --block"]
     assert {"name": "model-cache", "mountPath": "/cache"} in leader["volumeMounts"]
     pvc = next(d for d in docs if d["kind"] == "PersistentVolumeClaim")
