@@ -40,9 +40,12 @@ def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
     # under it solves (and is explained) exactly as without it.
     defaulted = sol.feasible and problem.max_gpus is None and sol.candidate.gpus > DEFAULT_MAX_GPUS
     if defaulted:
-        problem = with_default_gpu_cap(problem)
-        s = scenario_of(problem)
-        sol = solve_scenario(problem, s)
+        capped = with_default_gpu_cap(problem)
+        capped_sol = solve_scenario(capped, scenario_of(capped))
+        if capped_sol.feasible:  # a default never turns a spec with a plan into one without
+            problem, s, sol = capped, scenario_of(capped), capped_sol
+        else:
+            defaulted = False
     result = SolveResult(problem, sol, explained=explain, gpu_cap_defaulted=defaulted)
     if sol.feasible:
         result.violations = validate(problem, sol.candidate)

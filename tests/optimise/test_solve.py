@@ -303,3 +303,17 @@ def test_an_engine_is_planned_only_on_devices_it_has_a_backend_for():
     problem = problem_of(spec)
     assert "has no backend for Apple devices" in problem.excluded["m2-ultra-192gb"]
     assert problem_of({**spec, "engine": "llama.cpp"}).shapes
+
+
+def test_the_default_gpu_cap_never_turns_a_spec_with_a_plan_into_one_without():
+    # 20,000 users of Llama-3.1-405B at TPOT ≤ 30 ms need thousands of GPUs: under the
+    # default cap of 512 no plan exists, so the cap is not applied (a larger search.max_gpus
+    # is the user's to set, never a silent "no plan").
+    spec = {
+        "model": "llama-3.1-405b",
+        "workload": {"users": 20_000, "context_tokens": 8192, "prompt_tokens": 2048},
+        "sla": {"max_tpot": "30ms", "max_ttft": "2s"},
+        "search": {"gpus": ["h100-sxm", "h200"]},
+    }
+    r = solve(problem_of(spec), explain=False)
+    assert r.feasible and r.solution.candidate.gpus > 512 and not r.gpu_cap_defaulted
