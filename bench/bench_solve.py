@@ -140,7 +140,8 @@ TEN = [
 
 def bench_pareto_and_fleet(runs: int) -> None:
     from solver.catalog import default_catalog
-    from solver.optimise.fleet import build_classes, solve_fleet
+    from solver.optimise.fleet import solve_fleet
+    from solver.optimise.fleet_classes import build_classes
     from solver.optimise.pareto import frontiers
     from solver.optimise.shapes import build_problem
     from solver.spec.fleet_spec import FleetSpec

@@ -41,7 +41,8 @@ Examples:
 
 
 def run(args) -> int:
-    from solver.optimise.fleet import build_classes, solve_fleet, sweep
+    from solver.optimise.fleet import solve_fleet, sweep
+    from solver.optimise.fleet_classes import build_classes
     from solver.report.fleet_report import render, render_sweep, to_json
     from solver.spec.fleet_spec import load_fleet_spec
 

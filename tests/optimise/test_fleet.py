@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver.catalog import default_catalog
-from solver.optimise.fleet import build_classes, solve_fleet, sweep
+from solver.optimise.fleet import solve_fleet, sweep
+from solver.optimise.fleet_classes import build_classes
 from solver.spec.fleet_spec import FleetSpec
 
 

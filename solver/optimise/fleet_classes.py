@@ -1,0 +1,133 @@
+"""A fleet's service classes: each workload (and each class of its request mix) as its
+own solve problem, with the shapes that can serve it at all — the options the fleet
+model chooses among."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from solver.catalog import Catalog
+from solver.errors import InputError
+from solver.optimise.candidates import candidates
+from solver.optimise.shapes import Problem, build_problem
+from solver.spec.fleet_spec import FleetSpec, FleetWorkloadIn
+from solver.spec.solve_spec import Spec
+
+
+@dataclass(frozen=True)
+class Option:
+    """A shape serving one class: replicas of it hold `cap` users each."""
+
+    shape_index: int
+    label: str
+    device: str
+    gpus_per_replica: int
+    cap: int
+    capped_by: str
+    tpot_s: float
+    ttft_s: float
+    quality: int = 0
+    """The weight and KV formats' quality ranks, summed (catalogs/precisions.yaml)."""
+
+
+@dataclass
+class ServiceClass:
+    workload: str
+    name: str
+    demand: int
+    priority: float
+    problem: Problem
+    options: list[Option] = field(default_factory=list)
+    why_none: str = ""
+    single_shape: bool = False
+
+
+def _class_specs(fs: FleetSpec, w: FleetWorkloadIn) -> list[tuple[str, Spec]]:
+    common = {
+        "model": w.model,
+        "engine": fs.engine.model_dump(exclude_none=True),
+        "sla": w.sla.model_dump(exclude_none=True),
+        "search": fs.search.model_dump(),
+        "inventory": fs.inventory,
+        "pricing": fs.pricing.model_dump(exclude_none=True),
+        "overrides": {**fs.overrides.model_dump(exclude_none=True), "model": w.overrides.model_dump(exclude_none=True)},
+    }
+    base = w.workload.model_dump(exclude_none=True)
+    if not w.mix:
+        return [(w.name, Spec.model_validate({**common, "workload": base}))]
+    out = []
+    users = w.workload.users
+    shares = [c.share for c in w.mix]
+    # Largest-remainder split of the users over the classes: they add up exactly.
+    raw = [users * s for s in shares]
+    counts = [math.floor(x) for x in raw]
+    for i in sorted(range(len(raw)), key=lambda i: raw[i] - counts[i], reverse=True)[: users - sum(counts)]:
+        counts[i] += 1
+    for i, (c, n) in enumerate(zip(w.mix, counts)):
+        if n == 0:
+            continue
+        wl = {"users": n, "kv_fill": w.workload.kv_fill}
+        for key in ("context_tokens", "prompt_tokens", "output_tokens"):
+            v = getattr(c, key)
+            if v is not None:
+                wl[key] = v
+        try:
+            spec = Spec.model_validate({**common, "workload": wl})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(x) for x in err.get("loc", ()))
+            raise InputError(f"workloads[{w.name}].mix[{i}]", None, f"{where}: {err.get('msg', 'invalid')}".strip(": ")) from None
+        ctx = spec.workload.context_tokens
+        out.append((f"{w.name}/{c.share:.0%}@{ctx // 1024 if ctx >= 1024 else ctx}{'k' if ctx >= 1024 else ''}", spec))
+    return out
+
+
+def _options(problem: Problem) -> tuple[list[Option], str]:
+    """The shapes that can serve this class at all (memory, interconnect, TTFT, TPOT
+    hold for at least one user), pruned to those not beaten within their device on
+    GPUs per replica, users per replica and format quality."""
+    t = problem.targets
+    good = []
+    for c in candidates(problem):
+        if c.memory_excess > 0 or c.interconnect_excess or c.max_batch_memory < 1 or c.max_batch_tpot < 1:
+            continue
+        if t.max_ttft_s is not None and c.ttft_s > t.max_ttft_s:
+            continue
+        if t.max_tpot_s is not None and c.tpot_s > t.max_tpot_s:
+            continue
+        cap = min(c.max_batch_memory, c.max_batch_tpot)
+        d = c.shape.deployment
+        q = d.weights.quality_rank + d.kv.quality_rank
+        good.append(Option(c.shape.index, c.shape.label, c.shape.device.name, c.shape.gpus_per_replica, cap, c.caps, c.tpot_s, c.ttft_s, q))
+    if not good:
+        return [], "no GPU in the search meets this class's targets (try `plan-opt solve` on it alone for the reason)"
+    kept: list[Option] = []
+    by_device: dict[str, list[Option]] = {}
+    for o in good:
+        by_device.setdefault(o.device, []).append(o)
+    for opts in by_device.values():
+        # Keep an option unless another of the device needs no more GPUs per replica,
+        # holds at least as many users and is of at least the same quality.
+        opts.sort(key=lambda o: (o.gpus_per_replica, -o.cap, -o.quality, o.shape_index))
+        for o in opts:
+            if not any(k.gpus_per_replica <= o.gpus_per_replica and k.cap >= o.cap and k.quality >= o.quality for k in kept if k.device == o.device):
+                kept.append(o)
+    kept.sort(key=lambda o: o.shape_index)
+    return kept, ""
+
+
+def build_classes(fs: FleetSpec, catalog: Catalog, base_dir=None) -> list[ServiceClass]:
+    for name in list(fs.inventory) + list(fs.quota):
+        catalog.device(name)
+    out = []
+    for w in fs.workloads:
+        for cname, spec in _class_specs(fs, w):
+            problem = build_problem(spec, catalog, base_dir)
+            single = fs.single_shape if w.single_shape is None else w.single_shape
+            sc = ServiceClass(w.name, cname, spec.workload.users, w.priority, problem, single_shape=single)
+            sc.options, sc.why_none = _options(problem)
+            out.append(sc)
+    return out
