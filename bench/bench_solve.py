@@ -42,7 +42,7 @@ def median_time(fn, runs: int) -> float:
 def scaled(problem, k: int):
     """The problem with every device present k times (renamed copies, prices up by
     0.1 % per copy so that no two are tied)."""
-    from solver.optimise.shapes import Problem, Shape
+    from solver.optimise.problem import Problem, Shape
 
     shapes, devices = [], []
     for copy in range(k):

@@ -15,13 +15,13 @@ from solver.optimise.model import (
     minimal_conflict,
     optimise,
 )
+from solver.optimise.problem import Problem
 from solver.optimise.scenario import (
     Scenario,
     diagnosis_candidates,
     plan_label,
     solve_scenario,
 )
-from solver.optimise.shapes import Problem
 from solver.optimise.targets import TARGETS
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from solver.optimise.model import (
     Solution,
 )
-from solver.optimise.shapes import Problem
+from solver.optimise.problem import Problem
 from solver.physics.evaluate import Evaluation
 
 

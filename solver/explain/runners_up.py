@@ -14,6 +14,7 @@ from solver.optimise.model import (
     is_feasible,
     minimal_conflict,
 )
+from solver.optimise.problem import Problem
 from solver.optimise.scenario import (
     Scenario,
     diagnosis_candidates,
@@ -22,7 +23,6 @@ from solver.optimise.scenario import (
     set_targets,
     solve_scenario,
 )
-from solver.optimise.shapes import Problem
 from solver.optimise.targets import TARGETS
 
 

@@ -8,6 +8,7 @@ from solver.explain.records import (
     SensitivityRow,
     SolveResult,
 )
+from solver.optimise.problem import Problem
 from solver.optimise.scenario import (
     Scenario,
     objective_value,
@@ -16,7 +17,6 @@ from solver.optimise.scenario import (
     set_targets,
     solve_scenario,
 )
-from solver.optimise.shapes import Problem
 
 SENSITIVITY_STEPS = (("relaxed 50%", 0.5), ("relaxed 10%", 0.1), ("tightened 10%", -0.1), ("tightened 50%", -0.5))
 

@@ -21,13 +21,13 @@ from solver.explain.runners_up import runners_up
 from solver.explain.sensitivity import better_weights, sensitivity
 from solver.explain.validate import validate
 from solver.optimise.candidates import Candidate
+from solver.optimise.problem import Problem
 from solver.optimise.scenario import (
     Scenario,
     scenario_of,
     solve_scenario,
     with_default_gpu_cap,
 )
-from solver.optimise.shapes import Problem
 from solver.optimise.targets import LABELS
 from solver.physics.evaluate import evaluate
 from solver.spec.solve_spec import DEFAULT_MAX_GPUS

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from solver.optimise.candidates import Candidate
-from solver.optimise.shapes import Problem
+from solver.optimise.problem import Problem
 from solver.physics.evaluate import evaluate
 
 

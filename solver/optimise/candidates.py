@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from solver.bisect import largest_true
-from solver.optimise.shapes import Problem, Shape, ShapePhysics
+from solver.optimise.problem import Problem, Shape, ShapePhysics
 from solver.optimise.targets import US
 from solver.physics.costs import plan_tco
 from solver.physics.deployment import Targets, Workload

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from solver.optimise.candidates import Candidate, ceil_us
 from solver.optimise.model import Limits
-from solver.optimise.shapes import Problem, Shape
+from solver.optimise.problem import Problem, Shape
 from solver.physics import validity
 from solver.physics.costs import plan_tco
 from solver.physics.evaluate import evaluate

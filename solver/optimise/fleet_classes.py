@@ -12,7 +12,8 @@ from pydantic import ValidationError
 from solver.catalog import Catalog
 from solver.errors import InputError
 from solver.optimise.candidates import candidates
-from solver.optimise.shapes import Problem, build_problem
+from solver.optimise.problem import Problem
+from solver.optimise.shapes import build_problem
 from solver.spec.fleet_spec import FleetSpec, FleetWorkloadIn
 from solver.spec.solve_spec import Spec
 

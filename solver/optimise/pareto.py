@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from solver.optimise.candidates import Candidate, candidates
 from solver.optimise.enumerate import meets
 from solver.optimise.model import build_model, new_solver, prune, status_name
+from solver.optimise.problem import Problem
 from solver.optimise.scenario import plan_label, scenario_of
-from solver.optimise.shapes import Problem
 from solver.optimise.targets import CAPPED
 from solver.spec.solve_spec import DEFAULT_MAX_GPUS
 

@@ -12,7 +12,7 @@ from solver.optimise.model import (
     Solution,
     optimise,
 )
-from solver.optimise.shapes import Problem
+from solver.optimise.problem import Problem
 from solver.optimise.targets import TARGETS
 from solver.physics.deployment import Targets, Workload
 from solver.spec.solve_spec import DEFAULT_MAX_GPUS

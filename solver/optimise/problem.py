@@ -1,0 +1,169 @@
+"""The problem the optimiser solves: every shape (a replica's split, formats and device)
+with what it can do, the workload, the targets and the budgets — and each shape's
+physics, computed once per workload and kept."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from solver.catalog import Device, Ownership, Pricing
+from solver.physics import validity
+from solver.physics.costs import GpuHourCosts
+from solver.physics.decode import DecodeCoefficients, decode_coefficients
+from solver.physics.deployment import Deployment, Targets, Workload
+from solver.physics.memory import estimate_memory
+from solver.physics.prefill import estimate_prefill
+from solver.spec.solve_spec import Spec
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A shape build_problem does not build at all (so no physics ever sees it)."""
+
+    device: str
+    tp: int
+    pp: int
+    kind: str
+    shapes: int
+    """Weight and KV formats the split would have been built in."""
+    reason: str
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One replica: a model split and quantised one way on one kind of device."""
+
+    index: int
+    """Position in catalog order: the final tie-break, so answers are reproducible."""
+    deployment: Deployment
+    domain: int
+    """GPUs in the platform's scale-up domain."""
+    owned: int
+    """GPUs of this device the user already owns (free, limited)."""
+    costs: GpuHourCosts | None = None
+    """One GPU-hour of this device, owned or bought (total cost of ownership)."""
+
+    @property
+    def device(self) -> Device:
+        return self.deployment.device
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.deployment.tp * self.deployment.pp
+
+    @property
+    def label(self) -> str:
+        d = self.deployment
+        pp = f" PP{d.pp}" if d.pp > 1 else ""
+        return f"{d.device.name} TP{d.tp}{pp} {d.weights.name}/{d.kv.name}"
+
+
+@dataclass(frozen=True)
+class ShapePhysics:
+    """What a shape can do at one context, independent of users and targets."""
+
+    shape: Shape
+    refusals: tuple[tuple[str, str], ...]
+    """(kind, reason) the engines' rules give for this split."""
+    max_batch_memory: int
+    """Sequences per replica that fit beside the weights (0: not even one)."""
+    ttft_s: float
+    decode: DecodeCoefficients | None
+    prompt_tokens: int = 0
+
+    @property
+    def valid(self) -> bool:
+        """Runnable apart from the interconnect, which is a constraint of its own."""
+        return all(kind == validity.INTERCONNECT for kind, _ in self.refusals)
+
+    @property
+    def interconnect_ok(self) -> bool:
+        return not any(kind == validity.INTERCONNECT for kind, _ in self.refusals)
+
+
+@dataclass
+class Problem:
+    """Everything the solver needs, resolved: the shapes with their prices, the
+    workload, the targets, the budgets, the objective."""
+
+    spec: Spec
+    shapes: list[Shape]
+    workload: Workload
+    targets: Targets
+    devices: list[Device]
+    """The devices searched, in catalog order."""
+    excluded: dict[str, str]
+    """Device name → why it was left out before any physics (e.g. no price)."""
+    skipped: list[Skipped] = field(default_factory=list)
+    """Shapes the spec allows that are never built (an engine rule refuses them)."""
+    _physics: dict[tuple[int, int, int], ShapePhysics] = field(default_factory=dict)
+    _caps: dict[tuple, int] = field(default_factory=dict)
+    pricing: Pricing | None = None
+    """The basis the rented GPUs were priced on."""
+    ownership: Ownership | None = None
+    """Power, hosting and life of owned and bought GPUs."""
+
+    @property
+    def objective(self) -> str:
+        return self.spec.objective
+
+    @property
+    def max_gpus(self) -> int | None:
+        return self.spec.search.max_gpus
+
+    @property
+    def max_usd_per_hour(self) -> float | None:
+        return self.spec.budget.max_usd_per_hour
+
+    @property
+    def max_purchase_usd(self) -> float | None:
+        return self.spec.budget.max_purchase_usd
+
+    def physics(self, shape: Shape, workload: Workload) -> ShapePhysics:
+        key = (shape.index, workload.resident_tokens, workload.prompt_tokens, workload.output_tokens, workload.batching)
+        got = self._physics.get(key)
+        if got is None:
+            got = _shape_physics(shape, workload)
+            self._physics[key] = got
+        return got
+
+    def tpot_cap(self, physics: ShapePhysics, workload: Workload, max_tpot_s: float, upper: int) -> int:
+        """Most sequences per replica meeting `max_tpot_s` (memoised: re-solves that
+        move another target reuse it)."""
+        key = (physics.shape.index, workload.resident_tokens, workload.prompt_tokens, workload.output_tokens, workload.batching, max_tpot_s, upper)
+        got = self._caps.get(key)
+        if got is None:
+            got = physics.decode.max_batch(max_tpot_s, upper)
+            self._caps[key] = got
+        return got
+
+
+def _shape_physics(shape: Shape, w: Workload) -> ShapePhysics:
+    d = shape.deployment
+    refused = tuple(validity.check(d, w))
+    if any(kind != validity.INTERCONNECT for kind, _ in refused):
+        return ShapePhysics(shape, refused, 0, math.inf, None)
+    if any(kind == validity.INTERCONNECT for kind, _ in refused):
+        try:
+            from solver.physics.interconnect import ring_for
+
+            ring_for(d)
+        except ValueError:  # no link joins this many GPUs at all: nothing to estimate
+            return ShapePhysics(shape, refused, 0, math.inf, None)
+    max_batch = estimate_memory(d, w).max_batch
+    try:
+        return ShapePhysics(
+            shape,
+            refused,
+            max_batch,
+            estimate_prefill(d, w).ttft_s,
+            decode_coefficients(d, w.resident_tokens, w),
+            w.prompt_tokens,
+        )
+    except ValueError:
+        if not refused:
+            raise
+        # Refused by the interconnect and no link joins its stages either (llama.cpp's
+        # layer split over a single-device platform): nothing to estimate.
+        return ShapePhysics(shape, refused, 0, math.inf, None)
