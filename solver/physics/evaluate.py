@@ -51,6 +51,16 @@ class Remedy:
 
 
 @dataclass(frozen=True)
+class Estimates:
+    """The four estimates a valid evaluation has, none of them optional."""
+
+    memory: MemoryEstimate
+    decode: DecodeEstimate
+    prefill: PrefillEstimate
+    ring: Ring
+
+
+@dataclass(frozen=True)
 class Evaluation:
     deployment: Deployment
     workload: Workload
@@ -66,6 +76,13 @@ class Evaluation:
     @property
     def valid(self) -> bool:
         return not self.refusals
+
+    @property
+    def estimates(self) -> Estimates:
+        """The estimates of a valid evaluation; asking a refused one is a caller's bug."""
+        if self.memory is None or self.decode is None or self.prefill is None or self.ring is None:
+            raise ValueError("a refused evaluation has no estimates: " + "; ".join(self.refusals))
+        return Estimates(self.memory, self.decode, self.prefill, self.ring)
 
     @property
     def ttft_s(self) -> float | None:
