@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 EXIT_DOES_NOT_FIT = 3
@@ -54,7 +59,7 @@ class InputError(Exception):
         return InputError(self.field, self.value, self.allowed, source=source, line=line)
 
     @classmethod
-    def from_validation(cls, exc, lines: dict[tuple, int] | None = None, *, source: str | None = None) -> InputError:
+    def from_validation(cls, exc: ValidationError, lines: dict[tuple, int] | None = None, *, source: str | None = None) -> InputError:
         """The first pydantic error, said in the user's terms (dotted field, YAML line)."""
         err = exc.errors()[0]
         loc = tuple(err.get("loc", ()))

@@ -8,7 +8,7 @@ import copy
 import dataclasses
 from pathlib import Path
 
-from solver.catalog.factors import FactorOverrides
+from solver.catalog.factors import FactorOverrides, Factors
 from solver.catalog.load import Catalog
 from solver.errors import InputError
 
@@ -58,7 +58,7 @@ def with_calibration(catalog: Catalog, path: str | Path | None) -> Catalog:
     return out
 
 
-def pessimistic(factors, band: dict[str, float]):
+def pessimistic(factors: Factors, band: dict[str, float]) -> Factors:
     """The factors at the band's slow edge: decode and prefill slower by the worst
     residual calibration left (bandwidth and compute efficiency divided, per-step
     overhead multiplied)."""

@@ -11,12 +11,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
+from typing import Any
 
 from solver.catalog.models import Model
+from solver.catalog.types import AttentionKind
 from solver.errors import InputError
 
 
-def _first(cfg: dict, *keys, default=None):
+def _first(cfg: dict, *keys: str, default: Any = None) -> Any:
     for k in keys:
         if cfg.get(k) is not None:
             return cfg[k]
@@ -101,7 +103,7 @@ def _count_params(cfg: dict) -> tuple[int, int]:
     return total, active
 
 
-def _attention_kind(cfg: dict, heads: int, kv: int) -> str:
+def _attention_kind(cfg: dict, heads: int, kv: int) -> AttentionKind:
     if cfg.get("kv_lora_rank"):
         return "mla"
     if kv == heads:

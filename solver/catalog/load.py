@@ -17,9 +17,10 @@ import dataclasses
 import datetime as dt
 import difflib
 import pickle
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Generic, Protocol, TypeVar
 
 from annotated_types import Gt, Le
 
@@ -40,6 +41,8 @@ from solver.catalog.prices import (
     Price,
     PricesFile,
     Pricing,
+    Statistic,
+    Tier,
     offers_for,
     price_of,
     providers_of,
@@ -109,26 +112,36 @@ def _norm(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum() or ch == ".")
 
 
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+_E = TypeVar("_E", bound=_Named)
+_T = TypeVar("_T")
+
+
 @dataclass(frozen=True)
-class _Index:
+class _Index(Generic[_E]):
     """Name → entry with aliases, case and punctuation folded, and 'did you mean'."""
 
     kind: str
     field_name: str
-    entries: dict[str, object]
+    entries: dict[str, _E]
     keys: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, kind: str, field_name: str, items: list) -> _Index:
-        entries = {}
+    def build(cls, kind: str, field_name: str, items: list[_E]) -> _Index[_E]:
+        entries: dict[str, _E] = {}
         keys: dict[str, str] = {}
         for item in items:
             if item.name in entries:
                 raise ValueError(f"duplicate {kind} name '{item.name}'")
             entries[item.name] = item
             names = [item.name, *getattr(item, "aliases", [])]
-            if getattr(item, "hf_id", None):
-                names.append(item.hf_id)
+            hf_id = getattr(item, "hf_id", None)
+            if hf_id:
+                names.append(hf_id)
             for n in names:
                 k = _norm(n)
                 if k in keys and keys[k] != item.name:
@@ -136,7 +149,7 @@ class _Index:
                 keys[k] = item.name
         return cls(kind, field_name, entries, keys)
 
-    def get(self, name: str):
+    def get(self, name: str) -> _E:
         key = self.keys.get(_norm(str(name)))
         if key is not None:
             return self.entries[key]
@@ -149,7 +162,7 @@ class _Index:
             f"unknown {self.kind}; {hint}`plan-opt list {self.kind}s` shows all {len(self.entries)}",
         )
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[_E]:
         return iter(self.entries.values())
 
     def __len__(self) -> int:
@@ -231,7 +244,12 @@ class Catalog:
         self.pricing(self.default_pricing.providers, self.default_pricing.tier, self.default_pricing.statistic)
 
     def pricing(
-        self, providers, tier: str | None = None, statistic: str | None = None, where: str = "pricing.providers", secondary: bool | None = None
+        self,
+        providers: Sequence[str] | None,
+        tier: Tier | None = None,
+        statistic: Statistic | None = None,
+        where: str = "pricing.providers",
+        secondary: bool | None = None,
     ) -> Pricing:
         return resolve_pricing(self.prices, providers, tier, statistic, where, secondary)
 
@@ -280,7 +298,7 @@ def _with_efficiency(e: Engine, fitted: _FittedFile) -> Engine:
     return dataclasses.replace(e, efficiency={**e.efficiency, **got}) if got else e
 
 
-CATALOG_FILES = {
+CATALOG_FILES: dict[str, tuple[str, type]] = {
     "devices": ("devices.yaml", _DevicesFile),
     "platforms": ("platforms.yaml", _PlatformsFile),
     "models": ("models.yaml", _ModelsFile),
@@ -303,7 +321,7 @@ def catalog_dir() -> Path:
     raise InputError("catalog", str(here), "the catalogs are missing from this installation; reinstall plan-opt")
 
 
-def _validate_file(path: Path, text: str, schema: type):
+def _validate_file(path: Path, text: str, schema: type[_T]) -> _T:
     from pydantic import TypeAdapter, ValidationError
 
     from solver.catalog.yaml_lines import load_yaml_text
@@ -335,7 +353,7 @@ def load_catalog(directory: Path | None = None, *, use_cache: bool = True) -> Ca
                 return pickle.loads(raw)
             except Exception:  # a cache from an older layout: rebuild it
                 pass
-    parts = {key: _validate_file(directory / fname, texts[key], schema) for key, (fname, schema) in CATALOG_FILES.items()}
+    parts: dict[str, Any] = {key: _validate_file(directory / fname, texts[key], schema) for key, (fname, schema) in CATALOG_FILES.items()}
     try:
         catalog = Catalog(**parts)
     except ValueError as exc:

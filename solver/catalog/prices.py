@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -121,12 +122,17 @@ class PricesFile:
 
 
 def resolve_pricing(
-    book: PricesFile, providers, tier: str | None, statistic: str | None, where: str = "pricing.providers", secondary: bool | None = None
+    book: PricesFile,
+    providers: Sequence[str] | None,
+    tier: Tier | None,
+    statistic: Statistic | None,
+    where: str = "pricing.providers",
+    secondary: bool | None = None,
 ) -> Pricing:
     """A pricing basis from a spec's tokens: provider names, kinds, or all; the book's
     default for whatever is not given."""
     base = book.default
-    kinds = sorted({p.kind for p in book.providers.values()})
+    kinds: list[str] = sorted({p.kind for p in book.providers.values()})
     names = []
     for i, token in enumerate(providers or base.providers):
         t = str(token).strip().lower()

@@ -10,11 +10,18 @@ more than one GPU needs its ring.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import astuple, dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING, TypeVar
 
 from solver.catalog import cache
-from solver.catalog.devices import Platform
+from solver.catalog.devices import Link, Platform
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -35,30 +42,34 @@ def _gpu(node: int, i: int) -> str:
     return f"n{node}.gpu{i}"
 
 
-def build_graph(platform: Platform, nodes: int = 1):
+def build_graph(platform: Platform, nodes: int = 1) -> nx.Graph[str]:
     """The platform's topology for `nodes` nodes as an undirected networkx graph.
     Edge attributes: bandwidth (bytes/s per direction), latency_s, kind, scale_out."""
     import networkx as nx
 
-    g = nx.Graph()
+    g: nx.Graph[str] = nx.Graph()
     up, host = platform.scale_up, platform.host
     n = platform.gpus_per_node
 
-    def link(a, b, spec, scale_out=False):
+    def link(a: str, b: str, spec: Link, scale_out: bool = False) -> None:
         g.add_edge(a, b, bandwidth=spec.bandwidth_bytes_per_s, latency_s=spec.latency_s, kind=spec.kind, scale_out=scale_out)
 
     for node in range(nodes):
         gpus = [_gpu(node, i) for i in range(n)]
         g.add_nodes_from(gpus, kind="gpu")
+        # Platform.__post_init__ gives every multi-GPU layout a scale_up link, and pairs a host link.
         if platform.layout == "switch":
+            assert up is not None
             sw = f"n{node}.switch"
             for gpu in gpus:
                 link(gpu, sw, up)
         elif platform.layout == "mesh":
+            assert up is not None
             for i, a in enumerate(gpus):
                 for b in gpus[i + 1 :]:
                     link(a, b, up)
         elif platform.layout == "pairs":
+            assert up is not None and host is not None
             hub = f"n{node}.host"
             for i in range(0, n - 1, 2):
                 link(gpus[i], gpus[i + 1], up)
@@ -80,7 +91,8 @@ def _compute_domain(platform: Platform) -> int:
     import networkx as nx
 
     g = build_graph(platform, nodes=2 if platform.scale_out is not None and platform.max_nodes > 1 else 1)
-    local = g.edge_subgraph([(a, b) for a, b, so in g.edges(data="scale_out") if not so]).copy()
+    scale_out: Iterable[tuple[str, str, bool | None]] = g.edges(data="scale_out")
+    local = g.edge_subgraph([(a, b) for a, b, so in scale_out if not so]).copy()
     first = _gpu(0, 0)
     if first not in local:
         return 1
@@ -131,7 +143,8 @@ def _compute_ring(platform: Platform, size: int) -> Ring:
         bw = min(g.edges[u, v]["bandwidth"] for u, v in zip(tree_path, tree_path[1:]))
         # Among the paths that wide, the one with the least latency (a full mesh's
         # direct link rather than a detour through the tree).
-        wide = g.edge_subgraph([(u, v) for u, v, x in g.edges(data="bandwidth") if x >= bw])
+        bandwidths: Iterable[tuple[str, str, float]] = g.edges(data="bandwidth")
+        wide = g.edge_subgraph([(u, v) for u, v, x in bandwidths if x >= bw])
         path = nx.dijkstra_path(wide, a, b, weight="latency_s")
         edges = [g.edges[u, v] for u, v in zip(path, path[1:])]
         lat = sum(e["latency_s"] for e in edges)
@@ -150,7 +163,7 @@ _CACHE_FILE = f"topology-{cache.source_digest(__file__)}.json"
 _loaded: dict | None = None
 
 
-def _memo(platform: Platform, what: str, compute):
+def _memo(platform: Platform, what: str, compute: Callable[[], _T]) -> _T:
     """A JSON-able answer about `platform`, from the on-disk cache or computed and stored."""
     global _loaded
     if _loaded is None:

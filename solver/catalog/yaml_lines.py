@@ -8,13 +8,14 @@ import yaml
 
 from solver.errors import InputError
 
+_Loader: type[yaml.CSafeLoader | yaml.SafeLoader]
 try:  # libyaml is several times faster; PyYAML falls back to pure Python without it
     _Loader = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover
     _Loader = yaml.SafeLoader
 
 
-def _walk(node, path: tuple, lines: dict[tuple, int]):
+def _walk(node: yaml.Node, path: tuple, lines: dict[tuple, int]) -> None:
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             key = key_node.value

@@ -7,7 +7,7 @@ import argparse
 from solver.errors import EXIT_OK, InputError
 
 
-def add(sub) -> None:
+def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "calibrate",
         help="fit efficiency factors to your own measurements",
@@ -34,7 +34,7 @@ Example:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from solver.catalog import default_catalog
     from solver.optimise.calibrate import (
         fit,
@@ -59,6 +59,7 @@ def run(args) -> int:
         for metric in ("tpot", "ttft"):
             b, a = f.before.get(metric), f.after.get(metric)
             if b:
+                assert a is not None, "the fitted factors leave the same points valid, so each metric has its error after too"
                 print(
                     f"  {metric.upper()} error: median {b['median_ape']:.1%} → {a['median_ape']:.1%}, worst {b['max_ape']:.1%} → {a['max_ape']:.1%}"
                 )

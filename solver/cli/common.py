@@ -2,25 +2,35 @@
 
 from __future__ import annotations
 
+import argparse
+from typing import TYPE_CHECKING
 
-def catalog_for(args):
+if TYPE_CHECKING:
+    from solver.catalog import Catalog
+    from solver.optimise.problem import Problem
+    from solver.spec.solve_spec import Spec
+
+
+def catalog_for(args: argparse.Namespace) -> Catalog:
     from solver.catalog import default_catalog
     from solver.catalog.calibration import with_calibration
 
     return with_calibration(default_catalog(), getattr(args, "calibration", None))
 
 
-def set_path(data: dict, path: str, value) -> None:
+def set_path(data: dict[str, object], path: str, value: object) -> None:
     keys = path.split(".")
     node = data
     for k in keys[:-1]:
-        if not isinstance(node.get(k), dict):
-            node[k] = {}
-        node = node[k]
+        child = node.get(k)
+        if not isinstance(child, dict):
+            child = {}
+            node[k] = child
+        node = child
     node[keys[-1]] = value
 
 
-def problem_from(spec, lines, path: str, catalog):
+def problem_from(spec: Spec, lines: dict[tuple, int], path: str, catalog: Catalog) -> Problem:
     """The spec's problem; an error a catalog lookup raises names the spec's file and line."""
     from pathlib import Path
 

@@ -10,7 +10,7 @@ from solver.cli.common import catalog_for, problem_from
 from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK
 
 
-def add(sub) -> None:
+def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "deploy",
         help="solve a spec and print the commands (or Kubernetes manifests) that serve the plan",
@@ -47,7 +47,7 @@ def add(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from solver.explain.solve import solve
     from solver.report.deploy import ENGINES, check_flags, emit
     from solver.spec.solve_spec import load_spec
@@ -55,7 +55,8 @@ def run(args) -> int:
     spec, lines = load_spec(args.spec)
     engine = args.engine or (spec.engine.name if spec.engine.name in ENGINES else "vllm")
     result = solve(problem_from(spec, lines, args.spec, catalog_for(args)), explain=False)
-    if not result.feasible:
+    c = result.solution.candidate
+    if c is None:
         print("plan-opt: no plan meets the spec; run `plan-opt solve` for the reason", file=sys.stderr)
         return EXIT_DOES_NOT_FIT
     dep = emit(result, engine, args.variant)
@@ -64,7 +65,6 @@ def run(args) -> int:
     bad = check_flags(dep)
     if bad:  # a bug in the template, not the user's input
         raise RuntimeError("emitted flags not in the engine's list: " + "; ".join(bad))
-    c = result.solution.candidate
     if args.emit == "k8s":
         from solver.physics.memory import deployment_weights_bytes
         from solver.report.deploy_k8s import manifests, to_yaml

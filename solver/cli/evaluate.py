@@ -32,7 +32,7 @@ Examples:
 """
 
 
-def add(sub) -> None:
+def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "evaluate",
         help="estimate one configuration against the four physical limits",
@@ -73,7 +73,7 @@ def add(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from solver.catalog.yaml_lines import load_yaml_file, load_yaml_text
     from solver.physics.evaluate import evaluate
     from solver.spec.evaluate_input import parse_input

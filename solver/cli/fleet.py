@@ -10,7 +10,7 @@ from solver.cli.common import catalog_for
 from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK, InputError
 
 
-def add(sub) -> None:
+def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "fleet",
         help="one fleet for several workloads, within budgets, quotas and owned GPUs",
@@ -40,7 +40,7 @@ Examples:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from solver.optimise.fleet import solve_fleet, sweep
     from solver.optimise.fleet_classes import build_classes
     from solver.report.fleet_report import render, render_sweep, to_json

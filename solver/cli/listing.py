@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
+from typing import TYPE_CHECKING
+
 from solver.errors import EXIT_OK, InputError
 
+if TYPE_CHECKING:
+    from solver.catalog import Catalog
 
-def add(sub) -> None:
+
+def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "list",
         help="list the catalog: devices, models, platforms, precisions, engines or prices",
@@ -28,7 +34,7 @@ def add(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from solver.catalog import default_catalog
     from solver.units import GB, GiB
 
@@ -57,12 +63,12 @@ def run(args) -> int:
             flag = f"{e.fraction_flag} {e.fraction:g}" if e.fraction_flag else "—"
             print(f"{e.name:<10} {e.rule:<18} {flag:<40} block {e.block_size_tokens:>2}  {e.display_name}")
     else:
-        for p in cat.precisions:
-            print(f"{p.name:<10} {p.bytes_per_value:>8.5f} B/value  {'+'.join(p.use):<10} {p.display_name}")
+        for prec in cat.precisions:
+            print(f"{prec.name:<10} {prec.bytes_per_value:>8.5f} B/value  {'+'.join(prec.use):<10} {prec.display_name}")
     return EXIT_OK
 
 
-def _list_prices(cat, args) -> int:
+def _list_prices(cat: Catalog, args: argparse.Namespace) -> int:
     pricing = cat.pricing(args.provider, args.tier, args.statistic, where="--provider", secondary=args.secondary or None)
     gpus = [cat.device(g).name for g in args.gpu] if args.gpu else [d.name for d in cat.devices]
     allowed = set(cat.providers_of(pricing))

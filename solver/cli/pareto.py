@@ -10,7 +10,7 @@ from solver.cli.common import catalog_for, problem_from
 from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK, InputError
 
 
-def add(sub) -> None:
+def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "pareto",
         help="every Pareto-optimal plan trading cost against TPOT, TTFT and users served",
@@ -45,7 +45,7 @@ def _cost_ratio(text: str) -> float | None:
     return v
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from solver.optimise.pareto import AXES, frontiers
     from solver.report.pareto_report import plot, render, to_json
     from solver.spec.solve_spec import load_spec

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 from solver.errors import EXIT_OK
 
 
-def add(sub) -> None:
+def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("schema", help="print the JSON Schema of the spec (or of solve's JSON output)")
     p.add_argument("--result", action="store_true", help="the schema of `solve --format json` instead of the spec")
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.result:
         from solver.report.solve_json import result_json_schema
 

@@ -30,7 +30,7 @@ Examples:
 """
 
 
-def add(sub) -> None:
+def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "solve",
         help="find the cheapest hardware that meets a spec, and say why",
@@ -48,7 +48,7 @@ def add(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from solver.explain.solve import solve
     from solver.report.solve_json import to_json
     from solver.report.solve_text import render

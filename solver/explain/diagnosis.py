@@ -51,6 +51,7 @@ def diagnose(problem: Problem, s: Scenario, result: SolveResult) -> None:
 def _nearest(problem: Problem, s: Scenario, target: str) -> Relaxation:
     """How far `target` must move, the others held, for a plan to exist."""
     current = s.value(target)
+    assert current is not None, f"{target} is in a conflict, so it is set"
     t = TARGETS[target]
     if t.relaxes_upward:
         # Minimise the target's own measure with the target lifted.
@@ -66,7 +67,8 @@ def _nearest(problem: Problem, s: Scenario, target: str) -> Relaxation:
         sol = optimise(cands, free.limits(), objective, problem.spec.solver.time_limit_s)
         if not sol.feasible:
             return Relaxation(target, current, None, None, "not enough alone: another conflict among the other targets remains")
-        c = sol.candidate
+        c = sol.chosen
+        assert t.measure is not None, f"{target} has an objective, so a measure"
         value = t.measure(c)
         shown = {"s": f"{value * 1e3:.1f} ms", "usd_per_hour": f"${value:,.2f}", "usd": f"${value:,.0f}"}.get(t.unit, str(int(value)))
         return Relaxation(target, current, value, plan_label(c), t.reach.format(shown))
@@ -80,7 +82,7 @@ def _nearest(problem: Problem, s: Scenario, target: str) -> Relaxation:
             lo, best_sol = mid, sol
         else:
             hi = mid - 1
-    if lo == 0:
+    if best_sol is None:  # lo is still 0
         return Relaxation(target, current, None, None, "no plan even at the smallest value")
     what = "users served" if target == "users" else "tokens of context"
-    return Relaxation(target, current, float(lo), plan_label(best_sol.candidate), f"most {what} with the rest held: {lo:,}")
+    return Relaxation(target, current, float(lo), plan_label(best_sol.chosen), f"most {what} with the rest held: {lo:,}")

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Protocol
 
+from solver.optimise.problem import Problem, Shape
 from solver.physics import validity
 
 
@@ -30,11 +32,21 @@ class Exclusion:
     """Shapes (split × weights × KV cache) it leaves out."""
 
 
+class Reasoned(Protocol):
+    """What `line` reads: an Exclusion, or its JSON record."""
+
+    @property
+    def shapes(self) -> str: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
 def _split_label(tp: int, pp: int) -> str:
     return f"TP {tp}" + (f" × PP {pp}" if pp > 1 else "")
 
 
-def _interconnect_reason(shape, reason: str) -> str:
+def _interconnect_reason(shape: Shape, reason: str) -> str:
     """A shape no platform holds sits on the nearest one (shapes._platform_for), which
     its refusal names: say that the others hold it no better."""
     d = shape.deployment
@@ -42,7 +54,7 @@ def _interconnect_reason(shape, reason: str) -> str:
     return reason + (f" (the widest of {d.device.name}'s platforms)" if others else "")
 
 
-def exclusions(problem) -> list[Exclusion]:
+def exclusions(problem: Problem) -> list[Exclusion]:
     """Every reason a shape the spec allows is out of the search, at the spec's workload,
     per device in catalog order, then by the first split each reason hits."""
     hits: dict[tuple[str, str, str], list[tuple[int, int]]] = defaultdict(list)
@@ -77,6 +89,6 @@ def by_device(items: list[Exclusion]) -> dict[str, list[Exclusion]]:
     return grouped
 
 
-def line(e) -> str:
+def line(e: Reasoned) -> str:
     """One reason as the report prints it (an Exclusion or its JSON record)."""
     return f"{e.shapes} — {e.reason}" if e.shapes else e.reason

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from solver.explain.validate import Violation
 from solver.optimise.model import (
     Solution,
 )
@@ -83,7 +84,7 @@ class SolveResult:
     tight_targets: list[str] = field(default_factory=list)
     """Targets with little headroom: tightening them by 10 % changes the optimum."""
     better_weights: list[QualityRow] = field(default_factory=list)
-    violations: list = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
     """What the solver-free check (explain/validate.py) found wrong with the plan: a bug."""
     """Every searched weight format better than the plan's, with the best plan in it."""
     explained: bool = True

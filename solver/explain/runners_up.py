@@ -14,7 +14,7 @@ from solver.optimise.model import (
     is_feasible,
     minimal_conflict,
 )
-from solver.optimise.problem import Problem
+from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import (
     Scenario,
     diagnosis_candidates,
@@ -26,7 +26,7 @@ from solver.optimise.scenario import (
 from solver.optimise.targets import TARGETS
 
 
-def why_not(problem: Problem, s: Scenario, shapes) -> str:
+def why_not(problem: Problem, s: Scenario, shapes: list[Shape]) -> str:
     """Why no plan on these shapes meets the spec: structural reasons first, then
     the targets that each alone rule them out, with the best the device reaches."""
     phys = [problem.physics(sh, s.workload) for sh in shapes]
@@ -73,7 +73,7 @@ def _comm_blame(cands: list[Candidate], target: str, limits: Limits) -> str:
     """When the all-reduces alone push a latency past its target, the interconnect
     is what rules the device out: say so, with the figure without them."""
     if target == "max_tpot" and limits.max_tpot_us is not None:
-        without = min((c.tpot_s - c.physics.decode.comm_time_s(c.batch) for c in cands), default=None)
+        without = min((c.tpot_s - c.decode.comm_time_s(c.batch) for c in cands), default=None)
         if without is not None and without * 1e6 <= limits.max_tpot_us:
             return f"{without * 1e3:.1f} ms"
     if target == "max_ttft" and limits.max_ttft_us is not None:
@@ -109,7 +109,7 @@ def _best_on(cands: list[Candidate], target: str) -> str | None:
 
 
 def runners_up(problem: Problem, s: Scenario, result: SolveResult) -> None:
-    chosen = result.solution.candidate
+    chosen = result.solution.chosen
     base = objective_value(problem, chosen)
     forced = []
     for device in problem.devices:
@@ -121,8 +121,8 @@ def runners_up(problem: Problem, s: Scenario, result: SolveResult) -> None:
         shapes = [sh for sh in problem.shapes if sh.device.name == device.name]
         sol = solve_scenario(problem, s, shapes=shapes)
         if sol.feasible:
-            obj = objective_value(problem, sol.candidate)
-            result.runners_up.append(RunnerUp(device.name, plan_label(sol.candidate), obj, obj - base, "loses on the objective"))
+            obj = objective_value(problem, sol.chosen)
+            result.runners_up.append(RunnerUp(device.name, plan_label(sol.chosen), obj, obj - base, "loses on the objective"))
         else:
             reason = why_not(problem, s, shapes)
             result.runners_up.append(RunnerUp(device.name, None, None, None, reason))

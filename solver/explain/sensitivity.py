@@ -3,12 +3,13 @@ format: CP-SAT has no duals, so a target binds when loosening it lowers the opti
 
 from __future__ import annotations
 
+from solver.catalog import Precision
 from solver.explain.records import (
     QualityRow,
     SensitivityRow,
     SolveResult,
 )
-from solver.optimise.problem import Problem
+from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import (
     Scenario,
     objective_value,
@@ -21,7 +22,7 @@ from solver.optimise.scenario import (
 SENSITIVITY_STEPS = (("relaxed 50%", 0.5), ("relaxed 10%", 0.1), ("tightened 10%", -0.1), ("tightened 50%", -0.5))
 
 
-def _step_value(target: str, current, frac: float):
+def _step_value(target: str, current: float, frac: float) -> float:
     up = relaxes_upward(target)
     factor = 1 + frac if up else 1 - frac
     v = current * factor
@@ -31,18 +32,19 @@ def _step_value(target: str, current, frac: float):
 
 
 def sensitivity(problem: Problem, s: Scenario, result: SolveResult) -> None:
-    base = objective_value(problem, result.solution.candidate)
+    base = objective_value(problem, result.solution.chosen)
     binding = []
     for target in set_targets(s):
         current = s.value(target)
+        assert current is not None  # set_targets names only the targets that are set
         for change, frac in SENSITIVITY_STEPS:
             v = _step_value(target, current, frac)
             if v == current:
                 continue
             sol = solve_scenario(problem, s.with_value(target, v))
             if sol.feasible:
-                obj = objective_value(problem, sol.candidate)
-                result.sensitivity.append(SensitivityRow(target, change, v, plan_label(sol.candidate), obj, obj - base))
+                obj = objective_value(problem, sol.chosen)
+                result.sensitivity.append(SensitivityRow(target, change, v, plan_label(sol.chosen), obj, obj - base))
                 if change.startswith("relaxed") and obj < base - 1e-9 and target not in binding:
                     binding.append(target)
                 if change == "tightened 10%" and obj > base + 1e-9:
@@ -57,10 +59,10 @@ def sensitivity(problem: Problem, s: Scenario, result: SolveResult) -> None:
 def better_weights(problem: Problem, s: Scenario, result: SolveResult) -> None:
     """The price of quality: for each searched weight format better than the plan's,
     the best plan that uses it (re-solved on its shapes alone)."""
-    chosen = result.solution.candidate
+    chosen = result.solution.chosen
     mine = chosen.shape.deployment.weights
     base = objective_value(problem, chosen)
-    better = {}
+    better: dict[str, tuple[Precision, list[Shape]]] = {}
     for sh in problem.shapes:
         w = sh.deployment.weights
         if w.quality_rank > mine.quality_rank:
@@ -68,7 +70,7 @@ def better_weights(problem: Problem, s: Scenario, result: SolveResult) -> None:
     for name, (w, shapes) in sorted(better.items(), key=lambda kv: -kv[1][0].quality_rank):
         sol = solve_scenario(problem, s, shapes=shapes)
         if sol.feasible:
-            obj = objective_value(problem, sol.candidate)
-            result.better_weights.append(QualityRow(name, w.quality_rank, plan_label(sol.candidate), obj, obj - base))
+            obj = objective_value(problem, sol.chosen)
+            result.better_weights.append(QualityRow(name, w.quality_rank, plan_label(sol.chosen), obj, obj - base))
         else:
             result.better_weights.append(QualityRow(name, w.quality_rank, None, None, None))

@@ -38,7 +38,7 @@ def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
     sol = solve_scenario(problem, s)
     # The default GPU cap enters only where it binds: a spec whose cheapest plan fits
     # under it solves (and is explained) exactly as without it.
-    defaulted = sol.feasible and problem.max_gpus is None and sol.candidate.gpus > DEFAULT_MAX_GPUS
+    defaulted = sol.feasible and problem.max_gpus is None and sol.chosen.gpus > DEFAULT_MAX_GPUS
     if defaulted:
         capped = with_default_gpu_cap(problem)
         capped_sol = solve_scenario(capped, scenario_of(capped))
@@ -48,7 +48,7 @@ def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
             defaulted = False
     result = SolveResult(problem, sol, explained=explain, gpu_cap_defaulted=defaulted)
     if sol.feasible:
-        result.violations = validate(problem, sol.candidate)
+        result.violations = validate(problem, sol.chosen)
         if result.violations and os.environ.get("PLAN_OPT_STRICT"):
             raise AssertionError(f"the plan breaks {[(v.rule, v.detail) for v in result.violations]}")
         explain_plan(problem, s, result)
@@ -69,38 +69,40 @@ def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
 
 
 def explain_plan(problem: Problem, s: Scenario, result: SolveResult) -> None:
-    c = result.solution.candidate
+    c = result.solution.chosen
     d = c.shape.deployment.replace(replicas=c.replicas)
     ev = evaluate(d, s.workload, s.targets, with_remedies=False)
     result.plan = ev
+    est = ev.estimates
+    ttft = ev.estimates.ttft_s
     rows = [
         ConstraintRow(
             "memory",
             LABELS["memory"],
-            ev.memory.needed_bytes,
-            ev.memory.usable_bytes,
+            est.memory.needed_bytes,
+            est.memory.usable_bytes,
             "bytes",
-            ev.memory.margin_bytes,
+            est.memory.margin_bytes,
             f"room for {c.max_batch_memory} sequences per replica; {c.batch} used",
         ),
         ConstraintRow(
             "max_tpot",
             LABELS["max_tpot"],
-            ev.decode.tpot_s,
+            est.decode.tpot_s,
             s.targets.max_tpot_s,
             "s",
-            None if s.targets.max_tpot_s is None else s.targets.max_tpot_s - ev.decode.tpot_s,
-            f"decode is {ev.decode.bound}-bound"
+            None if s.targets.max_tpot_s is None else s.targets.max_tpot_s - est.decode.tpot_s,
+            f"decode is {est.decode.bound}-bound"
             + (f"; the target allows {_at_least(c)}{c.max_batch_tpot} sequences per replica" if s.targets.max_tpot_s is not None else ""),
         ),
         ConstraintRow(
             "max_ttft",
             LABELS["max_ttft"],
-            ev.ttft_s,
+            ttft,
             s.targets.max_ttft_s,
             "s",
-            None if s.targets.max_ttft_s is None else s.targets.max_ttft_s - ev.ttft_s,
-            f"prefill is {ev.prefill.bound}-bound",
+            None if s.targets.max_ttft_s is None else s.targets.max_ttft_s - ttft,
+            f"prefill is {est.prefill.bound}-bound",
         ),
         ConstraintRow(
             "interconnect",

@@ -19,8 +19,10 @@ import dataclasses
 import datetime as dt
 import json
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal, TypedDict, TypeVar, overload
 
 import yaml
 
@@ -29,10 +31,15 @@ from solver.errors import InputError
 from solver.spec.evaluate_input import parse_input
 from solver.spec.resolve import resolve
 
+if TYPE_CHECKING:
+    from solver.physics.evaluate import Evaluation
+
 REQUIRED = ("model", "gpu", "tp", "weights", "kv_cache", "batch", "prompt_tokens", "output_tokens")
 MEASURES = ("tpot_ms", "ttft_ms")
 MIN_TPOT_POINTS = 3
 MIN_TTFT_POINTS = 2
+
+_N = TypeVar("_N", int, float)
 
 
 @dataclass(frozen=True)
@@ -53,19 +60,50 @@ class Measurement:
     engine: str = "vllm"
 
 
+class FittedFactors(TypedDict, total=False):
+    """The factors a fit sets (those it leaves out keep the catalog's value)."""
+
+    bandwidth_efficiency: float
+    step_overhead_s: float
+    layer_overhead_s: float
+    sequence_overhead_s: float
+    compute_efficiency: float
+
+
 @dataclass
 class Fit:
     gpu: str
     engine: str
-    factors: dict
+    factors: FittedFactors
     tpot_points: int
     ttft_points: int
-    before: dict = field(default_factory=dict)
-    after: dict = field(default_factory=dict)
+    before: dict[str, dict[str, float]] = field(default_factory=dict)
+    after: dict[str, dict[str, float]] = field(default_factory=dict)
     refused: list[str] = field(default_factory=list)
 
 
-def _num(row: dict, key: str, i: int, source: str, kind=float, lo=0.0, hi=1e12, optional=False):
+@overload
+def _num(
+    row: Mapping[str, str | None], key: str, i: int, source: str, kind: type[_N], lo: float = ..., hi: float = ..., optional: Literal[False] = ...
+) -> _N: ...
+
+
+@overload
+def _num(
+    row: Mapping[str, str | None], key: str, i: int, source: str, kind: type[_N], lo: float = ..., hi: float = ..., *, optional: Literal[True]
+) -> _N | None: ...
+
+
+def _num(
+    row: Mapping[str, str | None],
+    key: str,
+    i: int,
+    source: str,
+    kind: type[_N],
+    lo: float = 0.0,
+    hi: float = 1e12,
+    optional: bool = False,
+) -> _N | None:
     raw = (row.get(key) or "").strip()
     if raw == "":
         if optional:
@@ -100,8 +138,8 @@ def read_csv(path: str | Path) -> list[Measurement]:
         raise InputError("columns", ", ".join(sorted(cols)), f"no measurement column: give {' and/or '.join(MEASURES)}", source=str(path))
     out = []
     for i, row in enumerate(reader, start=2):
-        tpot = _num(row, "tpot_ms", i, str(path), hi=1e6, optional=True)
-        ttft = _num(row, "ttft_ms", i, str(path), hi=1e7, optional=True)
+        tpot = _num(row, "tpot_ms", i, str(path), float, hi=1e6, optional=True)
+        ttft = _num(row, "ttft_ms", i, str(path), float, hi=1e7, optional=True)
         if tpot is None and ttft is None:
             raise InputError("tpot_ms/ttft_ms", None, f"row {i}: no measurement", source=str(path))
         tp = _num(row, "tp", i, str(path), int, hi=1024)
@@ -161,7 +199,7 @@ def read_vllm_bench(path: str | Path, *, model: str, gpu: str, tp: int, weights:
     ]
 
 
-def _evaluate(m: Measurement, catalog: Catalog, factors: Factors | None):
+def _evaluate(m: Measurement, catalog: Catalog, factors: Factors | None) -> Evaluation:
     data = {
         "model": m.model,
         "engine": m.engine,
@@ -181,11 +219,11 @@ def _ape(pred: float, meas: float) -> float:
     return abs(pred - meas) / meas
 
 
-def decode_xy(ev) -> tuple[float, float] | None:
+def decode_xy(ev: Evaluation) -> tuple[float, float] | None:
     """(bytes read / peak bandwidth, with quantised bytes weighted by their kernels'
     share; the rest of the step that the fit leaves alone: communication) for a
     bandwidth-bound decode step; None when the step is compute-bound."""
-    dec = ev.decode
+    dec = ev.estimates.decode
     c = dec.coefficients
     x = (dec.weight_bytes_read / dec.weight_bandwidth_share + dec.kv_bytes_read) / dec.bandwidth_bytes_per_s
     if not c.overlapped:  # the kernels add their compute to their reads: leave it in the rest
@@ -195,10 +233,10 @@ def decode_xy(ev) -> tuple[float, float] | None:
     return x, dec.comm_time_s
 
 
-def prefill_xy(ev) -> tuple[float, float] | None:
+def prefill_xy(ev: Evaluation) -> tuple[float, float] | None:
     """(the prefill's compute time at full utilisation, its communication and fixed
     cost) for a compute-bound prefill; None when it is bound by reading the weights."""
-    pre = ev.prefill
+    pre = ev.estimates.prefill
     rest = pre.comm_time_s + pre.step_overhead_s
     if not pre.overlapped:  # the matmuls add the weight read to their FLOPs
         return pre.compute_time_s * ev.deployment.factors.compute_efficiency, rest + pre.weights_time_s
@@ -207,7 +245,7 @@ def prefill_xy(ev) -> tuple[float, float] | None:
     return pre.compute_time_s * ev.deployment.factors.compute_efficiency, rest
 
 
-def fit_decode(xs: list[float], ys: list[float]) -> dict:
+def fit_decode(xs: list[float], ys: list[float]) -> FittedFactors:
     """y = x / bandwidth_efficiency + step_overhead, by least squares (x: bytes read /
     peak bandwidth, y: measured TPOT less communication, seconds). Falls back to one
     parameter through the origin when two are unphysical or the sizes do not vary."""
@@ -221,7 +259,7 @@ def fit_decode(xs: list[float], ys: list[float]) -> dict:
     return {"bandwidth_efficiency": min(1.0, 1 / slope), "step_overhead_s": 0.0, "layer_overhead_s": 0.0, "sequence_overhead_s": 0.0}
 
 
-def fit_prefill(xs: list[float], ys: list[float]) -> dict:
+def fit_prefill(xs: list[float], ys: list[float]) -> FittedFactors:
     """y = x / compute_efficiency through the origin (x: FLOPs / (tp × peak), y:
     measured TTFT less communication, seconds)."""
     slope = sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
@@ -249,7 +287,7 @@ def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
             xs.append(xy[0])
             ys.append(m.tpot_s - xy[1])
         f.tpot_points = len(xs)
-        changes = {}
+        changes: FittedFactors = {}
         if len(xs) >= MIN_TPOT_POINTS and len(set(round(x, 12) for x in xs)) >= 2:
             changes.update(fit_decode(xs, ys))
         elif xs:
@@ -266,7 +304,7 @@ def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
                 continue
             fixed = xy[1]
             if "step_overhead_s" in changes:  # the decode fit's fixed cost replaces the default's
-                fixed += changes["step_overhead_s"] - ev.prefill.step_overhead_s
+                fixed += changes["step_overhead_s"] - ev.estimates.prefill.step_overhead_s
             xs.append(xy[0])
             ys.append(m.ttft_s - fixed)
         f.ttft_points = len(xs)
@@ -282,10 +320,24 @@ def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
     return fits
 
 
-def _errors(ms: list[Measurement], evs) -> dict:
+def _estimated_and_measured(key: str, m: Measurement, ev: Evaluation) -> tuple[float, float | None]:
+    """A valid evaluation's TPOT or TTFT, and the measurement's (None: not measured)."""
+    if key == "tpot":
+        return ev.estimates.decode.tpot_s, m.tpot_s
+    ttft = ev.estimates.ttft_s
+    return ttft, m.ttft_s
+
+
+def _errors(ms: list[Measurement], evs: list[Evaluation]) -> dict[str, dict[str, float]]:
     out = {}
-    for key, get in (("tpot", lambda m, ev: (ev.decode.tpot_s, m.tpot_s)), ("ttft", lambda m, ev: (ev.ttft_s, m.ttft_s))):
-        apes = [_ape(*get(m, ev)) for m, ev in zip(ms, evs) if ev.valid and get(m, ev)[1] is not None]
+    for key in ("tpot", "ttft"):
+        apes = []
+        for m, ev in zip(ms, evs):
+            if not ev.valid:
+                continue
+            estimated, measured = _estimated_and_measured(key, m, ev)
+            if measured is not None:
+                apes.append(_ape(estimated, measured))
         if apes:
             out[key] = {"median_ape": statistics.median(apes), "max_ape": max(apes), "points": len(apes)}
     return out

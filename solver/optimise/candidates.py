@@ -15,6 +15,7 @@ from solver.bisect import largest_true
 from solver.optimise.problem import Problem, Shape, ShapePhysics
 from solver.optimise.targets import US
 from solver.physics.costs import plan_tco
+from solver.physics.decode import DecodeCoefficients
 from solver.physics.deployment import Targets, Workload
 
 
@@ -37,6 +38,15 @@ class Candidate:
     max_batch_ttft: int = 10**9
     """Continuous batching: most sequences per replica the TTFT target allows."""
     """Targets this candidate was computed without (diagnosis only): users, context_tokens."""
+
+    @property
+    def decode(self) -> DecodeCoefficients:
+        """The shape's decode physics: every candidate has them (`candidates` makes none
+        of a shape without)."""
+        dec = self.physics.decode
+        if dec is None:
+            raise ValueError(f"{self.shape.label} cannot run: it has no decode physics")
+        return dec
 
     @cached_property
     def gpus(self) -> int:
@@ -133,7 +143,7 @@ def _batches(cap: int, users: int, variants: bool) -> list[int]:
     top = min(cap, users)
     if not variants:
         return [top]
-    out = set()
+    out: set[int] = set()
     r = 1
     while r <= users:
         b = -(-users // r)
@@ -144,12 +154,17 @@ def _batches(cap: int, users: int, variants: bool) -> list[int]:
         if len(out) > MAX_BATCH_VARIANTS:
             break
     if len(out) > MAX_BATCH_VARIANTS:
-        out, b = {top, 1}, float(top)
-        while b > 1:
-            b /= 1.05
-            out.add(max(1, int(b)))
+        out, rung = {top, 1}, float(top)
+        while rung > 1:
+            rung /= 1.05
+            out.add(max(1, int(rung)))
     out.add(top)
     return sorted(out, reverse=True)
+
+
+def _ttft_cap(dec: DecodeCoefficients, max_ttft_s: float, upper: int) -> int:
+    """Continuous batching: most sequences per replica whose TTFT under load meets the target."""
+    return largest_true(lambda b: dec.ttft_under_load_s(b) <= max_ttft_s, upper)
 
 
 def candidates(
@@ -171,7 +186,8 @@ def candidates(
     out: list[Candidate] = []
     for shape in shapes if shapes is not None else problem.shapes:
         ph = problem.physics(shape, w)
-        if not ph.valid or ph.decode is None:
+        dec = ph.decode
+        if not ph.valid or dec is None:
             continue
         b_mem = ph.max_batch_memory
         upper = max(b_mem, 1)
@@ -181,15 +197,15 @@ def candidates(
             b_tpot = problem.tpot_cap(ph, w, t.max_tpot_s, upper)
         cap = min(b_mem, b_tpot) if not ignore_tpot_cap else b_mem
         b_ttft = 10**9
-        if ph.decode.prefill_budget_tokens and t.max_ttft_s is not None and not ignore_tpot_cap:
-            b_ttft = largest_true(lambda b, ph=ph: ph.decode.ttft_under_load_s(b) <= t.max_ttft_s, upper)
+        if dec.prefill_budget_tokens and t.max_ttft_s is not None and not ignore_tpot_cap:
+            b_ttft = _ttft_cap(dec, t.max_ttft_s, upper)
             cap = min(cap, b_ttft)
-        seen = set()
+        seen: set[int] = set()
         for b in _batches(cap, w.users, batch_variants):
             replicas = math.ceil(w.users / b)
             if replicas in seen:
                 continue
             seen.add(replicas)
             batch = math.ceil(w.users / replicas)
-            out.append(Candidate(shape, ph, batch, replicas, w.users, b_tpot, ph.decode.tpot_s(batch), relaxed, b_ttft))
+            out.append(Candidate(shape, ph, batch, replicas, w.users, b_tpot, dec.tpot_s(batch), relaxed, b_ttft))
     return out

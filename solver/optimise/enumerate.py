@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from solver.catalog import Price
 from solver.optimise.candidates import Candidate, ceil_us
 from solver.optimise.model import Limits
 from solver.optimise.problem import Problem, Shape
@@ -41,7 +42,7 @@ class Found:
     purchase_usd: float
     tpot_s: float
     ttft_s: float
-    key: tuple
+    key: tuple[int, ...]
 
 
 def exhaustive(problem: Problem) -> Found | None:
@@ -60,9 +61,10 @@ def exhaustive(problem: Problem) -> Found | None:
                 continue  # the same plan with an idle replica
             last_batch = batch
             ev = evaluate(d.replace(replicas=replicas), w, t, with_remedies=False)
-            if not ev.memory.fits:
+            est = ev.estimates
+            if not est.memory.fits:
                 continue
-            tpot, ttft = ev.decode.tpot_s, ev.ttft_s
+            tpot, ttft = est.decode.tpot_s, est.ttft_s
             if t.max_tpot_s is not None and ceil_us(tpot) > math.floor(t.max_tpot_s * 1e6 + 1e-6):
                 continue
             if t.max_ttft_s is not None and ceil_us(ttft) > math.floor(t.max_ttft_s * 1e6 + 1e-6):
@@ -93,6 +95,6 @@ def exhaustive(problem: Problem) -> Found | None:
     return best
 
 
-def _tco_cents(gpus: int, owned_used: int, shape, price) -> int:
+def _tco_cents(gpus: int, owned_used: int, shape: Shape, price: Price | None) -> int:
     usd, _ = plan_tco(gpus, owned_used, shape.costs, price.usd_per_gpu_hour if price else None)
     return 10**12 if math.isinf(usd) else math.ceil(round(usd * 100, 6))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from solver.catalog import Device
 from solver.optimise.fleet_classes import Option, ServiceClass
 from solver.optimise.targets import CAPPED
 from solver.physics.costs import gpu_hour_costs
@@ -93,19 +94,19 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
     objective = fs.objective
     result = FleetResult("unknown", objective)
     m = cp_model.CpModel()
-    devices: dict[str, object] = {}
+    devices: dict[str, Device] = {}
     for sc in classes:
         for o in sc.options:
             devices.setdefault(o.device, sc.problem.shapes[o.shape_index].device)
-    r: dict[tuple[int, int], object] = {}
-    served = {}
-    shapes_used: list = []
-    quality_terms: list = []  # (lost quality of an option, its use literal)
+    r: dict[tuple[int, int], cp_model.IntVar] = {}
+    served: dict[int, cp_model.IntVar] = {}
+    shapes_used: list[cp_model.IntVar] = []
+    quality_terms: list[tuple[int, cp_model.IntVar]] = []  # (lost quality of an option, its use literal)
     for k, sc in enumerate(classes):
         result.demand[sc.name] = sc.demand
         if not sc.options:
             result.unservable[sc.name] = sc.why_none
-        terms = []
+        terms: list[cp_model.LinearExpr] = []
         for j, o in enumerate(sc.options):
             top = -(-sc.demand // o.cap)
             r[k, j] = m.new_int_var(0, top, f"r_{k}_{j}")
@@ -157,7 +158,7 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
     total_gpus = sum(gpus.values()) if gpus else 0
     gpu_bound = sum(uppers.values()) + 1
 
-    def fleet_solver():
+    def fleet_solver() -> cp_model.CpSolver:
         # Integer replica counts coupled by shared budgets: CP-SAT's full LP relaxation
         # (linearization level 2) proves these in a fraction of a second where the
         # default level runs out of time (measured on the 10-workload benchmark).
@@ -200,20 +201,20 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
             n = sv.value(r[k, j])
             if n:
                 result.assignments.append(Assignment(sc.name, sc.workload, o, n))
-    for d in devices:
+    for d, dev in devices.items():
         g = sv.value(gpus[d])
         if g:
             result.gpus[d] = g
             result.rented[d] = sv.value(rented[d])
             result.owned_used[d] = g - result.rented[d]
-            price = devices[d].price.usd_per_gpu_hour if devices[d].price else 0.0
-            result.cost_usd_per_hour += result.rented[d] * price
-            result.purchase_usd += result.rented[d] * (devices[d].purchase_usd or 0.0)
-            running = gpu_hour_costs(devices[d], ownership).running_usd if ownership else 0.0
-            if result.rented[d] and devices[d].price:
-                p = devices[d].price
+            p = dev.price
+            hourly = p.usd_per_gpu_hour if p else 0.0
+            result.cost_usd_per_hour += result.rented[d] * hourly
+            result.purchase_usd += result.rented[d] * (dev.purchase_usd or 0.0)
+            running = gpu_hour_costs(dev, ownership).running_usd if ownership else 0.0
+            if result.rented[d] and p:
                 result.offers[d] = f"{p.provider}, {p.offer}, ${p.usd_per_gpu_hour:,.2f}/GPU-hour ({p.as_of})"
-            result.tco_usd_per_hour += result.owned_used[d] * running + result.rented[d] * price
+            result.tco_usd_per_hour += result.owned_used[d] * running + result.rented[d] * hourly
     result.binds = _binds(fs, classes, result, devices, owned, quota, budget_hour)
     result.routes = routes(classes, result)
     return result
@@ -256,7 +257,15 @@ def _resolve_counts(counts: dict[str, int]) -> dict[str, int]:
     return {default_catalog().device(name).name: n for name, n in counts.items()}
 
 
-def _binds(fs, classes, res: FleetResult, devices, owned, quota, budget_hour) -> list[str]:
+def _binds(
+    fs: FleetSpec,
+    classes: list[ServiceClass],
+    res: FleetResult,
+    devices: dict[str, Device],
+    owned: dict[str, int],
+    quota: dict[str, int],
+    budget_hour: float | None,
+) -> list[str]:
     """What holds the answer where it is: budgets and quotas at their limit, owned
     GPUs all in use, demand left unserved, and what caps each class's replicas."""
     out = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -82,6 +83,7 @@ def _class_specs(fs: FleetSpec, w: FleetWorkloadIn) -> list[tuple[str, Spec]]:
             where = ".".join(str(x) for x in err.get("loc", ()))
             raise InputError(f"workloads[{w.name}].mix[{i}]", None, f"{where}: {err.get('msg', 'invalid')}".strip(": ")) from None
         ctx = spec.workload.context_tokens
+        assert ctx is not None  # WorkloadIn derives the context from the prompt and output
         out.append((f"{w.name}/{c.share:.0%}@{ctx // 1024 if ctx >= 1024 else ctx}{'k' if ctx >= 1024 else ''}", spec))
     return out
 
@@ -120,7 +122,7 @@ def _options(problem: Problem) -> tuple[list[Option], str]:
     return kept, ""
 
 
-def build_classes(fs: FleetSpec, catalog: Catalog, base_dir=None) -> list[ServiceClass]:
+def build_classes(fs: FleetSpec, catalog: Catalog, base_dir: Path | None = None) -> list[ServiceClass]:
     for name in list(fs.inventory) + list(fs.quota):
         catalog.device(name)
     out = []

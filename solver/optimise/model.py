@@ -15,14 +15,19 @@ conflicting set (an unsat core shrunk by deletion).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from solver.optimise.candidates import Candidate
 from solver.optimise.targets import TARGETS
 
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
 # The user's targets, each a named constraint (memory and interconnect are physical,
 # always on): one registry, solver/optimise/targets.py.
-PRIMARY = {
+PRIMARY: dict[str, Callable[[Candidate], int]] = {
     "min_cost": lambda c: c.cost_cents,
     "min_gpus": lambda c: c.gpus,
     "min_purchase": lambda c: c.purchase_dollars,
@@ -44,10 +49,11 @@ class Limits:
     @classmethod
     def of(cls, values: dict[str, float | None]) -> Limits:
         """The targets' values in the spec's units (by name) in the model's integers."""
-        out = {}
+        out: dict[str, int] = {}
         for name, v in values.items():
             t = TARGETS[name]
             if t.limit_field and v is not None:
+                assert t.to_model is not None, name  # every target with a limit field rounds to it
                 out[t.limit_field] = t.to_model(v)
         return cls(**out)
 
@@ -68,8 +74,15 @@ class Solution:
     def feasible(self) -> bool:
         return self.candidate is not None
 
+    @property
+    def chosen(self) -> Candidate:
+        """The plan of a feasible solution; asking an infeasible one is a caller's bug."""
+        if self.candidate is None:
+            raise ValueError(f"a solution that is {self.status} has no plan")
+        return self.candidate
 
-def new_solver(time_limit_s: float):
+
+def new_solver(time_limit_s: float) -> cp_model.CpSolver:
     from ortools.sat.python import cp_model
 
     s = cp_model.CpSolver()
@@ -90,10 +103,10 @@ def _rank(cands: list[Candidate], prefer: str = "quality") -> list[int]:
 
 @dataclass
 class _Built:
-    model: object
-    x: list
+    model: cp_model.CpModel
+    x: list[cp_model.IntVar]
     cands: list[Candidate]
-    literals: dict[str, object] = field(default_factory=dict)
+    literals: dict[str, cp_model.IntVar] = field(default_factory=dict)
 
 
 def build_model(cands: list[Candidate], limits: Limits, *, with_assumptions: bool = False) -> _Built:
@@ -104,7 +117,7 @@ def build_model(cands: list[Candidate], limits: Limits, *, with_assumptions: boo
     m.add_exactly_one(x)
     built = _Built(m, x, cands)
 
-    def constrain(name: str, coeffs: list[int], limit: int, *, physical: bool = False):
+    def constrain(name: str, coeffs: list[int], limit: int, *, physical: bool = False) -> None:
         ct = m.add(cp_model.LinearExpr.weighted_sum(x, coeffs) <= limit).with_name(name)
         if with_assumptions and not physical:
             lit = built.literals.get(name) or m.new_bool_var(f"assume_{name}")
@@ -136,7 +149,7 @@ def build_model(cands: list[Candidate], limits: Limits, *, with_assumptions: boo
     return built
 
 
-def status_name(code) -> str:
+def status_name(code: cp_model.CpSolverStatus) -> str:
     from ortools.sat.python import cp_model
 
     return {
@@ -147,7 +160,7 @@ def status_name(code) -> str:
     }.get(code, "unknown")
 
 
-def tie_key(c: Candidate, objective: str, prefer: str = "quality") -> tuple:
+def tie_key(c: Candidate, objective: str, prefer: str = "quality") -> tuple[int, ...]:
     """The objective, then (prefer quality) the better weight and KV formats, then lower TPOT,
     lower TTFT, fewer GPUs, catalog order, larger batch; prefer speed puts the formats
     after the latencies, and then a solve's plan is never dominated on the Pareto
@@ -166,7 +179,7 @@ def prune(cands: list[Candidate], limits: Limits, objective: str, prefer: str = 
     whenever a dropped candidate is feasible, the one that dominates it is too, and
     better."""
 
-    def coeffs(c: Candidate) -> tuple:
+    def coeffs(c: Candidate) -> tuple[int, ...]:
         out = [max(c.memory_excess, 0), c.interconnect_excess]
         if limits.max_tpot_us is not None:
             out.append(c.tpot_us)
@@ -185,7 +198,7 @@ def prune(cands: list[Candidate], limits: Limits, objective: str, prefer: str = 
         by_device.setdefault(c.shape.device.name, []).append(c)
     kept: list[Candidate] = []
     for group in by_device.values():
-        front: list[tuple[tuple, Candidate]] = []
+        front: list[tuple[tuple[int, ...], Candidate]] = []
         keyed = sorted(((tie_key(c, objective, prefer), c) for c in group), key=lambda kc: kc[0])
         for _, c in keyed:
             v = coeffs(c)
@@ -225,7 +238,7 @@ def is_feasible(cands: list[Candidate], limits: Limits, time_limit_s: float = 10
     return status_name(new_solver(time_limit_s).solve(b.model)) in ("optimal", "feasible")
 
 
-def minimal_conflict(cands: list[Candidate], limits: Limits, time_limit_s: float = 10.0, *, exclude: set[str] = frozenset()) -> list[str]:
+def minimal_conflict(cands: list[Candidate], limits: Limits, time_limit_s: float = 10.0, *, exclude: Collection[str] = frozenset()) -> list[str]:
     """A smallest set of user targets that cannot hold together, even with every
     other target dropped: CP-SAT's sufficient assumptions for infeasibility, shrunk
     by deletion until removing any one makes the rest of the set feasible. Targets in

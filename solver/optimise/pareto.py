@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from solver.optimise.candidates import Candidate, candidates
@@ -26,6 +27,7 @@ from solver.optimise.model import build_model, new_solver, prune, status_name
 from solver.optimise.problem import Problem
 from solver.optimise.scenario import plan_label, scenario_of
 from solver.optimise.targets import CAPPED
+from solver.physics.deployment import Workload
 from solver.spec.solve_spec import DEFAULT_MAX_GPUS
 
 AXES = ("tpot", "ttft", "users")
@@ -107,7 +109,7 @@ def _gpu_cap(problem: Problem) -> tuple[int, bool]:
     return (problem.max_gpus, False) if problem.max_gpus is not None else (DEFAULT_MAX_GPUS, True)
 
 
-def _why(c: Candidate, axis: str, workload) -> str:
+def _why(c: Candidate, axis: str, workload: Workload) -> str:
     """What limits this point's metric at its cost, in a few words."""
     d = c.shape.deployment
     if axis == "ttft":
@@ -119,7 +121,7 @@ def _why(c: Candidate, axis: str, workload) -> str:
     if axis == "users":
         cap = min(c.max_batch_memory, c.max_batch_tpot)
         return f"{c.replicas} replica(s) of ≤ {cap} users: batch capped by {CAPPED[c.caps]}"
-    dec = c.physics.decode
+    dec = c.decode
     mem, comp, comm = dec.memory_time_s(c.batch), dec.compute_time_s(c.batch), dec.comm_time_s(c.batch)
     text = f"decode {'bandwidth' if mem >= comp else 'compute'}-bound at batch {c.batch}"
     if comm / c.tpot_s >= 0.1:
@@ -267,7 +269,7 @@ def _users_frontier(problem: Problem) -> Frontier:
         reps = sv.value(r[i])
         c = base[i]
         batch = -(-sv.value(served) // reps)
-        chosen = dataclasses.replace(c, replicas=reps, batch=batch, users=sv.value(served), tpot_s=c.physics.decode.tpot_s(batch))
+        chosen = dataclasses.replace(c, replicas=reps, batch=batch, users=sv.value(served), tpot_s=c.decode.tpot_s(batch))
         front.points.append(ParetoPoint("users", chosen, sv.value(cost) / 100, float(sv.value(served)), _why(chosen, "users", s.workload)))
         c_now = sv.value(cost)
         if c_now == 0:
@@ -283,8 +285,8 @@ def _users_frontier(problem: Problem) -> Frontier:
     return front
 
 
-def frontiers(problem: Problem, axes=AXES) -> dict[str, Frontier]:
-    out = {}
+def frontiers(problem: Problem, axes: Iterable[str] = AXES) -> dict[str, Frontier]:
+    out: dict[str, Frontier] = {}
     for axis in axes:
         out[axis] = _users_frontier(problem) if axis == "users" else _latency_frontier(problem, axis)
     return out

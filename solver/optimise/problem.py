@@ -97,8 +97,8 @@ class Problem:
     """Device name → why it was left out before any physics (e.g. no price)."""
     skipped: list[Skipped] = field(default_factory=list)
     """Shapes the spec allows that are never built (an engine rule refuses them)."""
-    _physics: dict[tuple[int, int, int], ShapePhysics] = field(default_factory=dict)
-    _caps: dict[tuple, int] = field(default_factory=dict)
+    _physics: dict[tuple[int, int, int, int, str], ShapePhysics] = field(default_factory=dict)
+    _caps: dict[tuple[int, int, int, int, str, float, int], int] = field(default_factory=dict)
     pricing: Pricing | None = None
     """The basis the rented GPUs were priced on."""
     ownership: Ownership | None = None
@@ -134,6 +134,8 @@ class Problem:
         key = (physics.shape.index, workload.resident_tokens, workload.prompt_tokens, workload.output_tokens, workload.batching, max_tpot_s, upper)
         got = self._caps.get(key)
         if got is None:
+            if physics.decode is None:
+                raise ValueError(f"{physics.shape.label} cannot run: it has no decode step to cap")
             got = physics.decode.max_batch(max_tpot_s, upper)
             self._caps[key] = got
         return got

@@ -12,7 +12,7 @@ from solver.optimise.model import (
     Solution,
     optimise,
 )
-from solver.optimise.problem import Problem
+from solver.optimise.problem import Problem, Shape
 from solver.optimise.targets import TARGETS
 from solver.physics.deployment import Targets, Workload
 from solver.spec.solve_spec import DEFAULT_MAX_GPUS
@@ -31,7 +31,7 @@ class Scenario:
     def limits(self) -> Limits:
         return Limits.of({name: self.value(name) for name in TARGETS})
 
-    def value(self, target: str):
+    def value(self, target: str) -> float | None:
         return {
             "max_tpot": self.targets.max_tpot_s,
             "max_ttft": self.targets.max_ttft_s,
@@ -42,20 +42,34 @@ class Scenario:
             "max_gpus": self.max_gpus,
         }[target]
 
-    def with_value(self, target: str, value) -> Scenario:
+    def with_value(self, target: str, value: float | None) -> Scenario:
         if target == "max_tpot":
             return dataclasses.replace(self, targets=dataclasses.replace(self.targets, max_tpot_s=value))
         if target == "max_ttft":
             return dataclasses.replace(self, targets=dataclasses.replace(self.targets, max_ttft_s=value))
         if target == "users":
-            return dataclasses.replace(self, workload=dataclasses.replace(self.workload, users=value))
+            return dataclasses.replace(self, workload=dataclasses.replace(self.workload, users=_whole(target, value)))
         if target == "context_tokens":
             # A shorter context trims the output first: the prompt sets the TTFT.
             w = self.workload
-            output = min(w.output_tokens, max(1, value - w.prompt_tokens))
-            prompt = min(w.prompt_tokens, max(1, value - output))
-            return dataclasses.replace(self, workload=dataclasses.replace(w, context_tokens=value, prompt_tokens=prompt, output_tokens=output))
-        return dataclasses.replace(self, **{target: value})
+            tokens = _whole(target, value)
+            output = min(w.output_tokens, max(1, tokens - w.prompt_tokens))
+            prompt = min(w.prompt_tokens, max(1, tokens - output))
+            return dataclasses.replace(self, workload=dataclasses.replace(w, context_tokens=tokens, prompt_tokens=prompt, output_tokens=output))
+        if target == "max_usd_per_hour":
+            return dataclasses.replace(self, max_usd_per_hour=value)
+        if target == "max_purchase_usd":
+            return dataclasses.replace(self, max_purchase_usd=value)
+        if target == "max_gpus":
+            return dataclasses.replace(self, max_gpus=None if value is None else _whole(target, value))
+        raise KeyError(target)
+
+
+def _whole(target: str, value: float | None) -> int:
+    """The value of a target counted in whole numbers (users, tokens, GPUs)."""
+    if not isinstance(value, int):
+        raise TypeError(f"{target} takes a whole number, not {value!r}")
+    return value
 
 
 def relaxes_upward(target: str) -> bool:
@@ -76,7 +90,7 @@ def wants_batch_variants(problem: Problem) -> bool:
     return problem.objective == "min_tpot" or any(n > 0 for n in problem.spec.inventory.values())
 
 
-def solve_scenario(problem: Problem, s: Scenario, *, shapes=None) -> Solution:
+def solve_scenario(problem: Problem, s: Scenario, *, shapes: list[Shape] | None = None) -> Solution:
     cands = candidates(problem, s.workload, s.targets, batch_variants=wants_batch_variants(problem), shapes=shapes)
     return optimise(cands, s.limits(), problem.objective, problem.spec.solver.time_limit_s, problem.spec.prefer)
 
@@ -101,15 +115,18 @@ def with_default_gpu_cap(problem: Problem) -> Problem:
     return dataclasses.replace(problem, spec=problem.spec.model_copy(update={"search": search}))
 
 
-def diagnosis_candidates(problem: Problem, s: Scenario, shapes=None) -> list[Candidate]:
+def diagnosis_candidates(problem: Problem, s: Scenario, shapes: list[Shape] | None = None) -> list[Candidate]:
     """Every shape at several batches, with and without the users and context targets
     (1 user; a 1-token context), so each target can be switched off by assumption."""
     w = s.workload
-    kw = {"batch_variants": True, "ignore_tpot_cap": True, "shapes": shapes}
-    out = candidates(problem, w, s.targets, **kw)
+
+    def every(workload: Workload, relaxed: frozenset[str] = frozenset()) -> list[Candidate]:
+        return candidates(problem, workload, s.targets, batch_variants=True, ignore_tpot_cap=True, relaxed=relaxed, shapes=shapes)
+
+    out = every(w)
     one_user = dataclasses.replace(w, users=1)
     tiny = dataclasses.replace(w, context_tokens=w.prompt_tokens + 1, output_tokens=1, kv_fill=1.0 / (w.prompt_tokens + 1))
-    out += candidates(problem, one_user, s.targets, relaxed=frozenset({"users"}), **kw)
-    out += candidates(problem, tiny, s.targets, relaxed=frozenset({"context_tokens"}), **kw)
-    out += candidates(problem, dataclasses.replace(tiny, users=1), s.targets, relaxed=frozenset({"users", "context_tokens"}), **kw)
+    out += every(one_user, frozenset({"users"}))
+    out += every(tiny, frozenset({"context_tokens"}))
+    out += every(dataclasses.replace(tiny, users=1), frozenset({"users", "context_tokens"}))
     return out

@@ -10,8 +10,12 @@ context; a change of a latency target or of the users only re-reads it.
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
 
-from solver.catalog import Catalog, Device, Price
+from solver.catalog import Catalog, Device, Engine, Factors, Platform, Precision, Price
 from solver.catalog.topology import scale_up_domain_size
 from solver.errors import InputError
 from solver.optimise.problem import Problem, Shape, Skipped
@@ -19,6 +23,8 @@ from solver.physics.costs import gpu_hour_costs
 from solver.physics.deployment import Deployment, Targets, Workload
 from solver.spec.resolve import apply_factors, band_of, check_engine_fits, engine_factors, override_device, resolve_engine, resolve_model
 from solver.spec.solve_spec import Spec
+
+_T = TypeVar("_T")
 
 # --------------------------------------------------------------------------- building the problem
 
@@ -64,12 +70,12 @@ def _apply_overrides(device: Device, spec: Spec, catalog: Catalog) -> Device:
     return device
 
 
-def _factors(device: Device, engine, spec: Spec, catalog: Catalog):
+def _factors(device: Device, engine: Engine, spec: Spec, catalog: Catalog) -> Factors:
     own = [o.factors for n, o in spec.overrides.gpus.items() if catalog.device(n).name == device.name]
     return apply_factors(engine_factors(catalog, device, engine, spec.sla.at), spec.overrides.factors, *own)
 
 
-def _platform_for(device: Device, tp: int, pp: int, catalog: Catalog):
+def _platform_for(device: Device, tp: int, pp: int, catalog: Catalog) -> Platform:
     """The first of the device's platforms whose scale-up domain holds the TP group
     and whose nodes hold a replica; else the nearest (widest domain, then most GPUs):
     the interconnect constraint rules the shape out, and its reason, naming that
@@ -82,7 +88,7 @@ def _platform_for(device: Device, tp: int, pp: int, catalog: Catalog):
     return max(platforms, key=lambda p: (p.layout != "single", scale_up_domain_size(p), p.gpus_per_node * p.max_nodes))
 
 
-def _sixteen(device: Device, precision, catalog: Catalog, use: str):
+def _sixteen(device: Device, precision: Precision, catalog: Catalog, use: str) -> Precision:
     """bf16 and fp16 are the same size and speed: on a device that runs only one of
     them (V100 and T4 lack bf16), asking for 16-bit means the one it has."""
     formats = device.weight_formats if use == "weights" else device.kv_formats
@@ -93,7 +99,7 @@ def _sixteen(device: Device, precision, catalog: Catalog, use: str):
     return precision
 
 
-def _looked_up(lookup, field: str):
+def _looked_up(lookup: Callable[[], _T], field: str) -> _T:
     """A catalog lookup whose error names the spec's own path."""
     try:
         return lookup()
@@ -109,14 +115,14 @@ def needs_purchase(spec: Spec) -> bool:
     return spec.objective == "min_purchase" or spec.budget.max_purchase_usd is not None
 
 
-def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
+def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) -> Problem:
     model = resolve_model(spec.model, spec.overrides.model, catalog, base_dir)
     mo = spec.overrides.model
     for name in list(spec.inventory) + list(spec.overrides.gpus):
         catalog.device(name)  # unknown names are errors, with a did-you-mean
-    weights = [_looked_up(lambda p=p: catalog.precision(p, "weights"), f"search.weights[{i}]") for i, p in enumerate(spec.search.weights)]
+    weights = [_looked_up(functools.partial(catalog.precision, p, "weights"), f"search.weights[{i}]") for i, p in enumerate(spec.search.weights)]
     if spec.search.min_weights_quality is not None:
-        floor = _looked_up(lambda: catalog.precision(spec.search.min_weights_quality, "weights"), "search.min_weights_quality")
+        floor = _looked_up(functools.partial(catalog.precision, spec.search.min_weights_quality, "weights"), "search.min_weights_quality")
         weights = [p for p in weights if p.quality_rank >= floor.quality_rank]
         if not weights:
             raise InputError(
@@ -125,10 +131,12 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir=None) -> Problem:
                 f"no format in search.weights is as good (quality_rank ≥ {floor.quality_rank}); "
                 f"allowed: {', '.join(p.name for p in catalog.precisions if p.quality_rank >= floor.quality_rank and 'weights' in p.use)}",
             )
-    kvs = [_looked_up(lambda p=p: catalog.precision(p, "kv"), f"search.kv_cache[{i}]") for i, p in enumerate(spec.search.kv_cache)]
+    kvs = [_looked_up(functools.partial(catalog.precision, p, "kv"), f"search.kv_cache[{i}]") for i, p in enumerate(spec.search.kv_cache)]
     owned = {catalog.device(n).name: c for n, c in spec.inventory.items()}
 
     w = spec.workload
+    # WorkloadIn derives the third of context, prompt and output from the other two.
+    assert w.context_tokens is not None and w.prompt_tokens is not None and w.output_tokens is not None
     workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens, w.kv_fill, w.batching)
     targets = Targets(max_ttft_s=spec.sla.max_ttft, max_tpot_s=spec.sla.max_tpot)
     pricing = catalog.pricing(spec.pricing.providers, spec.pricing.tier, spec.pricing.statistic, secondary=spec.pricing.secondary)

@@ -8,8 +8,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from solver.units import fmt_seconds
+
+if TYPE_CHECKING:
+    from solver.optimise.candidates import Candidate
 
 US = 1_000_000  # microseconds per second
 
@@ -33,7 +37,7 @@ class Target:
     """The model's `Limits` field it sets (None: a demand the candidates are built for)."""
     to_model: Callable[[float], int] | None = None
     """The spec's value in the model's integer unit, rounded the safe way (down)."""
-    measure: Callable | None = None
+    measure: Callable[[Candidate], float] | None = None
     """The candidate's figure it bounds, in the spec's unit."""
     objective: str | None = None
     """The objective that minimises `measure` (for the nearest relaxation)."""

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from solver.catalog import Device
+from solver.catalog.prices import Ownership
 from solver.physics.evaluate import Evaluation
 
 
@@ -33,11 +35,12 @@ class TokenCosts:
 def token_costs(ev: Evaluation, usd_per_hour: float, replicas: int, gpus: int) -> TokenCosts:
     """Per-token costs of a plan whose replicas (all alike) cost usd_per_hour together."""
     replica_usd_per_s = usd_per_hour / 3600 / max(1, replicas)
-    pre = ev.prefill
+    est = ev.estimates
+    pre = est.prefill
     # The prompt's matmul and attention FLOPs at their rates; pipeline stages each prefill
     # their own layers, and batched prompts keep them all busy.
     prefill_s = pre.compute_time_s / ev.deployment.pp / max(1, ev.workload.prompt_tokens)
-    dec = ev.decode
+    dec = est.decode
     decode_s = dec.coefficients.step_s(dec.batch, prefill_tokens=0) / dec.batch
     tdp = ev.deployment.device.tdp_w
     tokens_per_s = dec.batch / dec.coefficients.step_s(dec.batch, prefill_tokens=0) * replicas
@@ -76,7 +79,7 @@ class GpuHourCosts:
         return None if self.capital_usd is None else self.capital_usd + self.running_usd
 
 
-def gpu_hour_costs(device, ownership) -> GpuHourCosts:
+def gpu_hour_costs(device: Device, ownership: Ownership) -> GpuHourCosts:
     kw = device.tdp_w / 1000 if device.tdp_w else None
     o = ownership
     return GpuHourCosts(

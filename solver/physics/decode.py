@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from solver.bisect import largest_true
-from solver.physics.compute import compute_dtype, peak_flops_per_s
+from solver.physics.compute import matmul_dtype, peak_flops_per_s
 from solver.physics.deployment import Deployment, Workload
 from solver.physics.interconnect import CommEstimate, CommSegment, comm_segments, comm_time_from_segments, estimate_comm
 from solver.physics.kernels import (
@@ -180,7 +180,7 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,
         bandwidth_efficiency=d.factors.bandwidth_efficiency,
         peak_flops_per_s=peak_flops_per_s(d.device, d.weights, d.engine),
-        compute_dtype=compute_dtype(d.device, d.weights),
+        compute_dtype=matmul_dtype(d.device, d.weights),
         compute_efficiency=d.factors.compute_efficiency,
         comm_fixed_s=comm0,
         comm_per_sequence_s=estimate_comm(d, 1).time_s - comm0,

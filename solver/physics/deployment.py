@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from solver.catalog import Device, Engine, Factors, Model, Platform, Precision
 
@@ -65,7 +66,7 @@ class Deployment:
             return dataclasses.replace(self, tp=1, pp=self.tp * self.pp)
         return self
 
-    def replace(self, **changes) -> Deployment:
+    def replace(self, **changes: Any) -> Deployment:
         return dataclasses.replace(self, **changes)
 
 

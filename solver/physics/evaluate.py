@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from solver.catalog import Precision
@@ -59,6 +60,12 @@ class Estimates:
     prefill: PrefillEstimate
     ring: Ring
 
+    @property
+    def ttft_s(self) -> float:
+        """TTFT under the workload's batching: alone, or under load (continuous)."""
+        loaded = self.decode.ttft_under_load_s
+        return loaded if loaded is not None else self.prefill.ttft_s
+
 
 @dataclass(frozen=True)
 class Evaluation:
@@ -87,10 +94,7 @@ class Evaluation:
     @property
     def ttft_s(self) -> float | None:
         """TTFT under the workload's batching: alone, or under load (continuous)."""
-        if self.prefill is None:
-            return None
-        loaded = self.decode.ttft_under_load_s if self.decode else None
-        return loaded if loaded is not None else self.prefill.ttft_s
+        return self.estimates.ttft_s if self.valid else None
 
     @property
     def ok(self) -> bool:
@@ -108,7 +112,7 @@ def _verdicts(d: Deployment, t: Targets, mem: MemoryEstimate, dec: DecodeEstimat
     out = [Verdict("memory", mem.needed_bytes, mem.usable_bytes, "bytes", mem.fits)]
     tpot_ok = None if t.max_tpot_s is None else dec.tpot_s <= t.max_tpot_s
     out.append(Verdict("max_tpot", dec.tpot_s, t.max_tpot_s, "s", tpot_ok, f"decode is {dec.bound}-bound"))
-    ttft = dec.ttft_under_load_s if dec.ttft_under_load_s is not None else pre.ttft_s
+    ttft = Estimates(mem, dec, pre, ring).ttft_s
     ttft_ok = None if t.max_ttft_s is None else ttft <= t.max_ttft_s
     note = f"prefill is {pre.bound}-bound" + (
         f"; {pre.ttft_s * 1e3:.1f} ms alone, under load with {dec.batch} decoding" if dec.ttft_under_load_s is not None else ""
@@ -117,9 +121,9 @@ def _verdicts(d: Deployment, t: Targets, mem: MemoryEstimate, dec: DecodeEstimat
     # The interconnect fails a target when communication is what pushes a latency
     # past it: without the all-reduces the target would hold.
     blamed = []
-    if tpot_ok is False and dec.tpot_s - dec.comm_time_s <= t.max_tpot_s:
+    if tpot_ok is False and t.max_tpot_s is not None and dec.tpot_s - dec.comm_time_s <= t.max_tpot_s:
         blamed.append("TPOT")
-    if ttft_ok is False and ttft - pre.comm_time_s <= t.max_ttft_s:
+    if ttft_ok is False and t.max_ttft_s is not None and ttft - pre.comm_time_s <= t.max_ttft_s:
         blamed.append("TTFT")
     comm_share = dec.comm_time_s / dec.tpot_s if dec.tpot_s else 0.0
     note = f"communication is {comm_share:.0%} of the decode step" if d.tp > 1 or d.pp > 1 else "one GPU per replica: no communication"
@@ -161,12 +165,13 @@ def evaluate(
 def _summary(ev: Evaluation) -> str:
     if not ev.valid:
         return "not possible: " + "; ".join(ev.refusals)
-    m = ev.memory
+    est = ev.estimates
+    m = est.memory
     parts = [f"needs {m.needed_bytes / 1e9:.2f} GB of {m.usable_bytes / 1e9:.2f} GB usable per GPU"]
     if ev.targets.max_tpot_s is not None or "max_tpot" in ev.failing:
-        parts.append(f"TPOT {ev.decode.tpot_s * 1e3:.1f} ms")
+        parts.append(f"TPOT {est.decode.tpot_s * 1e3:.1f} ms")
     if ev.targets.max_ttft_s is not None:
-        parts.append(f"TTFT {ev.ttft_s * 1e3:.0f} ms")
+        parts.append(f"TTFT {ev.verdict('max_ttft').value * 1e3:.0f} ms")
     verdict = "meets every constraint" if ev.ok else "still fails " + ", ".join(ev.failing)
     return ", ".join(parts) + f" → {verdict}"
 
@@ -218,8 +223,8 @@ def remedies(ev: Evaluation, precisions: dict[str, Precision]) -> list[Remedy]:
                 add(f"quantize the weights to {pick.weights.name}", pick)
 
     # Lower the batch (serve fewer users per replica) or the context.
-    batch = ev.memory.batch
-    fit_batch = ev.memory.max_batch
+    batch = ev.estimates.memory.batch
+    fit_batch = ev.estimates.memory.max_batch
     if t.max_tpot_s is not None:
         fit_batch = min(fit_batch, max_batch_for_tpot(d, w, t.max_tpot_s, max(batch, 1)))
     if 0 < fit_batch < batch:
@@ -247,7 +252,7 @@ def remedies(ev: Evaluation, precisions: dict[str, Precision]) -> list[Remedy]:
     return out
 
 
-def _smaller_formats(names: list[str], current: Precision, precisions: dict[str, Precision]) -> list[Precision]:
+def _smaller_formats(names: Sequence[str], current: Precision, precisions: dict[str, Precision]) -> list[Precision]:
     options = [precisions[n] for n in names if n in precisions and precisions[n].bytes_per_value < current.bytes_per_value]
     return sorted(options, key=lambda p: (p.name != "fp8", -p.bytes_per_value, p.name))
 

@@ -155,7 +155,7 @@ class CommSegment:
 
 @dataclass(frozen=True)
 class CommEstimate:
-    tokens: int
+    tokens: float
     allreduce_bytes: float
     """One all-reduce: tokens × hidden × 2 bytes."""
     allreduces: int
@@ -218,6 +218,7 @@ def comm_segments(d: Deployment) -> tuple[CommSegment, ...]:
             continue
         probe = (lo + hi) / 2 if math.isfinite(hi) else 2 * lo + 1
         algo = allreduce_algorithm(d, probe * per_token_bytes)
+        assert algo is not None  # count > 0: TP > 1 has an algorithm
         seg = CommSegment(
             hi,
             count * algo.latency_s + pp_fixed,

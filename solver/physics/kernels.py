@@ -69,12 +69,14 @@ def attention_flops_per_token(d: Deployment, context_tokens: int) -> float:
     MLA in absorbed form attends over the latent: width 2·kv_lora_rank + rope."""
     m = d.model
     if m.attention == "mla":
+        assert m.kv_lora_rank is not None and m.qk_rope_head_dim is not None  # Model requires both for MLA
         width = 2 * m.kv_lora_rank + m.qk_rope_head_dim
         per_layer_key = 2 * m.num_attention_heads * width
     else:
         per_layer_key = 4 * m.num_attention_heads * m.head_dim
     keys = (m.num_layers - m.sliding_layers) * context_tokens
     if m.sliding_layers:
+        assert m.sliding_window is not None  # Model requires it with sliding layers
         keys += m.sliding_layers * min(context_tokens, m.sliding_window)
     return per_layer_key * keys
 
@@ -97,6 +99,7 @@ def attention_flops(d: Deployment, prompt_tokens: int) -> float:
     full_pairs = p * (p + 1) / 2
     pairs = (m.num_layers - m.sliding_layers) * full_pairs
     if m.sliding_layers:
+        assert m.sliding_window is not None  # Model requires it with sliding layers
         w = min(p, m.sliding_window)
         # token i attends to min(i, w) keys: w(w+1)/2 for the first w, then w each.
         window_pairs = w * (w + 1) / 2 + (p - w) * w

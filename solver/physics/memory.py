@@ -29,11 +29,11 @@ def group_weights_bytes(model: Model, precision: Precision) -> dict[str, float]:
     16-bit (the first and last, in Meta's FP8 405B)."""
     bpv = precision.bytes_per_value
     layout = model.checkpoint(precision.name)
-    sixteen = set(layout.sixteen_bit) if layout else set()
+    sixteen: set[str] = set(layout.sixteen_bit) if layout else set()
     if precision.keeps_embeddings_16bit:
         sixteen |= {"embeddings", "lm_head"}
     whole = min(1.0, (layout.sixteen_bit_layers if layout else 0) / model.num_layers)
-    out = {}
+    out: dict[str, float] = {}
     for group, params in model.param_groups().items():
         if group in sixteen:
             out[group] = params * BYTES_16BIT
@@ -90,6 +90,7 @@ def deployment_weights_bytes(d: Deployment) -> float:
 def kv_bytes_per_token_per_layer(model: Model, kv: Precision) -> float:
     """K and V of one token in one layer (MLA: the latent plus the RoPE key)."""
     if model.attention == "mla":
+        assert model.kv_lora_rank is not None and model.qk_rope_head_dim is not None  # Model requires both for MLA
         return (model.kv_lora_rank + model.qk_rope_head_dim) * kv.bytes_per_value
     return 2 * model.num_kv_heads * model.head_dim * kv.bytes_per_value
 
@@ -100,6 +101,7 @@ def kv_bytes_per_sequence(model: Model, kv: Precision, tokens: int) -> float:
     full_layers = model.num_layers - model.sliding_layers
     resident = full_layers * tokens
     if model.sliding_layers:
+        assert model.sliding_window is not None  # Model requires it with sliding layers
         resident += model.sliding_layers * min(tokens, model.sliding_window)
     return per_layer * resident
 

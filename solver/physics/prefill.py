@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solver.physics.compute import compute_dtype, peak_flops_per_s
+from solver.physics.compute import compute_dtype, matmul_dtype, peak_flops_per_s
 from solver.physics.deployment import Deployment, Workload
 from solver.physics.interconnect import CommEstimate, estimate_comm
 from solver.physics.kernels import attention_flops, bandwidth_share, fixed_step_s, linear_flops, overlaps, touched_weight_bytes
@@ -104,14 +104,14 @@ class PrefillEstimate:
 
 def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
     p = w.prompt_tokens
-    attn_dtype = compute_dtype(d.device, d.kv) or compute_dtype(d.device, d.weights)
+    attn_dtype = compute_dtype(d.device, d.kv) or matmul_dtype(d.device, d.weights)
     return PrefillEstimate(
         prompt_tokens=p,
         linear_flops=linear_flops(d.model.active_params, p),
         attention_flops=attention_flops(d, p),
         tp=d.tp,
         peak_flops_per_s=peak_flops_per_s(d.device, d.weights, d.engine),
-        compute_dtype=compute_dtype(d.device, d.weights),
+        compute_dtype=matmul_dtype(d.device, d.weights),
         compute_efficiency=d.factors.compute_efficiency * d.weights.compute_share,
         weight_bytes_read=touched_weight_bytes(d, p) / d.tp,
         bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,

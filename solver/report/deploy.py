@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from solver.catalog import Model, PublishedCheckpoint, catalog_dir
 from solver.catalog.yaml_lines import load_yaml_file
 from solver.errors import InputError
 from solver.explain.records import SolveResult
+
+if TYPE_CHECKING:
+    from solver.catalog import Engine
+    from solver.physics.deployment import Deployment as Plan
 
 ENGINES = ("vllm", "sglang", "llama.cpp")
 SIXTEEN_BIT = ("bf16", "fp16")
@@ -61,12 +66,15 @@ class Deployment:
         return " ".join(self.argv)
 
 
-def flag_data() -> dict:
-    data, _ = load_yaml_file(catalog_dir() / "engine_flags.yaml")
+def flag_data() -> dict[str, Any]:
+    path = catalog_dir() / "engine_flags.yaml"
+    data, _ = load_yaml_file(path)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping of engines and their flags")
     return data
 
 
-def flag_table() -> dict:
+def flag_table() -> dict[str, Any]:
     return flag_data()["engines"]
 
 
@@ -94,7 +102,7 @@ def _sixteen_bit_id(model: Model, variant: str) -> str:
     return c.hf_id if c else (model.hf_id or model.name)
 
 
-def _refuse(engine: str, what: str, value: str, table: dict, key: str) -> InputError:
+def _refuse(engine: str, what: str, value: str, table: dict[str, Any], key: str) -> InputError:
     allowed = ", ".join(table[key])
     return InputError(
         f"engine ({engine})",
@@ -159,7 +167,9 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -
     return dep
 
 
-def _weights(dep: Deployment, model: Model, weights: str, how: dict, ckpt, variant: str) -> tuple[list[str], list[str]]:
+def _weights(
+    dep: Deployment, model: Model, weights: str, how: dict[str, Any], ckpt: PublishedCheckpoint | None, variant: str
+) -> tuple[list[str], list[str]]:
     """The model argument(s) and the weight flags of vLLM and SGLang."""
     engine = dep.engine
     tok_flag = "--tokenizer" if engine == "vllm" else "--tokenizer-path"
@@ -215,7 +225,20 @@ def _weights(dep: Deployment, model: Model, weights: str, how: dict, ckpt, varia
     return [base], (["--quantization", method] if method else [])
 
 
-def _vllm(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine, e, nodes, per_node) -> list[str]:
+def _vllm(
+    dep: Deployment,
+    d: Plan,
+    model_arg: list[str],
+    quant: list[str],
+    batch: int,
+    max_model_len: int,
+    kv: str,
+    table: dict[str, Any],
+    same_engine: bool,
+    e: Engine | None,
+    nodes: int,
+    per_node: int,
+) -> list[str]:
     argv = ["vllm", "serve", *model_arg]
     tp, pp = d.tp, d.pp
     if tp > 1:
@@ -231,7 +254,7 @@ def _vllm(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine
         argv += ["--kv-cache-dtype", table["kv_cache"][kv]]
     argv += quant
     argv += ["--max-num-seqs", str(batch)]
-    if same_engine:  # the knobs the plan's memory and step times were computed with
+    if same_engine and e is not None:  # the knobs the plan's memory and step times were computed with
         argv += ["--max-num-batched-tokens", str(e.max_num_batched_tokens)]
         if not e.enable_chunked_prefill:
             argv += ["--no-enable-chunked-prefill"]
@@ -240,7 +263,18 @@ def _vllm(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine
     return argv
 
 
-def _sglang(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine, e) -> list[str]:
+def _sglang(
+    dep: Deployment,
+    d: Plan,
+    model_arg: list[str],
+    quant: list[str],
+    batch: int,
+    max_model_len: int,
+    kv: str,
+    table: dict[str, Any],
+    same_engine: bool,
+    e: Engine | None,
+) -> list[str]:
     argv = ["python3", "-m", "sglang.launch_server", "--model-path", *model_arg]
     if d.tp > 1:
         argv += ["--tp", str(d.tp)]
@@ -251,14 +285,26 @@ def _sglang(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engi
         argv += ["--kv-cache-dtype", table["kv_cache"][kv]]
     argv += quant
     argv += ["--max-running-requests", str(batch)]
-    if same_engine:
+    if same_engine and e is not None:
         argv += ["--chunked-prefill-size", str(e.max_num_batched_tokens)]
         if e.enforce_eager:
             argv += ["--disable-cuda-graph"]
     return argv
 
 
-def _llama_server(dep, model: Model, d, batch, max_model_len, weights, kv, ckpt, table, same_engine, e) -> list[str]:
+def _llama_server(
+    dep: Deployment,
+    model: Model,
+    d: Plan,
+    batch: int,
+    max_model_len: int,
+    weights: str,
+    kv: str,
+    ckpt: PublishedCheckpoint | None,
+    table: dict[str, Any],
+    same_engine: bool,
+    e: Engine | None,
+) -> list[str]:
     """llama-server with every layer on the GPUs (-ngl above the layer count offloads
     the output layer too), the plan's split over its GPUs, -np slots of the context
     each (-c is shared by the slots), and the plan's KV format for K and V."""
@@ -283,7 +329,7 @@ def _llama_server(dep, model: Model, d, batch, max_model_len, weights, kv, ckpt,
     argv += ["-c", str(max_model_len * batch), "-np", str(batch), "-ctk", cache, "-ctv", cache]
     if cache not in ("f16", "bf16", "f32"):
         argv += ["-fa", "on"]  # a quantised V cache needs flash attention in llama.cpp
-    if same_engine:
+    if same_engine and e is not None:
         argv += ["-b", str(e.max_num_batched_tokens)]
     return argv
 
@@ -336,11 +382,18 @@ def check_flags(dep: Deployment) -> list[str]:
                 bad.append(f"{token} {value}: allowed {kind}")
             elif kind == "int" and not (value or "").isdigit():
                 bad.append(f"{token} {value}: not an integer")
-            elif kind == "float":
-                try:
-                    float(value)
-                except (TypeError, ValueError):
-                    bad.append(f"{token} {value}: not a number")
+            elif kind == "float" and not _is_number(value):
+                bad.append(f"{token} {value}: not a number")
             elif kind == "str" and (value is None or value.startswith("-")):
                 bad.append(f"{token}: needs a value")
     return bad
+
+
+def _is_number(value: str | None) -> bool:
+    if value is None:
+        return False
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True

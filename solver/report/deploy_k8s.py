@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 
 from solver.errors import InputError
 from solver.report.deploy import HEAD, Deployment, flag_data, sglang_node_argv
@@ -36,7 +37,7 @@ def to_yaml(docs: list[dict]) -> str:
     import yaml
 
     class _Plain(yaml.SafeDumper):
-        def ignore_aliases(self, data):
+        def ignore_aliases(self, data: object) -> bool:
             return True
 
     return yaml.dump_all(docs, Dumper=_Plain, sort_keys=False)
@@ -46,7 +47,7 @@ def _shell(argv: list[str]) -> str:
     return " ".join(a if re.fullmatch(r"[\w./:$=,-]+", a) else f"'{a}'" for a in argv).replace(HEAD, "$LWS_LEADER_ADDRESS")
 
 
-def _container(dep: Deployment, image: str, resource: str, command: list, probes: bool) -> dict:
+def _container(dep: Deployment, image: str, resource: str, command: Sequence[list[str] | str], probes: bool) -> dict:
     """`command`: argv lists (quoted for the shell) or shell lines (kept as written)."""
     c: dict = {
         "name": "server" if probes else "worker",
@@ -118,7 +119,7 @@ def manifests(dep: Deployment, *, name: str, weights_bytes: float, image: str | 
         }
         selector = labels
     else:
-        head = [s.argv for s in dep.steps if s.node == "head" and s.tool != dep.engine]
+        head: list[list[str] | str] = [s.argv for s in dep.steps if s.node == "head" and s.tool != dep.engine]
         if dep.engine == "vllm":  # vllm serve needs every worker's GPUs in the Ray cluster first
             head.append(f"until ray status | grep -q '/{dep.gpus_per_replica}.0 GPU'; do sleep 5; done")
         head.append(serve)

@@ -4,12 +4,13 @@ text, under the names the other commands use."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from solver.physics.evaluate import Evaluation, Remedy, Verdict
 from solver.physics.memory import kv_bytes_per_token_per_layer
 
 
-def _verdict_dict(v: Verdict) -> dict:
+def _verdict_dict(v: Verdict) -> dict[str, Any]:
     return {
         "constraint": v.constraint,
         "value": v.value,
@@ -21,7 +22,7 @@ def _verdict_dict(v: Verdict) -> dict:
     }
 
 
-def _remedy_dict(r: Remedy) -> dict:
+def _remedy_dict(r: Remedy) -> dict[str, Any]:
     e = r.evaluation
     return {
         "action": r.action,
@@ -41,10 +42,10 @@ def _remedy_dict(r: Remedy) -> dict:
     }
 
 
-def to_dict(ev: Evaluation) -> dict:
+def to_dict(ev: Evaluation) -> dict[str, Any]:
     d, w, t = ev.deployment, ev.workload, ev.targets
     e = d.engine
-    out = {
+    out: dict[str, Any] = {
         "model": d.model.name,
         "engine": {
             "name": e.name,
@@ -80,7 +81,8 @@ def to_dict(ev: Evaluation) -> dict:
     }
     if not ev.valid:
         return out
-    mem, dec, pre, ring = ev.memory, ev.decode, ev.prefill, ev.ring
+    est = ev.estimates
+    mem, dec, pre, ring = est.memory, est.decode, est.prefill, est.ring
     out["memory"] = {
         "weights_bytes": mem.weights_bytes,
         "kv_bytes": mem.kv_bytes,

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import math
 
+from solver.physics.deployment import Deployment, Workload
 from solver.physics.evaluate import Evaluation, Verdict
-from solver.physics.memory import kv_bytes_per_token_per_layer
+from solver.physics.memory import MemoryEstimate, kv_bytes_per_token_per_layer
 from solver.units import GB, fmt_bytes, fmt_rate, fmt_seconds
 
 CONSTRAINT_TITLES = {
@@ -33,15 +34,19 @@ def _verdict_text(v: Verdict) -> str:
     if v.ok is None:
         return "no target set" if v.constraint in ("max_tpot", "max_ttft") else "not involved"
     if v.constraint == "memory":
+        # A memory verdict is always measured against the usable memory.
+        assert v.limit is not None and v.margin is not None, "a memory verdict has a limit"
         word = "FITS" if v.ok else "EXCEEDS"
         return f"{word} — {_gb(v.value)} needed of {_gb(v.limit)} usable ({'spare' if v.ok else 'over by'} {_gb(abs(v.margin))})"
     if v.constraint == "interconnect":
         return "OK" if v.ok else "BINDS"
+    # A TPOT or TTFT verdict has an `ok` only when its target (the limit) is set.
+    assert v.limit is not None and v.margin is not None, "a verdict with a target has a limit"
     word = "MEETS" if v.ok else "MISSES"
     return f"{word} {fmt_seconds(v.limit)} target ({'spare' if v.ok else 'over by'} {fmt_seconds(abs(v.margin))})"
 
 
-def _engine_rule(d, mem) -> str:
+def _engine_rule(d: Deployment, mem: MemoryEstimate) -> str:
     total = _gb(mem.device_bytes)
     rule = d.engine.rule if d.engine else "fraction_of_total"
     flag = (d.engine.fraction_flag if d.engine else None) or "utilisation"
@@ -54,7 +59,7 @@ def _engine_rule(d, mem) -> str:
     return f"{total} device × {mem.utilization:.2f} ({flag})"
 
 
-def _activation_note(d, w) -> str:
+def _activation_note(d: Deployment, w: Workload) -> str:
     e = d.engine
     if e is None or not e.profiles_activation:
         return "none: this engine's KV budget does not reserve it"
@@ -79,7 +84,7 @@ def _combine(overlapped: bool) -> str:
     return "max" if overlapped else "sum"
 
 
-def _fixed(d, seconds: float, batch: int = 0) -> str:
+def _fixed(d: Deployment, seconds: float, batch: int = 0) -> str:
     f = d.factors
     per_seq = f" + {fmt_seconds(f.sequence_overhead_s)} × {batch} sequences" if batch and f.sequence_overhead_s else ""
     moe = f" + {fmt_seconds(f.expert_layer_overhead_s)} × {d.model.moe_layers} MoE layers" if d.model.moe_layers and f.expert_layer_overhead_s else ""
@@ -89,7 +94,7 @@ def _fixed(d, seconds: float, batch: int = 0) -> str:
     )
 
 
-def _comm(seconds: float, d) -> str:
+def _comm(seconds: float, d: Deployment) -> str:
     return fmt_seconds(seconds) if d.tp * d.pp > 1 else "none (one GPU per replica)"
 
 
@@ -138,7 +143,8 @@ def render_text(ev: Evaluation) -> str:
         out += [f"  - {r}" for r in ev.refusals]
         return "\n".join(out) + "\n"
 
-    mem, dec, pre, ring = ev.memory, ev.decode, ev.prefill, ev.ring
+    est = ev.estimates
+    mem, dec, pre, ring = est.memory, est.decode, est.prefill, est.ring
 
     # Step 1
     out += ["", f"{CONSTRAINT_TITLES['memory']}  —  {_verdict_text(ev.verdict('memory'))}"]
@@ -197,6 +203,8 @@ def render_text(ev: Evaluation) -> str:
             )
         )
         if m.sliding_layers:
+            # Model.__post_init__ refuses sliding layers without a window.
+            assert m.sliding_window is not None, "sliding_layers needs sliding_window"
             full = m.num_layers - m.sliding_layers
             rows.append(
                 (

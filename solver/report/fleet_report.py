@@ -58,13 +58,16 @@ def to_dict(res: FleetResult) -> dict:
     }
 
 
-def to_json(res: FleetResult, sweep=None) -> str:
+def to_json(res: FleetResult | None, sweep: list[tuple[float, FleetResult]] | None = None) -> str:
+    """One fleet, or (`sweep` given, `res` unused) each budget with the fleet it buys."""
     if sweep is not None:
         return json.dumps([{"max_usd_per_hour": b, **to_dict(r)} for b, r in sweep], indent=2)
+    if res is None:
+        raise ValueError("to_json needs a fleet or a sweep")
     return json.dumps(to_dict(res), indent=2)
 
 
-def _table(headers, rows, markdown):
+def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
     if markdown:
         return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + ["| " + " | ".join(r) + " |" for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
@@ -132,7 +135,7 @@ def render(res: FleetResult, title: str, markdown: bool = False, show_purchase: 
     return "\n".join(lines) + "\n"
 
 
-def render_sweep(sweep, title: str, markdown: bool = False) -> str:
+def render_sweep(sweep: list[tuple[float, FleetResult]], title: str, markdown: bool = False) -> str:
     lines = [f"# {title}" if markdown else title, ""]
     rows = []
     for budget, r in sweep:

@@ -12,11 +12,15 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from solver.errors import InputError
-from solver.optimise.pareto import KNEE_MIN_DEPTH, Frontier
+from solver.optimise.pareto import KNEE_MIN_DEPTH, Frontier, ParetoPoint
 from solver.physics.costs import plan_tco
 from solver.units import fmt_seconds
+
+if TYPE_CHECKING:
+    from solver.optimise.candidates import Candidate
 
 KNEE_RULE = "farthest below the chord between the frontier's ends, log cost against log metric, both normalised to [0, 1]"
 
@@ -31,13 +35,14 @@ def _value(axis: str, v: float) -> str:
     return f"{v:,.0f}" if axis == "users" else fmt_seconds(v)
 
 
-def _point_costs(c) -> dict:
+def _point_costs(c: Candidate) -> dict[str, float | str | None]:
     """What a frontier point costs beyond $/hour: its TCO (owned GPUs at power and
     hosting, the rest rented), the offer it is priced at, and a million output tokens at
     steady throughput (a sequence's share of the decode step)."""
     price = c.shape.device.price
     tco, _ = plan_tco(c.gpus, c.gpus - c.rented, c.shape.costs, price.usd_per_gpu_hour if price else None, "rent")
     dec = c.physics.decode
+    assert dec is not None, "a candidate is built only on a shape with a decode step"
     step = dec.step_s(c.batch, prefill_tokens=0)
     per_replica = (tco if math.isfinite(tco) else c.cost_usd_per_hour) / 3600 / max(1, c.replicas)
     return {
@@ -47,7 +52,7 @@ def _point_costs(c) -> dict:
     }
 
 
-def _point_dict(p, axis: str, knee: bool = False) -> dict:
+def _point_dict(p: ParetoPoint, axis: str, knee: bool = False) -> dict[str, object]:
     c = p.candidate
     return {
         **_point_costs(c),
@@ -111,6 +116,8 @@ def _cut_lines(axis: str, f: Frontier) -> list[str]:
             "the trade is about even along the frontier"
         )
     if f.beyond is not None:
+        # Only the cost cap, which the ratio sets, leaves a next point out.
+        assert f.max_cost_usd_per_hour is not None and f.max_cost_ratio is not None
         base = f.max_cost_usd_per_hour / f.max_cost_ratio
         which = "the cheapest plan" if f.points[0].cost_usd_per_hour > 0 else "the cheapest plan that costs anything"
         out.append(

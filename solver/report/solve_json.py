@@ -5,6 +5,7 @@ same bytes (no timings, no dictionary-order accidents)."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -12,6 +13,10 @@ from solver.explain.exclusions import by_device, exclusions
 from solver.explain.records import SolveResult
 from solver.optimise.scenario import objective_value
 from solver.physics.costs import plan_tco, token_costs
+
+if TYPE_CHECKING:
+    from solver.catalog import Price
+    from solver.optimise.candidates import Candidate
 
 
 class SolveModel(BaseModel):
@@ -186,7 +191,7 @@ class SolveOut(SolveModel):
     devices_searched: int
 
 
-def _plan_tco(c, objective: str) -> tuple[float | None, str]:
+def _plan_tco(c: Candidate, objective: str) -> tuple[float | None, str]:
     """The plan's TCO as the objective acquires its GPUs: min_tco the cheaper of renting
     and buying, min_purchase buying, otherwise renting."""
     if objective == "min_tco":
@@ -199,7 +204,7 @@ def _plan_tco(c, objective: str) -> tuple[float | None, str]:
     return (None if math.isinf(usd) else usd), how
 
 
-def _price_out(price) -> PriceOut:
+def _price_out(price: Price) -> PriceOut:
     return PriceOut(
         usd_per_gpu_hour=price.usd_per_gpu_hour,
         provider=price.provider,
@@ -235,10 +240,15 @@ def to_output(r: SolveResult) -> SolveOut:
     c = r.solution.candidate
     if c is not None and r.plan is not None:
         ev = r.plan
+        est = ev.estimates
         d = ev.deployment
         tco, acquired = _plan_tco(c, p.objective)
         costs = token_costs(ev, tco if tco is not None else c.cost_usd_per_hour, c.replicas, c.gpus)
         hc, own = c.shape.costs, p.ownership
+        ttft_s, capped_by = est.ttft_s, r.batch_capped_by
+        # build_problem gives every shape its costs and the problem its ownership;
+        # explain_plan sets the plan and its batch cap together.
+        assert hc is not None and own is not None and capped_by is not None
         plan = PlanOut(
             gpu=d.device.name,
             gpu_display_name=d.device.display_name,
@@ -257,15 +267,15 @@ def to_output(r: SolveResult) -> SolveOut:
             max_batch_tpot=c.max_batch_tpot,
             cost_usd_per_hour=0.0 if acquired == "bought" else round(c.cost_usd_per_hour, 6),
             purchase_usd=round(c.purchase_usd, 2),
-            tpot_s=ev.decode.tpot_s,
-            ttft_s=ev.ttft_s,
-            memory_needed_bytes=ev.memory.needed_bytes,
-            memory_usable_bytes=ev.memory.usable_bytes,
+            tpot_s=est.decode.tpot_s,
+            ttft_s=ttft_s,
+            memory_needed_bytes=est.memory.needed_bytes,
+            memory_usable_bytes=est.memory.usable_bytes,
             engine=d.engine.name if d.engine else "vllm",
-            kv_capacity_tokens=ev.memory.kv_capacity_tokens,
-            kv_capacity_blocks=ev.memory.kv_capacity_blocks,
-            max_concurrency=round(ev.memory.max_concurrency, 4),
-            tokens_per_s=ev.decode.tokens_per_s * c.replicas,
+            kv_capacity_tokens=est.memory.kv_capacity_tokens,
+            kv_capacity_blocks=est.memory.kv_capacity_blocks,
+            max_concurrency=round(est.memory.max_concurrency, 4),
+            tokens_per_s=est.decode.tokens_per_s * c.replicas,
             price=_price_out(d.device.price) if c.rented and d.device.price and acquired == "rented" else None,
             tco_usd_per_hour=None if tco is None else round(tco, 6),
             acquired_by=acquired,
@@ -282,7 +292,7 @@ def to_output(r: SolveResult) -> SolveOut:
             usd_per_million_input_tokens=round(costs.usd_per_million_input_tokens, 6),
             usd_per_million_output_tokens=round(costs.usd_per_million_output_tokens, 6),
             output_tokens_per_joule=None if costs.output_tokens_per_joule is None else round(costs.output_tokens_per_joule, 6),
-            batch_capped_by=r.batch_capped_by,
+            batch_capped_by=capped_by,
             replicas_forced_by=r.replicas_forced_by,
         )
     return SolveOut(

@@ -6,7 +6,7 @@ from solver.catalog import TIERS
 from solver.explain.exclusions import line as exclusion_line
 from solver.explain.records import SolveResult
 from solver.optimise.targets import LABELS, TARGETS
-from solver.report.solve_json import PlanOut, SolveOut, to_output
+from solver.report.solve_json import ConstraintOut, PlanOut, SolveOut, to_output
 from solver.spec.solve_spec import OBJECTIVES
 from solver.units import GB, fmt_seconds
 
@@ -38,9 +38,11 @@ def _tco_line(pl: PlanOut) -> str:
     if pl.gpus_owned_used:
         parts.append(f"{pl.gpus_owned_used} owned at ${run:,.2f}/GPU-hour (power + hosting)")
     if pl.acquired_by == "bought":
+        capital = o.capital_usd_per_gpu_hour
+        assert capital is not None, "GPUs are bought only where the device has a purchase price"
         parts.append(
-            f"{pl.gpus_bought} bought at ${o.capital_usd_per_gpu_hour + run:,.2f}/GPU-hour "
-            f"(${o.capital_usd_per_gpu_hour:,.2f} purchase over {o.life_years:g} years + ${run:,.2f} power and hosting)"
+            f"{pl.gpus_bought} bought at ${capital + run:,.2f}/GPU-hour "
+            f"(${capital:,.2f} purchase over {o.life_years:g} years + ${run:,.2f} power and hosting)"
         )
     elif pl.acquired_by == "rented":
         parts.append(f"{pl.gpus_rented} rented")
@@ -70,20 +72,23 @@ def _value_text(target: str, value: float | None) -> str:
     return TARGETS[target].text(value)
 
 
-def _constraint_cells(row) -> tuple[str, str, str]:
-    if row.unit == "bytes":
-        return f"{row.value / GB:,.2f} GB", f"{row.limit / GB:,.2f} GB", f"{row.slack / GB:,.2f} GB"
+def _constraint_cells(row: ConstraintOut) -> tuple[str, str, str]:
     if row.unit == "s":
         lim = fmt_seconds(row.limit) if row.limit is not None else "no target"
         slack = fmt_seconds(row.slack) if row.slack is not None else "—"
         if row.slack is not None and row.slack < 0:
             slack = "−" + fmt_seconds(-row.slack)
         return fmt_seconds(row.value), lim, slack
+    limit, margin = row.limit, row.slack
+    # Only a latency target can be unset: memory, GPUs and a budget row always have their limit.
+    assert limit is not None and margin is not None, f"constraint {row.name} has no limit"
+    if row.unit == "bytes":
+        return f"{row.value / GB:,.2f} GB", f"{limit / GB:,.2f} GB", f"{margin / GB:,.2f} GB"
     if row.unit == "usd_per_hour":
-        return f"${row.value:,.2f}/h", f"${row.limit:,.2f}/h", f"${row.slack:,.2f}/h"
+        return f"${row.value:,.2f}/h", f"${limit:,.2f}/h", f"${margin:,.2f}/h"
     if row.unit == "usd":
-        return f"${row.value:,.0f}", f"${row.limit:,.0f}", f"${row.slack:,.0f}"
-    return f"{row.value:,.0f}", f"{row.limit:,.0f}", f"{row.slack:,.0f}"
+        return f"${row.value:,.0f}", f"${limit:,.0f}", f"${margin:,.0f}"
+    return f"{row.value:,.0f}", f"{limit:,.0f}", f"{margin:,.0f}"
 
 
 def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[str]:

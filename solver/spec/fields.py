@@ -4,7 +4,7 @@ edge; `SpecModel` refuses unknown keys."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -16,8 +16,8 @@ MAX_TOKENS = 100_000_000  # far beyond any model's context; catches unit slips
 MAX_PARALLEL = 1024
 
 
-def _quantity(kind: str):
-    def parse(v):
+def _quantity(kind: str) -> BeforeValidator:
+    def parse(v: object) -> float:
         return parse_quantity(v, kind)
 
     return BeforeValidator(parse)
@@ -42,7 +42,7 @@ class HardwareIn(SpecModel):
     platform: str | None = Field(default=None, description="How the GPUs connect; default the device's first platform.")
 
     @model_validator(mode="after")
-    def _count(self):
+    def _count(self) -> Self:
         if self.count is not None and self.count % (self.tp * self.pp):
             raise ValueError(f"count {self.count} is not a multiple of tp × pp = {self.tp * self.pp} (each replica takes tp × pp GPUs)")
         return self
@@ -68,13 +68,16 @@ class WorkloadIn(SpecModel):
     )
 
     @model_validator(mode="after")
-    def _derive(self):
+    def _derive(self) -> Self:
         given = [x is not None for x in (self.context_tokens, self.prompt_tokens, self.output_tokens)]
         if sum(given) < 2:
             raise ValueError("give at least two of context_tokens, prompt_tokens, output_tokens (the third is derived)")
+        # At most one of the three is None from here on: the one derived below.
         if self.context_tokens is None:
+            assert self.prompt_tokens is not None and self.output_tokens is not None
             self.context_tokens = self.prompt_tokens + self.output_tokens
         elif self.prompt_tokens is None:
+            assert self.output_tokens is not None
             if self.output_tokens >= self.context_tokens:
                 raise ValueError("output_tokens must be less than context_tokens to leave room for a prompt")
             self.prompt_tokens = self.context_tokens - self.output_tokens
@@ -148,7 +151,7 @@ class EngineIn(SpecModel):
     split_mode: Literal["layer", "row"] | None = Field(default=None, description="llama.cpp over several GPUs.")
 
 
-def _engine_field(v):
+def _engine_field(v: object) -> dict[Any, Any] | EngineIn:
     if isinstance(v, str):
         return {"name": v}
     if isinstance(v, (dict, EngineIn)):

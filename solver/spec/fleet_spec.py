@@ -4,7 +4,7 @@ and SLA, and optionally a request mix), one search, budget, inventory and quota.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -36,7 +36,7 @@ class FleetWorkloadIn(SpecModel):
     overrides: ModelOverrides = ModelOverrides()
 
     @model_validator(mode="after")
-    def _shares(self):
+    def _shares(self) -> Self:
         if self.mix and abs(sum(c.share for c in self.mix) - 1) > 1e-6:
             raise ValueError(f"mix shares sum to {sum(c.share for c in self.mix):g}, not 1")
         return self
@@ -72,7 +72,7 @@ class FleetSpec(SpecModel):
         return v
 
     @model_validator(mode="after")
-    def _names(self):
+    def _names(self) -> Self:
         names = [w.name for w in self.workloads]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from solver.catalog import Catalog, FactorOverrides
+from solver.catalog import Catalog, Device, Engine, FactorOverrides, Factors, Model
 from solver.catalog.calibration import pessimistic
 from solver.errors import InputError
 from solver.physics.deployment import Deployment, Targets, Workload
@@ -15,7 +15,7 @@ from solver.spec.evaluate_input import EvaluateInput
 from solver.spec.fields import EngineIn, FactorsIn, GpuOverrides, ModelOverrides
 
 
-def _resolve_model(name: str, catalog: Catalog, base_dir: Path | None):
+def _resolve_model(name: str, catalog: Catalog, base_dir: Path | None) -> Model:
     candidate = Path(name)
     if base_dir is not None and not candidate.is_absolute():
         relative = base_dir / candidate
@@ -28,7 +28,7 @@ def _resolve_model(name: str, catalog: Catalog, base_dir: Path | None):
     return catalog.model(name)
 
 
-def resolve_model(name: str, overrides: ModelOverrides, catalog: Catalog, base_dir: Path | None):
+def resolve_model(name: str, overrides: ModelOverrides, catalog: Catalog, base_dir: Path | None) -> Model:
     """The model by name or config.json, with the spec's parameter counts applied."""
     model = _resolve_model(name, catalog, base_dir)
     mo = overrides
@@ -41,19 +41,21 @@ def resolve_model(name: str, overrides: ModelOverrides, catalog: Catalog, base_d
     return model
 
 
-def override_device(device, go: GpuOverrides):
+def override_device(device: Device, go: GpuOverrides) -> Device:
     """The device with any catalog figure the spec gives instead."""
-    update = {}
-    if go.memory_bytes is not None:
-        update["memory_bytes"] = int(go.memory_bytes)
-    if go.memory_bandwidth_bytes_per_s is not None:
-        update["memory_bandwidth_bytes_per_s"] = go.memory_bandwidth_bytes_per_s
-    if go.dense_flops_per_s:
-        update["dense_flops_per_s"] = {**device.dense_flops_per_s, **go.dense_flops_per_s}
-    return dataclasses.replace(device, **update) if update else device
+    if go.memory_bytes is None and go.memory_bandwidth_bytes_per_s is None and not go.dense_flops_per_s:
+        return device
+    return dataclasses.replace(
+        device,
+        memory_bytes=int(go.memory_bytes) if go.memory_bytes is not None else device.memory_bytes,
+        memory_bandwidth_bytes_per_s=(
+            go.memory_bandwidth_bytes_per_s if go.memory_bandwidth_bytes_per_s is not None else device.memory_bandwidth_bytes_per_s
+        ),
+        dense_flops_per_s={**device.dense_flops_per_s, **go.dense_flops_per_s} if go.dense_flops_per_s else device.dense_flops_per_s,
+    )
 
 
-def engine_factors(catalog: Catalog, device, engine, at: str = "nominal"):
+def engine_factors(catalog: Catalog, device: Device, engine: Engine, at: str = "nominal") -> Factors:
     """Catalog defaults, then the engine's memory fraction and its measured efficiency
     on this kind of memory, then the device's own factors (an Apple GPU's Metal cap
     wins over any engine), then a calibration's fitted factors — at the slow edge of
@@ -71,27 +73,26 @@ def engine_factors(catalog: Catalog, device, engine, at: str = "nominal"):
     return factors
 
 
-def resolve_engine(engine_in: EngineIn, catalog: Catalog, device):
+def resolve_engine(engine_in: EngineIn, catalog: Catalog, device: Device) -> Engine:
     """The catalog's engine with the spec's knobs, the rest as the engine defaults
     them on this device (vLLM raises its batch knobs on GPUs of 70 GiB and more)."""
     engine = catalog.engine(engine_in.name)
     tokens, seqs = engine.batch_knobs(device.memory_bytes, device.name)
-    knobs = {
-        "max_num_batched_tokens": engine_in.max_num_batched_tokens or tokens,
-        "max_num_seqs": engine_in.max_num_seqs or seqs,
-        "max_model_len": engine_in.max_model_len or engine.max_model_len,
-        "fraction": engine_in.gpu_memory_utilization or engine.fraction,
-    }
-    for name in ("enable_chunked_prefill", "enforce_eager", "split_mode"):
-        value = getattr(engine_in, name)
-        if value is not None:
-            knobs[name] = value
     if engine_in.split_mode is not None and engine.split_mode is None:
         raise InputError("engine.split_mode", engine_in.split_mode, f"only llama.cpp splits by layer or row, not {engine.display_name}")
-    return dataclasses.replace(engine, **knobs)
+    return dataclasses.replace(
+        engine,
+        max_num_batched_tokens=engine_in.max_num_batched_tokens or tokens,
+        max_num_seqs=engine_in.max_num_seqs or seqs,
+        max_model_len=engine_in.max_model_len or engine.max_model_len,
+        fraction=engine_in.gpu_memory_utilization or engine.fraction,
+        enable_chunked_prefill=engine_in.enable_chunked_prefill if engine_in.enable_chunked_prefill is not None else engine.enable_chunked_prefill,
+        enforce_eager=engine_in.enforce_eager if engine_in.enforce_eager is not None else engine.enforce_eager,
+        split_mode=engine_in.split_mode if engine_in.split_mode is not None else engine.split_mode,
+    )
 
 
-def check_engine_fits(engine, workload_context_tokens: int, tp: int, pp: int) -> None:
+def check_engine_fits(engine: Engine, workload_context_tokens: int, tp: int, pp: int) -> None:
     """Refuse what the engine itself would refuse to start with."""
     if engine.max_model_len and engine.max_model_len < workload_context_tokens:
         raise InputError(
@@ -105,12 +106,12 @@ def check_engine_fits(engine, workload_context_tokens: int, tp: int, pp: int) ->
         )
 
 
-def band_of(catalog: Catalog, device) -> tuple[float, float]:
+def band_of(catalog: Catalog, device: Device) -> tuple[float, float]:
     b = catalog.calibration_bands.get(device.name) or {}
     return (b.get("tpot", 0.0), b.get("ttft", 0.0))
 
 
-def apply_factors(factors, *layers: FactorsIn):
+def apply_factors(factors: Factors, *layers: FactorsIn) -> Factors:
     """Factor overrides, later layers winning."""
     for layer in layers:
         fo = layer.model_dump(exclude_none=True)
@@ -141,8 +142,11 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
     weights = dataclasses.replace(weights, **shares) if shares else weights
     kv = catalog.precision(inp.precision.kv_cache, "kv")
 
+    w = inp.workload
+    # WorkloadIn's validator derives whichever of the three token counts was left out.
+    assert w.context_tokens is not None and w.prompt_tokens is not None and w.output_tokens is not None
     engine = resolve_engine(inp.engine, catalog, device)
-    check_engine_fits(engine, inp.workload.context_tokens, hw.tp, hw.pp)
+    check_engine_fits(engine, w.context_tokens, hw.tp, hw.pp)
     factors = apply_factors(engine_factors(catalog, device, engine, inp.sla.at), inp.overrides.factors)
 
     replicas = (hw.count // (hw.tp * hw.pp)) if hw.count else 1
@@ -160,7 +164,6 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
         engine=engine,
         band=band_of(catalog, device),
     ).as_engine_runs()
-    w = inp.workload
     workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens, w.kv_fill, w.batching)
     if workload.users < replicas:
         raise InputError("workload.users", w.users, f"fewer users than replicas ({replicas}); lower hardware.count")
