@@ -20,9 +20,7 @@ import pickle
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Generic, Protocol, TypeVar
-
-from annotated_types import Gt, Le
+from typing import Any, Generic, Protocol, TypeVar
 
 from solver.catalog import cache
 from solver.catalog.devices import (
@@ -30,7 +28,18 @@ from solver.catalog.devices import (
     Platform,
 )
 from solver.catalog.engines import Engine
-from solver.catalog.factors import DefaultFactors, FactorOverrides, Factors
+from solver.catalog.factors import FactorOverrides, Factors
+from solver.catalog.files import (
+    CATALOG_FILES,
+    DevicesFile,
+    EnginesFile,
+    FittedFile,
+    ModelsFile,
+    PlatformsFile,
+    PrecisionsFile,
+    with_fitted_efficiency,
+    with_fitted_shares,
+)
 from solver.catalog.models import (
     Model,
 )
@@ -48,64 +57,7 @@ from solver.catalog.prices import (
     providers_of,
     resolve_pricing,
 )
-from solver.catalog.types import (
-    FORBID,
-)
 from solver.errors import InputError
-
-# --------------------------------------------------------------------------- the catalog files
-
-
-@dataclass(frozen=True)
-class _DevicesFile:
-    __pydantic_config__ = FORBID
-    default_factors: DefaultFactors
-    devices: list[Device]
-
-
-@dataclass(frozen=True)
-class _PlatformsFile:
-    __pydantic_config__ = FORBID
-    platforms: list[Platform]
-
-
-@dataclass(frozen=True)
-class _ModelsFile:
-    __pydantic_config__ = FORBID
-    models: list[Model]
-
-
-@dataclass(frozen=True)
-class _PrecisionsFile:
-    __pydantic_config__ = FORBID
-    precisions: list[Precision]
-
-
-@dataclass(frozen=True)
-class _EnginesFile:
-    __pydantic_config__ = FORBID
-    engines: list[Engine]
-
-
-@dataclass(frozen=True)
-class FittedShares:
-    __pydantic_config__ = FORBID
-    bandwidth_share: Annotated[float, Gt(0), Le(1.5)] | None = None
-    compute_share: Annotated[float, Gt(0), Le(1.5)] | None = None
-
-
-@dataclass(frozen=True)
-class _FittedFile:
-    """Factors fitted on the validation set's fit points by bench/fit_defaults.py."""
-
-    __pydantic_config__ = FORBID
-    fitted_on: str
-    as_of: dt.date
-    engines: dict[str, dict[str, FactorOverrides]] = field(default_factory=dict)
-    """engine → memory kind ("hbm"), or vendor and memory kind ("amd.hbm") → factors."""
-    defaults: FactorOverrides = FactorOverrides()
-    """Memory factors fitted on the fit split's logs (runtime overhead, TP overhead)."""
-    precisions: dict[str, FittedShares] = field(default_factory=dict)
 
 
 def _norm(name: str) -> str:
@@ -174,17 +126,17 @@ class Catalog:
 
     def __init__(
         self,
-        devices: _DevicesFile,
-        platforms: _PlatformsFile,
-        models: _ModelsFile,
-        precisions: _PrecisionsFile,
-        engines: _EnginesFile,
-        fitted: _FittedFile | None = None,
+        devices: DevicesFile,
+        platforms: PlatformsFile,
+        models: ModelsFile,
+        precisions: PrecisionsFile,
+        engines: EnginesFile,
+        fitted: FittedFile | None = None,
         prices: PricesFile | None = None,
         ownership: Ownership | None = None,
     ):
         df = devices.default_factors
-        fitted = fitted or _FittedFile("nothing", dt.date.min)
+        fitted = fitted or FittedFile("nothing", dt.date.min)
         priors = Factors(**{f.name: getattr(df, f.name) for f in dataclasses.fields(Factors)})
         self.default_factors = fitted.defaults.apply(priors)
         self.prices = prices or PricesFile(dt.date.min, Pricing(("gpu_cloud",)), {}, ())
@@ -205,8 +157,8 @@ class Catalog:
         self.platforms = _Index.build("platform", "platform", platforms.platforms)
         self.models = _Index.build("model", "model", models.models)
         self.fitted_on = fitted.fitted_on
-        self.precisions = _Index.build("precision", "precision", [_with_shares(p, fitted) for p in precisions.precisions])
-        self.engines = _Index.build("engine", "engine", [_with_efficiency(e, fitted) for e in engines.engines])
+        self.precisions = _Index.build("precision", "precision", [with_fitted_shares(p, fitted) for p in precisions.precisions])
+        self.engines = _Index.build("engine", "engine", [with_fitted_efficiency(e, fitted) for e in engines.engines])
         for groups in fitted.engines.values():
             for key in groups:
                 if key.split(".")[-1] not in ("hbm", "gddr", "lpddr"):
@@ -283,31 +235,6 @@ class Catalog:
 
     def factors_for(self, device: Device) -> Factors:
         return device.factors.apply(self.default_factors)
-
-
-def _with_shares(p: Precision, fitted: _FittedFile) -> Precision:
-    got = fitted.precisions.get(p.name)
-    if not got:
-        return p
-    changes = {k: v for k, v in dataclasses.asdict(got).items() if v is not None}
-    return dataclasses.replace(p, **changes)
-
-
-def _with_efficiency(e: Engine, fitted: _FittedFile) -> Engine:
-    got = fitted.engines.get(e.name)
-    return dataclasses.replace(e, efficiency={**e.efficiency, **got}) if got else e
-
-
-CATALOG_FILES: dict[str, tuple[str, type]] = {
-    "devices": ("devices.yaml", _DevicesFile),
-    "platforms": ("platforms.yaml", _PlatformsFile),
-    "models": ("models.yaml", _ModelsFile),
-    "precisions": ("precisions.yaml", _PrecisionsFile),
-    "engines": ("engines.yaml", _EnginesFile),
-    "fitted": ("fitted.yaml", _FittedFile),
-    "prices": ("prices.yaml", PricesFile),
-    "ownership": ("ownership.yaml", Ownership),
-}
 
 
 def catalog_dir() -> Path:

@@ -1,0 +1,96 @@
+"""The catalog files' shapes: one pydantic-validated dataclass per `catalogs/*.yaml`,
+and how the fitted factors (`fitted.yaml`) fold into the entries they tune."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from annotated_types import Gt, Le
+
+from solver.catalog.devices import Device, Platform
+from solver.catalog.engines import Engine
+from solver.catalog.factors import DefaultFactors, FactorOverrides
+from solver.catalog.models import Model
+from solver.catalog.precisions import Precision
+from solver.catalog.prices import Ownership, PricesFile
+from solver.catalog.types import FORBID
+
+
+@dataclass(frozen=True)
+class DevicesFile:
+    __pydantic_config__ = FORBID
+    default_factors: DefaultFactors
+    devices: list[Device]
+
+
+@dataclass(frozen=True)
+class PlatformsFile:
+    __pydantic_config__ = FORBID
+    platforms: list[Platform]
+
+
+@dataclass(frozen=True)
+class ModelsFile:
+    __pydantic_config__ = FORBID
+    models: list[Model]
+
+
+@dataclass(frozen=True)
+class PrecisionsFile:
+    __pydantic_config__ = FORBID
+    precisions: list[Precision]
+
+
+@dataclass(frozen=True)
+class EnginesFile:
+    __pydantic_config__ = FORBID
+    engines: list[Engine]
+
+
+@dataclass(frozen=True)
+class FittedShares:
+    __pydantic_config__ = FORBID
+    bandwidth_share: Annotated[float, Gt(0), Le(1.5)] | None = None
+    compute_share: Annotated[float, Gt(0), Le(1.5)] | None = None
+
+
+@dataclass(frozen=True)
+class FittedFile:
+    """Factors fitted on the validation set's fit points by bench/fit_defaults.py."""
+
+    __pydantic_config__ = FORBID
+    fitted_on: str
+    as_of: dt.date
+    engines: dict[str, dict[str, FactorOverrides]] = field(default_factory=dict)
+    """engine → memory kind ("hbm"), or vendor and memory kind ("amd.hbm") → factors."""
+    defaults: FactorOverrides = FactorOverrides()
+    """Memory factors fitted on the fit split's logs (runtime overhead, TP overhead)."""
+    precisions: dict[str, FittedShares] = field(default_factory=dict)
+
+
+def with_fitted_shares(p: Precision, fitted: FittedFile) -> Precision:
+    got = fitted.precisions.get(p.name)
+    if not got:
+        return p
+    changes = {k: v for k, v in dataclasses.asdict(got).items() if v is not None}
+    return dataclasses.replace(p, **changes)
+
+
+def with_fitted_efficiency(e: Engine, fitted: FittedFile) -> Engine:
+    got = fitted.engines.get(e.name)
+    return dataclasses.replace(e, efficiency={**e.efficiency, **got}) if got else e
+
+
+CATALOG_FILES: dict[str, tuple[str, type]] = {
+    "devices": ("devices.yaml", DevicesFile),
+    "platforms": ("platforms.yaml", PlatformsFile),
+    "models": ("models.yaml", ModelsFile),
+    "precisions": ("precisions.yaml", PrecisionsFile),
+    "engines": ("engines.yaml", EnginesFile),
+    "fitted": ("fitted.yaml", FittedFile),
+    "prices": ("prices.yaml", PricesFile),
+    "ownership": ("ownership.yaml", Ownership),
+}
