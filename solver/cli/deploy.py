@@ -49,7 +49,8 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from solver.explain.solve import solve
-    from solver.report.deploy import ENGINES, check_flags, emit
+    from solver.report.deploy import ENGINES, emit
+    from solver.report.launch import check_flags
     from solver.spec.solve_spec import load_spec
 
     spec, lines = load_spec(args.spec)

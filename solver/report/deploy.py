@@ -7,13 +7,12 @@ a plan an engine cannot run is refused with the reason, never emitted half-right
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from solver.catalog import Model, PublishedCheckpoint, catalog_dir
-from solver.catalog.yaml_lines import load_yaml_file
+from solver.catalog import Model, PublishedCheckpoint
 from solver.errors import InputError
 from solver.explain.records import SolveResult
+from solver.report.launch import Launch, LaunchStep, flag_table
 
 if TYPE_CHECKING:
     from solver.catalog import Engine
@@ -25,57 +24,6 @@ HEAD = "$HEAD_IP"
 """Placeholder for the head node's address in multi-node commands (LWS_LEADER_ADDRESS on Kubernetes)."""
 RAY_PORT = 6379
 SGLANG_DIST_PORT = 5000
-
-
-@dataclass
-class LaunchStep:
-    """One command on one node of a replica, in the order they are started."""
-
-    node: str
-    """head, worker 1, ..., or node (a one-node replica)."""
-    argv: list[str]
-    tool: str
-    """Whose flag list the command is checked against (an engine, or ray)."""
-
-    @property
-    def command(self) -> str:
-        return " ".join(self.argv)
-
-
-@dataclass
-class Deployment:
-    engine: str
-    argv: list[str]
-    """The serving command (on the head node of a multi-node replica)."""
-    replicas: int
-    gpus_per_replica: int
-    notes: list[str] = field(default_factory=list)
-    nodes_per_replica: int = 1
-    gpus_per_node: int = 1
-    steps: list[LaunchStep] = field(default_factory=list)
-    """The whole launch of one replica: cluster setup, then the engine, per node."""
-    checkpoint: PublishedCheckpoint | None = None
-    """The published checkpoint served; None: the catalog lists none in the plan's format."""
-    model_id: str = ""
-    vendor: str = "NVIDIA"
-    port: int = 8000
-    health_path: str = "/health"
-
-    @property
-    def command(self) -> str:
-        return " ".join(self.argv)
-
-
-def flag_data() -> dict[str, Any]:
-    path = catalog_dir() / "engine_flags.yaml"
-    data, _ = load_yaml_file(path)
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping of engines and their flags")
-    return data
-
-
-def flag_table() -> dict[str, Any]:
-    return flag_data()["engines"]
 
 
 def choose_checkpoint(model: Model, weights: str, gguf: bool, variant: str) -> tuple[PublishedCheckpoint | None, list[str]]:
@@ -111,7 +59,7 @@ def _refuse(engine: str, what: str, value: str, table: dict[str, Any], key: str)
     )
 
 
-def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -> Deployment:
+def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -> Launch:
     c = result.solution.candidate
     if c is None:
         raise ValueError("no plan to deploy")
@@ -140,7 +88,7 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -
     gguf = bool(how.get("gguf"))
     ckpt, more = choose_checkpoint(model, weights, gguf, variant)
     notes += more
-    dep = Deployment(
+    dep = Launch(
         engine,
         [],
         c.replicas,
@@ -168,7 +116,7 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -
 
 
 def _weights(
-    dep: Deployment, model: Model, weights: str, how: dict[str, Any], ckpt: PublishedCheckpoint | None, variant: str
+    dep: Launch, model: Model, weights: str, how: dict[str, Any], ckpt: PublishedCheckpoint | None, variant: str
 ) -> tuple[list[str], list[str]]:
     """The model argument(s) and the weight flags of vLLM and SGLang."""
     engine = dep.engine
@@ -226,7 +174,7 @@ def _weights(
 
 
 def _vllm(
-    dep: Deployment,
+    dep: Launch,
     d: Plan,
     model_arg: list[str],
     quant: list[str],
@@ -264,7 +212,7 @@ def _vllm(
 
 
 def _sglang(
-    dep: Deployment,
+    dep: Launch,
     d: Plan,
     model_arg: list[str],
     quant: list[str],
@@ -293,7 +241,7 @@ def _sglang(
 
 
 def _llama_server(
-    dep: Deployment,
+    dep: Launch,
     model: Model,
     d: Plan,
     batch: int,
@@ -334,7 +282,7 @@ def _llama_server(
     return argv
 
 
-def _steps(dep: Deployment, engine: str, nodes: int) -> list[LaunchStep]:
+def _steps(dep: Launch, engine: str, nodes: int) -> list[LaunchStep]:
     if nodes == 1:
         return [LaunchStep("node", dep.argv, engine)]
     workers = [f"worker {k}" for k in range(1, nodes)]
@@ -355,45 +303,7 @@ def _steps(dep: Deployment, engine: str, nodes: int) -> list[LaunchStep]:
     return [LaunchStep(node, sglang_node_argv(dep, str(rank)), engine) for rank, node in enumerate(["head", *workers])]
 
 
-def sglang_node_argv(dep: Deployment, rank: str) -> list[str]:
+def sglang_node_argv(dep: Launch, rank: str) -> list[str]:
     """SGLang's command on one node of a multi-node replica: every node runs it, told
     the node count, its rank and node 0's address."""
     return dep.argv + ["--nnodes", str(dep.nodes_per_replica), "--dist-init-addr", f"{HEAD}:{SGLANG_DIST_PORT}", "--node-rank", rank]
-
-
-def check_flags(dep: Deployment) -> list[str]:
-    """Flags or values the engine's (or Ray's) documented list does not have, in every
-    command of the launch (empty: all fine)."""
-    tables = flag_table()
-    bad = []
-    for step in dep.steps or [LaunchStep("node", dep.argv, dep.engine)]:
-        table = tables[step.tool]["flags"]
-        argv = step.argv
-        skip = len(tables[step.tool]["command"].split())  # `python -m sglang.launch_server`
-        for i, token in enumerate(argv):
-            if i < skip or not token.startswith("-") or token[1:2].isdigit():
-                continue
-            if token not in table:
-                bad.append(f"unknown flag {token}")
-                continue
-            kind = table[token]
-            value = argv[i + 1] if i + 1 < len(argv) else None
-            if isinstance(kind, list) and value not in kind:
-                bad.append(f"{token} {value}: allowed {kind}")
-            elif kind == "int" and not (value or "").isdigit():
-                bad.append(f"{token} {value}: not an integer")
-            elif kind == "float" and not _is_number(value):
-                bad.append(f"{token} {value}: not a number")
-            elif kind == "str" and (value is None or value.startswith("-")):
-                bad.append(f"{token}: needs a value")
-    return bad
-
-
-def _is_number(value: str | None) -> bool:
-    if value is None:
-        return False
-    try:
-        float(value)
-    except ValueError:
-        return False
-    return True

@@ -10,7 +10,8 @@ import re
 from collections.abc import Sequence
 
 from solver.errors import InputError
-from solver.report.deploy import HEAD, Deployment, flag_data, sglang_node_argv
+from solver.report.deploy import HEAD, sglang_node_argv
+from solver.report.launch import Launch, flag_data
 
 CACHE_MOUNT = "/cache"
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -22,7 +23,7 @@ def _name(text: str) -> str:
     return s[:50].rstrip("-") or "plan"
 
 
-def _serve_args(dep: Deployment, argv: list[str]) -> list[str]:
+def _serve_args(dep: Launch, argv: list[str]) -> list[str]:
     """The engine command listening on every address at the engine's port."""
     return argv + ["--host", "0.0.0.0", "--port", str(dep.port)]
 
@@ -47,7 +48,7 @@ def _shell(argv: list[str]) -> str:
     return " ".join(a if re.fullmatch(r"[\w./:$=,-]+", a) else f"'{a}'" for a in argv).replace(HEAD, "$LWS_LEADER_ADDRESS")
 
 
-def _container(dep: Deployment, image: str, resource: str, command: Sequence[list[str] | str], probes: bool) -> dict:
+def _container(dep: Launch, image: str, resource: str, command: Sequence[list[str] | str], probes: bool) -> dict:
     """`command`: argv lists (quoted for the shell) or shell lines (kept as written)."""
     c: dict = {
         "name": "server" if probes else "worker",
@@ -82,7 +83,7 @@ def _pod(containers: list[dict], claim: str) -> dict:
     }
 
 
-def manifests(dep: Deployment, *, name: str, weights_bytes: float, image: str | None = None) -> list[dict]:
+def manifests(dep: Launch, *, name: str, weights_bytes: float, image: str | None = None) -> list[dict]:
     data = flag_data()
     k8s = data["kubernetes"]
     resource = k8s["gpu_resource"].get(dep.vendor)

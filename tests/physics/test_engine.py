@@ -10,7 +10,8 @@ from solver.errors import InputError
 from solver.explain.solve import solve
 from solver.physics.decode import estimate_decode
 from solver.physics.memory import activation_peak_bytes, weights_bytes
-from solver.report.deploy import check_flags, emit
+from solver.report.deploy import emit
+from solver.report.launch import check_flags
 from solver.spec.solve_spec import parse_spec
 from tests.solve_helpers import problem_of
 

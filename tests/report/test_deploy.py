@@ -11,7 +11,8 @@ import pytest
 from solver.cli.main import main
 from solver.errors import InputError
 from solver.explain.solve import solve
-from solver.report.deploy import check_flags, emit
+from solver.report.deploy import emit
+from solver.report.launch import check_flags
 from tests.solve_helpers import problem_of
 
 ROOT = Path(__file__).resolve().parents[2]

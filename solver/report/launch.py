@@ -1,0 +1,101 @@
+"""A plan's launch as data: the commands per node and what they serve, and the
+check of every flag against the engine's documented list (catalogs/engine_flags.yaml)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from solver.catalog import PublishedCheckpoint, catalog_dir
+from solver.catalog.yaml_lines import load_yaml_file
+
+
+@dataclass
+class LaunchStep:
+    """One command on one node of a replica, in the order they are started."""
+
+    node: str
+    """head, worker 1, ..., or node (a one-node replica)."""
+    argv: list[str]
+    tool: str
+    """Whose flag list the command is checked against (an engine, or ray)."""
+
+    @property
+    def command(self) -> str:
+        return " ".join(self.argv)
+
+
+@dataclass
+class Launch:
+    """One replica's launch and how many replicas to start."""
+
+    engine: str
+    argv: list[str]
+    """The serving command (on the head node of a multi-node replica)."""
+    replicas: int
+    gpus_per_replica: int
+    notes: list[str] = field(default_factory=list)
+    nodes_per_replica: int = 1
+    gpus_per_node: int = 1
+    steps: list[LaunchStep] = field(default_factory=list)
+    """The whole launch of one replica: cluster setup, then the engine, per node."""
+    checkpoint: PublishedCheckpoint | None = None
+    """The published checkpoint served; None: the catalog lists none in the plan's format."""
+    model_id: str = ""
+    vendor: str = "NVIDIA"
+    port: int = 8000
+    health_path: str = "/health"
+
+    @property
+    def command(self) -> str:
+        return " ".join(self.argv)
+
+
+def flag_data() -> dict[str, Any]:
+    path = catalog_dir() / "engine_flags.yaml"
+    data, _ = load_yaml_file(path)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping of engines and their flags")
+    return data
+
+
+def flag_table() -> dict[str, Any]:
+    return flag_data()["engines"]
+
+
+def check_flags(dep: Launch) -> list[str]:
+    """Flags or values the engine's (or Ray's) documented list does not have, in every
+    command of the launch (empty: all fine)."""
+    tables = flag_table()
+    bad = []
+    for step in dep.steps or [LaunchStep("node", dep.argv, dep.engine)]:
+        table = tables[step.tool]["flags"]
+        argv = step.argv
+        skip = len(tables[step.tool]["command"].split())  # `python -m sglang.launch_server`
+        for i, token in enumerate(argv):
+            if i < skip or not token.startswith("-") or token[1:2].isdigit():
+                continue
+            if token not in table:
+                bad.append(f"unknown flag {token}")
+                continue
+            kind = table[token]
+            value = argv[i + 1] if i + 1 < len(argv) else None
+            if isinstance(kind, list) and value not in kind:
+                bad.append(f"{token} {value}: allowed {kind}")
+            elif kind == "int" and not (value or "").isdigit():
+                bad.append(f"{token} {value}: not an integer")
+            elif kind == "float" and not _is_number(value):
+                bad.append(f"{token} {value}: not a number")
+            elif kind == "str" and (value is None or value.startswith("-")):
+                bad.append(f"{token}: needs a value")
+    return bad
+
+
+def _is_number(value: str | None) -> bool:
+    if value is None:
+        return False
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
