@@ -36,12 +36,9 @@ Example:
 
 def run(args: argparse.Namespace) -> int:
     from solver.catalog import default_catalog
-    from solver.optimise.calibrate import (
-        fit,
-        read_csv,
-        read_vllm_bench,
-        write_calibration,
-    )
+    from solver.cli.common import write_output
+    from solver.optimise.calibrate import calibration_yaml, fit
+    from solver.spec.measurements import read_csv, read_vllm_bench
 
     ms = []
     for f in args.measurements:
@@ -67,6 +64,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"  not fitted: {r}")
     if not any(f.factors for f in fits):
         raise InputError("measurements", ", ".join(args.measurements), "too few usable points to fit anything (see above)")
-    write_calibration(fits, args.output, ", ".join(args.measurements))
+    write_output(args.output, calibration_yaml(fits, ", ".join(args.measurements)), "--output")
     print(f"wrote {args.output}")
     return EXIT_OK

@@ -14,50 +14,24 @@ points, one at least two; fewer is refused, with the reason.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import datetime as dt
-import json
 import statistics
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypedDict, TypeVar, overload
+from typing import TYPE_CHECKING, TypedDict
 
 import yaml
 
 from solver.catalog import Catalog, Factors
-from solver.errors import InputError
 from solver.spec.evaluate_input import parse_input
+from solver.spec.measurements import Measurement
 from solver.spec.resolve import resolve
 
 if TYPE_CHECKING:
     from solver.physics.evaluate import Evaluation
 
-REQUIRED = ("model", "gpu", "tp", "weights", "kv_cache", "batch", "prompt_tokens", "output_tokens")
-MEASURES = ("tpot_ms", "ttft_ms")
 MIN_TPOT_POINTS = 3
 MIN_TTFT_POINTS = 2
-
-_N = TypeVar("_N", int, float)
-
-
-@dataclass(frozen=True)
-class Measurement:
-    row: int
-    model: str
-    gpu: str
-    count: int
-    tp: int
-    pp: int
-    weights: str
-    kv_cache: str
-    batch: int
-    prompt_tokens: int
-    output_tokens: int
-    tpot_s: float | None
-    ttft_s: float | None
-    engine: str = "vllm"
 
 
 class FittedFactors(TypedDict, total=False):
@@ -80,123 +54,6 @@ class Fit:
     before: dict[str, dict[str, float]] = field(default_factory=dict)
     after: dict[str, dict[str, float]] = field(default_factory=dict)
     refused: list[str] = field(default_factory=list)
-
-
-@overload
-def _num(
-    row: Mapping[str, str | None], key: str, i: int, source: str, kind: type[_N], lo: float = ..., hi: float = ..., optional: Literal[False] = ...
-) -> _N: ...
-
-
-@overload
-def _num(
-    row: Mapping[str, str | None], key: str, i: int, source: str, kind: type[_N], lo: float = ..., hi: float = ..., *, optional: Literal[True]
-) -> _N | None: ...
-
-
-def _num(
-    row: Mapping[str, str | None],
-    key: str,
-    i: int,
-    source: str,
-    kind: type[_N],
-    lo: float = 0.0,
-    hi: float = 1e12,
-    optional: bool = False,
-) -> _N | None:
-    raw = (row.get(key) or "").strip()
-    if raw == "":
-        if optional:
-            return None
-        raise InputError(key, None, f"row {i}: missing (a number is required)", source=source)
-    try:
-        v = kind(float(raw)) if kind is int else kind(raw)
-    except ValueError:
-        raise InputError(key, raw, f"row {i}: not a number", source=source) from None
-    if not lo < v <= hi:
-        raise InputError(key, raw, f"row {i}: must be in ({lo:g}, {hi:g}]", source=source)
-    return v
-
-
-def read_csv(path: str | Path) -> list[Measurement]:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
-        raise InputError("file", str(path), "no such file") from None
-    reader = csv.DictReader(text.splitlines())
-    cols = set(reader.fieldnames or [])
-    missing = [c for c in REQUIRED if c not in cols]
-    if missing:
-        raise InputError(
-            "columns",
-            ", ".join(sorted(cols)) or "none",
-            f"missing {', '.join(missing)}; required: {', '.join(REQUIRED)} and one of {', '.join(MEASURES)}",
-            source=str(path),
-        )
-    if not any(m in cols for m in MEASURES):
-        raise InputError("columns", ", ".join(sorted(cols)), f"no measurement column: give {' and/or '.join(MEASURES)}", source=str(path))
-    out = []
-    for i, row in enumerate(reader, start=2):
-        tpot = _num(row, "tpot_ms", i, str(path), float, hi=1e6, optional=True)
-        ttft = _num(row, "ttft_ms", i, str(path), float, hi=1e7, optional=True)
-        if tpot is None and ttft is None:
-            raise InputError("tpot_ms/ttft_ms", None, f"row {i}: no measurement", source=str(path))
-        tp = _num(row, "tp", i, str(path), int, hi=1024)
-        pp = _num(row, "pp", i, str(path), int, hi=1024, optional=True) or 1
-        out.append(
-            Measurement(
-                row=i,
-                model=row["model"].strip(),
-                gpu=row["gpu"].strip(),
-                count=_num(row, "count", i, str(path), int, hi=100000, optional=True) or tp * pp,
-                tp=tp,
-                pp=pp,
-                weights=row["weights"].strip(),
-                kv_cache=row["kv_cache"].strip(),
-                batch=_num(row, "batch", i, str(path), int, hi=1e6),
-                prompt_tokens=_num(row, "prompt_tokens", i, str(path), int, hi=1e8),
-                output_tokens=_num(row, "output_tokens", i, str(path), int, hi=1e8),
-                tpot_s=tpot / 1e3 if tpot else None,
-                ttft_s=ttft / 1e3 if ttft else None,
-                engine=(row.get("engine") or "vllm").strip() or "vllm",
-            )
-        )
-    if not out:
-        raise InputError("rows", 0, "the CSV has a header but no measurements", source=str(path))
-    return out
-
-
-def read_vllm_bench(path: str | Path, *, model: str, gpu: str, tp: int, weights: str, kv_cache: str) -> list[Measurement]:
-    """The JSON `vllm bench serve --save-result` writes: mean TTFT/TPOT at its
-    concurrency, average prompt and output lengths from its totals."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError("file", str(path), f"not a readable vllm bench JSON ({exc})") from None
-    need = ["mean_ttft_ms", "mean_tpot_ms", "completed", "total_input_tokens", "total_output_tokens"]
-    missing = [k for k in need if k not in data]
-    if missing:
-        raise InputError("file", str(path), f"missing {', '.join(missing)} (expected `vllm bench serve --save-result` output)")
-    n = max(1, int(data["completed"]))
-    conc = int(data.get("max_concurrency") or n)
-    return [
-        Measurement(
-            row=1,
-            model=model,
-            gpu=gpu,
-            count=tp,
-            tp=tp,
-            pp=1,
-            weights=weights,
-            kv_cache=kv_cache,
-            batch=conc,
-            prompt_tokens=max(1, round(data["total_input_tokens"] / n)),
-            output_tokens=max(1, round(data["total_output_tokens"] / n)),
-            tpot_s=data["mean_tpot_ms"] / 1e3,
-            ttft_s=data["mean_ttft_ms"] / 1e3,
-        )
-    ]
 
 
 def _evaluate(m: Measurement, catalog: Catalog, factors: Factors | None) -> Evaluation:
@@ -343,7 +200,8 @@ def _errors(ms: list[Measurement], evs: list[Evaluation]) -> dict[str, dict[str,
     return out
 
 
-def write_calibration(fits: list[Fit], path: str | Path, source: str) -> None:
+def calibration_yaml(fits: list[Fit], source: str) -> str:
+    """The calibration file's text: each fitted device's factors and residuals."""
     entries = [
         {
             "gpu": f.gpu,
@@ -358,4 +216,4 @@ def write_calibration(fits: list[Fit], path: str | Path, source: str) -> None:
         for f in fits
         if f.factors
     ]
-    Path(path).write_text(yaml.safe_dump({"calibration": entries}, sort_keys=False))
+    return yaml.safe_dump({"calibration": entries}, sort_keys=False)

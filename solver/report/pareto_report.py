@@ -264,7 +264,11 @@ def plot(frontiers: dict[str, Frontier], title: str, path: Path) -> list[Path]:
     files = []
     for suffix in (".png", ".svg"):
         out = path.with_suffix(suffix)
-        fig.savefig(out, dpi=130)
+        try:
+            fig.savefig(out, dpi=130)
+        except OSError as exc:
+            plt.close(fig)
+            raise InputError("--plot", str(out), f"cannot be written: {exc.strerror or exc}") from None
         files.append(out)
     plt.close(fig)
     return files

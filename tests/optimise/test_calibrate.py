@@ -11,7 +11,8 @@ import pytest
 from solver.catalog import default_catalog
 from solver.cli.main import main
 from solver.errors import InputError
-from solver.optimise.calibrate import fit, read_csv
+from solver.optimise.calibrate import fit
+from solver.spec.measurements import read_csv
 from tests.conftest import build
 
 TRUE = {"bandwidth_efficiency": 0.7, "step_overhead_s": 0.002, "layer_overhead_s": 0.0, "sequence_overhead_s": 0.0, "compute_efficiency": 0.6}
@@ -99,7 +100,7 @@ def test_too_few_points_are_refused(tmp_path, capsys):
 def test_vllm_bench_json_is_read(tmp_path):
     import json
 
-    from solver.optimise.calibrate import read_vllm_bench
+    from solver.spec.measurements import read_vllm_bench
 
     f = tmp_path / "bench.json"
     f.write_text(

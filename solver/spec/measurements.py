@@ -1,0 +1,215 @@
+"""Measurements a user brings to `plan-opt calibrate`: a CSV of runs, or the JSON
+`vllm bench serve --save-result` writes. Read at the edge, like a spec: every cell is
+checked (a finite number in range, an integer where one is counted, text where a name
+goes), and a bad one is refused naming the file, the row and the column."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar, overload
+
+from solver.errors import InputError
+
+REQUIRED = ("model", "gpu", "tp", "weights", "kv_cache", "batch", "prompt_tokens", "output_tokens")
+MEASURES = ("tpot_ms", "ttft_ms")
+
+_N = TypeVar("_N", int, float)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    row: int
+    model: str
+    gpu: str
+    count: int
+    tp: int
+    pp: int
+    weights: str
+    kv_cache: str
+    batch: int
+    prompt_tokens: int
+    output_tokens: int
+    tpot_s: float | None
+    ttft_s: float | None
+    engine: str = "vllm"
+
+
+@overload
+def _num(
+    row: Mapping[str, str | None], key: str, i: int, source: str, kind: type[_N], lo: float = ..., hi: float = ..., optional: Literal[False] = ...
+) -> _N: ...
+
+
+@overload
+def _num(
+    row: Mapping[str, str | None], key: str, i: int, source: str, kind: type[_N], lo: float = ..., hi: float = ..., *, optional: Literal[True]
+) -> _N | None: ...
+
+
+def _num(
+    row: Mapping[str, str | None],
+    key: str,
+    i: int,
+    source: str,
+    kind: type[_N],
+    lo: float = 0.0,
+    hi: float = 1e12,
+    optional: bool = False,
+) -> _N | None:
+    cell = row.get(key)
+    raw = (cell if isinstance(cell, str) else "").strip()
+    if raw == "":
+        if optional:
+            return None
+        raise InputError(key, None, f"row {i}: missing (a number is required)", source=source)
+    try:
+        x = float(raw)
+    except ValueError:
+        raise InputError(key, _shown(raw), f"row {i}: not a number", source=source) from None
+    if not math.isfinite(x) or not lo < x <= hi:
+        raise InputError(key, _shown(raw), f"row {i}: must be a number in ({lo:g}, {hi:g}]", source=source)
+    if kind is int:
+        if x != int(x):
+            raise InputError(key, _shown(raw), f"row {i}: must be a whole number", source=source)
+        return kind(int(x))
+    return kind(x)
+
+
+def _name(row: Mapping[str, str | None], key: str, i: int, source: str, default: str | None = None) -> str:
+    cell = row.get(key)
+    text = (cell if isinstance(cell, str) else "").strip()
+    if text:
+        return text
+    if default is not None:
+        return default
+    raise InputError(key, None, f"row {i}: missing (a catalog name is required)", source=source)
+
+
+def _shown(raw: str) -> str:
+    """A cell as an error message shows it: printable, and short."""
+    text = raw.encode("ascii", "backslashreplace").decode() if not raw.isprintable() else raw
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _read_text(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except IsADirectoryError:
+        raise InputError("file", str(path), f"is a folder, not {what}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError("file", str(path), f"is not UTF-8 text (byte {exc.start}); save it as UTF-8 {what}") from None
+    except OSError as exc:
+        raise InputError("file", str(path), f"cannot be read: {exc.strerror or exc}") from None
+
+
+def read_csv(path: str | Path) -> list[Measurement]:
+    path = Path(path)
+    text = _read_text(path, "a CSV file")
+    if "\x00" in text:
+        raise InputError("file", str(path), "contains NUL bytes; a CSV file is text")
+    try:
+        return _rows(csv.DictReader(text.splitlines()), str(path))
+    except csv.Error as exc:
+        raise InputError("file", str(path), f"is not a readable CSV: {exc}") from None
+
+
+def _rows(reader: csv.DictReader[str], source: str) -> list[Measurement]:
+    path = source
+    cols = set(reader.fieldnames or [])
+    missing = [c for c in REQUIRED if c not in cols]
+    if missing:
+        raise InputError(
+            "columns",
+            ", ".join(sorted(cols)) or "none",
+            f"missing {', '.join(missing)}; required: {', '.join(REQUIRED)} and one of {', '.join(MEASURES)}",
+            source=str(path),
+        )
+    if not any(m in cols for m in MEASURES):
+        raise InputError("columns", ", ".join(sorted(cols)), f"no measurement column: give {' and/or '.join(MEASURES)}", source=str(path))
+    out = []
+    for i, row in enumerate(reader, start=2):
+        tpot = _num(row, "tpot_ms", i, str(path), float, hi=1e6, optional=True)
+        ttft = _num(row, "ttft_ms", i, str(path), float, hi=1e7, optional=True)
+        if tpot is None and ttft is None:
+            raise InputError("tpot_ms/ttft_ms", None, f"row {i}: no measurement", source=str(path))
+        tp = _num(row, "tp", i, str(path), int, hi=1024)
+        pp = _num(row, "pp", i, str(path), int, hi=1024, optional=True) or 1
+        out.append(
+            Measurement(
+                row=i,
+                model=_name(row, "model", i, str(path)),
+                gpu=_name(row, "gpu", i, str(path)),
+                count=_num(row, "count", i, str(path), int, hi=100000, optional=True) or tp * pp,
+                tp=tp,
+                pp=pp,
+                weights=_name(row, "weights", i, str(path)),
+                kv_cache=_name(row, "kv_cache", i, str(path)),
+                batch=_num(row, "batch", i, str(path), int, hi=1e6),
+                prompt_tokens=_num(row, "prompt_tokens", i, str(path), int, hi=1e8),
+                output_tokens=_num(row, "output_tokens", i, str(path), int, hi=1e8),
+                tpot_s=tpot / 1e3 if tpot else None,
+                ttft_s=ttft / 1e3 if ttft else None,
+                engine=_name(row, "engine", i, str(path), default="vllm"),
+            )
+        )
+    if not out:
+        raise InputError("rows", 0, "the CSV has a header but no measurements", source=str(path))
+    return out
+
+
+def read_vllm_bench(path: str | Path, *, model: str, gpu: str, tp: int, weights: str, kv_cache: str) -> list[Measurement]:
+    """The JSON `vllm bench serve --save-result` writes: mean TTFT/TPOT at its
+    concurrency, average prompt and output lengths from its totals."""
+    text = _read_text(Path(path), "a vllm bench JSON file")
+    try:
+        data = json.loads(text, parse_constant=_no_constant)
+    except ValueError as exc:
+        raise InputError("file", str(path), f"is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise InputError("file", str(path), f"holds a JSON {type(data).__name__}; expected the object `vllm bench serve --save-result` writes")
+    need = ["mean_ttft_ms", "mean_tpot_ms", "completed", "total_input_tokens", "total_output_tokens"]
+    missing = [k for k in need if k not in data]
+    if missing:
+        raise InputError("file", str(path), f"missing {', '.join(missing)} (expected `vllm bench serve --save-result` output)")
+    bounds = {
+        "mean_ttft_ms": 1e7,
+        "mean_tpot_ms": 1e6,
+        "completed": 1e9,
+        "total_input_tokens": 1e15,
+        "total_output_tokens": 1e15,
+        "max_concurrency": 1e6,
+    }
+    for key, hi in bounds.items():
+        v = data.get(key)
+        if key == "max_concurrency" and v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= hi:
+            raise InputError(key, _shown(repr(v)), f"must be a number in (0, {hi:g}]", source=str(path))
+    n = max(1, int(data["completed"]))
+    conc = max(1, int(data.get("max_concurrency") or n))
+    return [
+        Measurement(
+            row=1,
+            model=model,
+            gpu=gpu,
+            count=tp,
+            tp=tp,
+            pp=1,
+            weights=weights,
+            kv_cache=kv_cache,
+            batch=conc,
+            prompt_tokens=max(1, round(data["total_input_tokens"] / n)),
+            output_tokens=max(1, round(data["total_output_tokens"] / n)),
+            tpot_s=data["mean_tpot_ms"] / 1e3,
+            ttft_s=data["mean_ttft_ms"] / 1e3,
+        )
+    ]
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
