@@ -120,6 +120,16 @@ def stage_layer_fraction(model: Model, pp: int) -> float:
     return math.ceil(model.num_layers / pp) / model.num_layers
 
 
+def profiled_tokens(d: Deployment, context_tokens: int) -> int:
+    """Tokens in the engine's profiling pass: max_num_batched_tokens with chunked
+    prefill, else the whole max_model_len if that is longer (0: no profiling pass)."""
+    e = d.engine
+    if e is None or not e.profiles_activation:
+        return 0
+    length = e.max_model_len or context_tokens
+    return e.max_num_batched_tokens if e.enable_chunked_prefill else max(length, e.max_num_batched_tokens)
+
+
 def activation_peak_bytes(d: Deployment, context_tokens: int) -> float:
     """Per GPU: the activation peak of the engine's profiling pass, which its KV budget
     leaves room for (vLLM: a forward over max_num_batched_tokens tokens — over the
@@ -133,8 +143,7 @@ def activation_peak_bytes(d: Deployment, context_tokens: int) -> float:
     if e is None or not e.profiles_activation:
         return 0.0
     m = d.model
-    length = e.max_model_len or context_tokens
-    tokens = e.max_num_batched_tokens if e.enable_chunked_prefill else max(length, e.max_num_batched_tokens)
+    tokens = profiled_tokens(d, context_tokens)
     if m.is_moe:
         inter = m.experts_per_token * (3 * (m.moe_intermediate_size or m.intermediate_size) / d.tp + m.hidden_size)
     else:
@@ -204,6 +213,8 @@ class MemoryEstimate:
     context_tokens: int = 0
     activation_bytes: float = 0.0
     """Of the overhead, the engine's profiled activation peak."""
+    activation_tokens: int = 0
+    """Tokens in the profiling pass that peak comes from (0: the engine has none)."""
     reserved_bytes: float = 0.0
     """The driver's share, outside device_bytes."""
     max_num_seqs: int | None = None
@@ -308,6 +319,7 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
         block_size_tokens=engine.block_size_tokens if engine else 16,
         context_tokens=w.context_tokens,
         activation_bytes=activation_peak_bytes(d, w.context_tokens),
+        activation_tokens=profiled_tokens(d, w.context_tokens),
         reserved_bytes=float(d.device.memory_bytes) - visible_bytes(d),
         max_num_seqs=engine.max_num_seqs if engine else None,
         kv_bytes_per_context_sequence=per_gpu_kv_bytes_per_sequence(d, w.context_tokens),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from solver.physics.deployment import Deployment, Workload
+from solver.physics.deployment import Deployment
 from solver.physics.evaluate import Evaluation, Verdict
 from solver.physics.memory import MemoryEstimate, kv_bytes_per_token_per_layer
 from solver.units import GB, fmt_bytes, fmt_rate, fmt_seconds
@@ -59,16 +59,14 @@ def _engine_rule(d: Deployment, mem: MemoryEstimate) -> str:
     return f"{total} device × {mem.utilization:.2f} ({flag})"
 
 
-def _activation_note(d: Deployment, w: Workload) -> str:
+def _activation_note(d: Deployment, mem: MemoryEstimate) -> str:
     e = d.engine
     if e is None or not e.profiles_activation:
         return "none: this engine's KV budget does not reserve it"
     if d.factors.activation_peak_scale == 0:
         return "ignored (activation_peak_scale 0)"
-    length = e.max_model_len or w.context_tokens
-    tokens = e.max_num_batched_tokens if e.enable_chunked_prefill else max(length, e.max_num_batched_tokens)
     return (
-        f"profiled pass of {tokens:,} tokens (max_num_batched_tokens{'' if e.enable_chunked_prefill else ', chunked prefill off'})"
+        f"profiled pass of {mem.activation_tokens:,} tokens (max_num_batched_tokens{'' if e.enable_chunked_prefill else ', chunked prefill off'})"
         f" and {e.max_num_seqs:,} sampled rows (max_num_seqs)"
     )
 
@@ -182,7 +180,7 @@ def render_text(ev: Evaluation) -> str:
             + (", NCCL and all-reduce buffers of the TP group" if d.tp > 1 else "")
             + " (factors)",
         ),
-        ("activation peak", f"{fmt_bytes(mem.activation_bytes):>24}   {_activation_note(d, w)}"),
+        ("activation peak", f"{fmt_bytes(mem.activation_bytes):>24}   {_activation_note(d, mem)}"),
         ("needed", f"{fmt_bytes(mem.needed_bytes):>24}"),
         ("usable", f"{fmt_bytes(mem.usable_bytes):>24}   {_engine_rule(d, mem)}"),
     ]

@@ -148,6 +148,18 @@ def test_activation_peak_grows_with_max_model_len_as_a_logged_profile_does(build
     assert (peak(29_000) - peak(20_000)) / 9000 == pytest.approx(logged, rel=0.02)
 
 
+def test_the_estimate_carries_the_profiled_token_count_the_report_shows(build_deployment):
+    # With chunked prefill the pass is max_num_batched_tokens (8,192 on an H100); with it
+    # off, the whole max_model_len when that is longer (32,768 here); llama.cpp has none.
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, context=1024, output=128)
+    assert estimate_memory(d, w).activation_tokens == 8192
+    engine = {"name": "vllm", "enable_chunked_prefill": False, "max_model_len": 32_768}
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, context=32_768, output=128, engine=engine)
+    assert estimate_memory(d, w).activation_tokens == 32_768
+    d, w, _ = build_deployment("llama-3.1-8b", "rtx-4090", users=1, context=1024, output=128, engine="llama.cpp")
+    assert estimate_memory(d, w).activation_tokens == 0
+
+
 def test_mixed_precision_checkpoint_keeps_its_16bit_groups(catalog):
     # gpt-oss-120b ships MXFP4 experts with attention, router, embeddings and LM head in
     # BF16: only the routed experts are 4.25-bit.
