@@ -8,12 +8,25 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from solver.units import fmt_seconds
 
-if TYPE_CHECKING:
-    from solver.optimise.candidates import Candidate
+
+class Measured(Protocol):
+    """What a target's measure reads off a plan (a candidate has all of it)."""
+
+    @property
+    def tpot_s(self) -> float: ...
+    @property
+    def ttft_s(self) -> float: ...
+    @property
+    def cost_usd_per_hour(self) -> float: ...
+    @property
+    def purchase_usd(self) -> float: ...
+    @property
+    def gpus(self) -> int: ...
+
 
 US = 1_000_000  # microseconds per second
 
@@ -37,7 +50,7 @@ class Target:
     """The model's `Limits` field it sets (None: a demand the candidates are built for)."""
     to_model: Callable[[float], int] | None = None
     """The spec's value in the model's integer unit, rounded the safe way (down)."""
-    measure: Callable[[Candidate], float] | None = None
+    measure: Callable[[Measured], float] | None = None
     """The candidate's figure it bounds, in the spec's unit."""
     objective: str | None = None
     """The objective that minimises `measure` (for the nearest relaxation)."""
