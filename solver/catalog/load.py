@@ -6,9 +6,8 @@ seconds, US dollars.
 
 The entries are plain frozen dataclasses; pydantic validates the YAML into them
 (constraints live in the annotations, cross-field rules in `__post_init__`). The
-validated catalog is cached on disk keyed by the files' bytes and this module's
-source, so a CLI run pays neither YAML parsing nor validation for a catalog it has
-seen before.
+files' parsed YAML is cached on disk keyed by their bytes and this package's code,
+so a CLI run skips parsing YAML it has parsed before; it is validated every time.
 """
 
 from __future__ import annotations
@@ -16,11 +15,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import difflib
-import pickle
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from solver.catalog import cache
 from solver.catalog.devices import (
@@ -58,6 +56,9 @@ from solver.catalog.prices import (
     resolve_pricing,
 )
 from solver.errors import InputError
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 
 def _norm(name: str) -> str:
@@ -248,45 +249,83 @@ def catalog_dir() -> Path:
     raise InputError("catalog", str(here), "the catalogs are missing from this installation; reinstall plan-opt")
 
 
-def _validate_file(path: Path, text: str, schema: type[_T]) -> _T:
-    from pydantic import TypeAdapter, ValidationError
+_adapters: dict[type, TypeAdapter[Any]] = {}
+
+
+def _adapter(schema: type[_T]) -> TypeAdapter[_T]:
+    """One pydantic validator per catalog file's shape, built once per process (its
+    build, not the validation, is most of what loading a catalog costs)."""
+    from pydantic import TypeAdapter
+
+    if schema not in _adapters:
+        _adapters[schema] = TypeAdapter(schema)
+    return _adapters[schema]
+
+
+def _validate_file(path: Path, text: str, schema: type[_T]) -> tuple[object, _T]:
+    """The file's parsed YAML and its validated contents."""
+    from pydantic import ValidationError
 
     from solver.catalog.yaml_lines import load_yaml_text
 
     data, lines = load_yaml_text(text, source=str(path))
     try:
-        return TypeAdapter(schema).validate_python(data)
+        return data, _adapter(schema).validate_python(data)
     except ValidationError as exc:
         raise InputError.from_validation(exc, lines, source=str(path)) from None
 
 
+def _parts_from(data: object) -> dict[str, Any] | None:
+    """The files' validated contents from their cached parsed YAML, through the same
+    validation as the YAML; None when the entry is not a valid catalog."""
+    if not isinstance(data, dict) or set(data) != set(CATALOG_FILES):
+        return None
+    try:
+        return {key: _adapter(schema).validate_python(data[key]) for key, (_, schema) in CATALOG_FILES.items()}
+    except Exception:  # wrong shape, wrong values (ValidationError), a check that fails: not ours
+        return None
+
+
 def load_catalog(directory: Path | None = None, *, use_cache: bool = True) -> Catalog:
-    """Validate the four catalog files, or reuse the validated catalog cached for
-    exactly these bytes and this code."""
+    """Validate the catalog files into a `Catalog`.
+
+    The cache (catalog/cache.py) holds the files' parsed YAML, keyed by their bytes and
+    this package's code; a hit skips the YAML parsing, never the validation: the data
+    goes through the same schemas and the same `Catalog` checks as the YAML would, and
+    an entry that fails them is rebuilt from the files. An entry is written only when
+    reading it back gives exactly the entries the YAML gave."""
     directory = Path(directory) if directory else catalog_dir()
-    texts = {}
+    raw: dict[str, bytes] = {}
     for key, (fname, _) in CATALOG_FILES.items():
         try:
-            texts[key] = (directory / fname).read_text(encoding="utf-8")
+            raw[key] = (directory / fname).read_bytes()
         except OSError:
             raise InputError("catalog", str(directory / fname), "no such catalog file") from None
-    # Keyed by every module of this package (the entries' classes are pickled) and the files.
     code = [f.read_bytes() for f in sorted(Path(__file__).resolve().parent.glob("*.py"))]
-    cache_name = "catalog-" + cache.digest(*code, *(t.encode() for t in texts.values())) + ".pickle"
+    cache_key = cache.digest(*code, *(p for key, b in raw.items() for p in (CATALOG_FILES[key][0].encode(), b)))
     if use_cache:
-        raw = cache.read_bytes(cache_name)
-        if raw:
+        cached = _parts_from(cache.load("catalog", cache_key))
+        if cached is not None:
             try:
-                return pickle.loads(raw)
-            except Exception:  # a cache from an older layout: rebuild it
+                return Catalog(**cached)
+            except Exception:  # the entry passed the schemas but not the catalog's own checks
                 pass
-    parts: dict[str, Any] = {key: _validate_file(directory / fname, texts[key], schema) for key, (fname, schema) in CATALOG_FILES.items()}
+    data: dict[str, object] = {}
+    parts: dict[str, Any] = {}
+    for key, (fname, schema) in CATALOG_FILES.items():
+        try:
+            text = raw[key].decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError("catalog", str(directory / fname), "not UTF-8 text") from None
+        data[key], parts[key] = _validate_file(directory / fname, text, schema)
     try:
         catalog = Catalog(**parts)
     except ValueError as exc:
         raise InputError("catalog", str(directory), str(exc)) from None
     if use_cache:
-        cache.write_bytes(cache_name, pickle.dumps(catalog, protocol=pickle.HIGHEST_PROTOCOL))
+        body = cache.encode(data)
+        if body is not None and _parts_from(cache.decode(body)) == parts:
+            cache.store("catalog", cache_key, body)
     return catalog
 
 

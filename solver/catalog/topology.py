@@ -9,7 +9,7 @@ more than one GPU needs its ring.
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import astuple, dataclass
 from functools import lru_cache
@@ -159,21 +159,54 @@ def _compute_ring(platform: Platform, size: int) -> Ring:
 
 # --------------------------------------------------------------------------- cache
 
-_CACHE_FILE = f"topology-{cache.source_digest(__file__)}.json"
-_loaded: dict | None = None
+_SOURCE = cache.source_digest(__file__)
+_loaded: dict[str, object] | None = None
+"""This process's answers, by cache key (None: none yet, as in a new process)."""
+
+
+def _finite(x: object, low: float, strict: bool) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and (x > low if strict else x >= low)
+
+
+def _well_formed(what: str, answer: object) -> bool:
+    """Whether a cached answer has the shape `what` computes: a domain size (a whole
+    number of GPUs), or a ring's [bandwidth, latency, link kinds, parallel rings] or
+    None; anything else is rebuilt."""
+    count = isinstance(answer, int) and not isinstance(answer, bool) and answer >= 1
+    if what == "domain":
+        return count
+    if answer is None:
+        return True
+    if not isinstance(answer, list) or len(answer) != 4:
+        return False
+    bw, lat, kinds, parallel = answer
+    return (
+        _finite(bw, 0.0, strict=True)
+        and _finite(lat, 0.0, strict=False)
+        and isinstance(kinds, list)
+        and all(isinstance(k, str) for k in kinds)
+        and isinstance(parallel, int)
+        and not isinstance(parallel, bool)
+        and parallel >= 1
+    )
 
 
 def _memo(platform: Platform, what: str, compute: Callable[[], _T]) -> _T:
-    """A JSON-able answer about `platform`, from the on-disk cache or computed and stored."""
+    """A JSON-able answer about `platform`: from this process, else from its on-disk
+    cache entry (keyed by the platform's full contents and this module's source, and
+    believed only when well-formed), else computed and stored."""
     global _loaded
     if _loaded is None:
-        raw = cache.read_bytes(_CACHE_FILE)
-        try:
-            _loaded = json.loads(raw) if raw else {}
-        except ValueError:
-            _loaded = {}
-    key = f"{platform.name}/{cache.digest(repr(platform).encode())}/{what}"
+        _loaded = {}
+    key = cache.digest(_SOURCE.encode(), repr(platform).encode(), what.encode())
     if key not in _loaded:
-        _loaded[key] = compute()
-        cache.write_bytes(_CACHE_FILE, json.dumps(_loaded).encode())
-    return _loaded[key]
+        entry = cache.load("topology", key)
+        if isinstance(entry, dict) and set(entry) == {"answer"} and _well_formed(what, entry["answer"]):
+            _loaded[key] = entry["answer"]
+        else:
+            answer = compute()
+            _loaded[key] = answer
+            body = cache.encode({"answer": answer})
+            if body is not None:
+                cache.store("topology", key, body)
+    return _loaded[key]  # type: ignore[return-value]  # what compute() gave for this key, or its well-formed copy
