@@ -9,6 +9,10 @@ from pathlib import Path
 from solver.cli.common import catalog_for
 from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK, InputError
 
+MAX_BUDGETS = 50
+"""Budgets in one sweep: each is a fleet solve, and they share the command's clock."""
+MAX_BUDGET_USD_PER_HOUR = 1e9
+
 
 def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
@@ -53,8 +57,10 @@ def run(args: argparse.Namespace) -> int:
             budgets = [float(x) for x in args.budget.split(",") if x.strip()]
         except ValueError:
             raise InputError("--budget", args.budget, "a comma-separated list of $/hour figures, e.g. 100,200,400") from None
-        if not budgets or any(b <= 0 for b in budgets):
-            raise InputError("--budget", args.budget, "budgets must be positive $/hour figures")
+        if not budgets or any(not 0 < b <= MAX_BUDGET_USD_PER_HOUR for b in budgets):  # also refuses nan and inf
+            raise InputError("--budget", args.budget, f"budgets must be $/hour figures in (0, {MAX_BUDGET_USD_PER_HOUR:.0e}]")
+        if len(budgets) > MAX_BUDGETS:
+            raise InputError("--budget", f"{len(budgets)} budgets", f"at most {MAX_BUDGETS} in one sweep")
     classes = build_classes(fs, catalog_for(args), Path(args.fleet).parent)
     title = f"plan-opt fleet · {len(fs.workloads)} workload(s): " + ", ".join(w.name for w in fs.workloads)
     if budgets:

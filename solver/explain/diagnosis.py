@@ -27,7 +27,7 @@ from solver.optimise.targets import TARGETS
 
 def diagnose(problem: Problem, s: Scenario, result: SolveResult) -> None:
     cands = diagnosis_candidates(problem, s)
-    limit = problem.spec.solver.time_limit_s
+    limit = problem.clock
     result.conflict = minimal_conflict(cands, s.limits(), limit)
     # A target outside one conflict may sit in another: drop the conflict's targets
     # and look again, until what is left can hold together.
@@ -64,7 +64,7 @@ def _nearest(problem: Problem, s: Scenario, target: str) -> Relaxation:
                 return Relaxation(target, current, None, None, "not enough alone: another conflict among the other targets remains")
             best = min(feasible, key=lambda c: (c.ttft_us, c.gpus, c.shape.index))
             return Relaxation(target, current, best.ttft_s, plan_label(best), f"lowest TTFT reachable: {best.ttft_s * 1e3:.0f} ms")
-        sol = optimise(cands, free.limits(), objective, problem.spec.solver.time_limit_s)
+        sol = optimise(cands, free.limits(), objective, problem.clock)
         if not sol.feasible:
             return Relaxation(target, current, None, None, "not enough alone: another conflict among the other targets remains")
         c = sol.chosen

@@ -47,11 +47,11 @@ def why_not(problem: Problem, s: Scenario, shapes: list[Shape]) -> str:
         if target in ("users", "context_tokens"):
             continue
         relaxed = dataclasses.replace(limits, **{_limit_field(target): None})
-        if is_feasible(cands, relaxed):
+        if is_feasible(cands, relaxed, problem.clock):
             alone.append(target)
     if not alone:
         diag = diagnosis_candidates(problem, s, shapes)
-        core = minimal_conflict(diag, limits, problem.spec.solver.time_limit_s)
+        core = minimal_conflict(diag, limits, problem.clock)
         if len(core) == 1:
             best = _best_on([c for c in diag if c.memory_excess <= 0 and c.interconnect_excess == 0], core[0])
             return f"ruled out by {core[0]} alone, even for one user" + (f" (best here {best})" if best else "")

@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass, field
 
 from solver.catalog import Device
+from solver.optimise.clock import SolverClock
 from solver.optimise.fleet_classes import Option, ServiceClass
 from solver.optimise.targets import CAPPED
 from solver.physics.costs import gpu_hour_costs
@@ -85,11 +86,14 @@ class FleetResult:
         return self.status in ("optimal", "feasible")
 
 
-def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour: float | None = None) -> FleetResult:
+def solve_fleet(
+    fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour: float | None = None, clock: SolverClock | None = None
+) -> FleetResult:
     from ortools.sat.python import cp_model
 
     from solver.optimise.model import new_solver, status_name
 
+    clock = clock or SolverClock(fs.solver.time_limit_s)
     budget_hour = max_usd_per_hour if max_usd_per_hour is not None else fs.budget.max_usd_per_hour
     objective = fs.objective
     result = FleetResult("unknown", objective)
@@ -162,7 +166,7 @@ def solve_fleet(fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour:
         # Integer replica counts coupled by shared budgets: CP-SAT's full LP relaxation
         # (linearization level 2) proves these in a fraction of a second where the
         # default level runs out of time (measured on the 10-workload benchmark).
-        sv = new_solver(fs.solver.time_limit_s)
+        sv = new_solver(clock)
         sv.parameters.linearization_level = 2
         return sv
 
@@ -291,4 +295,5 @@ def _binds(
 def sweep(fs: FleetSpec, classes: list[ServiceClass], budgets: list[float]) -> list[tuple[float, FleetResult]]:
     """What each budget buys: the most weighted demand served within it."""
     swept = fs.model_copy(update={"objective": "max_served"})
-    return [(b, solve_fleet(swept, classes, max_usd_per_hour=b)) for b in budgets]
+    clock = SolverClock(fs.solver.time_limit_s)  # the whole sweep shares one command's time
+    return [(b, solve_fleet(swept, classes, max_usd_per_hour=b, clock=clock)) for b in budgets]

@@ -14,7 +14,7 @@ from solver.catalog import Catalog
 from solver.errors import InputError
 from solver.optimise.candidates import candidates
 from solver.optimise.problem import Problem
-from solver.optimise.shapes import build_problem
+from solver.optimise.shapes import build_problem, check_built, check_work
 from solver.spec.fleet_spec import FleetSpec, FleetWorkloadIn
 from solver.spec.solve_spec import Spec
 
@@ -126,9 +126,14 @@ def build_classes(fs: FleetSpec, catalog: Catalog, base_dir: Path | None = None)
     for name in list(fs.inventory) + list(fs.quota):
         catalog.device(name)
     out = []
-    for w in fs.workloads:
+    asked = built = 0
+    for i, w in enumerate(fs.workloads):
         for cname, spec in _class_specs(fs, w):
+            where = f"workloads[{i}]" if asked else "search"
+            asked += check_work(spec, catalog, asked, where)
             problem = build_problem(spec, catalog, base_dir)
+            built += len(problem.shapes)
+            check_built(built, where)
             single = fs.single_shape if w.single_shape is None else w.single_shape
             sc = ServiceClass(w.name, cname, spec.workload.users, w.priority, problem, single_shape=single)
             sc.options, sc.why_none = _options(problem)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from solver.optimise.candidates import Candidate
+from solver.optimise.clock import SolverClock
 from solver.optimise.targets import TARGETS
 
 if TYPE_CHECKING:
@@ -82,13 +83,15 @@ class Solution:
         return self.candidate
 
 
-def new_solver(time_limit_s: float) -> cp_model.CpSolver:
+def new_solver(time_limit: float | SolverClock) -> cp_model.CpSolver:
+    """A CP-SAT solver with a time limit: a number of seconds, or the next share of a
+    command's clock."""
     from ortools.sat.python import cp_model
 
     s = cp_model.CpSolver()
     s.parameters.num_workers = 1  # reproducible, and fastest at this size
     s.parameters.random_seed = 0
-    s.parameters.max_time_in_seconds = time_limit_s
+    s.parameters.max_time_in_seconds = time_limit.limit_s() if isinstance(time_limit, SolverClock) else time_limit
     return s
 
 
@@ -210,7 +213,7 @@ def prune(cands: list[Candidate], limits: Limits, objective: str, prefer: str = 
     return kept
 
 
-def optimise(cands: list[Candidate], limits: Limits, objective: str, time_limit_s: float = 10.0, prefer: str = "quality") -> Solution:
+def optimise(cands: list[Candidate], limits: Limits, objective: str, time_limit: float | SolverClock = 10.0, prefer: str = "quality") -> Solution:
     """The least-objective candidate meeting every constraint, proven optimal when
     CP-SAT finishes within the time limit."""
     cands = prune(cands, limits, objective, prefer)
@@ -221,7 +224,7 @@ def optimise(cands: list[Candidate], limits: Limits, objective: str, time_limit_
     n = len(cands)
     rank = _rank(cands, prefer)
     b.model.minimize(sum((primary(c) * n + rank[i]) * b.x[i] for i, c in enumerate(cands)))
-    s = new_solver(time_limit_s)
+    s = new_solver(time_limit)
     code = s.solve(b.model)
     status = status_name(code)
     if status not in ("optimal", "feasible"):
@@ -230,15 +233,17 @@ def optimise(cands: list[Candidate], limits: Limits, objective: str, time_limit_
     return Solution(status, chosen, int(s.objective_value), s.wall_time)
 
 
-def is_feasible(cands: list[Candidate], limits: Limits, time_limit_s: float = 10.0) -> bool:
+def is_feasible(cands: list[Candidate], limits: Limits, time_limit: float | SolverClock = 10.0) -> bool:
     cands = prune(cands, limits, "min_gpus")
     if not cands:
         return False
     b = build_model(cands, limits)
-    return status_name(new_solver(time_limit_s).solve(b.model)) in ("optimal", "feasible")
+    return status_name(new_solver(time_limit).solve(b.model)) in ("optimal", "feasible")
 
 
-def minimal_conflict(cands: list[Candidate], limits: Limits, time_limit_s: float = 10.0, *, exclude: Collection[str] = frozenset()) -> list[str]:
+def minimal_conflict(
+    cands: list[Candidate], limits: Limits, time_limit: float | SolverClock = 10.0, *, exclude: Collection[str] = frozenset()
+) -> list[str]:
     """A smallest set of user targets that cannot hold together, even with every
     other target dropped: CP-SAT's sufficient assumptions for infeasibility, shrunk
     by deletion until removing any one makes the rest of the set feasible. Targets in
@@ -251,7 +256,7 @@ def minimal_conflict(cands: list[Candidate], limits: Limits, time_limit_s: float
     def infeasible(subset: list[str]) -> tuple[bool, list[str]]:
         b.model.clear_assumptions()
         b.model.add_assumptions([b.literals[n] for n in subset])
-        s = new_solver(time_limit_s)
+        s = new_solver(time_limit)
         s.parameters.interleave_search = False
         code = status_name(s.solve(b.model))
         if code != "infeasible":

@@ -69,6 +69,8 @@ class Frontier:
     max_gpus_default: bool = False
     gpu_capped: bool = False
     """A plan better on the axis exists beyond max_gpus (the frontier would go on)."""
+    out_of_time: bool = False
+    """The command's CP-SAT time ran out before the frontier ended (optimise/clock.py)."""
 
     @property
     def knee_point(self) -> ParetoPoint | None:
@@ -136,6 +138,11 @@ def _latency_frontier(problem: Problem, axis: str) -> Frontier:
     limits = dataclasses.replace(s.with_value(f"max_{axis}", None).limits(), **{f"max_{axis}_us": 10**12})
     gpu_cap, gpu_default = _gpu_cap(problem)
     limits = dataclasses.replace(limits, max_gpus=gpu_cap)
+    # Over the GPU cap, out of memory or over the interconnect, a candidate is never on
+    # the frontier; dropping such plans first keeps pruning small (and is exact: what
+    # dominates a feasible plan is feasible too). gpu_capped below still sees them all.
+    every = cands
+    cands = [c for c in cands if c.gpus <= gpu_cap and c.memory_excess <= 0 and c.interconnect_excess == 0]
     cands = prune(cands, limits, "min_cost")
     cands = [c for c in cands if c.memory_excess <= 0 and c.interconnect_excess == 0]
     ratio = problem.spec.pareto.max_cost_ratio
@@ -159,7 +166,10 @@ def _latency_frontier(problem: Problem, axis: str) -> Frontier:
         if prev is not None:
             b.model.clear_hints()
             b.model.add_hint(b.x[prev], 1)
-        sv = new_solver(problem.spec.solver.time_limit_s)
+        if problem.clock.run_out:
+            front.out_of_time = True
+            break
+        sv = new_solver(problem.clock)
         status = status_name(sv.solve(b.model))
         total += sv.wall_time
         if status not in ("optimal", "feasible"):
@@ -190,7 +200,7 @@ def _latency_frontier(problem: Problem, axis: str) -> Frontier:
             and (c.tpot_us if axis == "tpot" else c.ttft_us) < last_metric
             and meets(c, no_cap)
             and (front.max_cost_usd_per_hour is None or c.cost_usd_per_hour <= front.max_cost_usd_per_hour + 1e-9)
-            for c in cands
+            for c in every
         )
     front.knee = knee_index([(p.cost_usd_per_hour, p.value) for p in front.points])
     on_front = {id(p.candidate) for p in front.points}
@@ -254,7 +264,10 @@ def _users_frontier(problem: Problem) -> Frontier:
     m.minimize(cost * big - served)
     total = 0.0
     while len(front.points) < MAX_POINTS:
-        sv = new_solver(problem.spec.solver.time_limit_s)
+        if problem.clock.run_out:
+            front.out_of_time = True
+            break
+        sv = new_solver(problem.clock)
         status = status_name(sv.solve(m))
         total += sv.wall_time
         if status == "infeasible" and not front.points and not front.gpu_capped:

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from solver.catalog import Device, Ownership, Pricing
+from solver.optimise.clock import SolverClock
 from solver.physics import validity
 from solver.physics.costs import GpuHourCosts
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
@@ -103,6 +104,11 @@ class Problem:
     """The basis the rented GPUs were priced on."""
     ownership: Ownership | None = None
     """Power, hosting and life of owned and bought GPUs."""
+    clock: SolverClock = field(init=False)
+    """Every solve on this problem draws its time limit from it (optimise/clock.py)."""
+
+    def __post_init__(self) -> None:
+        self.clock = SolverClock(self.spec.solver.time_limit_s)
 
     @property
     def objective(self) -> str:

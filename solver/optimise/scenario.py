@@ -92,7 +92,7 @@ def wants_batch_variants(problem: Problem) -> bool:
 
 def solve_scenario(problem: Problem, s: Scenario, *, shapes: list[Shape] | None = None) -> Solution:
     cands = candidates(problem, s.workload, s.targets, batch_variants=wants_batch_variants(problem), shapes=shapes)
-    return optimise(cands, s.limits(), problem.objective, problem.spec.solver.time_limit_s, problem.spec.prefer)
+    return optimise(cands, s.limits(), problem.objective, problem.clock, problem.spec.prefer)
 
 
 def objective_value(problem: Problem, c: Candidate) -> float:

@@ -107,6 +107,53 @@ def _looked_up(lookup: Callable[[], _T], field: str) -> _T:
         raise exc.relabel(field) from None
 
 
+MAX_SHAPES = 20_000
+"""The most shapes one solve (or one fleet, all its classes together) works on. A solve
+over all 58 devices × 4 TP × 2 × 2 formats has 928; 17,920 shapes take about 10 s of
+CPU to solve and explain on these machines (bench/fuzz.py's limit)."""
+MAX_SHAPES_ASKED = 10 * MAX_SHAPES
+"""The most a spec may ask for before building: building is cheap (a device that
+cannot run a format, or a layer split that repeats another, builds nothing), so the
+exact count after building is what MAX_SHAPES bounds; this only bounds the asking."""
+
+
+def shape_count(spec: Spec, catalog: Catalog) -> tuple[int, str]:
+    """How many shapes the spec asks for, counted before any is built, and the product
+    in words (what to narrow)."""
+    devices = len(_select_devices(spec, catalog))
+    s = spec.search
+    factors = [
+        (devices, "devices"),
+        (len(set(s.tp)), "TP"),
+        (len(set(s.pp)), "PP"),
+        (len(set(s.weights)), "weight formats"),
+        (len(set(s.kv_cache)), "KV formats"),
+    ]
+    n = 1
+    for k, _ in factors:
+        n *= k
+    return n, " × ".join(f"{k:,} {what}" for k, what in factors)
+
+
+def check_work(spec: Spec, catalog: Catalog, already: int = 0, where: str = "search") -> int:
+    """Refuse, before building anything, a search that asks for more than
+    MAX_SHAPES_ASKED shapes (with those already asked for by other fleet classes)."""
+    n, words = shape_count(spec, catalog)
+    if already + n > MAX_SHAPES_ASKED:
+        raise InputError(
+            where,
+            f"{already + n:,} shapes" if already else f"{words} = {n:,} shapes",
+            f"at most {MAX_SHAPES_ASKED:,} asked for in one run; narrow search.gpus, tp, pp, weights or kv_cache",
+        )
+    return n
+
+
+def check_built(shapes: int, where: str = "search") -> None:
+    """Refuse a problem of more than MAX_SHAPES runnable shapes before any physics."""
+    if shapes > MAX_SHAPES:
+        raise InputError(where, f"{shapes:,} shapes", f"at most {MAX_SHAPES:,} in one run; narrow search.gpus, tp, pp, weights or kv_cache")
+
+
 def needs_price(spec: Spec) -> bool:
     return spec.objective == "min_cost" or spec.budget.max_usd_per_hour is not None
 
@@ -116,6 +163,7 @@ def needs_purchase(spec: Spec) -> bool:
 
 
 def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) -> Problem:
+    check_work(spec, catalog)
     model = resolve_model(spec.model, spec.overrides.model, catalog, base_dir)
     mo = spec.overrides.model
     for name in list(spec.inventory) + list(spec.overrides.gpus):
@@ -178,8 +226,8 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
         check_engine_fits(engine, w.context_tokens, 1, 1)
         factors = _factors(device, engine, spec, catalog)
         splits_seen: set[tuple] = set()
-        for tp in spec.search.tp:
-            for pp in spec.search.pp:
+        for tp in dict.fromkeys(spec.search.tp):
+            for pp in dict.fromkeys(spec.search.pp):
                 if engine.split_mode == "row" and pp > 1:
                     formats = {
                         (_sixteen(device, wp, catalog, "weights").name, _sixteen(device, kp, catalog, "kv").name) for wp in weights for kp in kvs
@@ -224,4 +272,5 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
                         shapes.append(Shape(len(shapes), d, domain, own, hour_costs))
     if not devices:
         raise InputError("search.gpus", spec.search.gpus, "selects no device")
+    check_built(len(shapes))
     return Problem(spec, shapes, workload, targets, devices, excluded, skipped, pricing=pricing, ownership=ownership)

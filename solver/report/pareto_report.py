@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from solver.errors import InputError
+from solver.optimise.clock import WORK_FACTOR
 from solver.optimise.pareto import KNEE_MIN_DEPTH, Frontier, ParetoPoint
 from solver.physics.costs import plan_tco
 from solver.units import fmt_seconds
@@ -90,6 +91,7 @@ def to_dict(frontiers: dict[str, Frontier]) -> dict:
                 "max_gpus": f.max_gpus,
                 "max_gpus_is_default": f.max_gpus_default,
                 "cut_by_max_gpus": f.gpu_capped,
+                "cut_by_time": f.out_of_time,
             },
         }
     return out
@@ -128,6 +130,11 @@ def _cut_lines(axis: str, f: Frontier) -> list[str]:
     if f.gpu_capped:
         out.append(
             f"plans of more than {f.max_gpus} GPUs left out ({'the default ' if f.max_gpus_default else ''}search.max_gpus; a larger one lifts it)"
+        )
+    if f.out_of_time:
+        out.append(
+            f"stopped after {len(f.points)} points: the command's CP-SAT time ran out "
+            f"({WORK_FACTOR:g} × solver.time_limit_s for every frontier together; a larger limit goes further)"
         )
     return out
 
