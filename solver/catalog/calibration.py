@@ -1,60 +1,109 @@
 """A user's calibration (`plan-opt calibrate`'s output file, passed as --calibration):
 the factors fitted per device and the residual bands, read into the catalog's declared
-fields `calibration` and `calibration_bands`."""
+fields `calibration` and `calibration_bands`.
+
+The file is read at the edge like a spec: its shape is checked (a `calibration` list
+of entries, each with its gpu and factors), every factor within the range
+`catalog/factors.py` states, and every residual a finite share from 0 to 100 (10,000 %:
+a band so wide it says the fit failed, yet one that keeps the pessimistic factors
+finite). A bad entry is refused naming the file, the line, the field and the range."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import datetime as dt
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from solver.catalog.factors import FactorOverrides, Factors
 from solver.catalog.load import Catalog
+from solver.catalog.types import Bound
 from solver.errors import InputError
+
+RESIDUAL = Bound(0, 100)
+"""A relative residual (|estimate − measured| / measured): 0 to 100."""
+POINTS = Bound(0, 1e9, integer=True)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Residuals(_Strict):
+    """How far the fitted figures still lie from the measurements, over `points` of them."""
+
+    median_ape: Annotated[float, RESIDUAL] | None = None
+    max_ape: Annotated[float, RESIDUAL] | None = None
+    points: Annotated[int, POINTS] | None = None
+
+
+class Bands(_Strict):
+    tpot: Residuals | None = None
+    ttft: Residuals | None = None
+
+
+class CalibrationEntry(_Strict):
+    gpu: str = Field(min_length=1)
+    engine: str = "vllm"
+    factors: FactorOverrides
+    tpot_points: Annotated[int, POINTS] | None = None
+    ttft_points: Annotated[int, POINTS] | None = None
+    residuals: Bands = Bands()
+    source: str | None = None
+    as_of: dt.date | str | None = None
+
+
+class CalibrationFile(_Strict):
+    calibration: list[CalibrationEntry]
+
+
+def read_calibration(path: str | Path) -> tuple[CalibrationFile, dict]:
+    """The file, its shape and every number checked; and its map from field path to
+    YAML line."""
+    from solver.catalog.yaml_lines import load_yaml_file
+
+    data, lines = load_yaml_file(path)
+    if not isinstance(data, dict) or "calibration" not in data:
+        raise InputError("calibration", None, "expected a file written by `plan-opt calibrate` (a 'calibration' list)", source=str(path))
+    try:
+        return CalibrationFile.model_validate(data), lines
+    except ValidationError as exc:
+        raise InputError.from_validation(exc, lines, source=str(path)) from None
 
 
 def load_bands(path: str | Path) -> dict[str, dict[str, float]]:
     """Device name → the worst relative residual of each fitted metric ("tpot",
     "ttft"): the half-width of the band plan-opt shows around its figures."""
-    from solver.catalog.yaml_lines import load_yaml_file
-
-    data, _ = load_yaml_file(path)
-    out = {}
-    for e in (data or {}).get("calibration", []) if isinstance(data, dict) else []:
-        res = e.get("residuals") or {}
-        out[e.get("gpu")] = {k: float(v["max_ape"]) for k, v in res.items() if isinstance(v, dict) and "max_ape" in v}
-    return out
+    return {e.gpu: _band(e) for e in read_calibration(path)[0].calibration}
 
 
 def load_calibration(path: str | Path) -> dict[str, FactorOverrides]:
     """Device name → fitted factors, for --calibration."""
-    from solver.catalog.yaml_lines import load_yaml_file
+    return {e.gpu: e.factors for e in read_calibration(path)[0].calibration}
 
-    data, _ = load_yaml_file(path)
-    if not isinstance(data, dict) or not isinstance(data.get("calibration"), list):
-        raise InputError("calibration", str(path), "expected a file written by `plan-opt calibrate` (a 'calibration' list)")
-    from pydantic import TypeAdapter, ValidationError
 
-    adapter = TypeAdapter(FactorOverrides)
-    out = {}
-    for i, e in enumerate(data["calibration"]):
-        try:
-            out[e["gpu"]] = adapter.validate_python(e["factors"])
-        except (KeyError, TypeError) as exc:
-            raise InputError(f"calibration[{i}]", None, f"malformed entry ({exc})", source=str(path)) from None
-        except ValidationError as exc:
-            raise InputError.from_validation(exc, source=str(path)) from None
-    return out
+def _band(e: CalibrationEntry) -> dict[str, float]:
+    metrics = {"tpot": e.residuals.tpot, "ttft": e.residuals.ttft}
+    return {k: r.max_ape for k, r in metrics.items() if r is not None and r.max_ape is not None}
 
 
 def with_calibration(catalog: Catalog, path: str | Path | None) -> Catalog:
     """The catalog with fitted factors applied to their devices (a shallow copy)."""
     if not path:
         return catalog
-    fitted = load_calibration(path)
+    cal, lines = read_calibration(path)
     out = copy.copy(catalog)
-    out.calibration = {catalog.device(name).name: fo for name, fo in fitted.items()}
-    out.calibration_bands = {catalog.device(name).name: b for name, b in load_bands(path).items()}
+    out.calibration, out.calibration_bands = {}, {}
+    for i, e in enumerate(cal.calibration):
+        try:
+            name = catalog.device(e.gpu).name
+        except InputError as exc:
+            raise exc.relabel(f"calibration[{i}].gpu").located(lines, str(path)) from None
+        out.calibration[name] = e.factors
+        out.calibration_bands[name] = _band(e)
     return out
 
 

@@ -1,5 +1,18 @@
 """Efficiency and utilisation factors: data, not constants (devices override the
-catalog defaults, engines their measured shares, a spec both)."""
+catalog defaults, engines their measured shares, a spec both).
+
+Each factor's range is stated once, here, and read by the catalog, a user's
+calibration file and a spec's overrides alike:
+
+| factor | range | why |
+|---|---|---|
+| memory_utilization | 0.01 to 1 | a share of the device's memory |
+| bandwidth_efficiency, compute_efficiency | 0.01 to 1 | achieved / peak: never above it; below 1 % is a slip (1e-300 gave a TPOT of 1e291 s) |
+| step_overhead_s | 0 to 1 s | a fixed cost per forward pass; measured ≤ 2.5 ms |
+| layer_, sequence_, expert_layer_overhead_s | 0 to 10 ms | per layer or sequence per pass; measured ≤ 20 µs |
+| runtime_overhead_bytes, reserved_bytes, tp_overhead_bytes | 0 to 1e15 bytes (1,000 TB) | more than any device holds |
+| activation_peak_scale | 0 to 10 | a scale on the profiled peak |
+"""
 
 from __future__ import annotations
 
@@ -8,13 +21,21 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Annotated
 
-from annotated_types import Ge, Le
+from solver.catalog.types import FORBID, Bound
 
-from solver.catalog.types import (
-    FORBID,
-    Fraction,
-    NonNegInt,
-)
+MEMORY_SHARE = Bound(0.01, 1)
+EFFICIENCY = Bound(0.01, 1)
+STEP_OVERHEAD = Bound(0, 1, quantity="seconds", shown="0 to 1 s")
+SMALL_OVERHEAD = Bound(0, 0.01, quantity="seconds", shown="0 to 10 ms")
+OVERHEAD_BYTES = Bound(0, 1e15, integer=True, quantity="bytes", shown="0 to 1e15 bytes (1,000 TB)")
+PEAK_SCALE = Bound(0, 10)
+
+MemoryShare = Annotated[float, MEMORY_SHARE]
+Efficiency = Annotated[float, EFFICIENCY]
+StepOverhead = Annotated[float, STEP_OVERHEAD]
+SmallOverhead = Annotated[float, SMALL_OVERHEAD]
+OverheadBytes = Annotated[int, OVERHEAD_BYTES]
+PeakScale = Annotated[float, PEAK_SCALE]
 
 # --------------------------------------------------------------------------- factors
 
@@ -25,52 +46,55 @@ class Factors:
     catalog defaults and a spec overrides both."""
 
     __pydantic_config__ = FORBID
-    memory_utilization: Fraction
-    """Fraction of device memory the engine may use (vLLM's gpu_memory_utilization)."""
-    runtime_overhead_bytes: NonNegInt
-    """Per-GPU memory the engine needs beside weights and KV (CUDA context, activations)."""
-    bandwidth_efficiency: Fraction
-    """Achieved / peak memory bandwidth in decode."""
-    compute_efficiency: Fraction
-    """Achieved / peak dense tensor throughput (the seed's utilisation factor)."""
-    step_overhead_s: Annotated[float, Ge(0), Le(1)] = 0.0
+    memory_utilization: MemoryShare
+    """Fraction of device memory the engine may use (vLLM's gpu_memory_utilization); 0.01 to 1."""
+    runtime_overhead_bytes: OverheadBytes
+    """Per-GPU memory the engine needs beside weights and KV (CUDA context, activations); 0 to 1e15."""
+    bandwidth_efficiency: Efficiency
+    """Achieved / peak memory bandwidth in decode; 0.01 to 1."""
+    compute_efficiency: Efficiency
+    """Achieved / peak dense tensor throughput (the seed's utilisation factor); 0.01 to 1."""
+    step_overhead_s: StepOverhead = 0.0
     """Fixed cost of every forward pass (scheduling, sampling, input preparation): what
-    lets one bandwidth efficiency fit small fast models and large slow ones together."""
-    layer_overhead_s: Annotated[float, Ge(0), Le(0.01)] = 0.0
+    lets one bandwidth efficiency fit small fast models and large slow ones together; 0 to 1 s."""
+    layer_overhead_s: SmallOverhead = 0.0
     """Fixed cost per layer per forward pass (kernel launches, synchronisation), paid
-    once per layer on each pipeline stage: deep models pay more per token."""
-    sequence_overhead_s: Annotated[float, Ge(0), Le(0.01)] = 0.0
+    once per layer on each pipeline stage: deep models pay more per token; 0 to 10 ms."""
+    sequence_overhead_s: SmallOverhead = 0.0
     """Fixed cost per sequence per decode step (sampling, detokenising, scheduler
-    bookkeeping on the host): what makes large batches slower than their kernels."""
-    expert_layer_overhead_s: Annotated[float, Ge(0), Le(0.01)] = 0.0
+    bookkeeping on the host): what makes large batches slower than their kernels; 0 to 10 ms."""
+    expert_layer_overhead_s: SmallOverhead = 0.0
     """Further fixed cost per mixture-of-experts layer per forward pass: the router,
     top-k, token permutation and the grouped expert GEMMs are kernels of their own,
-    latency-bound at small batches."""
-    reserved_bytes: NonNegInt = 0
+    latency-bound at small batches; 0 to 10 ms."""
+    reserved_bytes: OverheadBytes = 0
     """Device memory the driver keeps: the device's reported total less what the
-    runtime sees (nvidia-smi total − torch.cuda.mem_get_info total)."""
-    tp_overhead_bytes: NonNegInt = 0
+    runtime sees (nvidia-smi total − torch.cuda.mem_get_info total); 0 to 1e15."""
+    tp_overhead_bytes: OverheadBytes = 0
     """Memory each GPU of a tensor-parallel group on an NVSwitch platform with NVLink
     SHARP needs besides (NCCL's NVLS multicast buffers, the engine's all-reduce
-    buffers): vLLM's non-torch memory grows by it there at TP > 1."""
-    activation_peak_scale: Annotated[float, Ge(0), Le(10)] = 1.0
-    """Scale on the engine's profiled activation peak (0: ignore it, as the seed does)."""
+    buffers): vLLM's non-torch memory grows by it there at TP > 1; 0 to 1e15."""
+    activation_peak_scale: PeakScale = 1.0
+    """Scale on the engine's profiled activation peak (0: ignore it, as the seed does); 0 to 10."""
 
 
 @dataclass(frozen=True)
 class FactorOverrides:
+    """Some of the factors, each in the range `Factors` states (an engine's measured
+    shares, a device's own, a user's calibration)."""
+
     __pydantic_config__ = FORBID
-    memory_utilization: Fraction | None = None
-    runtime_overhead_bytes: NonNegInt | None = None
-    bandwidth_efficiency: Fraction | None = None
-    compute_efficiency: Fraction | None = None
-    step_overhead_s: Annotated[float, Ge(0), Le(1)] | None = None
-    layer_overhead_s: Annotated[float, Ge(0), Le(0.01)] | None = None
-    sequence_overhead_s: Annotated[float, Ge(0), Le(0.01)] | None = None
-    expert_layer_overhead_s: Annotated[float, Ge(0), Le(0.01)] | None = None
-    reserved_bytes: NonNegInt | None = None
-    tp_overhead_bytes: NonNegInt | None = None
-    activation_peak_scale: Annotated[float, Ge(0), Le(10)] | None = None
+    memory_utilization: MemoryShare | None = None
+    runtime_overhead_bytes: OverheadBytes | None = None
+    bandwidth_efficiency: Efficiency | None = None
+    compute_efficiency: Efficiency | None = None
+    step_overhead_s: StepOverhead | None = None
+    layer_overhead_s: SmallOverhead | None = None
+    sequence_overhead_s: SmallOverhead | None = None
+    expert_layer_overhead_s: SmallOverhead | None = None
+    reserved_bytes: OverheadBytes | None = None
+    tp_overhead_bytes: OverheadBytes | None = None
+    activation_peak_scale: PeakScale | None = None
 
     def apply(self, base: Factors) -> Factors:
         changes = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}

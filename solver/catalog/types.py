@@ -1,10 +1,18 @@
-"""Shared annotated types of the catalog entries (SI units inside)."""
+"""Shared annotated types of the catalog entries (SI units inside), and `Bound`: the
+range a number a user gives must lie in, stated once and checked at the edge."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import math
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Gt, Le
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
+
+from solver.units import parse_quantity
 
 ComputeDtype = Literal["fp16", "bf16", "fp8", "int8", "fp4"]
 AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
@@ -24,3 +32,68 @@ def check_name(kind: str, name: str) -> None:
     ok = name and name[0].isalnum() and all(c.islower() or c.isdigit() or c in "._-" for c in name)
     if not ok:
         raise ValueError(f"{kind} name '{name}' must be lowercase letters, digits, '.', '_' or '-'")
+
+
+def _shown(x: float) -> str:
+    """A bound as a message shows it: 10,000,000, 0.01, 1e15."""
+    if x == int(x) and abs(x) < 1e8:
+        return f"{int(x):,}"
+    return f"{x:g}".replace("e+", "e").replace("e0", "e").replace("e-0", "e-")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The closed range [lo, hi] a number must lie in, for pydantic (`Annotated[float,
+    Bound(0.01, 1)]`). The bounds lie beyond anything a real deployment reaches, so they
+    refuse only slips and nonsense, and they keep the physics and the solver's integer
+    coefficients finite and in range. Refused, with the range in the message: a value
+    outside it, NaN and infinities, true/false (YAML booleans are not numbers), text
+    that is not a number, and, where `integer`, a fraction. With `quantity` (a unit kind
+    of `solver.units`: seconds, bytes, bytes_per_s, flop_per_s) text such as "50ms" is
+    read in that unit. The JSON Schema carries the range as minimum and maximum."""
+
+    lo: float
+    hi: float
+    integer: bool = False
+    quantity: str | None = None
+    shown: str = ""
+    """The range in words where plain numbers read badly ("1 µs to 1 h")."""
+
+    def __str__(self) -> str:
+        return self.shown or f"{_shown(self.lo)} to {_shown(self.hi)}"
+
+    @property
+    def allowed(self) -> str:
+        """What the refusal says: 'must be a whole number from 1 to 1,024'."""
+        what = "a whole number" if self.integer else "a time" if self.quantity == "seconds" else "a number"
+        return f"must be {what} from {self}"
+
+    def __call__(self, value: object) -> Any:
+        x: int | float
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise ValueError(self.allowed)
+        if isinstance(value, str):
+            try:
+                x = parse_quantity(value, self.quantity) if self.quantity else float(value.strip())
+            except ValueError as exc:
+                raise ValueError(f"{self.allowed} ({exc})" if self.quantity else self.allowed) from None
+        else:
+            x = value
+        if isinstance(x, float) and not math.isfinite(x):
+            raise ValueError(self.allowed)
+        if not self.lo <= x <= self.hi:
+            raise ValueError(self.allowed)
+        if self.integer:
+            if x != int(x):
+                raise ValueError(self.allowed)
+            return int(x)
+        return float(x)
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_before_validator_function(self, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        out = handler(schema)
+        lo, hi = (int(self.lo), int(self.hi)) if self.integer else (self.lo, self.hi)
+        out.update(minimum=lo, maximum=hi)
+        return out

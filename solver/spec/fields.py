@@ -1,6 +1,31 @@
 """The field types every input file shares (evaluate, solve, fleet): quantities with
 units, the workload, the SLA, the engine section and the overrides. Pydantic at the
-edge; `SpecModel` refuses unknown keys."""
+edge; `SpecModel` refuses unknown keys.
+
+Every number a user gives is checked here, once: finite, of the right sign, and
+within a stated range (a `Bound`, whose refusal names the field, the value and the
+range). The ranges lie beyond anything a real deployment reaches; they stop unit
+slips and nonsense before they reach the physics and the solver's integer
+coefficients. The factors' ranges are in `solver/catalog/factors.py`.
+
+| type | range | fields |
+|---|---|---|
+| Users | 1 to 10,000,000 | workload.users |
+| Tokens | 1 to 10,000,000 | context, prompt and output tokens; engine.max_model_len, max_num_batched_tokens |
+| Degree | 1 to 1,024 | tp, pp, search.tp, search.pp |
+| GpuCount | 1 to 100,000 | hardware.count, search.max_gpus |
+| OwnedCount | 0 to 100,000 | inventory, quota |
+| Sequences | 1 to 1,000,000 | engine.max_num_seqs |
+| KvFill | 0.001 to 1 | workload.kv_fill |
+| Latency | 1 µs to 1 h | sla.max_ttft, sla.max_tpot |
+| MemoryBytes | 1 MB to 1,000 TB | overrides' memory_bytes, weights_bytes |
+| Bandwidth | 1 GB/s to 1,000 TB/s | memory_bandwidth_bytes_per_s |
+| Flops | 1 GFLOP/s to 1 EFLOP/s | dense_flops_per_s |
+| Params | 1e6 to 1e13 | total_params, active_params |
+| KernelShare | 0.01 to 1.5 | a weight format's bandwidth_share, compute_share |
+| Fraction | 0.01 to 1 | engine.gpu_memory_utilization, ownership.utilisation |
+| Share | 0.001 to 1 | a mix class's share |
+"""
 
 from __future__ import annotations
 
@@ -9,25 +34,81 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from solver.catalog import ComputeDtype
-from solver.units import parse_quantity
+from solver.catalog.factors import Efficiency, MemoryShare, OverheadBytes, PeakScale, SmallOverhead, StepOverhead
+from solver.catalog.types import Bound
 
 MAX_USERS = 10_000_000
-MAX_TOKENS = 100_000_000  # far beyond any model's context; catches unit slips
+MAX_TOKENS = 10_000_000  # tokens per sequence: 75 × the longest context of a catalog model; catches unit slips
 MAX_PARALLEL = 1024
+MAX_GPUS = 100_000
+
+USERS = Bound(1, MAX_USERS, integer=True)
+TOKENS = Bound(1, MAX_TOKENS, integer=True)
+DEGREE = Bound(1, MAX_PARALLEL, integer=True)
+GPU_COUNT = Bound(1, MAX_GPUS, integer=True)
+OWNED_COUNT = Bound(0, MAX_GPUS, integer=True)
+SEQUENCES = Bound(1, 1_000_000, integer=True)
+KV_FILL = Bound(0.001, 1)
+LATENCY = Bound(1e-6, 3600, quantity="seconds", shown="1 µs to 1 h")
+MEMORY_BYTES = Bound(1e6, 1e15, quantity="bytes", shown="1 MB to 1,000 TB (1e6 to 1e15 bytes)")
+BANDWIDTH = Bound(1e9, 1e15, quantity="bytes_per_s", shown="1 GB/s to 1,000 TB/s (1e9 to 1e15 bytes/s)")
+FLOPS = Bound(1e9, 1e18, quantity="flop_per_s", shown="1 GFLOP/s to 1 EFLOP/s (1e9 to 1e18 FLOP/s)")
+PARAMS = Bound(1e6, 1e13, shown="1e6 to 1e13 (a million to ten trillion)")
+KERNEL_SHARE = Bound(0.01, 1.5)
+FRACTION = Bound(0.01, 1)
+SHARE = Bound(0.001, 1)
+
+Users = Annotated[int, USERS]
+Tokens = Annotated[int, TOKENS]
+Degree = Annotated[int, DEGREE]
+GpuCount = Annotated[int, GPU_COUNT]
+OwnedCount = Annotated[int, OWNED_COUNT]
+Sequences = Annotated[int, SEQUENCES]
+KvFill = Annotated[float, KV_FILL]
+Latency = Annotated[float, LATENCY]
+MemoryBytes = Annotated[float, MEMORY_BYTES]
+Bandwidth = Annotated[float, BANDWIDTH]
+Flops = Annotated[float, FLOPS]
+Params = Annotated[float, PARAMS]
+KernelShare = Annotated[float, KERNEL_SHARE]
+Fraction = Annotated[float, FRACTION]
+Share = Annotated[float, SHARE]
 
 
-def _quantity(kind: str) -> BeforeValidator:
-    def parse(v: object) -> float:
-        return parse_quantity(v, kind)
+def _stripped(v: object) -> object:
+    """A name as the user meant it: surrounding whitespace (" bf16", "fp8\\n") dropped,
+    so the name the spec keeps is the one the catalog looks up."""
+    if isinstance(v, str):
+        v = v.strip()
+        if not v:
+            raise ValueError("must not be empty")
+        if not v.isprintable():
+            raise ValueError("must be printable text (no control characters)")
+    return v
 
-    return BeforeValidator(parse)
+
+Name = Annotated[str, BeforeValidator(_stripped)]
+"""A catalog name, alias or path, stripped of surrounding whitespace."""
 
 
-Bytes = Annotated[float, _quantity("bytes"), Field(gt=0)]
-NonNegBytes = Annotated[float, _quantity("bytes"), Field(ge=0)]
-Seconds = Annotated[float, _quantity("seconds"), Field(gt=0, le=3600)]
-BytesPerS = Annotated[float, _quantity("bytes_per_s"), Field(gt=0, lt=1e15)]
-FlopPerS = Annotated[float, _quantity("flop_per_s"), Field(gt=0, lt=1e18)]
+def _format_name(v: object) -> object:
+    """A number format's name as the catalog spells it: stripped, and an alias or
+    another case ("awq", "FP8") turned into the catalog's name (int4-awq, fp8), so the
+    spec names exactly what the plan runs. A name the catalog lacks is kept; its lookup
+    refuses it later, naming the spec path."""
+    v = _stripped(v)
+    if not isinstance(v, str):
+        return v
+    from solver.catalog import default_catalog
+    from solver.errors import InputError
+
+    try:
+        return default_catalog().precisions.get(v).name
+    except InputError:
+        return v
+
+
+FormatName = Annotated[str, BeforeValidator(_format_name)]
 
 
 class SpecModel(BaseModel):
@@ -35,11 +116,11 @@ class SpecModel(BaseModel):
 
 
 class HardwareIn(SpecModel):
-    gpu: str = Field(description="Device name from the catalog (`plan-opt list devices`).")
-    count: int | None = Field(default=None, ge=1, le=1_000_000, description="GPUs in all; a multiple of tp × pp. Default tp × pp.")
-    tp: int = Field(default=1, ge=1, le=MAX_PARALLEL, description="Tensor-parallel degree.")
-    pp: int = Field(default=1, ge=1, le=MAX_PARALLEL, description="Pipeline-parallel degree.")
-    platform: str | None = Field(default=None, description="How the GPUs connect; default the device's first platform.")
+    gpu: Name = Field(description="Device name from the catalog (`plan-opt list devices`).")
+    count: GpuCount | None = Field(default=None, description=f"GPUs in all, {GPU_COUNT}; a multiple of tp × pp. Default tp × pp.")
+    tp: Degree = Field(default=1, description=f"Tensor-parallel degree, {DEGREE}.")
+    pp: Degree = Field(default=1, description=f"Pipeline-parallel degree, {DEGREE}.")
+    platform: Name | None = Field(default=None, description="How the GPUs connect; default the device's first platform.")
 
     @model_validator(mode="after")
     def _count(self) -> Self:
@@ -49,17 +130,17 @@ class HardwareIn(SpecModel):
 
 
 class PrecisionIn(SpecModel):
-    weights: str = Field(default="bf16", description="Weight format (`plan-opt list precisions`).")
-    kv_cache: str = Field(default="bf16", description="KV-cache format.")
+    weights: FormatName = Field(default="bf16", description="Weight format (`plan-opt list precisions`).")
+    kv_cache: FormatName = Field(default="bf16", description="KV-cache format.")
 
 
 class WorkloadIn(SpecModel):
-    users: int = Field(ge=1, le=MAX_USERS, description="Concurrent users (sequences in flight).")
-    context_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description="Tokens per sequence at its longest.")
-    prompt_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
-    output_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
-    kv_fill: float = Field(
-        default=1.0, gt=0, le=1, description="Share of the context each user holds on average; 1.0 = all at full context (worst case)."
+    users: Users = Field(description=f"Concurrent users (sequences in flight), {USERS}.")
+    context_tokens: Tokens | None = Field(default=None, description=f"Tokens per sequence at its longest, {TOKENS}.")
+    prompt_tokens: Tokens | None = Field(default=None, description=f"Prompt tokens per sequence, {TOKENS}.")
+    output_tokens: Tokens | None = Field(default=None, description=f"Output tokens per sequence, {TOKENS}.")
+    kv_fill: KvFill = Field(
+        default=1.0, description=f"Share of the context each user holds on average, {KV_FILL}; 1.0 = all at full context (worst case)."
     )
     batching: Literal["isolated", "continuous"] = Field(
         default="isolated",
@@ -75,6 +156,8 @@ class WorkloadIn(SpecModel):
         # At most one of the three is None from here on: the one derived below.
         if self.context_tokens is None:
             assert self.prompt_tokens is not None and self.output_tokens is not None
+            if self.prompt_tokens + self.output_tokens > MAX_TOKENS:
+                raise ValueError(f"prompt_tokens + output_tokens is the context, and must be at most {MAX_TOKENS:,}")
             self.context_tokens = self.prompt_tokens + self.output_tokens
         elif self.prompt_tokens is None:
             assert self.output_tokens is not None
@@ -89,8 +172,8 @@ class WorkloadIn(SpecModel):
 
 
 class SlaIn(SpecModel):
-    max_ttft: Seconds | None = Field(default=None, description='Time to first token, e.g. "500ms".')
-    max_tpot: Seconds | None = Field(default=None, description='Time per output token, e.g. "50ms".')
+    max_ttft: Latency | None = Field(default=None, description=f'Time to first token, {LATENCY}, e.g. "500ms".')
+    max_tpot: Latency | None = Field(default=None, description=f'Time per output token, {LATENCY}, e.g. "50ms".')
     at: Literal["nominal", "pessimistic"] = Field(
         default="nominal",
         description="pessimistic: with --calibration, hold the targets at the slow edge of the band the calibration residuals give.",
@@ -98,34 +181,38 @@ class SlaIn(SpecModel):
 
 
 class GpuOverrides(SpecModel):
-    memory_bytes: Bytes | None = None
-    memory_bandwidth_bytes_per_s: BytesPerS | None = None
-    dense_flops_per_s: dict[ComputeDtype, FlopPerS] | None = None
+    memory_bytes: MemoryBytes | None = Field(default=None, description=f"Device memory, {MEMORY_BYTES}.")
+    memory_bandwidth_bytes_per_s: Bandwidth | None = Field(default=None, description=f"Peak memory bandwidth, {BANDWIDTH}.")
+    dense_flops_per_s: dict[ComputeDtype, Flops] | None = Field(default=None, description=f"Dense tensor throughput per data type, {FLOPS}.")
 
 
 class ModelOverrides(SpecModel):
-    total_params: Annotated[float, Field(gt=0, lt=1e14)] | None = None
-    active_params: Annotated[float, Field(gt=0, lt=1e14)] | None = None
-    weights_bytes: Bytes | None = Field(default=None, description="Whole-model weight bytes, e.g. a checkpoint's size.")
+    total_params: Params | None = Field(default=None, description=f"Parameters in all, {PARAMS}.")
+    active_params: Params | None = Field(
+        default=None, description=f"Parameters each token uses (mixture-of-experts models only; a dense model uses all), {PARAMS}."
+    )
+    weights_bytes: MemoryBytes | None = Field(default=None, description=f"Whole-model weight bytes, e.g. a checkpoint's size, {MEMORY_BYTES}.")
 
 
 class FactorsIn(SpecModel):
-    memory_utilization: float | None = Field(default=None, gt=0, le=1)
-    runtime_overhead_bytes: NonNegBytes | None = None
-    bandwidth_efficiency: float | None = Field(default=None, gt=0, le=1)
-    compute_efficiency: float | None = Field(default=None, gt=0, le=1)
-    step_overhead_s: Annotated[float, _quantity("seconds"), Field(ge=0, le=1)] | None = None
-    layer_overhead_s: Annotated[float, _quantity("seconds"), Field(ge=0, le=0.01)] | None = None
-    sequence_overhead_s: Annotated[float, _quantity("seconds"), Field(ge=0, le=0.01)] | None = None
-    expert_layer_overhead_s: Annotated[float, _quantity("seconds"), Field(ge=0, le=0.01)] | None = None
-    reserved_bytes: NonNegBytes | None = None
-    tp_overhead_bytes: NonNegBytes | None = None
-    activation_peak_scale: float | None = Field(default=None, ge=0, le=10)
+    """The factors of `solver/catalog/factors.py`, with the ranges stated there."""
+
+    memory_utilization: MemoryShare | None = Field(default=None, description="Share of device memory the engine may use, 0.01 to 1.")
+    runtime_overhead_bytes: OverheadBytes | None = Field(default=None, description="Per-GPU engine memory beside weights and KV, 0 to 1e15 bytes.")
+    bandwidth_efficiency: Efficiency | None = Field(default=None, description="Achieved / peak memory bandwidth in decode, 0.01 to 1.")
+    compute_efficiency: Efficiency | None = Field(default=None, description="Achieved / peak dense tensor throughput, 0.01 to 1.")
+    step_overhead_s: StepOverhead | None = Field(default=None, description="Fixed cost of every forward pass, 0 to 1 s.")
+    layer_overhead_s: SmallOverhead | None = Field(default=None, description="Fixed cost per layer per forward pass, 0 to 10 ms.")
+    sequence_overhead_s: SmallOverhead | None = Field(default=None, description="Fixed cost per sequence per decode step, 0 to 10 ms.")
+    expert_layer_overhead_s: SmallOverhead | None = Field(default=None, description="Further fixed cost per MoE layer per pass, 0 to 10 ms.")
+    reserved_bytes: OverheadBytes | None = Field(default=None, description="Device memory the driver keeps, 0 to 1e15 bytes.")
+    tp_overhead_bytes: OverheadBytes | None = Field(default=None, description="Memory per GPU of a TP group on NVLink SHARP, 0 to 1e15 bytes.")
+    activation_peak_scale: PeakScale | None = Field(default=None, description="Scale on the engine's profiled activation peak, 0 to 10.")
 
 
 class PrecisionOverrides(SpecModel):
-    bandwidth_share: float | None = Field(default=None, gt=0, le=1.5, description="Of the weight format's decode kernels.")
-    compute_share: float | None = Field(default=None, gt=0, le=1.5, description="Of the weight format's prefill GEMMs.")
+    bandwidth_share: KernelShare | None = Field(default=None, description=f"Of the weight format's decode kernels, {KERNEL_SHARE}.")
+    compute_share: KernelShare | None = Field(default=None, description=f"Of the weight format's prefill GEMMs, {KERNEL_SHARE}.")
 
 
 class OverridesIn(SpecModel):
@@ -139,12 +226,12 @@ class EngineIn(SpecModel):
     """The serving engine and the knobs that size its memory and batches; each one
     left out is defaulted as the engine defaults it (on this GPU)."""
 
-    name: str = Field(default="vllm", description="vllm, sglang, trtllm or llama.cpp (`plan-opt list engines`).")
-    max_num_seqs: int | None = Field(default=None, ge=1, le=1_000_000, description="Sequences in one batch at most.")
-    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=10_000_000, description="Tokens one step may process.")
-    max_model_len: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description="Longest sequence; default the workload's context.")
-    gpu_memory_utilization: float | None = Field(
-        default=None, gt=0, le=1, description="Share of GPU memory the engine may use (SGLang: mem_fraction_static)."
+    name: Name = Field(default="vllm", description="vllm, sglang, trtllm or llama.cpp (`plan-opt list engines`).")
+    max_num_seqs: Sequences | None = Field(default=None, description=f"Sequences in one batch at most, {SEQUENCES}.")
+    max_num_batched_tokens: Tokens | None = Field(default=None, description=f"Tokens one step may process, {TOKENS}.")
+    max_model_len: Tokens | None = Field(default=None, description=f"Longest sequence, {TOKENS}; default the workload's context.")
+    gpu_memory_utilization: Fraction | None = Field(
+        default=None, description=f"Share of GPU memory the engine may use (SGLang: mem_fraction_static), {FRACTION}."
     )
     enable_chunked_prefill: bool | None = Field(default=None, description="Prompts in chunks of max_num_batched_tokens.")
     enforce_eager: bool | None = Field(default=None, description="No CUDA graphs.")

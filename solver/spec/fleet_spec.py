@@ -4,29 +4,46 @@ and SLA, and optionally a request mix), one search, budget, inventory and quota.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, model_validator
 
+from solver.catalog.types import Bound
 from solver.catalog.yaml_lines import load_yaml_file
 from solver.errors import InputError
-from solver.spec.fields import EngineField, EngineIn, ModelOverrides, SlaIn, SpecModel, WorkloadIn
+from solver.spec.fields import (
+    OWNED_COUNT,
+    SHARE,
+    TOKENS,
+    EngineField,
+    EngineIn,
+    ModelOverrides,
+    Name,
+    OwnedCount,
+    Share,
+    SlaIn,
+    SpecModel,
+    Tokens,
+    WorkloadIn,
+)
 from solver.spec.solve_spec import BudgetIn, PricingIn, SearchIn, SolverIn, SpecOverridesIn
+
+PRIORITY = Bound(0.001, 1000)
 
 
 class MixClassIn(SpecModel):
-    share: float = Field(gt=0, le=1, description="Share of the workload's users in this class.")
-    context_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
-    prompt_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
-    output_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
+    share: Share = Field(description=f"Share of the workload's users in this class, {SHARE}.")
+    context_tokens: Tokens | None = Field(default=None, description=f"Tokens per sequence at its longest, {TOKENS}.")
+    prompt_tokens: Tokens | None = Field(default=None, description=f"Prompt tokens per sequence, {TOKENS}.")
+    output_tokens: Tokens | None = Field(default=None, description=f"Output tokens per sequence, {TOKENS}.")
 
 
 class FleetWorkloadIn(SpecModel):
     name: str = Field(min_length=1, description="A label for the reports.")
-    model: str
+    model: Name = Field(description="Catalog name, Hugging Face id, or path to a local config.json.")
     workload: WorkloadIn
     sla: SlaIn = SlaIn()
-    priority: float = Field(default=1.0, gt=0, le=1000, description="Weight of a user served, for max_served.")
+    priority: Annotated[float, PRIORITY] = Field(default=1.0, description=f"Weight of a user served, for max_served, {PRIORITY}.")
     mix: list[MixClassIn] = Field(default=[], description="Request-size classes; shares sum to 1.")
     single_shape: bool | None = Field(
         default=None,
@@ -53,8 +70,8 @@ class FleetSpec(SpecModel):
     )
     budget: BudgetIn = BudgetIn()
     pricing: PricingIn = Field(default=PricingIn(), description="The basis rented GPUs are priced on (`plan-opt list prices`).")
-    inventory: dict[str, int] = Field(default={}, description="GPUs owned per device: free, limited.")
-    quota: dict[str, int] = Field(default={}, description="Most GPUs of a device that can be rented (a cloud quota).")
+    inventory: dict[str, OwnedCount] = Field(default={}, description=f"GPUs owned per device ({OWNED_COUNT}): free, limited.")
+    quota: dict[str, OwnedCount] = Field(default={}, description=f"Most GPUs of a device that can be rented (a cloud quota), {OWNED_COUNT}.")
     single_shape: bool = Field(
         default=False,
         description="Every workload on one shape per service (a workload's own single_shape wins). Off: a service may "
@@ -62,14 +79,6 @@ class FleetSpec(SpecModel):
     )
     overrides: SpecOverridesIn = SpecOverridesIn()
     solver: SolverIn = SolverIn()
-
-    @field_validator("inventory", "quota")
-    @classmethod
-    def _counts(cls, v: dict[str, int]) -> dict[str, int]:
-        bad = {k: n for k, n in v.items() if not 0 <= n <= 1_000_000}
-        if bad:
-            raise ValueError(f"counts must be between 0 and 1000000, got {bad}")
-        return v
 
     @model_validator(mode="after")
     def _names(self) -> Self:

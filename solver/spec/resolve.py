@@ -32,13 +32,26 @@ def resolve_model(name: str, overrides: ModelOverrides, catalog: Catalog, base_d
     """The model by name or config.json, with the spec's parameter counts applied."""
     model = _resolve_model(name, catalog, base_dir)
     mo = overrides
-    if mo.total_params is not None or mo.active_params is not None:
-        total = int(mo.total_params if mo.total_params is not None else model.total_params)
-        active = int(mo.active_params if mo.active_params is not None else (total if not model.is_moe else model.active_params))
-        if active > total:
-            raise InputError("overrides.model.active_params", active, f"must not exceed total_params ({total})")
-        model = dataclasses.replace(model, total_params=total, active_params=active)
-    return model
+    if mo.total_params is None and mo.active_params is None:
+        return model
+    total = int(mo.total_params if mo.total_params is not None else model.total_params)
+    if not model.is_moe:
+        if mo.active_params is not None and int(mo.active_params) != total:
+            raise InputError(
+                "overrides.model.active_params",
+                mo.active_params,
+                f"{model.name} is a dense model: every parameter is active, so there is no active count apart from "
+                f"total_params ({total:,}); set total_params alone",
+            )
+        return dataclasses.replace(model, total_params=total, active_params=total)
+    active = int(mo.active_params if mo.active_params is not None else model.active_params)
+    if active >= total:
+        field = "overrides.model.active_params" if mo.active_params is not None else "overrides.model.total_params"
+        value = mo.active_params if mo.active_params is not None else mo.total_params
+        raise InputError(
+            field, value, f"{model.name} is a mixture of experts: its active parameters ({active:,}) must be fewer than its total ({total:,})"
+        )
+    return dataclasses.replace(model, total_params=total, active_params=active)
 
 
 def override_device(device: Device, go: GpuOverrides) -> Device:
@@ -114,11 +127,7 @@ def band_of(catalog: Catalog, device: Device) -> tuple[float, float]:
 def apply_factors(factors: Factors, *layers: FactorsIn) -> Factors:
     """Factor overrides, later layers winning."""
     for layer in layers:
-        fo = layer.model_dump(exclude_none=True)
-        for key in ("runtime_overhead_bytes", "reserved_bytes", "tp_overhead_bytes"):
-            if key in fo:
-                fo[key] = int(fo[key])
-        factors = FactorOverrides(**fo).apply(factors)
+        factors = FactorOverrides(**layer.model_dump(exclude_none=True)).apply(factors)
     return factors
 
 

@@ -17,13 +17,32 @@ budget. Pydantic at the edge; `plan-opt schema` prints its JSON Schema.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
+from solver.catalog.types import Bound
 from solver.catalog.yaml_lines import load_yaml_file
 from solver.errors import InputError
-from solver.spec.fields import MAX_PARALLEL, EngineField, EngineIn, FactorsIn, GpuOverrides, ModelOverrides, SlaIn, SpecModel, WorkloadIn
+from solver.spec.fields import (
+    DEGREE,
+    GPU_COUNT,
+    MAX_GPUS,
+    MAX_PARALLEL,
+    OWNED_COUNT,
+    EngineField,
+    EngineIn,
+    FactorsIn,
+    FormatName,
+    GpuCount,
+    GpuOverrides,
+    ModelOverrides,
+    Name,
+    OwnedCount,
+    SlaIn,
+    SpecModel,
+    WorkloadIn,
+)
 
 DEFAULT_MAX_GPUS = 512
 """The GPU cap when a spec sets none: 64 eight-GPU servers, 32 times the largest plan
@@ -45,44 +64,64 @@ OBJECTIVES: dict[str, str] = {
 }
 
 
+BUDGET_USD_PER_HOUR = Bound(0.01, 1e9, shown="$0.01 to $1e9 per hour")
+BUDGET_PURCHASE_USD = Bound(1, 1e12, shown="$1 to $1e12")
+GPU_HOUR_USD = Bound(0.001, 1000, shown="$0.001 to $1,000 per GPU-hour")
+GPU_PURCHASE_USD = Bound(1, 1e7, shown="$1 to $10,000,000")
+LIFE_YEARS = Bound(0.1, 30, shown="0.1 to 30 years")
+UTILISATION = Bound(0.01, 1)
+PUE = Bound(1, 5)
+USD_PER_KWH = Bound(0, 10, shown="$0 to $10 per kWh")
+HOSTING_USD = Bound(0, 100_000, shown="$0 to $100,000 per kW-month")
+COST_RATIO = Bound(1, 1e6)
+TIME_LIMIT = Bound(0.1, 3600, shown="0.1 to 3,600 s")
+
+
 class SearchIn(SpecModel):
-    gpus: list[str] = Field(
+    gpus: list[Name] = Field(
         default=["all"],
         min_length=1,
         description='Device names or aliases, architecture families (e.g. "hopper"), or "all".',
     )
-    max_gpus: int | None = Field(
+    max_gpus: GpuCount | None = Field(
         default=None,
-        ge=1,
-        le=100_000,
-        description=f"Most GPUs in the plan, all replicas. Unset: {DEFAULT_MAX_GPUS} for solve and pareto (solve applies it "
-        "only where the cheapest plan exceeds it; a fleet has no default cap); set a larger number (up to 100000) to lift it.",
+        description=f"Most GPUs in the plan, all replicas, {GPU_COUNT}. Unset: {DEFAULT_MAX_GPUS} for solve and pareto (solve applies it "
+        f"only where the cheapest plan exceeds it; a fleet has no default cap); set a larger number (up to {MAX_GPUS}) to lift it.",
     )
-    tp: list[int] = Field(default=[1, 2, 4, 8], min_length=1, description="Tensor-parallel degrees to consider.")
-    pp: list[int] = Field(default=[1], min_length=1, description="Pipeline-parallel degrees to consider.")
-    weights: list[str] = Field(default=["bf16", "fp8", "int4-awq"], min_length=1, description="Weight formats to consider.")
-    kv_cache: list[str] = Field(default=["bf16", "fp8"], min_length=1, description="KV-cache formats to consider.")
-    min_weights_quality: str | None = Field(
+    tp: list[int] = Field(default=[1, 2, 4, 8], min_length=1, description=f"Tensor-parallel degrees to consider, each 1 to {MAX_PARALLEL:,}.")
+    pp: list[int] = Field(default=[1], min_length=1, description=f"Pipeline-parallel degrees to consider, each 1 to {MAX_PARALLEL:,}.")
+    weights: list[FormatName] = Field(default=["bf16", "fp8", "int4-awq"], min_length=1, description="Weight formats to consider.")
+    kv_cache: list[FormatName] = Field(default=["bf16", "fp8"], min_length=1, description="KV-cache formats to consider.")
+    min_weights_quality: FormatName | None = Field(
         default=None, description="A weight format: only formats at least as good (catalogs/precisions.yaml quality_rank) are searched."
     )
 
-    @field_validator("tp", "pp")
+    @field_validator("tp", "pp", mode="before")
     @classmethod
-    def _degrees(cls, v: list[int]) -> list[int]:
-        bad = [x for x in v if not 1 <= x <= MAX_PARALLEL]
+    def _degrees(cls, v: object) -> object:
+        if not isinstance(v, list):
+            return v  # pydantic refuses it: a list is needed
+        out, bad = [], []
+        for x in v:
+            try:
+                out.append(DEGREE(x))
+            except ValueError:
+                bad.append(x)
         if bad:
             raise ValueError(f"degrees must be between 1 and {MAX_PARALLEL}, got {bad}")
-        return sorted(set(v))
+        return sorted(set(out))
 
 
 class BudgetIn(SpecModel):
-    max_usd_per_hour: float | None = Field(default=None, gt=0, lt=1e7, description="Cap on rented $/hour.")
-    max_purchase_usd: float | None = Field(default=None, gt=0, lt=1e11, description="Cap on the price of GPUs to buy.")
+    max_usd_per_hour: Annotated[float, BUDGET_USD_PER_HOUR] | None = Field(default=None, description=f"Cap on rented $/hour, {BUDGET_USD_PER_HOUR}.")
+    max_purchase_usd: Annotated[float, BUDGET_PURCHASE_USD] | None = Field(
+        default=None, description=f"Cap on the price of GPUs to buy, {BUDGET_PURCHASE_USD}."
+    )
 
 
 class GpuOverrideIn(GpuOverrides):
-    price_usd_per_gpu_hour: float | None = Field(default=None, gt=0, lt=1000)
-    purchase_usd: float | None = Field(default=None, gt=0, lt=1e7)
+    price_usd_per_gpu_hour: Annotated[float, GPU_HOUR_USD] | None = Field(default=None, description=f"Rent, {GPU_HOUR_USD}.")
+    purchase_usd: Annotated[float, GPU_PURCHASE_USD] | None = Field(default=None, description=f"Price to buy one, {GPU_PURCHASE_USD}.")
     factors: FactorsIn = FactorsIn()
 
 
@@ -95,7 +134,7 @@ class SpecOverridesIn(SpecModel):
 class PricingIn(SpecModel):
     """Which offers of the price book (catalogs/prices.yaml) price the rented GPUs."""
 
-    providers: list[str] | None = Field(
+    providers: list[Name] | None = Field(
         default=None,
         min_length=1,
         description="Provider names (aws, lambda, ...), kinds (hyperscaler, gpu_cloud, marketplace, managed) or all; "
@@ -115,31 +154,33 @@ class PricingIn(SpecModel):
 class OwnershipIn(SpecModel):
     """What owning a GPU costs beside its purchase; defaults in catalogs/ownership.yaml."""
 
-    life_years: float | None = Field(default=None, gt=0, le=30, description="Years the purchase is spread over (straight line).")
-    utilisation: float | None = Field(default=None, gt=0, le=1, description="Share of board power drawn on average.")
-    pue: float | None = Field(default=None, ge=1, le=5, description="Data-centre power usage effectiveness.")
-    usd_per_kwh: float | None = Field(default=None, ge=0, le=10, description="Electricity price.")
-    hosting_usd_per_kw_month: float | None = Field(default=None, ge=0, le=100_000, description="Colocation price per kW of IT load.")
+    life_years: Annotated[float, LIFE_YEARS] | None = Field(
+        default=None, description=f"Years the purchase is spread over (straight line), {LIFE_YEARS}."
+    )
+    utilisation: Annotated[float, UTILISATION] | None = Field(default=None, description=f"Share of board power drawn on average, {UTILISATION}.")
+    pue: Annotated[float, PUE] | None = Field(default=None, description=f"Data-centre power usage effectiveness, {PUE}.")
+    usd_per_kwh: Annotated[float, USD_PER_KWH] | None = Field(default=None, description=f"Electricity price, {USD_PER_KWH}.")
+    hosting_usd_per_kw_month: Annotated[float, HOSTING_USD] | None = Field(
+        default=None, description=f"Colocation price per kW of IT load, {HOSTING_USD}."
+    )
 
 
 class ParetoIn(SpecModel):
-    max_cost_ratio: float | None = Field(
+    max_cost_ratio: Annotated[float, COST_RATIO] | None = Field(
         default=DEFAULT_MAX_COST_RATIO,
-        ge=1,
-        le=1e6,
-        description=f"Latency frontiers stop at this multiple of their cheapest plan's cost (a free cheapest plan: "
+        description=f"Latency frontiers stop at this multiple ({COST_RATIO}) of their cheapest plan's cost (a free cheapest plan: "
         f"of the cheapest one that costs anything); default {DEFAULT_MAX_COST_RATIO:g}, null for no cap.",
     )
 
 
 class SolverIn(SpecModel):
-    time_limit_s: float = Field(default=10.0, gt=0, le=3600, description="CP-SAT's limit per solve.")
+    time_limit_s: Annotated[float, TIME_LIMIT] = Field(default=10.0, description=f"CP-SAT's limit per solve, {TIME_LIMIT}.")
 
 
 class Spec(SpecModel):
     """A serving target: plan-opt finds the cheapest hardware that meets it."""
 
-    model: str = Field(description="Catalog name, Hugging Face id, or path to a local config.json.")
+    model: Name = Field(description="Catalog name, Hugging Face id, or path to a local config.json.")
     engine: EngineField = Field(
         default=EngineIn(), description="Serving engine: a name (vllm, sglang, trtllm, llama.cpp) or a mapping with its knobs."
     )
@@ -153,18 +194,12 @@ class Spec(SpecModel):
     budget: BudgetIn = BudgetIn()
     pricing: PricingIn = Field(default=PricingIn(), description="The basis rented GPUs are priced on (`plan-opt list prices`).")
     ownership: OwnershipIn = Field(default=OwnershipIn(), description="Power, hosting and life of owned and bought GPUs (total cost of ownership).")
-    inventory: dict[str, int] = Field(default={}, description="GPUs already owned, per device: free to use, limited in number.")
+    inventory: dict[str, OwnedCount] = Field(
+        default={}, description=f"GPUs already owned, per device ({OWNED_COUNT}): free to use, limited in number."
+    )
     overrides: SpecOverridesIn = SpecOverridesIn()
     solver: SolverIn = SolverIn()
     pareto: ParetoIn = Field(default=ParetoIn(), description="`plan-opt pareto` only: where the frontiers stop.")
-
-    @field_validator("inventory")
-    @classmethod
-    def _inventory(cls, v: dict[str, int]) -> dict[str, int]:
-        bad = {k: n for k, n in v.items() if not 0 <= n <= 100_000}
-        if bad:
-            raise ValueError(f"owned counts must be between 0 and 100000, got {bad}")
-        return v
 
 
 def parse_spec(data: object, lines: dict | None = None, source: str | None = None) -> Spec:
