@@ -1,5 +1,7 @@
 """An Evaluation as data: `plan-opt evaluate --format json`, the same figures as the
-text, under the names the other commands use."""
+text, under the names the other commands use. Strict JSON (report/strict_json.py): a
+figure that is not set or unbounded (a limit without a target, a verdict's margin
+against it) is null, never Infinity."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 
 from solver.physics.evaluate import Evaluation, Remedy, Verdict
 from solver.physics.memory import kv_bytes_per_token_per_layer
+from solver.report import strict_json
 
 
 def _verdict_dict(v: Verdict) -> dict[str, Any]:
@@ -42,7 +45,19 @@ def _remedy_dict(r: Remedy) -> dict[str, Any]:
     }
 
 
+def to_json(ev: Evaluation) -> str:
+    """`plan-opt evaluate --format json`, strict."""
+    return strict_json.dumps(to_dict(ev))
+
+
 def to_dict(ev: Evaluation) -> dict[str, Any]:
+    """The evaluation as JSON-ready data, already finite: an unbounded figure is None."""
+    out = _to_dict(ev)
+    finite: dict[str, Any] = strict_json.finite(out)
+    return finite
+
+
+def _to_dict(ev: Evaluation) -> dict[str, Any]:
     d, w, t = ev.deployment, ev.workload, ev.targets
     e = d.engine
     out: dict[str, Any] = {

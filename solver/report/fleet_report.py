@@ -3,9 +3,8 @@ table, Markdown or JSON — and a budget sweep."""
 
 from __future__ import annotations
 
-import json
-
 from solver.optimise.fleet import FleetResult
+from solver.report import strict_json
 
 
 def to_dict(res: FleetResult) -> dict:
@@ -59,12 +58,13 @@ def to_dict(res: FleetResult) -> dict:
 
 
 def to_json(res: FleetResult | None, sweep: list[tuple[float, FleetResult]] | None = None) -> str:
-    """One fleet, or (`sweep` given, `res` unused) each budget with the fleet it buys."""
+    """One fleet, or (`sweep` given, `res` unused) each budget with the fleet it buys.
+    Strict JSON: an unbounded figure is null (report/strict_json.py)."""
     if sweep is not None:
-        return json.dumps([{"max_usd_per_hour": b, **to_dict(r)} for b, r in sweep], indent=2)
+        return strict_json.dumps([{"max_usd_per_hour": b, **to_dict(r)} for b, r in sweep])
     if res is None:
         raise ValueError("to_json needs a fleet or a sweep")
-    return json.dumps(to_dict(res), indent=2)
+    return strict_json.dumps(to_dict(res))
 
 
 def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[str]:

@@ -9,7 +9,6 @@ the frontier, a dashed line, with the first point left out as a hollow circle.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +17,7 @@ from solver.errors import InputError
 from solver.optimise.clock import WORK_FACTOR
 from solver.optimise.pareto import KNEE_MIN_DEPTH, Frontier, ParetoPoint
 from solver.physics.costs import plan_tco
+from solver.report import strict_json
 from solver.units import fmt_seconds
 
 if TYPE_CHECKING:
@@ -98,7 +98,8 @@ def to_dict(frontiers: dict[str, Frontier]) -> dict:
 
 
 def to_json(frontiers: dict[str, Frontier]) -> str:
-    return json.dumps(to_dict(frontiers), indent=2)
+    """Strict JSON: an unbounded figure is null (report/strict_json.py)."""
+    return strict_json.dumps(to_dict(frontiers))
 
 
 def _cut_lines(axis: str, f: Frontier) -> list[str]:

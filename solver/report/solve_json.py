@@ -1,6 +1,9 @@
 """A SolveResult as data: the pydantic models of `plan-opt solve --format json`, whose
 schema `plan-opt schema --result` publishes. Deterministic: the same spec gives the
-same bytes (no timings, no dictionary-order accidents)."""
+same bytes (no timings, no dictionary-order accidents). Strict JSON (RFC 8259, as
+report/strict_json.py): an unbounded figure — a limit not set, a cost that cannot be
+had — is null, never Infinity, and the fields that can be null say so; a NaN is a bug
+and raises."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from solver.explain.exclusions import by_device, exclusions
 from solver.explain.records import SolveResult
 from solver.optimise.scenario import objective_value
 from solver.physics.costs import plan_tco, token_costs
+from solver.report import strict_json
 
 if TYPE_CHECKING:
     from solver.catalog import Price
@@ -20,7 +24,8 @@ if TYPE_CHECKING:
 
 
 class SolveModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # ser_json_inf_nan="null": an infinite figure is written null (to_json refuses a NaN first).
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="null")
 
 
 class SpecSummaryOut(SolveModel):
@@ -30,12 +35,12 @@ class SpecSummaryOut(SolveModel):
     prompt_tokens: int
     output_tokens: int
     kv_fill: float
-    max_ttft_s: float | None
-    max_tpot_s: float | None
+    max_ttft_s: float | None = Field(description="None: not set (unbounded).")
+    max_tpot_s: float | None = Field(description="None: not set (unbounded).")
     objective: str
-    max_usd_per_hour: float | None
-    max_purchase_usd: float | None
-    max_gpus: int | None
+    max_usd_per_hour: float | None = Field(description="None: not set (unbounded).")
+    max_purchase_usd: float | None = Field(description="None: not set (unbounded).")
+    max_gpus: int | None = Field(description="None: not set (unbounded; solve and pareto then apply a default cap, max_gpus_is_default).")
     max_gpus_is_default: bool = Field(default=False, description="max_gpus is the default cap, applied because the cheapest plan exceeded it.")
     inventory: dict[str, int]
     pricing: str = Field(description="The basis rented GPUs are priced on (catalogs/prices.yaml).")
@@ -114,9 +119,9 @@ class ConstraintOut(SolveModel):
     name: str
     label: str
     value: float
-    limit: float | None
+    limit: float | None = Field(description="None: no limit set (unbounded).")
     unit: str
-    slack: float | None
+    slack: float | None = Field(description="limit - value; None without a limit.")
     note: str
 
 
@@ -161,13 +166,16 @@ class ExcludedShapesOut(SolveModel):
 
 
 class SolveOut(SolveModel):
-    """`plan-opt solve --format json`."""
+    """`plan-opt solve --format json`: strict JSON, where a figure that is unbounded or not set is null, never Infinity or NaN."""
 
     spec: SpecSummaryOut
     status: str = Field(description="optimal (proven), feasible (time limit hit), infeasible or unknown.")
     proven_optimal: bool
     objective: str
-    objective_value: float | None = Field(description="In the objective's unit: $/hour, GPUs, $ or seconds.")
+    objective_value: float | None = Field(
+        description="In the objective's unit: $/hour, GPUs, $ or seconds. None: no plan, or a TCO that cannot be had "
+        "(GPUs neither rented nor bought)."
+    )
     plan: PlanOut | None
     constraints: list[ConstraintOut]
     binding_targets: list[str] = Field(description="Targets whose relaxation lowers the optimum.")
@@ -324,7 +332,11 @@ def to_output(r: SolveResult) -> SolveOut:
 
 
 def to_json(r: SolveResult) -> str:
-    return to_output(r).model_dump_json(indent=2)
+    """Strict JSON: an unbounded figure null, a NaN refused (strict_json.finite) before
+    pydantic writes the bytes."""
+    out = to_output(r)
+    strict_json.finite(out.model_dump())
+    return out.model_dump_json(indent=2)
 
 
 def result_json_schema() -> dict:
