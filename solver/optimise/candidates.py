@@ -1,8 +1,12 @@
 """Candidate plans: a shape with its batch per replica and replica count for one
 workload and set of targets, and the integer coefficients CP-SAT reads.
 
-Resolutions (DESIGN: round in the safe direction): times in microseconds, requirements
-rounded up and limits down; money in cents per hour and whole dollars to buy.
+Resolutions (DESIGN: round in the safe direction): times in microseconds, money in
+cents per hour and whole dollars to buy, requirements rounded up and limits down. A
+time against its target follows one rule, `targets.meets_time` (at most the target,
+within float noise: TIME_TOLERANCE), and its coefficient is put on that side of the
+rounded limit (`targets.time_us`), so a plan exactly at its target is kept and one
+over it refused, whatever the microsecond grid.
 """
 
 from __future__ import annotations
@@ -13,14 +17,12 @@ from functools import cached_property
 
 from solver.bisect import largest_true
 from solver.optimise.problem import Problem, Shape, ShapePhysics
-from solver.optimise.targets import US
+from solver.optimise.targets import TIME_TOLERANCE, ceil_us, meets_time, time_us
 from solver.physics.costs import plan_tco
 from solver.physics.decode import DecodeCoefficients
 from solver.physics.deployment import Targets, Workload
 
-
-def ceil_us(seconds: float) -> int:
-    return math.ceil(seconds * US - 1e-6)  # a hair of float noise never costs a microsecond
+__all__ = ["Candidate", "candidates", "ceil_us"]  # ceil_us: the rounding enumerate.py shares
 
 
 @dataclass(frozen=True)
@@ -35,9 +37,12 @@ class Candidate:
     """Most sequences per replica the TPOT target allows (memory cap when no target)."""
     tpot_s: float
     relaxed: frozenset[str] = frozenset()
+    """Targets this candidate was computed without (diagnosis only): users, context_tokens."""
     max_batch_ttft: int = 10**9
     """Continuous batching: most sequences per replica the TTFT target allows."""
-    """Targets this candidate was computed without (diagnosis only): users, context_tokens."""
+    targets: Targets = Targets()
+    """The latency targets it was built for: its TPOT and TTFT coefficients are rounded
+    against them (`targets.time_us`)."""
 
     @property
     def decode(self) -> DecodeCoefficients:
@@ -107,11 +112,11 @@ class Candidate:
 
     @cached_property
     def tpot_us(self) -> int:
-        return ceil_us(self.tpot_s)
+        return time_us(self.tpot_s, self.targets.max_tpot_s)
 
     @cached_property
     def ttft_us(self) -> int:
-        return ceil_us(self.ttft_s)
+        return time_us(self.ttft_s, self.targets.max_ttft_s)
 
     @cached_property
     def interconnect_excess(self) -> int:
@@ -164,7 +169,7 @@ def _batches(cap: int, users: int, variants: bool) -> list[int]:
 
 def _ttft_cap(dec: DecodeCoefficients, max_ttft_s: float, upper: int) -> int:
     """Continuous batching: most sequences per replica whose TTFT under load meets the target."""
-    return largest_true(lambda b: dec.ttft_under_load_s(b) <= max_ttft_s, upper)
+    return largest_true(lambda b: meets_time(dec.ttft_under_load_s(b), max_ttft_s), upper)
 
 
 def candidates(
@@ -194,7 +199,7 @@ def candidates(
         if t.max_tpot_s is None or ignore_tpot_cap:
             b_tpot = upper
         else:
-            b_tpot = problem.tpot_cap(ph, w, t.max_tpot_s, upper)
+            b_tpot = problem.tpot_cap(ph, w, t.max_tpot_s * (1 + TIME_TOLERANCE), upper)  # physics' ≤, as meets_time
         cap = min(b_mem, b_tpot) if not ignore_tpot_cap else b_mem
         b_ttft = 10**9
         if dec.prefill_budget_tokens and t.max_ttft_s is not None and not ignore_tpot_cap:
@@ -207,5 +212,5 @@ def candidates(
                 continue
             seen.add(replicas)
             batch = math.ceil(w.users / replicas)
-            out.append(Candidate(shape, ph, batch, replicas, w.users, b_tpot, dec.tpot_s(batch), relaxed, b_ttft))
+            out.append(Candidate(shape, ph, batch, replicas, w.users, b_tpot, dec.tpot_s(batch), relaxed, b_ttft, t))
     return out

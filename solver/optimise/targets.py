@@ -30,9 +30,43 @@ class Measured(Protocol):
 
 US = 1_000_000  # microseconds per second
 
+TIME_TOLERANCE = 1e-9
+"""Relative: a time meets its limit when it is at most limit × (1 + TIME_TOLERANCE). The
+slack is float noise (two paths to the same figure, `9.5ms` parsed as 9.5 × 1e-3), never
+physics: a plan over its target by more than this is refused. The solver-free validator
+(explain/validate.py) allows the same."""
+
+
+def meets_time(seconds: float, limit_s: float) -> bool:
+    """The one rule for a time against its limit, wherever a plan is built or chosen: a
+    plan exactly at its target meets it (a TPOT set to a plan's own TPOT keeps the plan)."""
+    return seconds <= limit_s * (1 + TIME_TOLERANCE)
+
+
+def ceil_us(seconds: float) -> int:
+    """A plan's time in whole microseconds, rounded up (a hair of float noise never costs a microsecond)."""
+    return math.ceil(seconds * US - 1e-6)
+
 
 def floor_us(seconds: float) -> int:
+    """A limit in whole microseconds, rounded down."""
     return math.floor(seconds * US + 1e-6)
+
+
+def time_us(seconds: float, limit_s: float | None) -> int:
+    """A plan's time as the model's coefficient against `limit_s` (its target), which the
+    model holds as floor_us(limit_s): rounded up, then put on the side of that limit that
+    `meets_time` says — at most floor_us(limit_s) when the time meets it, above when it
+    does not. So `coefficient ≤ floor_us(limit)` holds exactly when `meets_time` does,
+    whatever the microsecond grid: rounding the figure up and the limit down, each alone,
+    would refuse a plan at its own TPOT when that is not a whole microsecond; rounding
+    both the same way would accept one up to a microsecond over. Without a limit, the
+    time rounded up (objectives, frontiers, tie-breaks)."""
+    us = ceil_us(seconds)
+    if limit_s is None:
+        return us
+    cap = floor_us(limit_s)
+    return min(us, cap) if meets_time(seconds, limit_s) else max(us, cap + 1)
 
 
 @dataclass(frozen=True)
