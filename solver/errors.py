@@ -12,6 +12,39 @@ EXIT_BAD_INPUT = 2
 EXIT_DOES_NOT_FIT = 3
 EXIT_INVALID_PLAN = 4  # the solver-free check found the plan breaks a constraint: a bug
 
+MAX_VALUE_CHARS = 80
+"""A value longer than this is cut, with "…", when a message shows it."""
+MAX_FIELD_CHARS = 160
+"""A field's path longer than this (a hostile key) is cut likewise."""
+MAX_ALLOWED_CHARS = 1000
+"""What is allowed, cut past this (it may quote the input: a did-you-mean, a parser's complaint)."""
+
+
+def printable(text: str) -> str:
+    """The text with every character that is not printable escaped as Python writes it
+    (a newline as \\n, NUL as \\x00, U+2028 as \\u2028), so it stays on one line and
+    shows what was there."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+def shorten(text: str, limit: int = MAX_VALUE_CHARS) -> str:
+    """At most `limit` characters: the start, then "…"."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = repr(value)
+        except ValueError:  # an int past Python's int-to-text limit (4,300 digits)
+            text = f"<an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits>" if isinstance(value, int) else "<a value>"
+    # cut before escaping (a 100 KB value is not escaped only to be cut), again after
+    return shorten(printable(text[: 2 * MAX_VALUE_CHARS]))
+
 
 class InputError(Exception):
     """Bad input: a field, the value given, and what is allowed. The CLI prints it
@@ -26,16 +59,19 @@ class InputError(Exception):
         super().__init__(self.message())
 
     def message(self) -> str:
+        """One line, whatever its parts hold: control characters and line breaks are
+        escaped, and a long value (or field name) is cut with "…"."""
         where = ""
         if self.source:
-            where = f"{self.source}"
+            where = printable(str(self.source))
             if self.line is not None:
                 where += f":{self.line}"
             where += ": "
-        value = self.value if isinstance(self.value, str) else repr(self.value)
+        field = shorten(printable(str(self.field)[: 2 * MAX_FIELD_CHARS]), MAX_FIELD_CHARS)
+        allowed = shorten(printable(str(self.allowed)[: 2 * MAX_ALLOWED_CHARS]), MAX_ALLOWED_CHARS)
         if self.value is None:
-            return f"{where}{self.field}: {self.allowed}"
-        return f"{where}{self.field} = {value}: {self.allowed}"
+            return f"{where}{field}: {allowed}"
+        return f"{where}{field} = {_shown(self.value)}: {allowed}"
 
     def relabel(self, field: str) -> InputError:
         """The same error, named by the path the user wrote (a catalog lookup knows only
