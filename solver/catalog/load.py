@@ -225,10 +225,14 @@ class Catalog:
         return self.platforms.get(name)
 
     def precision(self, name: str, use: str = "weights") -> Precision:
-        p = self.precisions.get(name)
+        field = f"precision.{'kv_cache' if use == 'kv' else use}"
+        try:
+            p = self.precisions.get(name)
+        except InputError as exc:
+            raise exc.relabel(field) from None
         if use not in p.use:
             allowed = ", ".join(x.name for x in self.precisions if use in x.use)
-            raise InputError(f"precision.{'kv_cache' if use == 'kv' else use}", name, f"not a {use} format; allowed: {allowed}")
+            raise InputError(field, name, f"not a {use} format; allowed: {allowed}")
         return p
 
     def engine(self, name: str) -> Engine:

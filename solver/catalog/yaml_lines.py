@@ -249,9 +249,14 @@ def load_yaml_file(
         if len(raw) > max_bytes:
             raise InputError("yaml", None, f"over {max_bytes:,} bytes: too large for a plan-opt input", source=str(path))
         text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            f"byte {exc.start + 1:,}", f"0x{raw[exc.start]:02x}", "not UTF-8 text; save the file as UTF-8", source=str(path), line=line
+        ) from None
     except FileNotFoundError:
         raise InputError("file", str(path), "no such file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+    except (IsADirectoryError, PermissionError) as exc:
         raise InputError("file", str(path), f"cannot be read as a YAML file ({type(exc).__name__})") from None
     except OSError as exc:
         raise InputError("file", str(path), f"cannot be read ({type(exc).__name__})") from None

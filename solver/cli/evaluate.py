@@ -73,6 +73,16 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
+def _named(exc: InputError, from_flags: dict[str, str], lines: dict, source: str | None) -> InputError:
+    """An error in a value a flag gave names the flag (and the field); one from the
+    file names the file and line."""
+    for path, flag in from_flags.items():
+        if exc.field == path or exc.field.startswith((path + ".", path + "[")):
+            label = flag if flag.lstrip("-") == exc.field else f"{flag} ({exc.field})"
+            return InputError(label, exc.value, exc.allowed)
+    return exc.located(lines, source)
+
+
 def run(args: argparse.Namespace) -> int:
     from solver.catalog.yaml_lines import load_yaml_file, load_yaml_text
     from solver.physics.evaluate import evaluate
@@ -111,16 +121,19 @@ def run(args: argparse.Namespace) -> int:
     }
     if isinstance(data.get("engine"), str):  # `engine: vllm` is short for {name: vllm}
         data["engine"] = {"name": data["engine"]}
+    from_flags: dict[str, str] = {}  # field → the flag that set it: an error there names the flag, not a line
     for attr, path in flag_paths.items():
         value = getattr(args, attr)
         if value is not None:
             set_path(data, path, value)
+            from_flags[path] = "--" + attr.removesuffix("_tokens").replace("_", "-")
     for item in args.set:
         if "=" not in item:
             raise InputError("--set", item, "expected PATH=VALUE, e.g. overrides.factors.memory_utilization=1.0")
         path, raw = item.split("=", 1)
         value, _ = load_yaml_text(raw, source="--set")
         set_path(data, path.strip(), value)
+        from_flags[path.strip()] = f"--set {path.strip()}"
     if not data.get("model") or not data.get("hardware") or not data.get("workload"):
         missing = [k for k in ("model", "hardware", "workload") if not data.get(k)]
         raise InputError(
@@ -129,9 +142,12 @@ def run(args: argparse.Namespace) -> int:
             f"missing {', '.join(missing)}: give a YAML file or flags (--model, --gpu, --users, --context ...); see `plan-opt evaluate --help`",
             source=source,
         )
-    inp = parse_input(data, lines, source)
-    catalog = catalog_for(args)
-    deployment, workload, targets = resolve(inp, catalog, base_dir)
+    try:
+        inp = parse_input(data, lines, source)
+        catalog = catalog_for(args)
+        deployment, workload, targets = resolve(inp, catalog, base_dir)
+    except InputError as exc:
+        raise _named(exc, from_flags, lines, source) from None
     ev = evaluate(deployment, workload, targets, precisions=catalog.precisions.entries)
     if args.format == "json":
         from solver.report.evaluation_json import to_dict

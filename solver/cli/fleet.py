@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from solver.report.fleet_report import render, render_sweep, to_json
     from solver.spec.fleet_spec import load_fleet_spec
 
-    fs = load_fleet_spec(args.fleet)
+    fs, lines = load_fleet_spec(args.fleet)
     budgets = None
     if args.budget:
         try:
@@ -61,7 +61,10 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--budget", args.budget, f"budgets must be $/hour figures in (0, {MAX_BUDGET_USD_PER_HOUR:.0e}]")
         if len(budgets) > MAX_BUDGETS:
             raise InputError("--budget", f"{len(budgets)} budgets", f"at most {MAX_BUDGETS} in one sweep")
-    classes = build_classes(fs, catalog_for(args), Path(args.fleet).parent)
+    try:
+        classes = build_classes(fs, catalog_for(args), Path(args.fleet).parent)
+    except InputError as exc:
+        raise exc.located(lines, args.fleet) from None
     title = f"plan-opt fleet · {len(fs.workloads)} workload(s): " + ", ".join(w.name for w in fs.workloads)
     if budgets:
         swept = sweep(fs, classes, budgets)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TypedDict
 import yaml
 
 from solver.catalog import Catalog, Factors
+from solver.errors import InputError
 from solver.spec.evaluate_input import parse_input
 from solver.spec.measurements import Measurement
 from solver.spec.resolve import resolve
@@ -64,7 +65,10 @@ def _evaluate(m: Measurement, catalog: Catalog, factors: Factors | None) -> Eval
         "precision": {"weights": m.weights, "kv_cache": m.kv_cache},
         "workload": {"users": m.batch, "prompt_tokens": m.prompt_tokens, "output_tokens": m.output_tokens},
     }
-    d, w, t = resolve(parse_input(data), catalog)
+    try:
+        d, w, t = resolve(parse_input(data), catalog)
+    except InputError as exc:
+        raise m.located(exc) from None
     if factors is not None:
         d = d.replace(factors=factors)
     from solver.physics.evaluate import evaluate
@@ -127,7 +131,11 @@ def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
     """One fit per (device, engine)."""
     groups: dict[tuple[str, str], list[Measurement]] = {}
     for m in measurements:
-        groups.setdefault((catalog.device(m.gpu).name, m.engine), []).append(m)
+        try:
+            gpu = catalog.device(m.gpu).name
+        except InputError as exc:
+            raise m.located(exc.relabel("hardware.gpu")) from None
+        groups.setdefault((gpu, m.engine), []).append(m)
     fits = []
     for (gpu, engine), ms in sorted(groups.items()):
         evs = [_evaluate(m, catalog, None) for m in ms]

@@ -47,7 +47,7 @@ class ServiceClass:
     single_shape: bool = False
 
 
-def _class_specs(fs: FleetSpec, w: FleetWorkloadIn) -> list[tuple[str, Spec]]:
+def _class_specs(fs: FleetSpec, w: FleetWorkloadIn, index: int) -> list[tuple[str, Spec]]:
     common = {
         "model": w.model,
         "engine": fs.engine.model_dump(exclude_none=True),
@@ -81,7 +81,7 @@ def _class_specs(fs: FleetSpec, w: FleetWorkloadIn) -> list[tuple[str, Spec]]:
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(x) for x in err.get("loc", ()))
-            raise InputError(f"workloads[{w.name}].mix[{i}]", None, f"{where}: {err.get('msg', 'invalid')}".strip(": ")) from None
+            raise InputError(f"workloads[{index}].mix[{i}]", None, f"{where}: {err.get('msg', 'invalid')}".strip(": ")) from None
         ctx = spec.workload.context_tokens
         assert ctx is not None  # WorkloadIn derives the context from the prompt and output
         out.append((f"{w.name}/{c.share:.0%}@{ctx // 1024 if ctx >= 1024 else ctx}{'k' if ctx >= 1024 else ''}", spec))
@@ -122,16 +122,29 @@ def _options(problem: Problem) -> tuple[list[Option], str]:
     return kept, ""
 
 
+def _fleet_field(field: str, i: int) -> str:
+    """A workload's spec field as the fleet file spells it (its model, workload and
+    SLA sit under workloads[i]; the search, engine and pricing are shared)."""
+    if field.startswith("overrides.model"):
+        return f"workloads[{i}].overrides" + field.removeprefix("overrides.model")
+    if field.split(".")[0].split("[")[0] in ("model", "workload", "sla"):
+        return f"workloads[{i}].{field}"
+    return field
+
+
 def build_classes(fs: FleetSpec, catalog: Catalog, base_dir: Path | None = None) -> list[ServiceClass]:
     for name in list(fs.inventory) + list(fs.quota):
         catalog.device(name)
     out = []
     asked = built = 0
     for i, w in enumerate(fs.workloads):
-        for cname, spec in _class_specs(fs, w):
+        for cname, spec in _class_specs(fs, w, i):
             where = f"workloads[{i}]" if asked else "search"
             asked += check_work(spec, catalog, asked, where)
-            problem = build_problem(spec, catalog, base_dir)
+            try:
+                problem = build_problem(spec, catalog, base_dir)
+            except InputError as exc:
+                raise exc.relabel(_fleet_field(exc.field, i)) from None
             built += len(problem.shapes)
             check_built(built, where)
             single = fs.single_shape if w.single_shape is None else w.single_shape

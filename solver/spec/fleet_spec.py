@@ -89,11 +89,12 @@ class FleetSpec(SpecModel):
         return self
 
 
-def load_fleet_spec(path: str | Path) -> FleetSpec:
+def load_fleet_spec(path: str | Path) -> tuple[FleetSpec, dict[tuple, int]]:
+    """The fleet file, validated, and the line of each of its keys."""
     data, lines = load_yaml_file(path)
     if not isinstance(data, dict):
         raise InputError("fleet", None, "expected a YAML mapping with workloads", source=str(path))
     try:
-        return FleetSpec.model_validate(data)
+        return FleetSpec.model_validate(data), lines
     except ValidationError as exc:
         raise InputError.from_validation(exc, lines, source=str(path)) from None

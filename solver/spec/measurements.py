@@ -20,10 +20,22 @@ MEASURES = ("tpot_ms", "ttft_ms")
 
 _N = TypeVar("_N", int, float)
 
+_COLUMNS = {
+    "model": "model",
+    "hardware.gpu": "gpu",
+    "hardware.tp": "tp",
+    "hardware.pp": "pp",
+    "precision.weights": "weights",
+    "precision.kv_cache": "kv_cache",
+    "engine": "engine",
+}
+"""The CSV column a resolve error means, by the input field the column was read into."""
+
 
 @dataclass(frozen=True)
 class Measurement:
     row: int
+    """The line of the file it was read from (1 for a vllm bench JSON)."""
     model: str
     gpu: str
     count: int
@@ -37,6 +49,17 @@ class Measurement:
     tpot_s: float | None
     ttft_s: float | None
     engine: str = "vllm"
+    source: str = ""
+    """The file it was read from, so an unknown name in it is refused at its line."""
+
+    def located(self, exc: InputError) -> InputError:
+        """A catalog lookup's error on this row, at its file and line, named by its column."""
+        field = exc.field
+        for prefix, column in _COLUMNS.items():
+            if field == prefix or field.startswith(prefix + ".") or field.startswith(prefix + "["):
+                field = column
+                break
+        return InputError(field, exc.value, exc.allowed, source=self.source or exc.source, line=self.row if self.source else exc.line)
 
 
 @overload
@@ -66,16 +89,16 @@ def _num(
     if raw == "":
         if optional:
             return None
-        raise InputError(key, None, f"row {i}: missing (a number is required)", source=source)
+        raise InputError(key, None, "missing (a number is required)", source=source, line=i)
     try:
         x = float(raw)
     except ValueError:
-        raise InputError(key, _shown(raw), f"row {i}: not a number", source=source) from None
+        raise InputError(key, _shown(raw), "not a number", source=source, line=i) from None
     if not math.isfinite(x) or not lo < x <= hi:
-        raise InputError(key, _shown(raw), f"row {i}: must be a number in ({lo:g}, {hi:g}]", source=source)
+        raise InputError(key, _shown(raw), f"must be a number in ({lo:g}, {hi:g}]", source=source, line=i)
     if kind is int:
         if x != int(x):
-            raise InputError(key, _shown(raw), f"row {i}: must be a whole number", source=source)
+            raise InputError(key, _shown(raw), "must be a whole number", source=source, line=i)
         return kind(int(x))
     return kind(x)
 
@@ -87,7 +110,7 @@ def _name(row: Mapping[str, str | None], key: str, i: int, source: str, default:
         return text
     if default is not None:
         return default
-    raise InputError(key, None, f"row {i}: missing (a catalog name is required)", source=source)
+    raise InputError(key, None, "missing (a catalog name is required)", source=source, line=i)
 
 
 def _shown(raw: str) -> str:
@@ -102,7 +125,10 @@ def _read_text(path: Path, what: str) -> str:
     except IsADirectoryError:
         raise InputError("file", str(path), f"is a folder, not {what}") from None
     except UnicodeDecodeError as exc:
-        raise InputError("file", str(path), f"is not UTF-8 text (byte {exc.start}); save it as UTF-8 {what}") from None
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"byte {exc.start + 1:,}", f"0x{exc.object[exc.start]:02x}", f"not UTF-8 text; save it as UTF-8 {what}", source=str(path), line=line
+        ) from None
     except OSError as exc:
         raise InputError("file", str(path), f"cannot be read: {exc.strerror or exc}") from None
 
@@ -111,7 +137,8 @@ def read_csv(path: str | Path) -> list[Measurement]:
     path = Path(path)
     text = _read_text(path, "a CSV file")
     if "\x00" in text:
-        raise InputError("file", str(path), "contains NUL bytes; a CSV file is text")
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise InputError("NUL byte", None, "a CSV file is text, without NUL bytes", source=str(path), line=line)
     try:
         return _rows(csv.DictReader(text.splitlines()), str(path))
     except csv.Error as exc:
@@ -128,15 +155,17 @@ def _rows(reader: csv.DictReader[str], source: str) -> list[Measurement]:
             ", ".join(sorted(cols)) or "none",
             f"missing {', '.join(missing)}; required: {', '.join(REQUIRED)} and one of {', '.join(MEASURES)}",
             source=str(path),
+            line=1,
         )
     if not any(m in cols for m in MEASURES):
-        raise InputError("columns", ", ".join(sorted(cols)), f"no measurement column: give {' and/or '.join(MEASURES)}", source=str(path))
+        raise InputError("columns", ", ".join(sorted(cols)), f"no measurement column: give {' and/or '.join(MEASURES)}", source=str(path), line=1)
     out = []
-    for i, row in enumerate(reader, start=2):
+    for row in reader:
+        i = reader.line_num  # the line the row ends on (a quoted cell may span lines)
         tpot = _num(row, "tpot_ms", i, str(path), float, hi=1e6, optional=True)
         ttft = _num(row, "ttft_ms", i, str(path), float, hi=1e7, optional=True)
         if tpot is None and ttft is None:
-            raise InputError("tpot_ms/ttft_ms", None, f"row {i}: no measurement", source=str(path))
+            raise InputError("tpot_ms/ttft_ms", None, "no measurement (give tpot_ms or ttft_ms)", source=str(path), line=i)
         tp = _num(row, "tp", i, str(path), int, hi=1024)
         pp = _num(row, "pp", i, str(path), int, hi=1024, optional=True) or 1
         out.append(
@@ -155,6 +184,7 @@ def _rows(reader: csv.DictReader[str], source: str) -> list[Measurement]:
                 tpot_s=tpot / 1e3 if tpot else None,
                 ttft_s=ttft / 1e3 if ttft else None,
                 engine=_name(row, "engine", i, str(path), default="vllm"),
+                source=str(path),
             )
         )
     if not out:

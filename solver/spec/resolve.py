@@ -134,11 +134,17 @@ def apply_factors(factors: Factors, *layers: FactorsIn) -> Factors:
 def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) -> tuple[Deployment, Workload, Targets]:
     model = resolve_model(inp.model, inp.overrides.model, catalog, base_dir)
     mo = inp.overrides.model
-    device = override_device(catalog.device(inp.hardware.gpu), inp.overrides.gpu)
+    try:
+        device = override_device(catalog.device(inp.hardware.gpu), inp.overrides.gpu)
+    except InputError as exc:
+        raise (exc.relabel("hardware.gpu") if exc.field == "gpu" else exc) from None
 
     hw = inp.hardware
     platform_name = hw.platform or device.platforms[0]
-    platform = catalog.platform(platform_name)
+    try:
+        platform = catalog.platform(platform_name)
+    except InputError as exc:
+        raise exc.relabel("hardware.platform") from None
     if platform.name not in device.platforms:
         raise InputError("hardware.platform", platform_name, f"{device.display_name} ships in: {', '.join(device.platforms)}")
     if hw.tp > 1 and platform.layout == "single":

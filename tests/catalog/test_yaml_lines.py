@@ -222,10 +222,11 @@ def test_malformed_yaml_is_one_line_with_its_line():
 
 def test_a_file_that_is_not_utf8_is_one_line(tmp_path):
     f = tmp_path / "latin1.yaml"
-    f.write_bytes(b"note: caf\xe9\n")
+    f.write_bytes(b"model: x\nnote: caf\xe9\n")
     with pytest.raises(InputError) as exc:
         load_yaml_file(f)
-    assert str(exc.value) == f"file = {f}: cannot be read as a YAML file (UnicodeDecodeError)"
+    # "model: x\n" is 9 bytes, "note: caf" 9 more: 0xe9 is byte 19, on line 2
+    assert str(exc.value) == f"{f}:2: byte 19 = 0xe9: not UTF-8 text; save the file as UTF-8"
 
 
 def test_a_lone_surrogate_is_one_line():

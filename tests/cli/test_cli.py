@@ -98,12 +98,12 @@ def _error(argv, capsys):
 
 def test_unknown_gpu_gets_did_you_mean(capsys):
     msg = _error(["evaluate", SEED, "--gpu", "rtx-4900"], capsys)
-    assert "gpu = rtx-4900" in msg and "did you mean 'rtx-4090'" in msg
+    assert "--gpu (hardware.gpu) = rtx-4900" in msg and "did you mean 'rtx-4090'" in msg
 
 
 def test_unknown_model_gets_did_you_mean(capsys):
     msg = _error(["evaluate", SEED, "--model", "llama-3.1-8"], capsys)
-    assert "model = llama-3.1-8" in msg and "did you mean" in msg
+    assert "error: --model = llama-3.1-8:" in msg and "did you mean" in msg
 
 
 def test_malformed_yaml_names_the_line(tmp_path, capsys):

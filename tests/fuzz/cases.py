@@ -11,6 +11,7 @@ import copy
 import json
 import math
 import random
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,7 +166,13 @@ def mutate_doc(doc: Any, rng: random.Random, rounds: int = 0) -> tuple[Any, str]
 
 
 def _dump_yaml(doc: Any) -> bytes:
-    return yaml.safe_dump(doc, allow_unicode=True, sort_keys=False).encode()
+    # "deep" mutations stack (600 levels and more): PyYAML's emitter recurses a few frames a level.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20_000))
+    try:
+        return yaml.safe_dump(doc, allow_unicode=True, sort_keys=False).encode()
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def corrupt_text(text: bytes, rng: random.Random) -> tuple[bytes, str]:
@@ -243,7 +250,21 @@ def config_case(rng: random.Random) -> Case:
         [
             ["solve", "--no-explain"],
             ["solve", "--format", "json"],
-            ["evaluate", "--format", "json", "--gpu", "h100-sxm", "--users", "4", "--context", "2048", "--model", "{dir}/config.json"],
+            [
+                "evaluate",
+                "--format",
+                "json",
+                "--gpu",
+                "h100-sxm",
+                "--users",
+                "4",
+                "--context",
+                "2048",
+                "--prompt",
+                "512",
+                "--model",
+                "{dir}/config.json",
+            ],
         ]
     )
     argv = command if command[0] == "evaluate" else command + ["{dir}/spec.yaml"]
