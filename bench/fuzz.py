@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fuzz.cases import KINDS  # noqa: E402
-from tests.fuzz.runner import run_cases  # noqa: E402
+from tests.fuzz.runner import message_place, run_cases  # noqa: E402
 
 
 def main() -> int:
@@ -45,6 +45,8 @@ def main() -> int:
             yield KINDS[kind](random.Random(f"{args.seed}:{i}"))
 
     counts: Counter[tuple[str, str]] = Counter()
+    places: Counter[tuple[str, str]] = Counter()
+    place_examples: dict[tuple[str, str], list] = defaultdict(list)
     examples: dict[tuple[str, str], list] = defaultdict(list)
     slowest = 0.0
     start = time.monotonic()
@@ -52,6 +54,11 @@ def main() -> int:
         key = (outcome.case.kind, outcome.verdict)
         counts[key] += 1
         slowest = max(slowest, outcome.seconds)
+        if outcome.verdict == "bad input" and not outcome.stderr.startswith("usage:"):
+            place = (outcome.case.kind, message_place(outcome.stderr))
+            places[place] += 1
+            if place[1] != "file and line" and len(place_examples[place]) < args.show:
+                place_examples[place].append(outcome)
         if outcome.defect and len(examples[key]) < args.show:
             examples[key].append(outcome)
         if n % 500 == 0:
@@ -64,6 +71,13 @@ def main() -> int:
         print(f"{kind:<10} {verdict:<22} {n:>7,}")
     defects = sum(n for (k, v), n in counts.items() if v not in ("ok", "bad input", "impossible"))
     print(f"defects: {defects}")
+    print(f"\nbad-input messages by the place they name\n{'input kind':<10} {'place':<22} {'cases':>7}")
+    for (kind, place), n in sorted(places.items()):
+        print(f"{kind:<10} {place:<22} {n:>7,}")
+    for key, outs in sorted(place_examples.items()):
+        print(f"\n-- {key[0]} / {key[1]}")
+        for o in outs:
+            print(f"  {o.case.what[:120]} · argv {' '.join(o.case.argv)}\n    {o.stderr.strip()[:240]}")
     for key, outs in sorted(examples.items()):
         print(f"\n== {key[0]} / {key[1]}")
         for o in outs:

@@ -121,4 +121,6 @@ class InputError(Exception):
                 if path[:n] in lines:
                     line = lines[path[:n]]
                     break
+            else:  # a field missing from the top mapping: where that mapping starts
+                line = min(lines.values())
         return cls(field, value, msg, source=source, line=line)

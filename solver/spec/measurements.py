@@ -139,10 +139,11 @@ def read_csv(path: str | Path) -> list[Measurement]:
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise InputError("NUL byte", None, "a CSV file is text, without NUL bytes", source=str(path), line=line)
+    reader = csv.DictReader(text.splitlines())
     try:
-        return _rows(csv.DictReader(text.splitlines()), str(path))
+        return _rows(reader, str(path))
     except csv.Error as exc:
-        raise InputError("file", str(path), f"is not a readable CSV: {exc}") from None
+        raise InputError("CSV", None, f"not readable: {exc}", source=str(path), line=reader.line_num or 1) from None
 
 
 def _rows(reader: csv.DictReader[str], source: str) -> list[Measurement]:

@@ -86,6 +86,19 @@ def _classify(case: Case, code: int | None, stdout: bytes, stderr: str) -> str:
     return EXIT_CLASSES[code]
 
 
+_PLACE = re.compile(r"^plan-opt: error: (?P<file>[^:\s]+?)(?::(?P<line>\d+))?: ")
+
+
+def message_place(stderr: str, folder_mark: str = "plan-opt-fuzz-") -> str:
+    """Where a bad-input message says the problem is: 'file and line', 'file' (a
+    problem with the whole file), or 'flag or none' (a value from the command line)."""
+    first = stderr.strip().splitlines()[0] if stderr.strip() else ""
+    m = _PLACE.match(first)
+    if not m or folder_mark not in m.group("file") and not m.group("file").startswith("/"):
+        return "flag or none"
+    return "file and line" if m.group("line") else "file"
+
+
 def run_cases(cases: Iterator[Case], *, timeout_s: float = 10.0, jobs: int = 2) -> Iterator[Outcome]:
     """Run cases `jobs` at a time; yield each outcome as it finishes."""
     running: dict[int, tuple[Case, tempfile.TemporaryDirectory, float]] = {}
