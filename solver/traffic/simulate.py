@@ -1,0 +1,673 @@
+"""Requests over time, served by replicas: an iteration-level simulator of a
+continuous-batching engine, scheduling as vLLM V1 and SGLang do.
+
+The physics says what one iteration costs; what a user sees under traffic also
+depends on the queue, the batch the scheduler builds and the KV cache it runs out of.
+Each replica repeats one iteration at a time:
+
+1. Every running sequence that has finished its prompt decodes one token (one token
+   of the iteration's budget each). A decode step writes the KV of the sequence's
+   last token and reads its whole length (prompt + tokens generated: what the cost
+   is given as decode_context_tokens). A sequence whose next KV slot needs a new
+   block, when none is free, preempts the most recently admitted running request
+   (itself, if it is the last): recomputation — its blocks are freed and it goes
+   back to the FRONT of the waiting queue, to prefill its prompt and the tokens
+   generated so far again. Its first-token time stays as first measured. An
+   iteration that preempted admits no waiting request (as vLLM V1).
+2. The rest of the budget goes to prompt chunks: first to requests admitted and
+   partly prefilled (a chunk as large as the budget and the free blocks allow), then
+   to waiting requests in FCFS order, admitted while fewer than max_num_seqs run, the
+   budget lasts and the free blocks cover the request's chunk (the first request they
+   do not cover stops admission: FCFS, no overtaking).
+   Without chunked prefill (vLLM V0) a prompt is prefilled whole in one iteration, and
+   an iteration that admits a prompt runs prompts only; it decodes when no waiting
+   prompt can be admitted. A recomputation longer than the budget is let through
+   alone in its iteration (vLLM V0 would drop it; here every admitted request ends).
+3. The iteration takes `cost.iteration_s` of what was scheduled. At its end a request
+   whose prompt (or recomputation) completed emits a token — its first, for a new
+   request — decoders emit one token each, and a request that has all its output
+   tokens finishes and frees its blocks.
+
+An arrival is seen by iterations that start at or after it; an idle replica jumps to
+the next arrival. Routing is round robin, or join the shortest queue (fewest
+requests waiting or running at the arrival instant, ties to the lowest index). A
+request that could never be served is rejected at arrival, and takes no turn: its
+longest KV (prompt + output − 1 tokens, since the last token's KV is never written)
+over the replica's whole blocks, or, without chunking, its prompt over the budget.
+Nothing is random.
+
+Speed: decode-only stretches are advanced in bulk. While no prompt is being
+prefilled and no waiting request can be admitted, the batch stays the same until the
+next arrival routed here (with jsq: any arrival), the next completion, or the next
+iteration that needs a KV block beyond the free ones; the k iterations before that
+are taken at once. A fixed batch's iteration cost is affine in its context (the
+physics guarantees it), so the k iterations take k × (first + last) / 2 exactly, and
+the blocks they allocate are counted exactly from each sequence's position in its
+block. Decoders are kept as
+aggregates (count, summed context, counts by position within a block, a heap of
+completion steps), so an iteration costs O(1) plus its events, not O(batch).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from solver.optimise.targets import meets_time
+
+ROUTINGS = ("round_robin", "jsq")
+METRICS = ("ttft_s", "tpot_s", "e2e_s")
+TIMELINE_POINTS = 2000
+"""A replica's queue timeline is cut to at most this many points (enough for a plot)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request: when it arrives, how long its prompt is, how many tokens it wants."""
+
+    arrival_s: float
+    prompt_tokens: int
+    output_tokens: int
+    """The first output token is produced by the iteration that finishes the prompt."""
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.arrival_s):
+            raise ValueError(f"arrival_s must be finite, got {self.arrival_s!r}")
+        if self.prompt_tokens < 1:
+            raise ValueError(f"prompt_tokens must be at least 1, got {self.prompt_tokens!r}")
+        if self.output_tokens < 1:
+            raise ValueError(f"output_tokens must be at least 1, got {self.output_tokens!r}")
+
+
+class IterationCost(Protocol):
+    """What the simulator asks the physics: the price of one iteration."""
+
+    def iteration_s(self, decode_seqs: int, decode_context_tokens: int, prefill_tokens: int, prefill_attention_tokens: float) -> float:
+        """Seconds one engine iteration takes: `decode_seqs` sequences each make one token while reading
+        `decode_context_tokens` resident KV tokens in all (the sum of their current lengths); `prefill_tokens`
+        prompt tokens are processed, attending in all to `prefill_attention_tokens` earlier positions
+        (a chunk covering positions [a, a+c) of one prompt adds c*a + c*(c+1)/2)."""
+        ...
+
+
+@dataclass(frozen=True)
+class EngineLimits:
+    """The scheduler's knobs, as vLLM names them."""
+
+    max_num_seqs: int
+    """Sequences running at once."""
+    max_num_batched_tokens: int
+    """Tokens one iteration may process (decode tokens + prompt tokens)."""
+    kv_capacity_tokens: int
+    """KV cache of one replica, in tokens."""
+    block_size_tokens: int = 16
+    """KV is allocated in blocks of this many tokens."""
+    chunked_prefill: bool = True
+    """False: a prompt is prefilled whole in one iteration (it must fit the budget; when
+    prefills are waiting, an iteration runs prefills only, as vLLM V0 did)."""
+
+    def __post_init__(self) -> None:
+        for name in ("max_num_seqs", "max_num_batched_tokens", "kv_capacity_tokens", "block_size_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)!r}")
+        if self.max_num_batched_tokens < self.max_num_seqs:
+            # vLLM refuses it too: a full batch of decoders must fit one iteration.
+            raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be at least max_num_seqs ({self.max_num_seqs})")
+        if self.kv_capacity_tokens < self.block_size_tokens:
+            raise ValueError(f"kv_capacity_tokens ({self.kv_capacity_tokens}) must hold at least one block of {self.block_size_tokens}")
+
+    @property
+    def kv_blocks(self) -> int:
+        """Whole blocks in one replica's KV cache."""
+        return self.kv_capacity_tokens // self.block_size_tokens
+
+
+@dataclass
+class RequestResult:
+    """What one request saw."""
+
+    request: Request
+    replica: int
+    first_token_s: float
+    """Absolute time of the first output token."""
+    finish_s: float
+    """Absolute time of the last output token."""
+    preemptions: int
+
+    @property
+    def ttft_s(self) -> float:
+        return self.first_token_s - self.request.arrival_s
+
+    @property
+    def e2e_s(self) -> float:
+        return self.finish_s - self.request.arrival_s
+
+    @property
+    def tpot_s(self) -> float | None:
+        """Mean time per output token after the first; None for a single-token output."""
+        n = self.request.output_tokens
+        return None if n == 1 else (self.finish_s - self.first_token_s) / (n - 1)
+
+
+@dataclass
+class ReplicaStats:
+    """How busy and how queued one replica was (means over the run's duration)."""
+
+    busy_s: float = 0.0
+    iterations: int = 0
+    preemptions: int = 0
+    max_queue: int = 0
+    """Most requests waiting (not yet admitted, or preempted) at once."""
+    mean_queue: float = 0.0
+    """Time-weighted mean of the requests waiting."""
+    tokens_out: int = 0
+    queue_timeline: list[tuple[float, int]] = field(default_factory=list)
+    """(time, requests waiting) where it changed, cut to at most TIMELINE_POINTS points
+    (each kept point the highest of the stretch it stands for)."""
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """The p-th percentile, interpolating linearly between order statistics (numpy's
+    default method), so figures agree with what users compute from their own logs."""
+    if not 0 < p <= 100:
+        raise ValueError(f"a percentile must be in (0, 100], got {p!r}")
+    xs = sorted(values)
+    if not xs:
+        raise ValueError("a percentile of no values")
+    h = (len(xs) - 1) * p / 100
+    lo = math.floor(h)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (h - lo) * (xs[hi] - xs[lo])
+
+
+@dataclass
+class SimResult:
+    """Every request's times and every replica's load, from one run."""
+
+    results: list[RequestResult]
+    """In arrival order."""
+    replicas: list[ReplicaStats]
+    duration_s: float
+    """First arrival to last finish (of the requests served)."""
+    rejected: list[Request]
+    """Requests that can never be served (their KV over the capacity, or a prompt over the budget without chunking)."""
+
+    def percentile(self, metric: str, p: float) -> float:
+        """The p-th percentile of `metric` ("ttft_s", "tpot_s", "e2e_s") over the requests
+        served; TPOT over those with more than one output token."""
+        if metric not in METRICS:
+            raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+        values = [v for v in (getattr(r, metric) for r in self.results) if v is not None]
+        return percentile(values, p)
+
+    def goodput(self, max_ttft_s: float | None, max_tpot_s: float | None, max_e2e_s: float | None) -> float:
+        """Share of all requests (rejected ones failing) that meet every bound given; a
+        time exactly at its bound meets it (the project's one rule, targets.meets_time)."""
+        total = len(self.results) + len(self.rejected)
+        if total == 0:
+            raise ValueError("goodput of no requests")
+        good = 0
+        for r in self.results:
+            if max_ttft_s is not None and not meets_time(r.ttft_s, max_ttft_s):
+                continue
+            if max_e2e_s is not None and not meets_time(r.e2e_s, max_e2e_s):
+                continue
+            tpot = r.tpot_s
+            if max_tpot_s is not None and tpot is not None and not meets_time(tpot, max_tpot_s):
+                continue
+            good += 1
+        return good / total
+
+    @property
+    def utilisation(self) -> float:
+        """Busy share of replica time over the run."""
+        span = self.duration_s * len(self.replicas)
+        return sum(r.busy_s for r in self.replicas) / span if span > 0 else 0.0
+
+    @property
+    def throughput_tokens_per_s(self) -> float:
+        """Output tokens per second over the run."""
+        return sum(r.request.output_tokens for r in self.results) / self.duration_s if self.duration_s > 0 else 0.0
+
+    @property
+    def mean_in_system(self) -> float:
+        """Time-average requests in the system: the integral of the count over the run is
+        exactly the sum of the requests' times in it."""
+        return sum(r.e2e_s for r in self.results) / self.duration_s if self.duration_s > 0 else 0.0
+
+
+_WAITING, _PREFILL, _DECODE, _DONE = 0, 1, 2, 3
+
+
+class _Seq:
+    """One request's state in a replica. A decoder's length is implicit: at the
+    replica's decode step D it has written base + D KV tokens and made
+    generated + (D − entered) tokens."""
+
+    __slots__ = (
+        "request",
+        "prompt",
+        "output",
+        "state",
+        "target",
+        "computed",
+        "blocks",
+        "generated",
+        "key",
+        "base",
+        "entered",
+        "heap_id",
+        "wait_since_s",
+        "first_s",
+        "finish_s",
+        "preemptions",
+        "replica",
+    )
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self.prompt = request.prompt_tokens
+        self.output = request.output_tokens
+        self.state = _WAITING
+        self.target = self.prompt  # tokens to prefill: the prompt, or prompt + generated after a preemption
+        self.computed = 0  # KV tokens written (while prefilling)
+        self.blocks = 0  # blocks held (while prefilling)
+        self.generated = 0  # output tokens made (for a decoder: at step `entered`)
+        self.key = -1
+        self.base = 0
+        self.entered = 0
+        self.heap_id = -1
+        self.wait_since_s = request.arrival_s
+        self.first_s: float | None = None
+        self.finish_s = math.nan
+        self.preemptions = 0
+        self.replica = -1
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _checked(seconds: float) -> float:
+    if not 0.0 <= seconds < math.inf:
+        raise ValueError(f"an iteration cost must be finite and not negative, got {seconds!r}")
+    return seconds
+
+
+class _Replica:
+    """One engine: its queue, its running batch, its KV blocks and its clock."""
+
+    def __init__(self, index: int, cost: IterationCost, limits: EngineLimits, step_by_step: bool) -> None:
+        self.index = index
+        self.cost = cost.iteration_s
+        self.max_seqs = limits.max_num_seqs
+        self.budget = limits.max_num_batched_tokens
+        self.block = limits.block_size_tokens
+        self.chunked = limits.chunked_prefill
+        self.step_by_step = step_by_step
+        self.free = limits.kv_blocks
+        self.clock = -math.inf
+        self.waiting: deque[_Seq] = deque()
+        self.running: dict[int, _Seq] = {}  # by admission, oldest first
+        self.prefilling: list[_Seq] = []  # running with their prompt not done, by admission
+        self.next_key = 0
+        # decoders, as aggregates
+        self.step = 0  # decode steps taken: every decoder advances one token per step
+        self.decoders = 0
+        self.sum_base = 0
+        self.by_offset = [0] * self.block  # decoders by base mod block: who needs a block at which step
+        self.heap: list[tuple[int, int, _Seq]] = []  # (step at which it finishes, id, seq)
+        self.heap_ids = 0
+        self.last_finished = 0  # requests that finished at the end of the last iteration (at self.clock)
+        self.stats = ReplicaStats()
+        self.wait_area_s = 0.0
+
+    # --- arrivals and the queue
+
+    def arrive(self, s: _Seq, t: float) -> None:
+        if not self.waiting and not self.running:
+            self.clock = max(self.clock, t)
+        s.replica = self.index
+        s.wait_since_s = t
+        self.waiting.append(s)
+        self._note_queue(t)
+
+    def in_system_at(self, t: float) -> int:
+        """Requests routed here and not finished at `t` (the replica has run every
+        iteration that starts before `t`; only the last may end after it)."""
+        n = len(self.waiting) + len(self.running)
+        return n + self.last_finished if self.clock > t else n
+
+    def _note_queue(self, t: float) -> None:
+        q = len(self.waiting)
+        if q > self.stats.max_queue:
+            self.stats.max_queue = q
+        self.stats.queue_timeline.append((t, q))
+
+    def advance(self, until: float) -> None:
+        """Run every iteration that starts before `until`."""
+        while (self.waiting or self.running) and self.clock < until:
+            if not self._decode_in_bulk(until):
+                self._iteration()
+
+    # --- sequences entering and leaving
+
+    def _admit(self, s: _Seq, t: float, blocks: int) -> None:
+        s.state = _PREFILL
+        s.key = self.next_key
+        self.next_key += 1
+        self.running[s.key] = s
+        self.prefilling.append(s)
+        s.blocks = blocks
+        self.free -= blocks
+        self.wait_area_s += t - s.wait_since_s
+
+    def _start_decoding(self, s: _Seq) -> None:
+        s.state = _DECODE
+        s.entered = self.step
+        s.base = s.computed - self.step
+        self.decoders += 1
+        self.sum_base += s.base
+        self.by_offset[s.base % self.block] += 1
+        self.heap_ids += 1
+        s.heap_id = self.heap_ids
+        heapq.heappush(self.heap, (self.step + s.output - s.generated, s.heap_id, s))
+
+    def _stop_decoding(self, s: _Seq) -> None:
+        """A decoder leaves the batch: its blocks are freed and its tokens made real."""
+        self.free += _ceil_div(s.base + self.step, self.block)
+        self.decoders -= 1
+        self.sum_base -= s.base
+        self.by_offset[s.base % self.block] -= 1
+        s.generated += self.step - s.entered
+        s.heap_id = -1
+
+    def _preempt_last(self, t: float) -> None:
+        """Recompute the most recently admitted running request: back to the front of the queue."""
+        _, s = self.running.popitem()
+        if s.state == _DECODE:
+            self._stop_decoding(s)
+        else:
+            self.free += s.blocks
+            self.prefilling.remove(s)
+        s.state = _WAITING
+        s.target = s.prompt + s.generated
+        s.computed = 0
+        s.blocks = 0
+        s.preemptions += 1
+        s.wait_since_s = t
+        self.stats.preemptions += 1
+        self.waiting.appendleft(s)
+
+    def _finish(self, s: _Seq, t: float) -> None:
+        del self.running[s.key]
+        s.state = _DONE
+        s.finish_s = t
+
+    def _finish_decoders(self, t: float) -> int:
+        """Decoders whose last token came at this step."""
+        heap, done = self.heap, 0
+        while heap and heap[0][0] <= self.step:
+            _, heap_id, s = heapq.heappop(heap)
+            if s.heap_id != heap_id:
+                continue  # preempted since
+            self._stop_decoding(s)
+            self._finish(s, t)
+            done += 1
+        return done
+
+    # --- one iteration
+
+    def _iteration(self) -> None:
+        t = self.clock
+        block, waiting, running = self.block, self.waiting, self.running
+        chunks: list[tuple[_Seq, int]] = []
+        prefill_tokens = 0
+        attention = 0
+        decoders = 0
+        context = 0
+        queue_changed = False
+
+        if not self.chunked and waiting and len(running) < self.max_seqs:
+            # vLLM V0: whole prompts, and only prompts, when one can be admitted
+            left = self.budget
+            while waiting and len(running) < self.max_seqs:
+                head = waiting[0]
+                c = head.target
+                if chunks and c > left:
+                    break
+                blocks = _ceil_div(c, block)
+                if blocks > self.free:
+                    break
+                waiting.popleft()
+                self._admit(head, t, blocks)
+                chunks.append((head, c))
+                prefill_tokens += c
+                attention += c * (c + 1) // 2
+                left -= c
+            queue_changed = bool(chunks)
+
+        if not chunks:
+            preempted = False
+            if self.decoders:
+                due = (-self.step) % block
+                while self.by_offset[due] > self.free:
+                    self._preempt_last(t)
+                    preempted = True
+                self.free -= self.by_offset[due]
+                decoders = self.decoders
+                context = self.sum_base + decoders * (self.step + 1)
+            if self.chunked:
+                left = self.budget - decoders
+                for s in self.prefilling:
+                    if left <= 0:
+                        break
+                    c = min(s.target - s.computed, left, (s.blocks + self.free) * block - s.computed)
+                    if c <= 0:
+                        continue
+                    extra = _ceil_div(s.computed + c, block) - s.blocks
+                    self.free -= extra
+                    s.blocks += extra
+                    chunks.append((s, c))
+                    prefill_tokens += c
+                    attention += c * s.computed + c * (c + 1) // 2
+                    left -= c
+                while not preempted and waiting and left > 0 and len(running) < self.max_seqs:
+                    head = waiting[0]
+                    c = min(head.target, left)
+                    blocks = _ceil_div(c, block)
+                    if blocks > self.free:
+                        break
+                    waiting.popleft()
+                    self._admit(head, t, blocks)
+                    chunks.append((head, c))
+                    prefill_tokens += c
+                    attention += c * (c + 1) // 2
+                    left -= c
+                    queue_changed = True
+            queue_changed = queue_changed or preempted
+
+        if not chunks and not decoders:
+            raise RuntimeError("the scheduler found nothing to run on a busy replica (a bug)")
+        if queue_changed:
+            self._note_queue(t)
+
+        dt = _checked(self.cost(decoders, context, prefill_tokens, float(attention)))
+        end = t + dt
+        stats = self.stats
+        self.clock = end
+        stats.busy_s += dt
+        stats.iterations += 1
+        finished = 0
+        if decoders:
+            self.step += 1
+            stats.tokens_out += decoders
+            finished += self._finish_decoders(end)
+        completed = False
+        for s, c in chunks:
+            s.computed += c
+            if s.computed < s.target:
+                continue
+            completed = True
+            s.generated += 1
+            stats.tokens_out += 1
+            if s.first_s is None:
+                s.first_s = end
+            if s.generated == s.output:
+                self.free += s.blocks
+                s.state = _DONE  # leaves `prefilling` below
+                self._finish(s, end)
+                finished += 1
+            else:
+                self._start_decoding(s)
+        if completed:
+            self.prefilling = [s for s in self.prefilling if s.state == _PREFILL]
+        self.last_finished = finished
+
+    # --- decode-only stretches at once
+
+    def _decode_in_bulk(self, until: float) -> bool:
+        """Take every decode-only iteration before the batch can change, at once; False
+        when the next iteration is not one (a prompt to prefill or admit, a preemption)."""
+        if self.step_by_step or self.prefilling or not self.decoders:
+            return False
+        block, step, free, n = self.block, self.step, self.free, self.decoders
+        by_offset = self.by_offset
+        first_need = by_offset[(-step) % block]
+        if first_need > free:
+            return False
+        if self.waiting and len(self.running) < self.max_seqs:
+            head = self.waiting[0]
+            if self.chunked:
+                left = self.budget - n
+                if left > 0 and _ceil_div(min(head.target, left), block) <= free - first_need:
+                    return False
+            elif _ceil_div(head.target, block) <= free:
+                return False
+        # The batch cannot change before its next completion...
+        heap = self.heap
+        while heap[0][1] != heap[0][2].heap_id:
+            heapq.heappop(heap)
+        k = heap[0][0] - step
+        # ...nor past the blocks: over k steps the decoders need (k // block) × n blocks plus
+        # those due in the first k mod block steps of the next cycle.
+        full, rest = divmod(free, n)
+        j, due = 0, 0
+        while j < block - 1:
+            due += by_offset[(-(step + j)) % block]
+            if due > rest:
+                break
+            j += 1
+        k = min(k, full * block + j)
+        ctx0 = self.sum_base + n * (step + 1)
+        c0 = _checked(self.cost(n, ctx0, 0, 0.0))
+        if k >= 2 and until < math.inf:
+            # ...nor past the next arrival: iteration m starts at m·c0 + d·m(m − 1)/2.
+            c1 = _checked(self.cost(n, ctx0 + n, 0, 0.0))
+            k = _iterations_before(until - self.clock, c0, c1 - c0, k)
+        c_last = c0 if k == 1 else _checked(self.cost(n, ctx0 + (k - 1) * n, 0, 0.0))
+        dt = k * (c0 + c_last) / 2
+        need = (k // block) * n + sum(by_offset[(-(step + i)) % block] for i in range(k % block))
+        self.free -= need
+        self.step += k
+        stats = self.stats
+        stats.tokens_out += k * n
+        stats.iterations += k
+        stats.busy_s += dt
+        self.clock += dt
+        self.last_finished = self._finish_decoders(self.clock)
+        return True
+
+
+def _iterations_before(span_s: float, c0: float, slope: float, k: int) -> int:
+    """How many of k iterations (costs c0, c0 + slope, …) start before span_s; at least 1."""
+
+    def start(m: int) -> float:
+        return m * c0 + slope * m * (m - 1) / 2
+
+    if start(k - 1) < span_s:
+        return k
+    if slope > 0:
+        b = c0 - slope / 2
+        guess = (-b + math.sqrt(b * b + 2 * slope * span_s)) / slope
+    else:
+        guess = span_s / c0 if c0 > 0 else float(k)
+    m = min(max(int(guess), 0), k - 1)
+    while m > 0 and start(m) >= span_s:
+        m -= 1
+    while m + 1 < k and start(m + 1) < span_s:
+        m += 1
+    return m + 1
+
+
+def _downsampled(points: list[tuple[float, int]]) -> list[tuple[float, int]]:
+    if len(points) <= TIMELINE_POINTS:
+        return points
+    size = len(points) / TIMELINE_POINTS
+    out = []
+    for i in range(TIMELINE_POINTS):
+        stretch = points[int(i * size) : int((i + 1) * size)]
+        out.append(max(stretch, key=lambda p: p[1]))
+    return out
+
+
+def _never_served(r: Request, limits: EngineLimits) -> bool:
+    if _ceil_div(r.prompt_tokens + r.output_tokens - 1, limits.block_size_tokens) > limits.kv_blocks:
+        return True
+    return not limits.chunked_prefill and r.prompt_tokens > limits.max_num_batched_tokens
+
+
+def simulate(
+    requests: Sequence[Request],
+    cost: IterationCost,
+    limits: EngineLimits,
+    replicas: int = 1,
+    routing: str = "round_robin",
+    *,
+    _step_by_step: bool = False,
+) -> SimResult:
+    """Serve `requests` on `replicas` identical engines; `_step_by_step` turns the bulk
+    decode off (for the test that checks the two agree)."""
+    if replicas < 1:
+        raise ValueError(f"replicas must be at least 1, got {replicas!r}")
+    if routing not in ROUTINGS:
+        raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, got {routing!r}")
+    engines = [_Replica(i, cost, limits, _step_by_step) for i in range(replicas)]
+    served: list[_Seq] = []
+    rejected: list[Request] = []
+    turn = 0
+    for r in sorted(requests, key=lambda r: r.arrival_s):
+        if _never_served(r, limits):
+            rejected.append(r)
+            continue
+        t = r.arrival_s
+        if routing == "round_robin":
+            engine = engines[turn % replicas]
+            turn += 1
+            engine.advance(t)
+        else:
+            for e in engines:
+                e.advance(t)
+            engine = min(engines, key=lambda e: e.in_system_at(t))
+        s = _Seq(r)
+        engine.arrive(s, t)
+        served.append(s)
+    for e in engines:
+        e.advance(math.inf)
+
+    results = []
+    for s in served:
+        assert s.first_s is not None and s.state == _DONE
+        results.append(RequestResult(s.request, s.replica, s.first_s, s.finish_s, s.preemptions))
+    duration = max(s.finish_s for s in served) - served[0].request.arrival_s if served else 0.0
+    stats = []
+    for e in engines:
+        st = e.stats
+        st.mean_queue = e.wait_area_s / duration if duration > 0 else 0.0
+        st.queue_timeline = _downsampled(st.queue_timeline)
+        stats.append(st)
+    return SimResult(results, stats, duration, rejected)
