@@ -86,6 +86,11 @@ class FleetResult:
         return self.status in ("optimal", "feasible")
 
 
+MAX_OBJECTIVE = 2**62
+"""CP-SAT's objective coefficients and values are 64-bit integers; a weighted objective
+is kept below this."""
+
+
 def solve_fleet(
     fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour: float | None = None, clock: SolverClock | None = None
 ) -> FleetResult:
@@ -191,9 +196,31 @@ def solve_fleet(
     # quality_rank), as solve's prefer: quality: the quality a used option gives up.
     lost = sum(q * u for q, u in quality_terms) if quality_terms else 0
     quality_bound = sum(q for q, _ in quality_terms) + 1
-    m.minimize(((cost * quality_bound + lost) * gpu_bound + total_gpus) * shape_bound + sum(shapes_used))
-    result.status = status_name(sv.solve(m))
-    result.wall_s += sv.wall_time
+    tie_breaks = (lost * gpu_bound + total_gpus) * shape_bound + sum(shapes_used)
+    tie_bound = (quality_bound * gpu_bound) * shape_bound
+    cost_bound = sum(round(dev.price.usd_per_gpu_hour * 100) * uppers[n] for n, dev in devices.items() if dev.price) + 1
+    if cost_bound * tie_bound < MAX_OBJECTIVE:
+        m.minimize(cost * tie_bound + tie_breaks)
+        result.status = status_name(sv.solve(m))
+        result.wall_s += sv.wall_time
+    else:
+        # One weighted objective would overflow CP-SAT's 64-bit integers (a huge
+        # demand): the cost first, then the tie-breaks at that cost.
+        m.minimize(cost)
+        result.status = status_name(sv.solve(m))
+        result.wall_s += sv.wall_time
+        if result.feasible and tie_bound < MAX_OBJECTIVE:
+            m.add(cost <= round(sv.objective_value))
+            sv = fleet_solver()
+            m.minimize(tie_breaks)
+            second = status_name(sv.solve(m))
+            result.wall_s += sv.wall_time
+            if second not in ("optimal", "feasible"):
+                m.clear_objective()
+                m.minimize(cost)
+                sv = fleet_solver()
+                result.status = status_name(sv.solve(m))
+                result.wall_s += sv.wall_time
     if not result.feasible:
         return result
     problem = classes[0].problem if classes else None

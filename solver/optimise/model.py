@@ -112,6 +112,47 @@ class _Built:
     literals: dict[str, cp_model.IntVar] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Rule:
+    """One named constraint: a candidate's integer coefficient at most the limit. The
+    model has exactly one candidate chosen, so a rule holds for a plan exactly when its
+    candidate's coefficient is within the limit — which lets feasibility questions be
+    answered without a solver (`admissible`)."""
+
+    name: str
+    coeff: Callable[[Candidate], int]
+    limit: int
+    physical: bool = False
+    """memory and interconnect: never relaxed, never an assumption."""
+
+
+def rules(limits: Limits) -> list[Rule]:
+    out = [
+        Rule("memory", lambda c: c.memory_excess, 0, physical=True),
+        Rule("interconnect", lambda c: c.interconnect_excess, 0, physical=True),
+    ]
+    if limits.max_tpot_us is not None:
+        out.append(Rule("max_tpot", lambda c: c.tpot_us, limits.max_tpot_us))
+    if limits.max_ttft_us is not None:
+        out.append(Rule("max_ttft", lambda c: c.ttft_us, limits.max_ttft_us))
+    if limits.max_cost_cents is not None:
+        out.append(Rule("max_usd_per_hour", lambda c: c.cost_cents, limits.max_cost_cents))
+    if limits.max_purchase_dollars is not None:
+        out.append(Rule("max_purchase_usd", lambda c: c.purchase_dollars, limits.max_purchase_dollars))
+    if limits.max_gpus is not None:
+        out.append(Rule("max_gpus", lambda c: c.gpus, limits.max_gpus))
+    return out
+
+
+def admissible(c: Candidate, limits: Limits, assumed: Collection[str] | None = None) -> bool:
+    """Whether choosing `c` meets the physical rules and the targets `assumed` (all
+    targets when None), as the CP-SAT model with those assumptions would."""
+    for rule in rules(limits):
+        if (rule.physical or assumed is None or rule.name in assumed) and rule.coeff(c) > rule.limit:
+            return False
+    return not any(t in c.relaxed and (assumed is None or t in assumed) for t in ("users", "context_tokens"))
+
+
 def build_model(cands: list[Candidate], limits: Limits, *, with_assumptions: bool = False) -> _Built:
     from ortools.sat.python import cp_model
 
@@ -127,18 +168,8 @@ def build_model(cands: list[Candidate], limits: Limits, *, with_assumptions: boo
             built.literals[name] = lit
             ct.only_enforce_if(lit)
 
-    constrain("memory", [c.memory_excess for c in cands], 0, physical=True)
-    constrain("interconnect", [c.interconnect_excess for c in cands], 0, physical=True)
-    if limits.max_tpot_us is not None:
-        constrain("max_tpot", [c.tpot_us for c in cands], limits.max_tpot_us)
-    if limits.max_ttft_us is not None:
-        constrain("max_ttft", [c.ttft_us for c in cands], limits.max_ttft_us)
-    if limits.max_cost_cents is not None:
-        constrain("max_usd_per_hour", [c.cost_cents for c in cands], limits.max_cost_cents)
-    if limits.max_purchase_dollars is not None:
-        constrain("max_purchase_usd", [c.purchase_dollars for c in cands], limits.max_purchase_dollars)
-    if limits.max_gpus is not None:
-        constrain("max_gpus", [c.gpus for c in cands], limits.max_gpus)
+    for rule in rules(limits):
+        constrain(rule.name, [rule.coeff(c) for c in cands], rule.limit, physical=rule.physical)
     if with_assumptions:
         # Candidates computed without the users or the context target may be chosen
         # only when that target is not assumed.
@@ -234,42 +265,37 @@ def optimise(cands: list[Candidate], limits: Limits, objective: str, time_limit:
 
 
 def is_feasible(cands: list[Candidate], limits: Limits, time_limit: float | SolverClock = 10.0) -> bool:
-    cands = prune(cands, limits, "min_gpus")
-    if not cands:
-        return False
-    b = build_model(cands, limits)
-    return status_name(new_solver(time_limit).solve(b.model)) in ("optimal", "feasible")
+    """Some candidate meets every rule (exactly one is chosen, so no solver is needed;
+    `time_limit` is kept for the callers' symmetry with optimise)."""
+    return any(admissible(c, limits) for c in cands)
 
 
 def minimal_conflict(
     cands: list[Candidate], limits: Limits, time_limit: float | SolverClock = 10.0, *, exclude: Collection[str] = frozenset()
 ) -> list[str]:
     """A smallest set of user targets that cannot hold together, even with every
-    other target dropped: CP-SAT's sufficient assumptions for infeasibility, shrunk
-    by deletion until removing any one makes the rest of the set feasible. Targets in
-    `exclude` are left unenforced. Empty when the physics alone (memory,
-    interconnect) rules out every candidate, or when nothing conflicts."""
-    b = build_model(cands, limits, with_assumptions=True)
-    names = [n for n in TARGETS if n in b.literals and n not in exclude]
-    index = {b.literals[n].index: n for n in names}
+    other target dropped, shrunk by deletion until removing any one makes the rest
+    of the set feasible. Targets in `exclude` are left unenforced. Empty when the
+    physics alone (memory, interconnect) rules out every candidate, or when nothing
+    conflicts. Each question "do these targets admit a plan?" is answered by
+    `admissible` over the candidates: exactly the CP-SAT model with those assumptions,
+    without a solve."""
+    present = {r.name for r in rules(limits) if not r.physical} | {t for c in cands for t in c.relaxed}
+    names = [n for n in TARGETS if n in present and n not in exclude]
 
     def infeasible(subset: list[str]) -> tuple[bool, list[str]]:
-        b.model.clear_assumptions()
-        b.model.add_assumptions([b.literals[n] for n in subset])
-        s = new_solver(time_limit)
-        s.parameters.interleave_search = False
-        code = status_name(s.solve(b.model))
-        if code != "infeasible":
+        if any(admissible(c, limits, subset) for c in cands):
             return False, []
-        core = [index[i] for i in s.sufficient_assumptions_for_infeasibility() if i in index]
-        return True, core
+        return True, subset
 
     bad, core = infeasible(names)
     if not bad:
         return []  # feasible with every target: nothing to explain
     core = [n for n in names if n in core] or names
-    # Deletion: drop each target in turn; keep it out if the rest still conflict.
-    for n in list(core):
+    # Deletion: drop each target in turn, the last in TARGETS order first (so that of
+    # two targets each conflicting alone, the first named is the one kept); keep it out
+    # if the rest still conflict.
+    for n in reversed(list(core)):
         trial = [c for c in core if c != n]
         still, _ = infeasible(trial)
         if still:

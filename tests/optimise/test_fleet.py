@@ -302,3 +302,27 @@ def test_at_equal_cost_a_fleet_takes_the_better_format():
     res = solve_fleet(fs, classes)
     assert res.cost_usd_per_hour == 0
     assert [a.option.label for a in res.assignments] == ["a100-80gb TP4 bf16/bf16"]
+
+
+def test_a_demand_too_large_for_one_weighted_objective_still_solves():
+    # 10 million users make cost × (quality, GPU, shape tie-breaks) overflow 64 bits as
+    # one objective; the cost is then minimised first. One H100 TP1 replica holds at most
+    # a few hundred users, so serving all would need > 10,000 GPUs: under a $50/h budget
+    # max_served serves part of the demand, and the answer is a plan, not an invalid model.
+    spec = {
+        "objective": "max_served",
+        "budget": {"max_usd_per_hour": 50},
+        "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
+        "workloads": [
+            {
+                "name": "huge",
+                "model": "llama-3.1-8b",
+                "workload": {"users": 10_000_000, "context_tokens": 4096, "prompt_tokens": 1024},
+                "sla": {"max_tpot": "50ms"},
+            }
+        ],
+    }
+    res = solve_fleet(*fleet(spec))
+    assert res.status in ("optimal", "feasible")
+    assert 0 < res.served["huge"] < 10_000_000
+    assert res.cost_usd_per_hour <= 50 + 1e-9
