@@ -101,7 +101,7 @@ class InputError(Exception):
         loc = tuple(err.get("loc", ()))
         # pydantic reports union branches and validators as extra loc parts; keep
         # the path the user wrote.
-        path = tuple(p for p in loc if isinstance(p, int) or not str(p).startswith(("function-", "union")))
+        path = tuple(p for p in loc if isinstance(p, int) or not str(p).startswith(("function-", "union", "length-")))
         field = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in path).replace(".[", "[") or "input"
         kind = err.get("type", "")
         msg = err.get("msg", "invalid").removeprefix("Value error, ")

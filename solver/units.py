@@ -57,3 +57,16 @@ def fmt_rate(x: float, unit: str) -> str:
         if abs(x) >= scale:
             return f"{x / scale:,.1f} {prefix}{unit}"
     return f"{x:,.1f} {unit}"
+
+
+TIME_TOLERANCE = 1e-9
+"""Relative: a time meets its limit when it is at most limit × (1 + TIME_TOLERANCE). The
+slack is float noise (two paths to the same figure, `9.5ms` parsed as 9.5 × 1e-3), never
+physics: a plan over its target by more than this is refused. The solver-free validator
+(explain/validate.py) allows the same."""
+
+
+def meets_time(seconds: float, limit_s: float) -> bool:
+    """The one rule for a time against its limit, wherever a plan is built or chosen: a
+    plan exactly at its target meets it (a TPOT set to a plan's own TPOT keeps the plan)."""
+    return seconds <= limit_s * (1 + TIME_TOLERANCE)

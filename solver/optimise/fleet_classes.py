@@ -62,6 +62,7 @@ def _class_specs(fs: FleetSpec, w: FleetWorkloadIn, index: int) -> list[tuple[st
         return [(w.name, Spec.model_validate({**common, "workload": base}))]
     out = []
     users = w.workload.users
+    assert users is not None  # FleetWorkloadIn refuses requests_per_s
     shares = [c.share for c in w.mix]
     # Largest-remainder split of the users over the classes: they add up exactly.
     raw = [users * s for s in shares]
@@ -148,7 +149,7 @@ def build_classes(fs: FleetSpec, catalog: Catalog, base_dir: Path | None = None)
             built += len(problem.shapes)
             check_built(built, where)
             single = fs.single_shape if w.single_shape is None else w.single_shape
-            sc = ServiceClass(w.name, cname, spec.workload.users, w.priority, problem, single_shape=single)
+            sc = ServiceClass(w.name, cname, problem.workload.users, w.priority, problem, single_shape=single)
             sc.options, sc.why_none = _options(problem)
             out.append(sc)
     return out

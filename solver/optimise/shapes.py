@@ -20,8 +20,18 @@ from solver.catalog.topology import scale_up_domain_size
 from solver.errors import InputError
 from solver.optimise.problem import Problem, Shape, Skipped
 from solver.physics.costs import gpu_hour_costs
-from solver.physics.deployment import Deployment, Targets, Workload
-from solver.spec.resolve import apply_factors, band_of, check_engine_fits, engine_factors, override_device, resolve_engine, resolve_model
+from solver.physics.deployment import Deployment
+from solver.spec.resolve import (
+    apply_factors,
+    band_of,
+    check_engine_fits,
+    engine_factors,
+    override_device,
+    resolve_engine,
+    resolve_model,
+    targets_of,
+    workload_of,
+)
 from solver.spec.solve_spec import Spec
 
 _T = TypeVar("_T")
@@ -184,9 +194,9 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
 
     w = spec.workload
     # WorkloadIn derives the third of context, prompt and output from the other two.
-    assert w.context_tokens is not None and w.prompt_tokens is not None and w.output_tokens is not None
-    workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens, w.kv_fill, w.batching)
-    targets = Targets(max_ttft_s=spec.sla.max_ttft, max_tpot_s=spec.sla.max_tpot)
+    assert w.context_tokens is not None
+    workload = workload_of(w, spec.sla)
+    targets = targets_of(spec.sla)
     pricing = catalog.pricing(spec.pricing.providers, spec.pricing.tier, spec.pricing.statistic, secondary=spec.pricing.secondary)
     ownership = dataclasses.replace(catalog.ownership, **spec.ownership.model_dump(exclude_none=True))
     devices = [_apply_overrides(dataclasses.replace(d, price=catalog.price(d.name, pricing)), spec, catalog) for d in _select_devices(spec, catalog)]

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from solver.units import fmt_seconds
+from solver.units import TIME_TOLERANCE, fmt_seconds, meets_time  # noqa: F401 (the rule lives in solver.units; re-exported)
 
 
 class Measured(Protocol):
@@ -29,18 +29,6 @@ class Measured(Protocol):
 
 
 US = 1_000_000  # microseconds per second
-
-TIME_TOLERANCE = 1e-9
-"""Relative: a time meets its limit when it is at most limit × (1 + TIME_TOLERANCE). The
-slack is float noise (two paths to the same figure, `9.5ms` parsed as 9.5 × 1e-3), never
-physics: a plan over its target by more than this is refused. The solver-free validator
-(explain/validate.py) allows the same."""
-
-
-def meets_time(seconds: float, limit_s: float) -> bool:
-    """The one rule for a time against its limit, wherever a plan is built or chosen: a
-    plan exactly at its target meets it (a TPOT set to a plan's own TPOT keeps the plan)."""
-    return seconds <= limit_s * (1 + TIME_TOLERANCE)
 
 
 def ceil_us(seconds: float) -> int:

@@ -12,6 +12,31 @@ from solver.catalog import Device, Engine, Factors, Model, Platform, Precision
 
 
 @dataclass(frozen=True)
+class LengthDistribution:
+    """Prompt or output lengths of the requests, in tokens: `fixed` at the mean, or
+    `lognormal` (spread by its P99), `exponential`, `uniform` over [low, high]; every
+    draw is clipped to [low, high]."""
+
+    dist: str
+    mean_tokens: float
+    low_tokens: int
+    high_tokens: int
+    p99_tokens: float | None = None
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Open-loop arrivals: requests per second over all replicas, with gaps whose
+    coefficient of variation is `arrival_cv` (1: Poisson; above 1: burstier, a gamma
+    renewal process), lengths drawn per request."""
+
+    requests_per_s: float
+    prompt: LengthDistribution
+    output: LengthDistribution
+    arrival_cv: float = 1.0
+
+
+@dataclass(frozen=True)
 class Workload:
     users: int
     """Concurrent sequences (requests in flight) across all replicas."""
@@ -26,6 +51,9 @@ class Workload:
     """isolated: the seed's figures, each step and each prompt on its own;
     continuous: prompts of arriving requests are prefilled in chunks inside the decode
     steps (vLLM, SGLang), so TPOT grows with the prefill work and TTFT with the load."""
+    traffic: Traffic | None = None
+    """Given as a request rate: `users` is then the concurrency the rate brings at the
+    targets (Little's law), and every plan is sized and checked against the traffic."""
 
     @property
     def resident_tokens(self) -> int:
@@ -72,7 +100,15 @@ class Deployment:
 
 @dataclass(frozen=True)
 class Targets:
-    """The user's latency limits, in seconds (None: not set)."""
+    """The user's latency limits, in seconds (None: not set). Under traffic a limit
+    holds at a percentile of the requests (`ttft_percentile`, `tpot_percentile`), and
+    end-to-end time may have one too."""
 
     max_ttft_s: float | None = None
     max_tpot_s: float | None = None
+    ttft_percentile: float | None = None
+    tpot_percentile: float | None = None
+    max_e2e_s: float | None = None
+    e2e_percentile: float | None = None
+    min_goodput: float | None = None
+    """Share of requests that must meet every limit at once (simulated)."""

@@ -8,7 +8,7 @@ from solver.physics.deployment import Deployment
 from solver.physics.memory import deployment_weights_bytes, group_weights_bytes, input_embedding_bytes, sixteen_bit_bytes
 
 
-def expert_hit_fraction(num_experts: int, experts_per_token: int, tokens: int) -> float:
+def expert_hit_fraction(num_experts: int, experts_per_token: int, tokens: float) -> float:
     """Expected share of an MoE layer's routed experts that at least one of `tokens`
     tokens is routed to, assuming uniform independent routing:
     1 − (1 − k/E)^tokens. One token touches k/E; a large batch touches them all."""

@@ -11,7 +11,9 @@ the edge, resolved against the catalog into plain dataclasses for the physics.
 
 from __future__ import annotations
 
-from pydantic import Field, ValidationError
+from typing import Self
+
+from pydantic import Field, ValidationError, model_validator
 
 from solver.errors import InputError
 from solver.spec.fields import EngineField, EngineIn, HardwareIn, OverridesIn, PrecisionIn, SlaIn, SpecModel, WorkloadIn
@@ -25,6 +27,12 @@ class EvaluateInput(SpecModel):
     workload: WorkloadIn
     sla: SlaIn = SlaIn()
     overrides: OverridesIn = OverridesIn()
+
+    @model_validator(mode="after")
+    def _users(self) -> Self:
+        if self.workload.requests_per_s is not None:
+            raise ValueError("evaluate walks one configuration at a number of users; for a request rate use `plan-opt simulate` (or `solve`)")
+        return self
 
 
 def parse_input(data: object, lines: dict | None = None, source: str | None = None) -> EvaluateInput:

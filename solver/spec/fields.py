@@ -24,14 +24,17 @@ coefficients. The factors' ranges are in `solver/catalog/factors.py`.
 | Params | 1e6 to 1e13 | total_params, active_params |
 | KernelShare | 0.01 to 1.5 | a weight format's bandwidth_share, compute_share |
 | Fraction | 0.01 to 1 | engine.gpu_memory_utilization, ownership.utilisation |
-| Share | 0.001 to 1 | a mix class's share |
+| Share | 0.001 to 1 | a mix class's share, sla.goodput |
+| Rate | 0.000001 to 1,000,000 | workload.requests_per_s |
+| Cv | 0.05 to 20 | workload.arrival.cv |
 """
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from solver.catalog import ComputeDtype
 from solver.catalog.factors import Efficiency, MemoryShare, OverheadBytes, PeakScale, SmallOverhead, StepOverhead
@@ -57,6 +60,8 @@ PARAMS = Bound(1e6, 1e13, shown="1e6 to 1e13 (a million to ten trillion)")
 KERNEL_SHARE = Bound(0.01, 1.5)
 FRACTION = Bound(0.01, 1)
 SHARE = Bound(0.001, 1)
+RATE = Bound(1e-6, 1e6, shown="0.000001 to 1,000,000 requests/s")
+CV = Bound(0.05, 20)
 
 Users = Annotated[int, USERS]
 Tokens = Annotated[int, TOKENS]
@@ -73,6 +78,8 @@ Params = Annotated[float, PARAMS]
 KernelShare = Annotated[float, KERNEL_SHARE]
 Fraction = Annotated[float, FRACTION]
 Share = Annotated[float, SHARE]
+Rate = Annotated[float, RATE]
+Cv = Annotated[float, CV]
 
 
 def _stripped(v: object) -> object:
@@ -134,11 +141,85 @@ class PrecisionIn(SpecModel):
     kv_cache: FormatName = Field(default="bf16", description="KV-cache format.")
 
 
+Z_P99 = 2.3263478740408408
+"""The standard normal's 99th percentile: a lognormal's P99 is exp(mu + Z_P99 × sigma)."""
+
+
+class LengthsIn(SpecModel):
+    """Request lengths that vary: `{dist: lognormal, mean: 1000, p99: 6000}`,
+    `{dist: exponential, mean: 300}`, `{dist: uniform, min: 100, max: 900}`; every draw
+    is clipped to [min, max] (default 1 and the context)."""
+
+    dist: Literal["fixed", "lognormal", "exponential", "uniform"] = Field(description="The shape of the lengths.")
+    mean: Tokens | None = Field(default=None, description=f"Mean tokens, {TOKENS} (uniform: the middle of min and max).")
+    p99: Tokens | None = Field(default=None, description=f"lognormal: the 99th percentile, {TOKENS}; above the mean, at most 14.9 × it.")
+    min: Tokens | None = Field(default=None, description=f"Shortest draw, {TOKENS} (default 1).")
+    max: Tokens | None = Field(default=None, description=f"Longest draw, {TOKENS} (default: what the context leaves).")
+
+    @model_validator(mode="after")
+    def _shape(self) -> Self:
+        if self.dist == "uniform":
+            if self.min is None or self.max is None:
+                raise ValueError("a uniform length needs min and max")
+            if self.mean is not None and self.mean * 2 != self.min + self.max:
+                raise ValueError(f"a uniform length's mean is (min + max) / 2 = {(self.min + self.max) / 2:g}; leave mean out")
+            self.mean = (self.min + self.max) // 2
+        if self.mean is None:
+            raise ValueError(f"a {self.dist} length needs its mean")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min:,}) must not exceed max ({self.max:,})")
+        if (self.min is not None and self.mean < self.min) or (self.max is not None and self.mean > self.max):
+            raise ValueError("the mean must lie between min and max")
+        if self.dist == "lognormal":
+            if self.p99 is None:
+                raise ValueError("a lognormal length needs its p99 (how far the long requests reach)")
+            ratio = self.p99 / self.mean
+            if not 1 < ratio < math.exp(Z_P99**2 / 2):
+                raise ValueError(f"a lognormal's p99 must lie above its mean and below {math.exp(Z_P99**2 / 2):.1f} × it; got {ratio:.2f} ×")
+        elif self.p99 is not None:
+            raise ValueError(f"p99 sets a lognormal's spread; a {self.dist} length has none")
+        return self
+
+
+def _length_kind(v: object) -> str:
+    return "length-distribution" if isinstance(v, dict | LengthsIn) else "length-tokens"
+
+
+Length = Annotated[
+    Annotated[Tokens, Tag("length-tokens")] | Annotated[LengthsIn, Tag("length-distribution")],
+    Discriminator(_length_kind),
+]
+"""A length as tokens, or (a mapping) a distribution; an error names the branch the value took."""
+
+
+class ArrivalIn(SpecModel):
+    process: Literal["poisson", "gamma"] = Field(default="poisson", description="poisson: independent arrivals; gamma: gaps with the given cv.")
+    cv: Cv = Field(default=1.0, description=f"Coefficient of variation of the gaps between arrivals, {CV}; 1 is Poisson, above 1 burstier.")
+
+    @model_validator(mode="after")
+    def _poisson(self) -> Self:
+        if self.process == "poisson" and self.cv != 1.0:
+            raise ValueError("Poisson arrivals have cv 1; write process: gamma for another cv")
+        return self
+
+
+def length_mean(v: int | LengthsIn | None) -> int | None:
+    """The mean tokens of a length given as a number or a distribution."""
+    return v.mean if isinstance(v, LengthsIn) else v
+
+
 class WorkloadIn(SpecModel):
-    users: Users = Field(description=f"Concurrent users (sequences in flight), {USERS}.")
+    users: Users | None = Field(default=None, description=f"Concurrent users (sequences in flight), {USERS}; or give requests_per_s.")
+    requests_per_s: Rate | None = Field(
+        default=None, description=f"Requests arriving per second over all replicas (open loop), {RATE}; instead of users."
+    )
+    arrival: ArrivalIn | None = Field(default=None, description="With requests_per_s: how arrivals cluster (default Poisson).")
     context_tokens: Tokens | None = Field(default=None, description=f"Tokens per sequence at its longest, {TOKENS}.")
-    prompt_tokens: Tokens | None = Field(default=None, description=f"Prompt tokens per sequence, {TOKENS}.")
-    output_tokens: Tokens | None = Field(default=None, description=f"Output tokens per sequence, {TOKENS}.")
+    prompt_tokens: Length | None = Field(
+        default=None,
+        description=f"Prompt tokens per sequence, {TOKENS}; with requests_per_s also a distribution, e.g. {{dist: lognormal, mean: 1000, p99: 6000}}.",
+    )
+    output_tokens: Length | None = Field(default=None, description=f"Output tokens per sequence, {TOKENS}; or a distribution, as prompt_tokens.")
     kv_fill: KvFill = Field(
         default=1.0, description=f"Share of the context each user holds on average, {KV_FILL}; 1.0 = all at full context (worst case)."
     )
@@ -148,32 +229,108 @@ class WorkloadIn(SpecModel):
         "inside the decode steps, as vLLM and SGLang do, so TTFT and TPOT grow with the load.",
     )
 
+    @property
+    def prompt_mean_tokens(self) -> int:
+        """The prompt's tokens (a distribution's mean); set once validated."""
+        v = length_mean(self.prompt_tokens)
+        assert v is not None  # _derive fills it
+        return v
+
+    @property
+    def output_mean_tokens(self) -> int:
+        v = length_mean(self.output_tokens)
+        assert v is not None  # _derive fills it
+        return v
+
     @model_validator(mode="after")
     def _derive(self) -> Self:
-        given = [x is not None for x in (self.context_tokens, self.prompt_tokens, self.output_tokens)]
+        if (self.users is None) == (self.requests_per_s is None):
+            raise ValueError("give users (concurrent sequences) or requests_per_s (arrivals per second), one of them")
+        traffic = self.requests_per_s is not None
+        if not traffic:
+            if self.arrival is not None:
+                raise ValueError("arrival describes requests_per_s; a users workload has none")
+            for key in ("prompt_tokens", "output_tokens"):
+                if isinstance(getattr(self, key), LengthsIn):
+                    raise ValueError(f"{key} as a distribution needs requests_per_s (users are all alike)")
+        prompt, output = length_mean(self.prompt_tokens), length_mean(self.output_tokens)
+        given = [x is not None for x in (self.context_tokens, prompt, output)]
         if sum(given) < 2:
             raise ValueError("give at least two of context_tokens, prompt_tokens, output_tokens (the third is derived)")
+        if traffic and (prompt is None or output is None):
+            raise ValueError("with requests_per_s give prompt_tokens and output_tokens (each a number or a distribution)")
         # At most one of the three is None from here on: the one derived below.
         if self.context_tokens is None:
-            assert self.prompt_tokens is not None and self.output_tokens is not None
-            if self.prompt_tokens + self.output_tokens > MAX_TOKENS:
+            assert prompt is not None and output is not None
+            longest = _longest(self.prompt_tokens) + _longest(self.output_tokens) if traffic else prompt + output
+            if longest > MAX_TOKENS:
                 raise ValueError(f"prompt_tokens + output_tokens is the context, and must be at most {MAX_TOKENS:,}")
-            self.context_tokens = self.prompt_tokens + self.output_tokens
-        elif self.prompt_tokens is None:
-            assert self.output_tokens is not None
-            if self.output_tokens >= self.context_tokens:
+            self.context_tokens = longest
+        elif prompt is None:
+            assert output is not None
+            if output >= self.context_tokens:
                 raise ValueError("output_tokens must be less than context_tokens to leave room for a prompt")
-            self.prompt_tokens = self.context_tokens - self.output_tokens
-        elif self.output_tokens is None:
-            if self.prompt_tokens >= self.context_tokens:
+            self.prompt_tokens = self.context_tokens - output
+        elif output is None:
+            if prompt >= self.context_tokens:
                 raise ValueError("prompt_tokens must be less than context_tokens to leave room for output")
-            self.output_tokens = self.context_tokens - self.prompt_tokens
+            self.output_tokens = self.context_tokens - prompt
+        elif traffic and prompt + output > self.context_tokens:
+            raise ValueError(f"the mean prompt and output ({prompt:,} + {output:,}) exceed context_tokens ({self.context_tokens:,})")
         return self
+
+
+def _longest(v: int | LengthsIn | None) -> int:
+    """The longest length a draw may take, for the context it needs: a distribution's
+    max, else a lognormal's P99.9 and an exponential's (7 × its mean), else the value."""
+    if v is None:
+        return 0
+    if not isinstance(v, LengthsIn):
+        return v
+    assert v.mean is not None  # LengthsIn._shape fills it
+    if v.max is not None:
+        return v.max
+    if v.dist == "lognormal":
+        assert v.p99 is not None
+        sigma = Z_P99 - math.sqrt(Z_P99**2 - 2 * math.log(v.p99 / v.mean))
+        mu = math.log(v.mean) - sigma**2 / 2
+        return math.ceil(math.exp(mu + 3.0902 * sigma))  # P99.9
+    if v.dist == "exponential":
+        return math.ceil(v.mean * math.log(1000))  # P99.9
+    return v.mean
+
+
+class PercentileIn(SpecModel):
+    """A latency target at one percentile of the requests: `{p99: 2s}`."""
+
+    p50: Latency | None = None
+    p90: Latency | None = None
+    p95: Latency | None = None
+    p99: Latency | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> Self:
+        given = [k for k in ("p50", "p90", "p95", "p99") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give one percentile (p50, p90, p95 or p99), not {len(given)}")
+        return self
+
+    @property
+    def percentile(self) -> float:
+        return next(float(k[1:]) for k in ("p50", "p90", "p95", "p99") if getattr(self, k) is not None)
+
+    @property
+    def limit_s(self) -> float:
+        return next(v for k in ("p50", "p90", "p95", "p99") if (v := getattr(self, k)) is not None)
 
 
 class SlaIn(SpecModel):
     max_ttft: Latency | None = Field(default=None, description=f'Time to first token, {LATENCY}, e.g. "500ms".')
     max_tpot: Latency | None = Field(default=None, description=f'Time per output token, {LATENCY}, e.g. "50ms".')
+    ttft: PercentileIn | None = Field(default=None, description="With requests_per_s: TTFT at a percentile, e.g. {p99: 2s}.")
+    tpot: PercentileIn | None = Field(default=None, description="With requests_per_s: TPOT at a percentile, e.g. {p90: 40ms}.")
+    e2e: PercentileIn | None = Field(default=None, description="With requests_per_s: end-to-end time at a percentile, e.g. {p50: 20s}.")
+    goodput: Share | None = Field(default=None, description=f"With requests_per_s: share of requests meeting every target at once, {SHARE}.")
     at: Literal["nominal", "pessimistic"] = Field(
         default="nominal",
         description="pessimistic: with --calibration, hold the targets at the slow edge of the band the calibration residuals give.",
@@ -247,3 +404,18 @@ def _engine_field(v: object) -> dict[Any, Any] | EngineIn:
 
 
 EngineField = Annotated[EngineIn, BeforeValidator(_engine_field)]
+
+
+def check_traffic(workload: WorkloadIn, sla: SlaIn) -> None:
+    """Percentile targets go with a request rate, and plain maxima with users: a rate's
+    slowest request is unbounded, so under traffic every limit names its percentile."""
+    traffic = workload.requests_per_s is not None
+    percentiles = [k for k in ("ttft", "tpot", "e2e", "goodput") if getattr(sla, k) is not None]
+    if not traffic and percentiles:
+        raise ValueError(f"sla.{percentiles[0]} holds at a percentile of requests: give workload.requests_per_s (or use sla.max_ttft, sla.max_tpot)")
+    if traffic:
+        for plain, pct in (("max_ttft", "ttft"), ("max_tpot", "tpot")):
+            if getattr(sla, plain) is not None:
+                raise ValueError(
+                    f"under requests_per_s the slowest request has no bound; give sla.{pct} at a percentile, e.g. {pct}: {{p99: ...}}, instead of sla.{plain}"
+                )

@@ -25,6 +25,7 @@ from solver.spec.fields import (
     SpecModel,
     Tokens,
     WorkloadIn,
+    check_traffic,
 )
 from solver.spec.solve_spec import BudgetIn, PricingIn, SearchIn, SolverIn, SpecOverridesIn
 
@@ -54,6 +55,9 @@ class FleetWorkloadIn(SpecModel):
 
     @model_validator(mode="after")
     def _shares(self) -> Self:
+        if self.workload.requests_per_s is not None:
+            raise ValueError("a fleet workload is given in users for now; solve one service at a request rate with `plan-opt solve`")
+        check_traffic(self.workload, self.sla)
         if self.mix and abs(sum(c.share for c in self.mix) - 1) > 1e-6:
             raise ValueError(f"mix shares sum to {sum(c.share for c in self.mix):g}, not 1")
         return self

@@ -5,26 +5,43 @@ the engine with its knobs, and the factors in the order they win."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 from solver.catalog import Catalog, Device, Engine, FactorOverrides, Factors, Model
 from solver.catalog.calibration import pessimistic
 from solver.errors import InputError
-from solver.physics.deployment import Deployment, Targets, Workload
+from solver.physics.deployment import Deployment, LengthDistribution, Targets, Traffic, Workload
 from solver.spec.evaluate_input import EvaluateInput
-from solver.spec.fields import EngineIn, FactorsIn, GpuOverrides, ModelOverrides
+from solver.spec.fields import MAX_USERS, EngineIn, FactorsIn, GpuOverrides, LengthsIn, ModelOverrides, SlaIn, WorkloadIn
+
+
+def _exists(path: Path) -> bool:
+    """Whether a path names something, where asking cannot fail: a name too long for
+    the file system, or with a NUL, names nothing (it is then looked up as a catalog name)."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
 
 
 def _resolve_model(name: str, catalog: Catalog, base_dir: Path | None) -> Model:
     candidate = Path(name)
     if base_dir is not None and not candidate.is_absolute():
         relative = base_dir / candidate
-        if relative.exists():
+        if _exists(relative):
             candidate = relative
-    if name.endswith(".json") or candidate.is_dir() or (candidate.exists() and candidate.is_file()):
+    if name.endswith(".json") or _is_dir(candidate) or _exists(candidate):
         from solver.catalog.hf_config import model_from_config
 
-        return model_from_config(candidate / "config.json" if candidate.is_dir() else candidate)
+        return model_from_config(candidate / "config.json" if _is_dir(candidate) else candidate)
     return catalog.model(name)
 
 
@@ -159,7 +176,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
 
     w = inp.workload
     # WorkloadIn's validator derives whichever of the three token counts was left out.
-    assert w.context_tokens is not None and w.prompt_tokens is not None and w.output_tokens is not None
+    assert w.context_tokens is not None
     engine = resolve_engine(inp.engine, catalog, device)
     check_engine_fits(engine, w.context_tokens, hw.tp, hw.pp)
     factors = apply_factors(engine_factors(catalog, device, engine, inp.sla.at), inp.overrides.factors)
@@ -179,8 +196,61 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
         engine=engine,
         band=band_of(catalog, device),
     ).as_engine_runs()
-    workload = Workload(w.users, w.context_tokens, w.prompt_tokens, w.output_tokens, w.kv_fill, w.batching)
+    workload = workload_of(w, inp.sla)
     if workload.users < replicas:
         raise InputError("workload.users", w.users, f"fewer users than replicas ({replicas}); lower hardware.count")
-    targets = Targets(max_ttft_s=inp.sla.max_ttft, max_tpot_s=inp.sla.max_tpot)
-    return deployment, workload, targets
+    return deployment, workload, targets_of(inp.sla)
+
+
+def _lengths(v: int | LengthsIn, context_tokens: int, other_mean: int) -> LengthDistribution:
+    """A length as the physics reads it; draws are clipped to what the context leaves
+    beside the other length's mean."""
+    if not isinstance(v, LengthsIn):
+        return LengthDistribution("fixed", float(v), v, v)
+    assert v.mean is not None  # LengthsIn fills it
+    high = v.max if v.max is not None else max(v.mean, context_tokens - other_mean)
+    return LengthDistribution(v.dist, float(v.mean), v.min or 1, high, float(v.p99) if v.p99 is not None else None)
+
+
+FIRST_GUESS_TTFT_S = 1.0
+FIRST_GUESS_TPOT_S = 0.05
+"""Under traffic without a TTFT or TPOT target: the times the first guess of the
+concurrency assumes (the traffic screen then sizes every shape on its own times)."""
+
+
+def workload_of(w: WorkloadIn, sla: SlaIn) -> Workload:
+    """The physics' workload. Under requests_per_s, `users` is a first guess of the
+    concurrency (Little's law at the targets: rate × (TTFT + output × TPOT)); each
+    plan's own concurrency comes from the traffic screen."""
+    assert w.context_tokens is not None  # WorkloadIn derives it
+    prompt, output = w.prompt_mean_tokens, w.output_mean_tokens
+    if w.requests_per_s is None:
+        assert w.users is not None  # WorkloadIn: users or requests_per_s
+        return Workload(w.users, w.context_tokens, prompt, output, w.kv_fill, w.batching)
+    ttft = sla.ttft.limit_s if sla.ttft else FIRST_GUESS_TTFT_S
+    tpot = sla.tpot.limit_s if sla.tpot else FIRST_GUESS_TPOT_S
+    users = max(1, math.ceil(w.requests_per_s * (ttft + output * tpot)))
+    traffic = Traffic(
+        requests_per_s=w.requests_per_s,
+        prompt=_lengths(w.prompt_tokens or prompt, w.context_tokens, output),
+        output=_lengths(w.output_tokens or output, w.context_tokens, prompt),
+        arrival_cv=w.arrival.cv if w.arrival else 1.0,
+    )
+    # KV is sized at the average sequence: half its output written, on average over its life.
+    fill = min(1.0, (prompt + output / 2) / w.context_tokens)
+    return Workload(min(users, MAX_USERS), w.context_tokens, prompt, output, fill, "continuous", traffic)
+
+
+def targets_of(sla: SlaIn) -> Targets:
+    """The latency limits; under traffic each at its percentile."""
+    if sla.ttft is None and sla.tpot is None and sla.e2e is None and sla.goodput is None:
+        return Targets(max_ttft_s=sla.max_ttft, max_tpot_s=sla.max_tpot)
+    return Targets(
+        max_ttft_s=sla.ttft.limit_s if sla.ttft else None,
+        max_tpot_s=sla.tpot.limit_s if sla.tpot else None,
+        ttft_percentile=sla.ttft.percentile if sla.ttft else None,
+        tpot_percentile=sla.tpot.percentile if sla.tpot else None,
+        max_e2e_s=sla.e2e.limit_s if sla.e2e else None,
+        e2e_percentile=sla.e2e.percentile if sla.e2e else None,
+        min_goodput=sla.goodput,
+    )

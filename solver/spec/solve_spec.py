@@ -17,9 +17,9 @@ budget. Pydantic at the edge; `plan-opt schema` prints its JSON Schema.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from solver.catalog.types import Bound
 from solver.catalog.yaml_lines import load_yaml_file
@@ -42,6 +42,7 @@ from solver.spec.fields import (
     SlaIn,
     SpecModel,
     WorkloadIn,
+    check_traffic,
 )
 
 DEFAULT_MAX_GPUS = 512
@@ -177,6 +178,24 @@ class SolverIn(SpecModel):
     time_limit_s: Annotated[float, TIME_LIMIT] = Field(default=10.0, description=f"CP-SAT's limit per solve, {TIME_LIMIT}.")
 
 
+MAX_SIMULATED_REQUESTS = 1_000_000
+SIMULATED_REQUESTS = Bound(100, MAX_SIMULATED_REQUESTS, integer=True)
+SEED = Bound(0, 2**32 - 1, integer=True)
+
+
+class SimulationIn(SpecModel):
+    """How a plan under requests_per_s is checked: the requests are drawn (seeded) and
+    served by the plan's replicas in the simulator (solver/traffic)."""
+
+    requests: Annotated[int, SIMULATED_REQUESTS] = Field(
+        default=5_000, description=f"Requests simulated to check a plan, {SIMULATED_REQUESTS}; P99 needs thousands."
+    )
+    seed: Annotated[int, SEED] = Field(default=0, description="Seed of the draws (arrivals and lengths): the same seed, the same requests.")
+    routing: Literal["round_robin", "jsq"] = Field(
+        default="round_robin", description="How requests reach replicas: in turn, or to the one with the fewest requests (join the shortest queue)."
+    )
+
+
 class Spec(SpecModel):
     """A serving target: plan-opt finds the cheapest hardware that meets it."""
 
@@ -200,6 +219,12 @@ class Spec(SpecModel):
     overrides: SpecOverridesIn = SpecOverridesIn()
     solver: SolverIn = SolverIn()
     pareto: ParetoIn = Field(default=ParetoIn(), description="`plan-opt pareto` only: where the frontiers stop.")
+    simulation: SimulationIn = Field(default=SimulationIn(), description="With workload.requests_per_s: how each plan is checked by simulation.")
+
+    @model_validator(mode="after")
+    def _traffic(self) -> Self:
+        check_traffic(self.workload, self.sla)
+        return self
 
 
 def parse_spec(data: object, lines: dict | None = None, source: str | None = None) -> Spec:

@@ -57,7 +57,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from solver.optimise.targets import meets_time
+from solver.units import meets_time
 
 ROUTINGS = ("round_robin", "jsq")
 METRICS = ("ttft_s", "tpot_s", "e2e_s")

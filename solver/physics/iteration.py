@@ -1,0 +1,101 @@
+"""One engine iteration under traffic: what the simulator (solver/traffic) asks the
+physics for, built from the same terms as the decode step and the prefill.
+
+A continuous-batching engine runs one forward pass per iteration over the tokens it
+scheduled: one new token for each decoding sequence, and prompt chunks beside them.
+The pass is the same sum of kernels as a decode step (decode.py) and a prefill
+(prefill.py), over the iteration's tokens:
+
+    iteration = max(weights read once, matmul FLOPs of every token)
+              + max(the decoders' KV bytes, their attention FLOPs) + the chunks' attention FLOPs
+              + communication over every token + fixed cost (+ per decoding sequence)
+
+so that a decode-only iteration is exactly `DecodeCoefficients.step_s` at the
+decoders' context, and a prefill-only iteration over a whole prompt is exactly the
+idle-replica TTFT of `estimate_prefill`. KV bytes and attention FLOPs are linear in
+the tokens attended (the simulator's bulk decode steps rely on it); a sliding-window
+model's are taken at the workload's context, an approximation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from solver.physics.decode import DecodeCoefficients, decode_coefficients
+from solver.physics.deployment import Deployment, Workload
+from solver.physics.interconnect import comm_time_from_segments
+from solver.physics.kernels import attention_flops, expert_hit_fraction
+from solver.physics.prefill import estimate_prefill
+
+
+@dataclass
+class IterationModel:
+    """Seconds per iteration of one replica, as `solver.traffic.simulate.IterationCost`."""
+
+    decode: DecodeCoefficients
+    kv_s_per_token: float
+    """Reading one resident KV token (per TP rank), at the decode bandwidth."""
+    decode_attention_s_per_token: float
+    """One decoding token attending to one resident token."""
+    prefill_linear_s_per_token: float
+    """One prompt token's matmuls, at the prefill's rate (the format's compute share)."""
+    prefill_attention_s_per_pair: float
+    """One prompt token attending to one earlier position."""
+    prefill_weights_s: dict[int, float] = field(default_factory=dict)
+    """Prefill-only passes: reading the weights `tokens` touch (experts), by tokens."""
+    deployment: Deployment | None = None
+
+    def _prefill_weights_s(self, tokens: int) -> float:
+        cached = self.prefill_weights_s.get(tokens)
+        if cached is None:
+            assert self.deployment is not None
+            d = self.deployment
+            pre = estimate_prefill(d, Workload(1, tokens + 1, tokens, 1))
+            cached = self.prefill_weights_s[tokens] = pre.weights_time_s
+        return cached
+
+    def iteration_s(self, decode_seqs: int, decode_context_tokens: int, prefill_tokens: int, prefill_attention_tokens: float) -> float:
+        return self.mean_iteration_s(decode_seqs, decode_context_tokens, prefill_tokens, prefill_attention_tokens)
+
+    def mean_iteration_s(self, decode_seqs: float, decode_context_tokens: float, prefill_tokens: float, prefill_attention_tokens: float) -> float:
+        """The same cost at average (fractional) loads, as the traffic screen reads it."""
+        c = self.decode
+        b, k = decode_seqs, prefill_tokens
+        if b <= 0 and k <= 0:
+            return 0.0
+        if b > 0:
+            hit = expert_hit_fraction(c.num_experts, c.experts_per_token, b + k)
+            weights_s = (c.dense_weight_bytes + c.routed_weight_bytes * hit) / (
+                c.bandwidth_bytes_per_s * c.bandwidth_efficiency * c.weight_bandwidth_share
+            )
+            linear_s = b * c.linear_flops_per_sequence / (c.peak_flops_per_s * c.compute_efficiency) + k * self.prefill_linear_s_per_token
+        else:
+            weights_s = self._prefill_weights_s(max(1, round(k)))
+            linear_s = k * self.prefill_linear_s_per_token
+        gemm_s = max(weights_s, linear_s) if c.overlapped else weights_s + linear_s
+        kv_s = decode_context_tokens * self.kv_s_per_token
+        attend_s = decode_context_tokens * self.decode_attention_s_per_token
+        attention_s = (max(kv_s, attend_s) if c.overlapped else kv_s + attend_s) + prefill_attention_tokens * self.prefill_attention_s_per_pair
+        comm_s = comm_time_from_segments(c.comm_pieces, b + k) if c.comm_pieces else c.comm_fixed_s + (b + k) * c.comm_per_sequence_s
+        return gemm_s + attention_s + comm_s + c.step_overhead_s + b * c.sequence_overhead_s
+
+
+def iteration_model(d: Deployment, w: Workload) -> IterationModel:
+    """The iteration costs of deployment `d` for prompts and contexts like `w`'s."""
+    ctx = max(1, w.context_tokens)
+    dec = decode_coefficients(d, ctx)
+    bw = dec.bandwidth_bytes_per_s * dec.bandwidth_efficiency
+    rate = dec.peak_flops_per_s * dec.compute_efficiency
+    pre = estimate_prefill(d, w)
+    p = max(1, w.prompt_tokens)
+    pairs = p * (p + 1) / 2
+    model = IterationModel(
+        decode=dec,
+        kv_s_per_token=dec.kv_bytes_per_sequence / ctx / bw,
+        decode_attention_s_per_token=dec.attention_flops_per_sequence / ctx / rate,
+        prefill_linear_s_per_token=pre.linear_time_s / p,
+        prefill_attention_s_per_pair=attention_flops(d, p) / pairs / pre.attention_flops_per_s,
+        deployment=d,
+    )
+    model.prefill_weights_s[p] = pre.weights_time_s
+    return model

@@ -1,0 +1,113 @@
+"""The requests a traffic description stands for: arrivals and lengths drawn from a
+seeded generator, so the same spec and seed give the same requests on any machine.
+
+Arrivals are a renewal process at `requests_per_s`: exponential gaps (Poisson) for a
+cv of 1, else gamma gaps with that coefficient of variation (shape 1/cv², mean
+1/rate). Lengths are drawn per request, independently, and clipped to the
+distribution's [low, high] (which keeps every request inside the context).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+
+from solver.physics.deployment import LengthDistribution, Traffic
+from solver.traffic.simulate import Request
+
+Z_P99 = 2.3263478740408408
+"""The standard normal's 99th percentile."""
+MOMENT_DRAWS = 20_000
+"""Draws behind a distribution's moments and quantiles (the screen's inputs)."""
+
+
+def lognormal_sigma(mean: float, p99: float) -> float:
+    """The sigma of the lognormal with this mean and P99: ln(p99/mean) = Z·σ − σ²/2,
+    the smaller root (the larger one puts the P99 below the median)."""
+    return Z_P99 - math.sqrt(Z_P99**2 - 2 * math.log(p99 / mean))
+
+
+def draw_length(dist: LengthDistribution, rng: random.Random) -> int:
+    if dist.dist == "fixed":
+        x = dist.mean_tokens
+    elif dist.dist == "lognormal":
+        assert dist.p99_tokens is not None  # LengthsIn requires it
+        sigma = lognormal_sigma(dist.mean_tokens, dist.p99_tokens)
+        x = rng.lognormvariate(math.log(dist.mean_tokens) - sigma**2 / 2, sigma)
+    elif dist.dist == "exponential":
+        x = rng.expovariate(1.0 / dist.mean_tokens)
+    elif dist.dist == "uniform":
+        return rng.randint(dist.low_tokens, dist.high_tokens)
+    else:
+        raise ValueError(f"unknown length distribution {dist.dist!r}")
+    return min(dist.high_tokens, max(dist.low_tokens, round(x)))
+
+
+def draw_gap_s(traffic: Traffic, rate_per_s: float, rng: random.Random) -> float:
+    if traffic.arrival_cv == 1.0:
+        return rng.expovariate(rate_per_s)
+    shape = 1.0 / traffic.arrival_cv**2
+    return rng.gammavariate(shape, 1.0 / (rate_per_s * shape))
+
+
+def draw_requests(traffic: Traffic, count: int, seed: int, rate_per_s: float | None = None) -> list[Request]:
+    """`count` requests at `rate_per_s` (default the traffic's), the first at t = 0.
+    Lengths and gaps come from separate streams, so a change of rate moves the
+    arrivals and keeps every request's lengths."""
+    rate = traffic.requests_per_s if rate_per_s is None else rate_per_s
+    gaps = random.Random(f"{seed}:arrivals")
+    lengths = random.Random(f"{seed}:lengths")
+    out: list[Request] = []
+    t = 0.0
+    for i in range(count):
+        if i:
+            t += draw_gap_s(traffic, rate, gaps)
+        out.append(Request(t, draw_length(traffic.prompt, lengths), draw_length(traffic.output, lengths)))
+    return out
+
+
+@dataclass(frozen=True)
+class Moments:
+    """What the analytic screen reads of the lengths: means, the prompt's second
+    moment, and quantiles, from MOMENT_DRAWS seeded draws (so clipping counts)."""
+
+    prompt_mean: float
+    prompt_sq_mean: float
+    """E[P(P+1)]: a prompt's causal attention pairs are P(P+1)/2."""
+    prompt_p2_mean: float
+    """E[P²]."""
+    output_mean: float
+    prompt_quantiles: tuple[float, ...]
+    output_quantiles: tuple[float, ...]
+    """At QUANTILES."""
+
+    def prompt_at(self, p: float) -> float:
+        return self.prompt_quantiles[QUANTILES.index(p)]
+
+    def output_at(self, p: float) -> float:
+        return self.output_quantiles[QUANTILES.index(p)]
+
+
+QUANTILES = (50.0, 90.0, 95.0, 99.0)
+
+
+@lru_cache(maxsize=256)
+def moments(prompt: LengthDistribution, output: LengthDistribution) -> Moments:
+    rng = random.Random("moments")
+    ps = sorted(draw_length(prompt, rng) for _ in range(MOMENT_DRAWS))
+    os_ = sorted(draw_length(output, rng) for _ in range(MOMENT_DRAWS))
+
+    def q(xs: list[int], p: float) -> float:
+        return float(xs[min(len(xs) - 1, math.ceil(p / 100 * len(xs)) - 1)])
+
+    n = len(ps)
+    return Moments(
+        prompt_mean=sum(ps) / n,
+        prompt_sq_mean=sum(p * (p + 1) for p in ps) / n,
+        prompt_p2_mean=sum(p * p for p in ps) / n,
+        output_mean=sum(os_) / n,
+        prompt_quantiles=tuple(q(ps, p) for p in QUANTILES),
+        output_quantiles=tuple(q(os_, p) for p in QUANTILES),
+    )

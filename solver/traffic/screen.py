@@ -1,0 +1,246 @@
+"""The analytic screen: what one replica of a shape sustains under open-loop traffic,
+in microseconds of arithmetic, so that every shape of a search can be sized before
+the simulator checks the few that matter.
+
+At a rate λ per replica, in the steady state of a continuous-batching engine:
+
+- The mean iteration τ is a fixed point: n = λ·Ō·τ sequences decode (Little's law
+  on the decode phase), k = λ·P̄·τ prompt tokens ride along per iteration, and
+  τ = iteration(n decoders at their mean context P̄ + Ō/2, k prompt tokens). No fixed
+  point (τ runs away), more decoders than max_num_seqs or the KV cache holds at its
+  99th percentile (n + 2.33√n), or more tokens than the budget: the rate is past what
+  the replica sustains.
+- TPOT at percentile q: the iteration at n + z_q·√n decoders (the number in a
+  M/G/∞ decode phase is Poisson; its fluctuation is what slows one request's steps).
+- TTFT: prompts queue for the budget the decoders leave, C = budget − n tokens per
+  iteration (without chunked prefill, for whole-prompt iterations that pause the
+  decoders). The queue is M/G/1 in prompt tokens: mean wait λ·E[S²] / (2(1 − ρ)),
+  with ρ the prefill share of the budget; its tail is taken exponential, as M/M/1's
+  (P(W > t) = ρ·e^(−ρt/W̄)), so the q-quantile wait is (W̄/ρ)·ln(ρ/(1 − q)). TTFT_q =
+  half an iteration (the one running at arrival) + that wait + the q-quantile
+  prompt's own prefill.
+- End to end at q: mean TTFT + (q-quantile output − 1) × TPOT_q.
+
+These are approximations — the simulator, which schedules request by request, is
+the check; the screen only has to rank shapes and size replicas close to right.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from solver.physics.deployment import Deployment, Targets, Workload
+from solver.physics.iteration import IterationModel
+from solver.physics.memory import estimate_memory
+from solver.traffic.requests import Moments
+from solver.traffic.simulate import EngineLimits
+
+Z = {50.0: 0.0, 90.0: 1.2815515655446004, 95.0: 1.6448536269514722, 99.0: 2.3263478740408408}
+"""Standard normal quantiles at the percentiles targets may name."""
+DEFAULT_PERCENTILE = 99.0
+"""The percentile reported where no target names one."""
+FIXED_POINT_STEPS = 200
+RATE_STEPS = 40
+
+
+def engine_limits(d: Deployment, w: Workload) -> EngineLimits:
+    """The scheduler's knobs for deployment `d` (the engine as resolved) and its KV cache."""
+    e = d.engine
+    mem = estimate_memory(d, w)
+    block = mem.block_size_tokens or 16
+    budget = e.max_num_batched_tokens if e else 8192
+    seqs = e.max_num_seqs if e else 256
+    return EngineLimits(
+        max_num_seqs=seqs,
+        max_num_batched_tokens=max(budget, seqs),
+        kv_capacity_tokens=max(block, mem.kv_capacity_tokens),
+        block_size_tokens=block,
+        chunked_prefill=e.enable_chunked_prefill if e else True,
+    )
+
+
+@dataclass(frozen=True)
+class Screen:
+    """One replica at `rate_per_s`: the steady state, and the percentiles the targets name."""
+
+    rate_per_s: float
+    stable: bool
+    limit: str
+    """What stops a higher rate when not stable: memory, max_num_seqs, budget, decode."""
+    iteration_s: float
+    decoding: float
+    """Mean sequences decoding."""
+    prefill_share: float
+    """Of the budget (chunked) or of the time (whole prompts), what prompts take."""
+    ttft_mean_s: float
+    tpot_mean_s: float
+    e2e_mean_s: float
+    ttft_q_s: float
+    tpot_q_s: float
+    e2e_q_s: float
+    ttft_percentile: float
+    tpot_percentile: float
+    e2e_percentile: float
+
+    @property
+    def concurrency(self) -> float:
+        """Requests in the replica on average (Little's law)."""
+        return self.rate_per_s * self.e2e_mean_s
+
+
+def _wait_quantile_s(mean_wait_s: float, rho: float, p: float) -> float:
+    if rho <= 0 or mean_wait_s <= 0 or rho <= 1 - p / 100:
+        return 0.0
+    return mean_wait_s / rho * math.log(rho / (1 - p / 100))
+
+
+def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: float, targets: Targets) -> Screen:
+    lam = rate_per_s
+    ctx = m.prompt_mean + m.output_mean / 2
+    kv_seqs = limits.kv_capacity_tokens / (ctx + limits.block_size_tokens / 2)
+    seq_cap = min(float(limits.max_num_seqs), kv_seqs)
+    budget = float(limits.max_num_batched_tokens)
+    cost = model.mean_iteration_s
+    chunked = limits.chunked_prefill
+    qt = targets.ttft_percentile or DEFAULT_PERCENTILE
+    qp = targets.tpot_percentile or DEFAULT_PERCENTILE
+    qe = targets.e2e_percentile or DEFAULT_PERCENTILE
+
+    def unstable(limit: str, tau: float = math.inf) -> Screen:
+        inf = math.inf
+        return Screen(lam, False, limit, tau, inf, 1.0, inf, inf, inf, inf, inf, inf, qt, qp, qe)
+
+    def decode_s(n: float) -> float:
+        """A decode-only iteration of n sequences at their mean context (at least one:
+        a request that decodes is never alone in less)."""
+        n = max(n, 1.0)
+        return cost(n, n * ctx, 0.0, 0.0)
+
+    def prompt_s(p: float, n: float) -> float:
+        """The iterations that carry a prompt of p tokens beside n decoders (chunked:
+        in chunks of what the budget leaves; else one prompt-only iteration)."""
+        if not chunked:
+            return cost(0.0, 0.0, p, p * (p + 1) / 2)
+        room = max(1.0, budget - n)
+        chunks = math.ceil(p / room)
+        chunk = p / chunks
+        # chunk i attends to the i·chunk tokens before it: c·a + c(c+1)/2 each
+        pairs = sum(chunk * (i * chunk) + chunk * (chunk + 1) / 2 for i in range(chunks))
+        return chunks * cost(n, n * ctx, chunk, pairs / chunks)
+
+    def rounds(n: float) -> float:
+        """Iterations per second, every one advancing each decoder a token (chunked) or
+        the decode-only ones (whole prompts): the time left after the prompts' iterations
+        goes to decode-only ones."""
+        busy = lam * prompt_s(m.prompt_mean, n)
+        if busy >= 1:
+            return 0.0
+        per_s = (1 - busy) / decode_s(n)
+        return per_s + lam * math.ceil(m.prompt_mean / max(1.0, budget - n)) if chunked else per_s
+
+    # Fixed point: n = λ·Ō·τ decoders, τ = 1 / rounds(n).
+    n = 0.0
+    for _ in range(FIXED_POINT_STEPS):
+        r = rounds(n)
+        if r <= 0:
+            return unstable("budget")
+        new = lam * m.output_mean / r
+        if new > 10 * seq_cap + 1e6:
+            return unstable("decode")
+        done = abs(new - n) <= 1e-9 * (1 + n)
+        n = new
+        if done:
+            break
+    else:
+        return unstable("decode")
+    tau = 1 / rounds(n)
+    if n + Z[99.0] * math.sqrt(n) > seq_cap:
+        return unstable("memory" if kv_seqs < limits.max_num_seqs else "max_num_seqs", tau)
+    if chunked and n >= budget:
+        return unstable("budget", tau)
+
+    def tpot_at(p: float) -> float:
+        """A request's mean step over its output: decode-only steps at the q-quantile
+        batch, and the prompt iterations that land in its life at their q-quantile count."""
+        nq = min(seq_cap, n + Z[p] * math.sqrt(n))
+        steps = max(1.0, m.output_mean - 1)
+        life_s = steps * tau
+        mean_hits = lam * life_s * (math.ceil(m.prompt_mean / max(1.0, budget - nq)) if chunked else 1)
+        hits = min(steps, mean_hits + Z[p] * math.sqrt(mean_hits))
+        d = decode_s(nq)
+        if chunked:
+            return (d * (steps - hits) + prompt_s(m.prompt_mean, nq) * hits) / steps
+        return d + prompt_s(m.prompt_mean, nq) * hits / steps
+
+    # A new prompt waits for the prompt work ahead of it: the iterations that carry
+    # prompts are a work-conserving M/G/1 server (Pollaczek–Khinchine: the mean wait
+    # λ·E[S²]/(2(1 − ρ)), ρ the share of time they take), plus half a decode iteration
+    # (the one running at its arrival), then its own prompt iteration.
+    p_iter = prompt_s(m.prompt_mean, n)
+    rho = lam * p_iter
+    if rho >= 1:
+        return unstable("budget", tau)
+    spread = m.prompt_p2_mean / m.prompt_mean**2  # E[S²] ≈ E[S]² · E[P²]/E[P]²
+    wait = lam * p_iter**2 * spread / (2 * (1 - rho))
+    residual = decode_s(n) / 2
+    ttft_mean = residual + wait + p_iter
+
+    def ttft_at(p: float) -> float:
+        """The q-quantile: the wait's (an exponential tail, as M/M/1's) and our own
+        prompt's deviations combined as independent ones."""
+        return residual + wait + p_iter + math.hypot(_wait_quantile_s(wait, rho, p) - wait, prompt_s(m.prompt_at(p), n) - p_iter)
+
+    ttft_q = ttft_at(qt)
+    share = rho
+    tpot_mean = tpot_at(50.0)
+    tpot_q = tpot_at(qp)
+    e2e_mean = ttft_mean + (m.output_mean - 1) * tpot_mean
+    e2e_q = ttft_mean + (m.output_at(qe) - 1) * tpot_at(qe)
+    return Screen(lam, True, "", tau, n, share, ttft_mean, tpot_mean, e2e_mean, ttft_q, tpot_q, e2e_q, qt, qp, qe)
+
+
+def misses(s: Screen, targets: Targets) -> str:
+    """The first target the screen misses ('' when all hold; the limit when unstable)."""
+    if not s.stable:
+        return s.limit
+    if targets.max_ttft_s is not None and s.ttft_q_s > targets.max_ttft_s:
+        return "ttft"
+    if targets.max_tpot_s is not None and s.tpot_q_s > targets.max_tpot_s:
+        return "tpot"
+    if targets.max_e2e_s is not None and s.e2e_q_s > targets.max_e2e_s:
+        return "e2e"
+    return ""
+
+
+@dataclass(frozen=True)
+class Sustainable:
+    """The most requests per second one replica serves within the targets, and what stops more."""
+
+    rate_per_s: float
+    binding: str
+    """ttft, tpot, e2e (a target) or memory, max_num_seqs, budget, decode (a limit)."""
+    idle: Screen
+    """At a vanishing rate: the best the shape can do."""
+
+
+def sustainable_rate(model: IterationModel, limits: EngineLimits, m: Moments, targets: Targets) -> Sustainable:
+    """Bisection on the rate: every delay the screen computes grows with it."""
+    tiny = 1e-9
+    idle = screen(model, limits, m, tiny, targets)
+    if misses(idle, targets):
+        return Sustainable(0.0, misses(idle, targets), idle)
+    lo, hi = tiny, max(tiny * 2, 1.0 / max(idle.e2e_mean_s, 1e-9))
+    while not misses(screen(model, limits, m, hi, targets), targets):
+        lo, hi = hi, hi * 2
+        if hi > 1e9:
+            return Sustainable(lo, "decode", idle)
+    for _ in range(RATE_STEPS):
+        if hi / lo < 1 + 1e-4:
+            break
+        mid = math.sqrt(lo * hi)
+        if misses(screen(model, limits, m, mid, targets), targets):
+            hi = mid
+        else:
+            lo = mid
+    return Sustainable(lo, misses(screen(model, limits, m, hi, targets), targets), idle)
