@@ -1,0 +1,375 @@
+"""The traffic simulator (solver/traffic) against the points of
+tests/validation/points.yaml measured under open-loop Poisson request rates
+(`*_at_rate`: P50/P99 TTFT and TPOT, output throughput), reported on the TEST split by
+default (issue 12; the split is the one bench/validation_points.py records).
+
+    python bench/bench_traffic_validation.py [--split test|fit|all] [--verbose] [--requests N]
+
+For each run (the points of one source that share their conditions: one benchmark
+invocation) the deployment is resolved as bench/validation_points.py resolves it
+(`deployment_for`: SAME_AS aliases, the ENGINE mapping and the engine knobs the run
+reports; SGLang's mem_fraction_static is passed as gpu_memory_utilization, which the
+spec documents as the same knob), with a workload of one user at the run's mean prompt
+and output. The iteration cost is `iteration_model(d, w)` and the scheduler
+`engine_limits(d, w)` for w = Workload(1, prompt + output, prompt, output,
+kv_fill = (prompt + output/2)/context, continuous); where the run's own log gives its
+KV cache (`kv_cache_tokens`, TensorRT-LLM's "Using N total tokens in paged KV cache")
+that capacity replaces the modelled one, since it is a condition of the run, not a
+prediction. The requests are `draw_requests(Traffic(rate, prompts, outputs),
+min(num_prompts, --requests), seed=0)` on `count // (tp·pp)` replicas (round robin).
+
+Length distributions, by dataset:
+
+- `random`: uniform integers, by the rule of the benchmark client that drew them.
+  SGLang `python -m sglang.bench_serving` (python/sglang/bench_serving.py,
+  sample_random_requests): prompt ~ randint(max(int(L·r), 1), L + 1), output ~
+  randint(int(L·r), L + 1), i.e. uniform on [L·r, L]. vLLM's
+  benchmarks/benchmark_serving.py (sample_random_requests, the releases the points
+  here come from) used the same [int(L·r), L]; later vLLM (benchmarks/datasets.py
+  RandomDataset, `vllm bench serve`) draws symmetric about L: [⌊L(1−r)⌋, ⌈L(1+r)⌉].
+  The low end comes from that rule (at least 1 token); the high end is set so the
+  uniform's mean is the run's measured mean (2·mean − low), since the throughput at a
+  light load is the rate times the mean output the run actually drew.
+- `sharegpt`: real conversations, heavy tailed. No source here gives their spread, so
+  (an assumption) a lognormal with the run's mean and a P99 of 4.5 × the mean for
+  prompts and 3 × for outputs, clipped to the benchmark clients' ShareGPT filter
+  (vLLM benchmark_serving.py / SGLang bench_serving.py sample_sharegpt_requests drop
+  prompts or outputs under 4 tokens, prompts over 1,024 and prompt + output over
+  2,048: prompts in [4, 1024], outputs in [4, 2044]) and to the engine's
+  max_model_len; the lognormal's mean is raised so that the clipped draws keep the
+  run's mean.
+
+Skipped, and counted: points out of reach (engine not planned, model or GPU not in the
+catalog...), closed-loop runs (`max_concurrency` below the simulated peak in system:
+the simulator is open loop only), and runs past saturation — a simulated run whose
+requests in system grow without bound (the mean end-to-end time of the last quarter of
+arrivals over 1.5 × that of the second quarter): there both the measured and the
+simulated TTFT are set by the run's length (num_prompts / rate) rather than the
+engine, so they are reported in their own table, where throughput is the engine's
+capacity (target: within 12 %). The measured run's own state is judged too (the share
+of the offered output rate it served, once a drain of one P50 end-to-end time after the
+last arrival is allowed for, under 90 %), and the runs where the two disagree are named:
+a point the simulator saturates but the engine served is a miss of the model, not of
+the run's length. Issue targets on the stable test points: P50 TTFT and
+P50 TPOT within 20 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from validation_points import SAME_AS, _cond, _num, deployment_for, load_points, out_of_scope, source_key  # noqa: E402
+
+from solver.errors import InputError  # noqa: E402
+from solver.physics.deployment import LengthDistribution, Traffic, Workload  # noqa: E402
+from solver.physics.iteration import iteration_model  # noqa: E402
+from solver.traffic.requests import draw_requests, moments  # noqa: E402
+from solver.traffic.screen import engine_limits  # noqa: E402
+from solver.traffic.simulate import SimResult, simulate  # noqa: E402
+
+METRICS = {
+    "ttft_p50_at_rate": ("ttft_s", 50.0, "P50 TTFT"),
+    "tpot_p50_at_rate": ("tpot_s", 50.0, "P50 TPOT"),
+    "ttft_p99_at_rate": ("ttft_s", 99.0, "P99 TTFT"),
+    "tpot_p99_at_rate": ("tpot_s", 99.0, "P99 TPOT"),
+    "throughput_at_rate": (None, None, "throughput"),
+}
+UNITS = {"ttft_s": "ms", "tpot_s": "ms", None: "tokens_per_s"}
+REQUEST_CAP = 5_000
+SHAREGPT_P99 = {"prompt": 4.5, "output": 3.0}
+"""P99 over the mean of ShareGPT lengths (assumed; see the module's docstring)."""
+SHAREGPT_PROMPT = (4, 1024)
+SHAREGPT_TOTAL = 2048
+GROWTH = 1.5
+"""Past saturation: the last quarter's mean end to end over the second quarter's."""
+
+
+def model_name(p: dict) -> str:
+    return SAME_AS.get(p.get("model"), p.get("model"))
+
+
+def run_key(p: dict) -> str:
+    """The points of one benchmark invocation share it: everything but the metric."""
+    cond = {k: v for k, v in _cond(p).items() if k != "tpot_statistic"}
+    fields = {k: p.get(k) for k in ("engine", "model", "gpu", "tp", "pp", "count", "weights", "kv_cache")}
+    return json.dumps([source_key(p), fields, cond], sort_keys=True, default=str)
+
+
+def out_of_reach(p: dict) -> str | None:
+    if p["metric"] not in METRICS:
+        return "metric"
+    scope = out_of_scope(p)
+    if scope:
+        return scope
+    cond = _cond(p)
+    if not p.get("gpu"):
+        return "no GPU"
+    if (_num(cond.get("ep"), 1) or 1) > 1 or cond.get("enable_attention_dp"):
+        return "expert or attention data parallelism"
+    if str(cond.get("speculative_decoding", "none")).lower() not in ("none", "false", "off", "no", ""):
+        return "speculative decoding"
+    if cond.get("enable_prefix_caching") is True:
+        return "prefix-cached"
+    if cond.get("dataset") not in ("random", "sharegpt"):
+        return "dataset"
+    if not _num(cond.get("request_rate")) or not _num(cond.get("prompt_tokens")) or not _num(cond.get("output_tokens")):
+        return "no rate or lengths"
+    if p["measured"]["unit"] != UNITS[METRICS[p["metric"]][0]]:
+        return "unit"
+    return None
+
+
+def _random_rule(p: dict, which: str, mean: float) -> LengthDistribution:
+    cond = _cond(p)
+    r = float(_num(cond.get("random_range_ratio"), 0.0) or 0.0)
+    nominal = _num(cond.get(f"random_{'input' if which == 'prompt' else 'output'}_len"), round(mean)) or round(mean)
+    if "vllm bench" in str(cond.get("benchmark", "")).lower():  # RandomDataset: symmetric about L
+        low = math.floor(nominal * (1 - r))
+    else:  # sglang.bench_serving and vLLM's benchmark_serving.py: [int(L·r), L]
+        low = int(nominal * r)
+    low = max(1, low)
+    high = max(low, round(2 * mean - low))
+    return LengthDistribution("uniform", (low + high) / 2, low, high)
+
+
+def _sharegpt(which: str, mean: float, high: int) -> LengthDistribution:
+    low = SHAREGPT_PROMPT[0]
+    p99 = SHAREGPT_P99[which] * mean
+    fixed = LengthDistribution("fixed", 1.0, 1, 1)
+    m = mean
+    for _ in range(4):  # raise the lognormal's mean until the clipped draws keep `mean`
+        dist = LengthDistribution("lognormal", m, low, high, p99_tokens=max(p99, m * 1.01))
+        got = moments(dist, fixed).prompt_mean
+        if abs(got - mean) < 0.005 * mean:
+            break
+        m *= mean / got
+    return dist
+
+
+def lengths(p: dict) -> tuple[LengthDistribution, LengthDistribution]:
+    cond = _cond(p)
+    prompt, output = float(cond["prompt_tokens"]), float(cond["output_tokens"])
+    if cond["dataset"] == "random":
+        return _random_rule(p, "prompt", prompt), _random_rule(p, "output", output)
+    limit = int(_num(cond.get("max_model_len"), SHAREGPT_TOTAL) or SHAREGPT_TOTAL)
+    total = min(SHAREGPT_TOTAL, limit)
+    return (
+        _sharegpt("prompt", prompt, min(SHAREGPT_PROMPT[1], total - SHAREGPT_PROMPT[0])),
+        _sharegpt("output", output, total - SHAREGPT_PROMPT[0]),
+    )
+
+
+def peak_in_system(sim: SimResult) -> int:
+    events = sorted([(r.request.arrival_s, 1) for r in sim.results] + [(r.finish_s, -1) for r in sim.results], key=lambda e: (e[0], e[1]))
+    n = peak = 0
+    for _, step in events:
+        n += step
+        peak = max(peak, n)
+    return peak
+
+
+def saturated(sim: SimResult) -> tuple[bool, float]:
+    """Requests in system growing without bound: the last quarter of arrivals spends
+    GROWTH × longer in the system than the second quarter."""
+    rs = sorted(sim.results, key=lambda r: r.request.arrival_s)
+    q = len(rs) // 4
+    if q < 5:
+        return False, 1.0
+    second = statistics.fmean(r.e2e_s for r in rs[q : 2 * q])
+    last = statistics.fmean(r.e2e_s for r in rs[3 * q :])
+    growth = last / second if second > 0 else 1.0
+    return growth > GROWTH, growth
+
+
+@dataclasses.dataclass
+class Run:
+    sim: SimResult | None
+    why: str | None  # skipped: the reason
+    saturated: bool = False
+    growth: float = 1.0
+    peak: int = 0
+    batch1_tpot_ms: float = 0.0
+    idle_ttft_ms: float = 0.0
+    prompt: LengthDistribution | None = None
+    output: LengthDistribution | None = None
+    limits: object = None
+    requests: int = 0
+
+
+def simulate_run(p: dict, cap: int) -> Run:
+    cond = dict(_cond(p))
+    if _num(cond.get("mem_fraction_static")) and not _num(cond.get("gpu_memory_utilization")):
+        cond["gpu_memory_utilization"] = cond["mem_fraction_static"]  # SGLang's name for it
+    q = dict(p, conditions=cond)
+    prompt, output = max(1, round(cond["prompt_tokens"])), max(1, round(cond["output_tokens"]))
+    context = prompt + output
+    try:
+        d, _, _ = deployment_for(q, 1, prompt, output, context=context, batching="continuous")
+    except (InputError, KeyError, ValueError) as e:
+        return Run(None, f"not in the catalog ({type(e).__name__})")
+    w = Workload(1, context, prompt, output, kv_fill=(prompt + output / 2) / context, batching="continuous")
+    cost = iteration_model(d, w)
+    limits = engine_limits(d, w)
+    if _num(cond.get("kv_cache_tokens")):
+        limits = dataclasses.replace(limits, kv_capacity_tokens=int(cond["kv_cache_tokens"]))
+    pd, od = lengths(q)
+    n = min(int(cond["num_prompts"]), cap)
+    requests = draw_requests(Traffic(float(cond["request_rate"]), pd, od), n, seed=0)
+    per_replica = d.tp * d.pp
+    replicas = max(1, (p.get("count") or per_replica) // per_replica)
+    sim = simulate(requests, cost, limits, replicas=replicas, routing="round_robin")
+    run = Run(sim, None, prompt=pd, output=od, limits=limits, requests=n)
+    run.batch1_tpot_ms = cost.iteration_s(1, context - output // 2, 0, 0.0) * 1e3
+    run.idle_ttft_ms = cost.iteration_s(0, 0, prompt, prompt * (prompt + 1) / 2) * 1e3
+    if not sim.results:
+        return dataclasses.replace(run, sim=None, why="every request rejected")
+    run.saturated, run.growth = saturated(sim)
+    run.peak = peak_in_system(sim)
+    mc = _num(cond.get("max_concurrency"))
+    if mc and mc < run.peak:
+        run.why = "closed loop (max_concurrency below the simulated peak)"
+    return run
+
+
+def measured_saturated(rows: list[dict]) -> bool | None:
+    """Whether the measured run was past saturation, from its P50s and throughput (None
+    when it lacks one): the share of the offered output rate it served, once the drain
+    after the last arrival (about one end-to-end time, TTFT + output × TPOT at P50) is
+    allowed for, below 0.9."""
+    got = {p["metric"]: float(p["measured"]["value"]) for p in rows}
+    if not {"ttft_p50_at_rate", "tpot_p50_at_rate", "throughput_at_rate"} <= set(got):
+        return None
+    cond = _cond(rows[0])
+    rate, out, n = float(cond["request_rate"]), float(cond["output_tokens"]), float(cond["num_prompts"])
+    e2e_s = (got["ttft_p50_at_rate"] + out * got["tpot_p50_at_rate"]) / 1e3
+    served = got["throughput_at_rate"] / (rate * out) * (1 + rate * e2e_s / n)
+    return served < 0.9
+
+
+def simulated(run: Run, metric: str) -> float:
+    attr, q, _ = METRICS[metric]
+    assert run.sim is not None
+    if attr is None:
+        return run.sim.throughput_tokens_per_s
+    return run.sim.percentile(attr, q) * 1e3
+
+
+def _row(name: str, apes: list[float], width: int = 22) -> str:
+    if not apes:
+        return f"{name:<{width}} {0:>4}"
+    return f"{name:<{width}} {len(apes):>4} {statistics.median(apes):>8.1%} {max(apes):>8.1%}"
+
+
+def _table(title: str, rows: list[tuple[dict, float, float]]) -> None:
+    print(title)
+    print(f"  {'metric':<20} {'n':>4} {'median':>8} {'worst':>8}   (APE: |simulated − measured| / measured)")
+    for metric, (_, _, name) in METRICS.items():
+        apes = [abs(s - m) / m for p, s, m in rows if p["metric"] == metric]
+        print("  " + _row(name, apes, 20))
+    by_source: dict[str, list[float]] = {}
+    for p, s, m in rows:
+        by_source.setdefault(source_key(p), []).append(abs(s - m) / m)
+    if by_source:
+        print(f"  {'by source (all metrics)':<20} {'n':>4} {'median':>8} {'worst':>8}")
+        for src, apes in sorted(by_source.items(), key=lambda kv: -len(kv[1])):
+            short = src.replace("https://github.com/", "")
+            short = short if len(short) <= 64 else short[:30] + "…" + short[-33:]
+            print(f"    {len(apes):>4} {statistics.median(apes):>8.1%} {max(apes):>8.1%}  {short}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--split", choices=["test", "fit", "all"], default="test")
+    ap.add_argument("--verbose", action="store_true", help="one line per point, and each run's set-up")
+    ap.add_argument("--requests", type=int, default=REQUEST_CAP, help=f"requests simulated per run at most (default {REQUEST_CAP:,})")
+    args = ap.parse_args()
+    started = time.perf_counter()
+    points = [p for p in load_points() if p["metric"] in METRICS]
+    chosen = [p for p in points if args.split == "all" or p.get("split") == args.split]
+    runs: dict[str, Run] = {}
+    reasons: dict[str, int] = {}
+    stable: list[tuple[dict, float, float]] = []
+    past: list[tuple[dict, float, float]] = []
+    for p in chosen:
+        why = out_of_reach(p)
+        if not why:
+            key = run_key(p)
+            if key not in runs:
+                runs[key] = simulate_run(p, args.requests)
+            run = runs[key]
+            why = run.why
+        if why:
+            reasons[why] = reasons.get(why, 0) + 1
+            continue
+        row = (p, simulated(run, p["metric"]), float(p["measured"]["value"]))
+        (past if run.saturated else stable).append(row)
+    sims = [r for r in runs.values() if r.sim is not None and not r.why]
+    members: dict[str, list[dict]] = {}
+    for p in points:
+        members.setdefault(run_key(p), []).append(p)
+    disagree = []
+    for key, run in runs.items():
+        if run.sim is None or run.why:
+            continue
+        m = measured_saturated(members[key])
+        if m is not None and m != run.saturated:
+            c = _cond(members[key][0])
+            q = members[key][0]
+            disagree.append(
+                f"{q['engine']} {model_name(q)} {q['gpu']} {c['dataset']} rate {c['request_rate']} ({'simulated' if run.saturated else 'measured'} only)"
+            )
+    print(
+        f"traffic validation: {len(points)} points under request rates; the {args.split} split: {len(chosen)} points, "
+        f"{len(stable) + len(past)} simulated in {sum(1 for _ in sims)} runs ({time.perf_counter() - started:.1f} s, "
+        f"at most {args.requests:,} requests a run)"
+    )
+    closed = sum(n for why, n in reasons.items() if why.startswith("closed loop"))
+    unreached = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1]) if not why.startswith("closed loop"))
+    print(
+        f"  skipped: not in reach {sum(reasons.values()) - closed} ({unreached or 'none'}); closed loop (max_concurrency below the simulated peak) {closed}"
+    )
+    n_past_runs = sum(1 for r in sims if r.saturated)
+    print(f"  past saturation (simulated requests in system grow without bound): {len(past)} points in {n_past_runs} runs, reported apart")
+    if disagree:
+        print(f"  saturation disagrees (measured: served < 90 % of the offered rate after the drain) in {len(disagree)} runs: " + "; ".join(disagree))
+    _table(f"stable runs ({len(stable)} points); targets: P50 TTFT and P50 TPOT within 20 %", stable)
+    _table(f"past saturation ({len(past)} points): TTFT set by the run's length; throughput is the capacity (target 12 %)", past)
+    if args.verbose:
+        print("runs:")
+        for key, run in runs.items():
+            if run.sim is None:
+                continue
+            p = json.loads(key)
+            cond = p[2]
+            lim = run.limits
+            print(
+                f"  {p[1]['engine']:<6} {str(p[1]['model'])[-22:]:<22} {p[1]['gpu']:<10} tp{p[1]['tp']} {cond['dataset']:<8} "
+                f"rate {cond['request_rate']:>6} n {run.requests:>5}: prompts {run.prompt.dist} ~{run.prompt.mean_tokens:.0f} "
+                f"[{run.prompt.low_tokens}, {run.prompt.high_tokens}], outputs ~{run.output.mean_tokens:.0f} "
+                f"[{run.output.low_tokens}, {run.output.high_tokens}]; seqs {lim.max_num_seqs} budget {lim.max_num_batched_tokens} "
+                f"KV {lim.kv_capacity_tokens:,} chunked {lim.chunked_prefill}; batch-1 step {run.batch1_tpot_ms:.1f} ms, "
+                f"idle prefill {run.idle_ttft_ms:.1f} ms; peak in system {run.peak}, growth {run.growth:.2f}"
+                f"{' SATURATED' if run.saturated else ''}; rejected {len(run.sim.rejected)}, "
+                f"preemptions {sum(r.preemptions for r in run.sim.replicas)}"
+            )
+        print("points:")
+        for label, rows in (("stable", stable), ("past saturation", past)):
+            for p, s, m in rows:
+                rate = _cond(p)["request_rate"]
+                print(
+                    f"  {label[:6]:<6} {p['id'][:70]:<70} rate {rate:>6} {METRICS[p['metric']][2]:<10} measured {m:10.1f} "
+                    f"simulated {s:10.1f} ({(s - m) / m:+.0%})"
+                )
+
+
+if __name__ == "__main__":
+    main()
