@@ -10,6 +10,7 @@ from solver.optimise.model import (
 )
 from solver.optimise.problem import Problem
 from solver.physics.evaluate import Evaluation
+from solver.traffic.verify import Check
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,11 @@ class SolveResult:
     explained: bool = True
     gpu_cap_defaulted: bool = False
     """search.max_gpus was unset and the cheapest plan exceeded its default, so it applies."""
+    traffic_check: Check | None = None
+    """Under traffic: the chosen plan's simulation (explain/traffic.py)."""
+    traffic_rejected: list[tuple[str, int, list[str]]] = field(default_factory=list)
+    """Under traffic: plans the screen chose and the simulation refused — (shape, replicas,
+    the targets missed) — before the one reported."""
 
     @property
     def feasible(self) -> bool:

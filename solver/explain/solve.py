@@ -19,6 +19,7 @@ from solver.explain.records import (
 )
 from solver.explain.runners_up import runners_up
 from solver.explain.sensitivity import better_weights, sensitivity
+from solver.explain.traffic import verified
 from solver.explain.validate import validate
 from solver.optimise.candidates import Candidate
 from solver.optimise.problem import Problem
@@ -29,6 +30,7 @@ from solver.optimise.scenario import (
     with_default_gpu_cap,
 )
 from solver.optimise.targets import LABELS
+from solver.physics.deployment import Targets
 from solver.physics.evaluate import evaluate
 from solver.spec.solve_spec import DEFAULT_MAX_GPUS
 
@@ -47,8 +49,10 @@ def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
         else:
             defaulted = False
     result = SolveResult(problem, sol, explained=explain, gpu_cap_defaulted=defaulted)
+    if problem.workload.traffic is not None:
+        result.solution = sol = verified(problem, s, sol, result)
     if sol.feasible:
-        result.violations = validate(problem, sol.chosen)
+        result.violations = validate(problem, sol.chosen, result.traffic_check)
         if result.violations and os.environ.get("PLAN_OPT_STRICT"):
             raise AssertionError(f"the plan breaks {[(v.rule, v.detail) for v in result.violations]}")
         explain_plan(problem, s, result)
@@ -71,7 +75,10 @@ def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
 def explain_plan(problem: Problem, s: Scenario, result: SolveResult) -> None:
     c = result.solution.chosen
     d = c.shape.deployment.replace(replicas=c.replicas)
-    ev = evaluate(d, s.workload, s.targets, with_remedies=False)
+    if c.traffic is not None:  # evaluated at the requests a replica holds on average
+        ev = evaluate(d, dataclasses.replace(s.workload, users=c.batch * c.replicas), Targets(), with_remedies=False)
+    else:
+        ev = evaluate(d, s.workload, s.targets, with_remedies=False)
     result.plan = ev
     est = ev.estimates
     ttft = ev.estimates.ttft_s
@@ -135,8 +142,35 @@ def explain_plan(problem: Problem, s: Scenario, result: SolveResult) -> None:
         rows.append(ConstraintRow("max_gpus", LABELS["max_gpus"], float(c.gpus), float(s.max_gpus), "GPUs", float(s.max_gpus - c.gpus)))
     result.constraints = rows
     result.batch_capped_by = "memory" if c.max_batch_memory <= c.max_batch_tpot else "max_tpot"
+    if c.traffic is not None:
+        result.constraints = [_at_percentile(r, c, s, result) for r in rows]
+        result.batch_capped_by = c.caps
     if c.replicas > 1:
         result.replicas_forced_by = result.batch_capped_by
+
+
+def _at_percentile(row: ConstraintRow, c: Candidate, s: Scenario, result: SolveResult) -> ConstraintRow:
+    """Under traffic, TPOT and TTFT are held at their percentiles: the screen's figure at
+    the plan's load, with the simulation's beside it."""
+    check = result.traffic_check
+    t = s.targets
+    if row.name == "max_tpot":
+        sim = f"; simulated {check.tpot_q_s * 1e3:.1f} ms" if check else ""
+        p = t.tpot_percentile or 99.0
+        return dataclasses.replace(
+            row, value=c.tpot_s, slack=None if t.max_tpot_s is None else t.max_tpot_s - c.tpot_s, note=f"P{p:g} at the plan's load, screened{sim}"
+        )
+    if row.name == "max_ttft":
+        sim = f"; simulated {check.ttft_q_s * 1e3:.0f} ms" if check else ""
+        p = t.ttft_percentile or 99.0
+        return dataclasses.replace(
+            row, value=c.ttft_s, slack=None if t.max_ttft_s is None else t.max_ttft_s - c.ttft_s, note=f"P{p:g} at the plan's load, screened{sim}"
+        )
+    if row.name == "memory":
+        return dataclasses.replace(
+            row, note=f"{c.batch} requests per replica on average (Little's law); KV for {c.max_batch_memory} sequences at the mean length"
+        )
+    return row
 
 
 def _at_least(c: Candidate) -> str:

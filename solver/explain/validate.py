@@ -8,11 +8,14 @@ plan they solve."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from solver.optimise.candidates import Candidate
 from solver.optimise.problem import Problem
+from solver.physics.deployment import Targets
 from solver.physics.evaluate import evaluate
+from solver.traffic.verify import Check
 
 
 @dataclass(frozen=True)
@@ -22,8 +25,14 @@ class Violation:
     detail: str
 
 
-def validate(problem: Problem, c: Candidate) -> list[Violation]:
+def validate(problem: Problem, c: Candidate, check: Check | None = None) -> list[Violation]:
+    """Under traffic the latency rules are the simulation's (`check`): the plan is
+    evaluated at the requests a replica holds on average, for memory and the splits."""
     spec, w, t = problem.spec, problem.workload, problem.targets
+    traffic = w.traffic is not None
+    if traffic:
+        w = dataclasses.replace(w, users=c.batch * c.replicas)
+        t = Targets()
     d = c.shape.deployment
     out: list[Violation] = []
 
@@ -38,6 +47,8 @@ def validate(problem: Problem, c: Candidate) -> list[Violation]:
         bad("search.kv_cache", f"a {d.kv.name} KV cache is not among {spec.search.kv_cache}")
     if d.tp not in spec.search.tp and not (d.engine and d.engine.split_mode == "layer" and d.tp * d.pp in spec.search.tp):
         bad("search.tp", f"TP {d.tp} is not among {spec.search.tp}")
+    if check is not None and not check.ok:
+        bad("traffic", f"the simulation misses {', '.join(check.failing)}")
     if c.replicas * c.batch < w.users:
         bad("users", f"{c.replicas} replicas × {c.batch} sequences hold fewer than the {w.users} users")
 

@@ -21,6 +21,7 @@ from solver.optimise.targets import TIME_TOLERANCE, ceil_us, meets_time, time_us
 from solver.physics.costs import plan_tco
 from solver.physics.decode import DecodeCoefficients
 from solver.physics.deployment import Targets, Workload
+from solver.traffic.screen import TrafficSizing
 
 __all__ = ["Candidate", "candidates", "ceil_us"]  # ceil_us: the rounding enumerate.py shares
 
@@ -43,6 +44,10 @@ class Candidate:
     targets: Targets = Targets()
     """The latency targets it was built for: its TPOT and TTFT coefficients are rounded
     against them (`targets.time_us`)."""
+    ttft_at_load_s: float | None = None
+    """Under traffic: the TTFT at its percentile, as the screen puts it at this load."""
+    traffic: TrafficSizing | None = None
+    """Under traffic: how the replicas were sized (the screen's figures)."""
 
     @property
     def decode(self) -> DecodeCoefficients:
@@ -89,6 +94,8 @@ class Candidate:
 
     @cached_property
     def ttft_s(self) -> float:
+        if self.ttft_at_load_s is not None:
+            return self.ttft_at_load_s
         dec = self.physics.decode
         if dec is not None and dec.prefill_budget_tokens:
             return dec.ttft_under_load_s(self.batch)
@@ -100,7 +107,9 @@ class Candidate:
 
     @property
     def caps(self) -> str:
-        """The limit that sets the batch per replica."""
+        """The limit that sets the batch per replica (under traffic: the rate per replica)."""
+        if self.traffic is not None:
+            return self.traffic.binding_target
         if self.max_batch_ttft < min(self.max_batch_memory, self.max_batch_tpot):
             return "max_ttft"
         return "memory" if self.max_batch_memory <= self.max_batch_tpot else "max_tpot"
@@ -188,6 +197,10 @@ def candidates(
     stay in as candidates: the CP-SAT constraints rule them out, and say which."""
     w = workload or problem.workload
     t = targets or problem.targets
+    if w.traffic is not None:
+        from solver.optimise.traffic_candidates import traffic_candidates
+
+        return traffic_candidates(problem, w, t, shapes if shapes is not None else problem.shapes, relaxed)
     out: list[Candidate] = []
     for shape in shapes if shapes is not None else problem.shapes:
         ph = problem.physics(shape, w)

@@ -16,6 +16,7 @@ from solver.physics.deployment import Deployment, Targets, Workload
 from solver.physics.memory import estimate_memory
 from solver.physics.prefill import estimate_prefill
 from solver.spec.solve_spec import Spec
+from solver.traffic.screen import ShapeScreen
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,11 @@ class Problem:
     """Shapes the spec allows that are never built (an engine rule refuses them)."""
     _physics: dict[tuple[int, int, int, int, str], ShapePhysics] = field(default_factory=dict)
     _caps: dict[tuple[int, int, int, int, str, float, int], int] = field(default_factory=dict)
+    _traffic: dict[tuple, ShapeScreen] = field(default_factory=dict)
+    """Under traffic: each shape's screen (optimise/traffic_candidates.py), memoised."""
+    replica_floor: dict[int, int] = field(default_factory=dict)
+    """Under traffic: the fewest replicas of a shape its simulation showed to meet the
+    targets (set by the verification loop; 0 means no count tried did)."""
     pricing: Pricing | None = None
     """The basis the rented GPUs were priced on."""
     ownership: Ownership | None = None

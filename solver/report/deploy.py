@@ -101,14 +101,17 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -
         port=table["port"],
         health_path=table["health_path"],
     )
+    # Under traffic the batch is the requests a replica holds on average; the engine
+    # runs with the limit the screen and the simulation assumed (its max_num_seqs).
+    batch = c.traffic.at_load_seqs if c.traffic is not None else c.batch
     if engine == "llama.cpp":
-        dep.argv = _llama_server(dep, model, d, c.batch, max_model_len, weights, kv, ckpt, table, same_engine, e)
+        dep.argv = _llama_server(dep, model, d, batch, max_model_len, weights, kv, ckpt, table, same_engine, e)
     else:
         model_arg, quant = _weights(dep, model, weights, how, ckpt, variant)
         if engine == "vllm":
-            dep.argv = _vllm(dep, d, model_arg, quant, c.batch, max_model_len, kv, table, same_engine, e, nodes, per_node)
+            dep.argv = _vllm(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine, e, nodes, per_node)
         else:
-            dep.argv = _sglang(dep, d, model_arg, quant, c.batch, max_model_len, kv, table, same_engine, e)
+            dep.argv = _sglang(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine, e)
     dep.steps = _steps(dep, engine, nodes)
     if c.replicas > 1:
         notes.append(f"start {c.replicas} replicas, each on its own {gpus} GPU(s), behind a load balancer")

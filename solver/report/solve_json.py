@@ -7,20 +7,23 @@ and raises."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from solver.explain.exclusions import by_device, exclusions
-from solver.explain.records import SolveResult
+from solver.explain.records import SensitivityRow, SolveResult
 from solver.optimise.scenario import objective_value
 from solver.physics.costs import plan_tco, token_costs
 from solver.report import strict_json
+from solver.report.traffic_json import TrafficOut, traffic_out
 
 if TYPE_CHECKING:
     from solver.catalog import Price
     from solver.optimise.candidates import Candidate
+    from solver.optimise.problem import Problem
 
 
 class SolveModel(BaseModel):
@@ -197,6 +200,7 @@ class SolveOut(SolveModel):
     )
     shapes_searched: int
     devices_searched: int
+    traffic: TrafficOut | None = Field(default=None, description="With workload.requests_per_s: the plan under traffic, screened and simulated.")
 
 
 def _plan_tco(c: Candidate, objective: str) -> tuple[float | None, str]:
@@ -222,6 +226,26 @@ def _price_out(price: Price) -> PriceOut:
         basis=price.basis,
         source=price.source,
     )
+
+
+def _in_traffic_terms(p: Problem, names: list[str]) -> list[str]:
+    """Under traffic the users target is the request rate (a re-solve scales one with the
+    other), and the context follows the length distributions, so it is not a target."""
+    if p.workload.traffic is None:
+        return names
+    return ["requests_per_s" if n == "users" else n for n in names if n != "context_tokens"]
+
+
+def _sensitivity_in_traffic_terms(p: Problem, rows: list[SensitivityRow]) -> list[SensitivityRow]:
+    traffic = p.workload.traffic
+    if traffic is None:
+        return rows
+    scale = traffic.requests_per_s / max(1, p.workload.users)
+    return [
+        dataclasses.replace(x, target="requests_per_s", value=x.value * scale) if x.target == "users" else x
+        for x in rows
+        if x.target != "context_tokens"
+    ]
 
 
 def to_output(r: SolveResult) -> SolveOut:
@@ -275,8 +299,8 @@ def to_output(r: SolveResult) -> SolveOut:
             max_batch_tpot=c.max_batch_tpot,
             cost_usd_per_hour=0.0 if acquired == "bought" else round(c.cost_usd_per_hour, 6),
             purchase_usd=round(c.purchase_usd, 2),
-            tpot_s=est.decode.tpot_s,
-            ttft_s=ttft_s,
+            tpot_s=c.tpot_s if c.traffic is not None else est.decode.tpot_s,
+            ttft_s=c.ttft_s if c.traffic is not None else ttft_s,
             memory_needed_bytes=est.memory.needed_bytes,
             memory_usable_bytes=est.memory.usable_bytes,
             engine=d.engine.name if d.engine else "vllm",
@@ -311,14 +335,14 @@ def to_output(r: SolveResult) -> SolveOut:
         objective_value=objective_value(p, c) if c is not None else None,
         plan=plan,
         constraints=[ConstraintOut(**vars(x)) for x in r.constraints],
-        binding_targets=r.binding_targets,
+        binding_targets=_in_traffic_terms(p, r.binding_targets),
         gpu_forced_by=r.gpu_forced_by,
-        sensitivity=[SensitivityOut(**vars(x)) for x in r.sensitivity],
+        sensitivity=[SensitivityOut(**vars(x)) for x in _sensitivity_in_traffic_terms(p, r.sensitivity)],
         better_weights=[QualityOut(**vars(x)) for x in r.better_weights],
         runners_up=[RunnerUpOut(**vars(x)) for x in r.runners_up],
         conflict=r.conflict,
         more_conflicts=r.more_conflicts,
-        tight_targets=r.tight_targets,
+        tight_targets=_in_traffic_terms(p, r.tight_targets),
         explained=r.explained,
         relaxations=[RelaxationOut(**vars(x)) for x in r.relaxations],
         excluded=dict(sorted(p.excluded.items())),
@@ -328,6 +352,7 @@ def to_output(r: SolveResult) -> SolveOut:
         },
         shapes_searched=len(p.shapes),
         devices_searched=len(p.devices),
+        traffic=traffic_out(r),
     )
 
 

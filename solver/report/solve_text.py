@@ -7,6 +7,7 @@ from solver.explain.exclusions import line as exclusion_line
 from solver.explain.records import SolveResult
 from solver.optimise.targets import LABELS, TARGETS
 from solver.report.solve_json import ConstraintOut, PlanOut, SolveOut, to_output
+from solver.report.traffic_text import BINDING, NAMES, traffic_lines, workload_text
 from solver.spec.solve_spec import OBJECTIVES
 from solver.units import GB, fmt_seconds
 
@@ -69,6 +70,8 @@ def _delta_text(objective: str, delta: float | None) -> str:
 
 
 def _value_text(target: str, value: float | None) -> str:
+    if target == "requests_per_s":  # the users target under traffic (report/solve_json.py)
+        return "—" if value is None else f"{value:,.4g}/s"
     return TARGETS[target].text(value)
 
 
@@ -118,10 +121,17 @@ def render(r: SolveResult, markdown: bool = False) -> str:
         )
         or "no latency targets"
     )
-    title = (
-        f"plan-opt solve · {s.model} · {s.users:,} users × {s.context_tokens:,}-token context "
-        f"(prompt {s.prompt_tokens:,}) · {targets} · objective: {OBJECTIVES[s.objective]}"
-    )
+    if o.traffic:
+        targets = (
+            ", ".join(f"{NAMES.get(x.target, x.target)} P{x.percentile:g} ≤ {fmt_seconds(x.limit_s)}" for x in o.traffic.targets)
+            or "no latency targets"
+        )
+        title = f"plan-opt solve · {s.model} · {workload_text(o.traffic)} · {targets} · objective: {OBJECTIVES[s.objective]}"
+    else:
+        title = (
+            f"plan-opt solve · {s.model} · {s.users:,} users × {s.context_tokens:,}-token context "
+            f"(prompt {s.prompt_tokens:,}) · {targets} · objective: {OBJECTIVES[s.objective]}"
+        )
     lines.append(f"# {title}" if markdown else title)
     budgets = [
         f"${s.max_usd_per_hour:,.2f}/h" if s.max_usd_per_hour else "",
@@ -157,10 +167,13 @@ def render(r: SolveResult, markdown: bool = False) -> str:
             f"{pl.gpus} GPU{'s' if pl.gpus != 1 else ''}{own}, ${pl.cost_usd_per_hour:,.2f}/hour"
             + (f", ${pl.purchase_usd:,.0f} to buy" if p.max_purchase_usd or p.objective == "min_purchase" or pl.gpus_bought else "")
         )
-        lines.append(
-            f"{pl.batch_per_replica:,} users per replica on {pl.platform}; TPOT {fmt_seconds(pl.tpot_s)}, "
-            f"TTFT {fmt_seconds(pl.ttft_s)}, {pl.tokens_per_s:,.0f} tokens/s in all"
-        )
+        if o.traffic:
+            lines.append(f"{pl.batch_per_replica:,} requests per replica on average on {pl.platform}")
+        else:
+            lines.append(
+                f"{pl.batch_per_replica:,} users per replica on {pl.platform}; TPOT {fmt_seconds(pl.tpot_s)}, "
+                f"TTFT {fmt_seconds(pl.ttft_s)}, {pl.tokens_per_s:,.0f} tokens/s in all"
+            )
         lines.append(_tco_line(pl))
         joules = f"; {pl.output_tokens_per_joule:,.2f} output tokens per joule at board power" if pl.output_tokens_per_joule else ""
         lines.append(
@@ -173,6 +186,10 @@ def render(r: SolveResult, markdown: bool = False) -> str:
                 f"priced at {pr.provider}, {pr.offer}, {pr.tier.replace('_', '-')}, ${pr.usd_per_gpu_hour:,.2f}/GPU-hour "
                 f"({pr.as_of}); basis: {pr.basis}"
             )
+        if o.traffic:
+            lines.append("")
+            lines.append(h("Under traffic"))
+            lines += traffic_lines(o.traffic, pl.replicas)
         lines.append("")
         lines.append(h("Constraints at the plan"))
         rows = []
@@ -182,21 +199,29 @@ def render(r: SolveResult, markdown: bool = False) -> str:
         lines += _table(["constraint", "value", "limit", "slack", "note"], rows, markdown)
         lines.append("")
         lines.append(h("What decided it"))
-        capped = "memory (room beside the weights)" if pl.batch_capped_by == "memory" else "the TPOT target (decode step time)"
-        tpot_allows = (
-            "no TPOT target"
-            if s.max_tpot_s is None
-            else f"TPOT allows {'at least ' if pl.max_batch_tpot >= pl.max_batch_memory else ''}{pl.max_batch_tpot:,}"
-        )
-        lines.append(f"- batch per replica: capped by {capped}: memory allows {pl.max_batch_memory:,}, {tpot_allows}")
-        cap = min(pl.max_batch_memory, pl.max_batch_tpot)
-        needed = -(-s.users // cap) if cap else pl.replicas
-        if pl.replicas > needed:
+        if o.traffic:
+            tr = o.traffic
             lines.append(
-                f"- replicas: {pl.replicas}, more than the ⌈{s.users:,} / {cap:,}⌉ = {needed} that hold the users: chosen for the objective ({OBJECTIVES[s.objective]})"
+                f"- replicas: ⌈{tr.requests_per_s:,.4g} requests/s / {tr.sustainable_requests_per_s_per_replica:,.3g} per replica⌉ "
+                f"= {-(-tr.requests_per_s // tr.sustainable_requests_per_s_per_replica):.0f} by the screen, stopped by "
+                f"{BINDING.get(tr.binding, tr.binding)}" + (f"; {pl.replicas} after simulation" if tr.refused_by_simulation else "")
             )
-        elif pl.replicas > 1:
-            lines.append(f"- replicas: ⌈{s.users:,} users / {cap:,} per replica⌉ = {pl.replicas}, forced by {pl.replicas_forced_by}")
+        else:
+            capped = "memory (room beside the weights)" if pl.batch_capped_by == "memory" else "the TPOT target (decode step time)"
+            tpot_allows = (
+                "no TPOT target"
+                if s.max_tpot_s is None
+                else f"TPOT allows {'at least ' if pl.max_batch_tpot >= pl.max_batch_memory else ''}{pl.max_batch_tpot:,}"
+            )
+            lines.append(f"- batch per replica: capped by {capped}: memory allows {pl.max_batch_memory:,}, {tpot_allows}")
+            cap = min(pl.max_batch_memory, pl.max_batch_tpot)
+            needed = -(-s.users // cap) if cap else pl.replicas
+            if pl.replicas > needed:
+                lines.append(
+                    f"- replicas: {pl.replicas}, more than the ⌈{s.users:,} / {cap:,}⌉ = {needed} that hold the users: chosen for the objective ({OBJECTIVES[s.objective]})"
+                )
+            elif pl.replicas > 1:
+                lines.append(f"- replicas: ⌈{s.users:,} users / {cap:,} per replica⌉ = {pl.replicas}, forced by {pl.replicas_forced_by}")
         if o.binding_targets:
             lines.append(f"- targets that bind (relaxing them lowers the optimum): {', '.join(o.binding_targets)}")
         elif o.explained:

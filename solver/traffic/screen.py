@@ -244,3 +244,48 @@ def sustainable_rate(model: IterationModel, limits: EngineLimits, m: Moments, ta
         else:
             lo = mid
     return Sustainable(lo, misses(screen(model, limits, m, hi, targets), targets), idle)
+
+
+BINDING_TARGETS = {
+    "ttft": "max_ttft",
+    "tpot": "max_tpot",
+    "e2e": "max_e2e",
+    "memory": "memory",
+    "max_num_seqs": "memory",
+    "budget": "max_ttft",
+    "decode": "max_tpot",
+}
+"""A screen's binding limit in the vocabulary of the constraints (optimise/targets.py):
+the token budget stops prompts (TTFT), a runaway decode stops TPOT."""
+
+
+@dataclass(frozen=True)
+class TrafficSizing:
+    """How a plan under traffic was sized: the replica's sustainable rate, the load each
+    replica gets, and the screen at that load."""
+
+    requests_per_s: float
+    """Over all replicas."""
+    sustainable: Sustainable
+    at_load: Screen
+    floor: int = 0
+    """Replicas the simulation asked for beyond the screen's (0: none)."""
+    max_num_seqs: int = 0
+    """The scheduler's limit the screen and the simulation ran with (deploy emits it)."""
+
+    @property
+    def at_load_seqs(self) -> int:
+        return self.max_num_seqs
+
+    @property
+    def binding_target(self) -> str:
+        return BINDING_TARGETS.get(self.sustainable.binding, self.sustainable.binding)
+
+
+@dataclass(frozen=True)
+class ShapeScreen:
+    """One shape's iteration cost, scheduler limits and sustainable rate, kept for re-solves."""
+
+    cost: IterationModel
+    limits: EngineLimits
+    sustainable: Sustainable

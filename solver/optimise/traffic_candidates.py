@@ -1,0 +1,82 @@
+"""Candidates under traffic: each shape sized by the analytic screen, so the CP-SAT model
+(one candidate chosen, its cost and limits as for users) picks the cheapest shape at
+the replicas the request rate needs.
+
+For a shape, the screen's sustainable rate μ per replica (every percentile target
+held) gives the replicas, ⌈rate / μ⌉, or the floor the simulation set for it
+(`Problem.replica_floor`); each replica then takes rate / replicas, and the
+candidate's TPOT and TTFT are the screen's at their percentiles at that load, which
+the model's max_tpot and max_ttft rules hold against the targets. Its batch is the
+requests in a replica on average (Little's law). A shape the idle replica already
+fails keeps its idle figures (so the model refuses it, and says which target);
+one stopped by memory, the scheduler or an end-to-end target at any rate is left out.
+"""
+
+from __future__ import annotations
+
+import math
+
+from solver.optimise.candidates import Candidate
+from solver.optimise.problem import Problem, Shape
+from solver.physics.deployment import Targets, Workload
+from solver.physics.iteration import iteration_model
+from solver.traffic.requests import moments
+from solver.traffic.screen import ShapeScreen, TrafficSizing, engine_limits, screen, sustainable_rate
+
+
+def _screened(problem: Problem, shape: Shape, w: Workload, t: Targets) -> ShapeScreen:
+    assert w.traffic is not None
+    key = (shape.index, w.traffic, w.context_tokens, w.prompt_tokens, w.output_tokens, t)
+    got = problem._traffic.get(key)
+    if got is None:
+        d = shape.deployment
+        it = iteration_model(d, w)
+        limits = engine_limits(d, w)
+        got = ShapeScreen(it, limits, sustainable_rate(it, limits, moments(w.traffic.prompt, w.traffic.output), t))
+        problem._traffic[key] = got
+    return got
+
+
+def traffic_candidates(problem: Problem, w: Workload, t: Targets, shapes: list[Shape], relaxed: frozenset[str] = frozenset()) -> list[Candidate]:
+    traffic = w.traffic
+    assert traffic is not None
+    # A diagnosis that serves fewer users serves a proportionally lower rate.
+    rate = traffic.requests_per_s * w.users / max(1, problem.workload.users)
+    m = moments(traffic.prompt, traffic.output)
+    out: list[Candidate] = []
+    for shape in shapes:
+        ph = problem.physics(shape, w)
+        if not ph.valid or ph.decode is None or ph.max_batch_memory < 1:
+            continue
+        sc = _screened(problem, shape, w, t)
+        sust = sc.sustainable
+        floor = problem.replica_floor.get(shape.index)
+        if floor == 0:
+            continue  # simulated and no replica count tried met the targets
+        if sust.rate_per_s <= 0:
+            if sust.binding not in ("ttft", "tpot"):
+                continue
+            idle = sust.idle
+            out.append(
+                Candidate(
+                    shape,
+                    ph,
+                    1,
+                    1,
+                    w.users,
+                    1,
+                    idle.tpot_q_s,
+                    relaxed,
+                    10**9,
+                    t,
+                    idle.ttft_q_s,
+                    TrafficSizing(rate, sust, idle, 0, sc.limits.max_num_seqs),
+                )
+            )
+            continue
+        replicas = max(1, math.ceil(rate / sust.rate_per_s * (1 - 1e-12)), floor or 0)
+        at = screen(sc.cost, sc.limits, m, rate / replicas, t)
+        batch = max(1, min(ph.max_batch_memory, math.ceil(at.concurrency)))
+        sizing = TrafficSizing(rate, sust, at, floor or 0, sc.limits.max_num_seqs)
+        out.append(Candidate(shape, ph, batch, replicas, w.users, batch, at.tpot_q_s, relaxed, 10**9, t, at.ttft_q_s, sizing))
+    return out

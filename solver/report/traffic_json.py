@@ -1,0 +1,142 @@
+"""A plan under traffic in `solve --format json`: the rate each replica takes and the
+most it sustains, what binds, the targets against the screen and the simulation, the
+simulated percentiles and the cost per million tokens at the load and at saturation."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from solver.explain.records import SolveResult
+from solver.physics.deployment import LengthDistribution
+from solver.traffic.simulate import SimResult
+
+
+class SolveModel(BaseModel):
+    """As solve_json's: unknown keys refused, an infinite figure written null."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="null")
+
+
+class LengthsOut(SolveModel):
+    dist: str
+    mean_tokens: float
+    p99_tokens: float | None
+    low_tokens: int
+    high_tokens: int
+
+
+class TargetCheckOut(SolveModel):
+    target: str = Field(description="max_ttft, max_tpot or max_e2e, at its percentile.")
+    percentile: float
+    limit_s: float
+    screened_s: float | None = Field(description="The analytic screen at the plan's load (None: not screened).")
+    simulated_s: float | None
+
+
+class PercentilesOut(SolveModel):
+    p50: float | None
+    p90: float | None
+    p99: float | None
+
+
+class SimulatedOut(SolveModel):
+    requests: int
+    seed: int
+    routing: str
+    ttft_s: PercentilesOut
+    tpot_s: PercentilesOut
+    e2e_s: PercentilesOut
+    goodput: float = Field(description="Share of the requests meeting every target at once.")
+    utilisation: float = Field(description="Busy share of the replicas' time.")
+    mean_queue: float = Field(description="Requests waiting, time-averaged, per replica (mean over replicas).")
+    max_queue: int
+    preemptions: int
+    rejected: int = Field(description="Requests no replica could ever serve (longer than its KV cache).")
+    throughput_tokens_per_s: float
+
+
+class RefusedOut(SolveModel):
+    plan: str
+    replicas: int
+    missed: list[str]
+
+
+class TrafficOut(SolveModel):
+    requests_per_s: float
+    arrival_cv: float
+    prompt: LengthsOut
+    output: LengthsOut
+    requests_per_s_per_replica: float
+    sustainable_requests_per_s_per_replica: float = Field(description="The most one replica takes with every target held (the screen).")
+    binding: str = Field(description="What stops a replica taking more: ttft, tpot, e2e (a target) or memory, max_num_seqs, budget, decode.")
+    targets: list[TargetCheckOut]
+    simulated: SimulatedOut | None
+    refused_by_simulation: list[RefusedOut] = Field(description="Plans the screen chose that the simulation refused, before this one.")
+    usd_per_million_tokens_at_load: float = Field(description="Input and output tokens together, at the spec's rate.")
+    usd_per_million_tokens_at_capacity: float = Field(description="The same plan at its sustainable rate on every replica.")
+
+
+def _lengths(x: LengthDistribution) -> LengthsOut:
+    return LengthsOut(dist=x.dist, mean_tokens=x.mean_tokens, p99_tokens=x.p99_tokens, low_tokens=x.low_tokens, high_tokens=x.high_tokens)
+
+
+def _percentiles(sim: SimResult, metric: str) -> PercentilesOut:
+    has = [r for r in sim.results if getattr(r, metric) is not None]
+    if not has:
+        return PercentilesOut(p50=None, p90=None, p99=None)
+    return PercentilesOut(p50=sim.percentile(metric, 50), p90=sim.percentile(metric, 90), p99=sim.percentile(metric, 99))
+
+
+def traffic_out(r: SolveResult) -> TrafficOut | None:
+    p = r.problem
+    w, t = p.workload, p.targets
+    c = r.solution.candidate
+    if w.traffic is None or c is None or c.traffic is None:
+        return None
+    sizing, check = c.traffic, r.traffic_check
+    targets = []
+    for name, limit, pct, screened, sim_s in (
+        ("max_ttft", t.max_ttft_s, t.ttft_percentile, c.ttft_s, check.ttft_q_s if check else None),
+        ("max_tpot", t.max_tpot_s, t.tpot_percentile, c.tpot_s, check.tpot_q_s if check else None),
+        ("max_e2e", t.max_e2e_s, t.e2e_percentile, sizing.at_load.e2e_q_s, check.e2e_q_s if check else None),
+    ):
+        if limit is not None and pct is not None:
+            targets.append(TargetCheckOut(target=name, percentile=pct, limit_s=limit, screened_s=screened, simulated_s=sim_s))
+    tokens = w.traffic.prompt.mean_tokens + w.traffic.output.mean_tokens
+    per_hour = c.cost_usd_per_hour
+    at_load = per_hour / (3600 * w.traffic.requests_per_s * tokens) * 1e6
+    capacity = c.replicas * sizing.sustainable.rate_per_s
+    at_capacity = per_hour / (3600 * capacity * tokens) * 1e6 if capacity > 0 else at_load
+    simulated = None
+    if check is not None:
+        sim = check.sim
+        settings = p.spec.simulation
+        simulated = SimulatedOut(
+            requests=len(sim.results) + len(sim.rejected),
+            seed=settings.seed,
+            routing=settings.routing,
+            ttft_s=_percentiles(sim, "ttft_s"),
+            tpot_s=_percentiles(sim, "tpot_s"),
+            e2e_s=_percentiles(sim, "e2e_s"),
+            goodput=check.goodput,
+            utilisation=min(1.0, sim.utilisation),
+            mean_queue=sum(x.mean_queue for x in sim.replicas) / max(1, len(sim.replicas)),
+            max_queue=max((x.max_queue for x in sim.replicas), default=0),
+            preemptions=sum(x.preemptions for x in sim.replicas),
+            rejected=len(sim.rejected),
+            throughput_tokens_per_s=sim.throughput_tokens_per_s,
+        )
+    return TrafficOut(
+        requests_per_s=w.traffic.requests_per_s,
+        arrival_cv=w.traffic.arrival_cv,
+        prompt=_lengths(w.traffic.prompt),
+        output=_lengths(w.traffic.output),
+        requests_per_s_per_replica=w.traffic.requests_per_s / c.replicas,
+        sustainable_requests_per_s_per_replica=sizing.sustainable.rate_per_s,
+        binding=sizing.sustainable.binding,
+        targets=targets,
+        simulated=simulated,
+        refused_by_simulation=[RefusedOut(plan=label, replicas=n, missed=missed) for label, n, missed in r.traffic_rejected],
+        usd_per_million_tokens_at_load=at_load,
+        usd_per_million_tokens_at_capacity=at_capacity,
+    )

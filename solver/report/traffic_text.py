@@ -1,0 +1,67 @@
+"""The plan under traffic, as text: the rate per replica and what one sustains, each
+target against the screen and the simulation, and the simulated run."""
+
+from __future__ import annotations
+
+from solver.report.traffic_json import LengthsOut, PercentilesOut, TrafficOut
+from solver.units import fmt_seconds
+
+NAMES = {"max_ttft": "TTFT", "max_tpot": "TPOT", "max_e2e": "end to end"}
+BINDING = {
+    "ttft": "the TTFT target",
+    "tpot": "the TPOT target",
+    "e2e": "the end-to-end target",
+    "memory": "the KV cache",
+    "max_num_seqs": "max_num_seqs",
+    "budget": "the token budget (prompt throughput)",
+    "decode": "decode throughput",
+}
+
+
+def lengths_text(x: LengthsOut) -> str:
+    if x.dist == "fixed":
+        return f"{x.mean_tokens:,.0f}"
+    if x.dist == "lognormal" and x.p99_tokens is not None:
+        return f"lognormal, mean {x.mean_tokens:,.0f}, P99 {x.p99_tokens:,.0f}"
+    return f"{x.dist}, mean {x.mean_tokens:,.0f}"
+
+
+def workload_text(t: TrafficOut) -> str:
+    burst = "" if t.arrival_cv == 1 else f" (gaps cv {t.arrival_cv:g})"
+    return f"{t.requests_per_s:,.4g} requests/s{burst}, prompts {lengths_text(t.prompt)}, outputs {lengths_text(t.output)}"
+
+
+def _pct(p: PercentilesOut) -> str:
+    return " / ".join("—" if v is None else fmt_seconds(v) for v in (p.p50, p.p90, p.p99))
+
+
+def traffic_lines(t: TrafficOut, replicas: int) -> list[str]:
+    lines = [
+        f"{t.requests_per_s:,.4g} requests/s over {replicas} replica{'s' if replicas != 1 else ''} "
+        f"({t.requests_per_s_per_replica:,.3g} each); one replica sustains {t.sustainable_requests_per_s_per_replica:,.3g} "
+        f"within the targets, stopped by {BINDING.get(t.binding, t.binding)}"
+    ]
+    if t.targets:
+        sim = t.simulated
+        head = f"simulated ({sim.requests:,} requests, seed {sim.seed}, {sim.routing.replace('_', '-')})" if sim else "simulated"
+        lines.append(f"  {'target':<16} {'limit':>9} {'screened':>9}  {head}")
+        for x in t.targets:
+            name = f"{NAMES.get(x.target, x.target)} P{x.percentile:g}"
+            screened = "—" if x.screened_s is None else fmt_seconds(x.screened_s)
+            simulated = "—" if x.simulated_s is None else fmt_seconds(x.simulated_s)
+            lines.append(f"  {name:<16} {fmt_seconds(x.limit_s):>9} {screened:>9}  {simulated}")
+    if t.simulated:
+        s = t.simulated
+        lines.append(f"simulated P50 / P90 / P99: TTFT {_pct(s.ttft_s)}; TPOT {_pct(s.tpot_s)}; end to end {_pct(s.e2e_s)}")
+        lines.append(
+            f"  busy {s.utilisation:.0%} of the time, {s.mean_queue:,.2f} waiting on average (at most {s.max_queue:,}), "
+            f"{s.preemptions:,} preemptions, goodput {s.goodput:.1%}, {s.throughput_tokens_per_s:,.0f} output tokens/s"
+            + (f", {s.rejected:,} requests too long for the KV cache" if s.rejected else "")
+        )
+    for ref in t.refused_by_simulation:
+        lines.append(f"- the screen's {ref.replicas} × {ref.plan} missed {', '.join(ref.missed)} in simulation: more replicas, or another plan")
+    lines.append(
+        f"${t.usd_per_million_tokens_at_load:,.3f} per million tokens (input and output) at {t.requests_per_s:,.4g} requests/s; "
+        f"${t.usd_per_million_tokens_at_capacity:,.3f} at the replicas' sustainable rate"
+    )
+    return lines

@@ -1,0 +1,49 @@
+"""Solving under traffic: the plan reported is one whose simulation meets every
+percentile target, and more traffic never buys a cheaper plan."""
+
+from __future__ import annotations
+
+from solver.catalog import default_catalog
+from solver.explain.solve import solve
+from solver.optimise.shapes import build_problem
+from solver.spec.solve_spec import parse_spec
+from solver.traffic.verify import Settings, simulate_plan
+
+SPEC = {
+    "model": "llama-3.1-8b",
+    "workload": {"requests_per_s": 10, "prompt_tokens": {"dist": "lognormal", "mean": 800, "p99": 4000}, "output_tokens": 200},
+    "sla": {"ttft": {"p99": "1s"}, "tpot": {"p90": "30ms"}},
+    "search": {"gpus": ["h100-sxm", "l40s", "a100-80gb"], "tp": [1, 2], "weights": ["bf16", "fp8"], "kv_cache": ["bf16"]},
+    "simulation": {"requests": 2000},
+}
+
+
+def _solved(rate: float):
+    data = {**SPEC, "workload": {**SPEC["workload"], "requests_per_s": rate}}
+    problem = build_problem(parse_spec(data), default_catalog())
+    return problem, solve(problem, explain=False)
+
+
+def test_the_plan_reported_meets_its_percentiles_in_simulation():
+    problem, r = _solved(10)
+    assert r.feasible and r.traffic_check is not None and r.traffic_check.ok
+    c = r.solution.chosen
+    # Simulated again, independently of the solve: the same requests, the same verdict.
+    again = simulate_plan(c.shape.deployment, problem.workload, problem.targets, c.replicas, Settings(2000, 0, "round_robin"))
+    assert again.ttft_q_s <= 1.0 and again.tpot_q_s <= 0.030
+    assert not r.violations
+
+
+def test_one_replica_fewer_misses_a_target_or_the_plan_has_one():
+    # The replicas are the fewest the screen and simulation allow for this shape.
+    problem, r = _solved(10)
+    c = r.solution.chosen
+    if c.replicas > 1:
+        fewer = simulate_plan(c.shape.deployment, problem.workload, problem.targets, c.replicas - 1, Settings(2000, 0, "round_robin"))
+        screened_fewer = c.traffic is not None and c.traffic.sustainable.rate_per_s * (c.replicas - 1) < 10
+        assert not fewer.ok or screened_fewer
+
+
+def test_more_traffic_never_costs_less():
+    costs = [_solved(rate)[1].solution.chosen.cost_usd_per_hour for rate in (2, 10, 40)]
+    assert costs == sorted(costs)
