@@ -1,0 +1,35 @@
+"""`plan-opt simulate` as a user meets it: the percentiles of the plan, its exit status,
+and one clear line for bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from solver.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = ROOT / "specs" / "chat-70b-at-20-rps.yaml"
+
+
+def test_the_solved_plan_meets_its_targets_in_simulation(capsys):
+    code = main(["simulate", str(SPEC), "--requests", "1000", "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["ok"] and out["requests"] == 1000
+    for t in out["targets"]:
+        assert t["simulated_s"] <= t["limit_s"]
+
+
+def test_too_few_replicas_miss_a_target_and_exit_3(capsys):
+    # One MI300X at TP 1 sustains about 4 requests/s within the targets (the screen): at 20/s it cannot.
+    code = main(["simulate", str(SPEC), "--gpu", "mi300x", "--tp", "1", "--replicas", "1", "--requests", "1000"])
+    out = capsys.readouterr().out
+    assert code == 3 and "misses" in out
+
+
+def test_bad_input_is_one_line(capsys, tmp_path):
+    assert main(["simulate", str(SPEC), "--replicas", "0"]) == 2
+    assert "--replicas = 0" in capsys.readouterr().err
+    users = ROOT / "specs" / "chat-llama70b.yaml"
+    assert main(["simulate", str(users)]) == 2
+    assert "workload.requests_per_s" in capsys.readouterr().err
