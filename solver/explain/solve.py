@@ -19,7 +19,7 @@ from solver.explain.records import (
 )
 from solver.explain.runners_up import runners_up
 from solver.explain.sensitivity import better_weights, sensitivity
-from solver.explain.traffic import verified
+from solver.explain.traffic import verified, verify_runners_up
 from solver.explain.validate import validate
 from solver.optimise.candidates import Candidate
 from solver.optimise.problem import Problem
@@ -66,6 +66,8 @@ def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
         if explain:
             sensitivity(problem, s, result)
             runners_up(problem, s, result)
+            if problem.workload.traffic is not None:
+                verify_runners_up(problem, s, result)
             better_weights(problem, s, result)
     elif explain:
         diagnose(problem, s, result)

@@ -10,7 +10,7 @@ import math
 
 from solver.explain.records import SolveResult
 from solver.optimise.model import Solution
-from solver.optimise.problem import Problem
+from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import Scenario, solve_scenario
 from solver.traffic.verify import Check, Settings, simulate_plan
 
@@ -25,7 +25,9 @@ def settings_of(problem: Problem) -> Settings:
     return Settings(sim.requests, sim.seed, sim.routing)
 
 
-def verified(problem: Problem, s: Scenario, sol: Solution, result: SolveResult) -> Solution:
+def verified(problem: Problem, s: Scenario, sol: Solution, result: SolveResult, shapes: list[Shape] | None = None) -> Solution:
+    """`sol` if its plan passes its simulation, else the plan after the corrections;
+    `shapes` restricts the re-solves (a runner-up's device)."""
     settings = settings_of(problem)
     for _ in range(MAX_ROUNDS):
         if not sol.feasible:
@@ -47,8 +49,48 @@ def verified(problem: Problem, s: Scenario, sol: Solution, result: SolveResult) 
                 floor = r
                 break
         problem.replica_floor[c.shape.index] = floor
-        sol = solve_scenario(problem, s)
+        sol = solve_scenario(problem, s, shapes=shapes)
     if sol.feasible:  # out of rounds: report the last plan with its (failing) simulation
         c = sol.chosen
         result.traffic_check = simulate_plan(c.shape.deployment, s.workload, s.targets, c.replicas, settings)
     return sol
+
+
+MAX_VERIFIED_RUNNERS_UP = 5
+"""Runners-up simulated (the cheapest first); the rest are reported as screened."""
+
+
+def verify_runners_up(problem: Problem, s: Scenario, result: SolveResult) -> None:
+    """Each of the cheapest runners-up simulated and corrected as the plan was, so the
+    gap to the plan is between two simulated plans."""
+    import dataclasses
+
+    from solver.optimise.scenario import objective_value, plan_label
+
+    base = objective_value(problem, result.solution.chosen)
+    done = 0
+    out = []
+    for ru in result.runners_up:
+        if ru.plan is None:
+            out.append(ru)
+            continue
+        if done >= MAX_VERIFIED_RUNNERS_UP:
+            out.append(dataclasses.replace(ru, reason=ru.reason + " (screened, not simulated)"))
+            continue
+        done += 1
+        shapes = [sh for sh in problem.shapes if sh.device.name == ru.device]
+        scratch = SolveResult(problem, solve_scenario(problem, s, shapes=shapes))
+        sol = verified(problem, s, scratch.solution, scratch, shapes=shapes)
+        if not sol.feasible:
+            out.append(dataclasses.replace(ru, plan=None, objective=None, delta=None, reason="no plan on it passes its simulation"))
+            continue
+        obj = objective_value(problem, sol.chosen)
+        check = scratch.traffic_check
+        note = (
+            "loses on the objective (simulated)"
+            if check is not None and check.ok
+            else "loses on the objective (its simulation misses " + ", ".join(check.failing if check else ["?"]) + ")"
+        )
+        out.append(dataclasses.replace(ru, plan=plan_label(sol.chosen), objective=obj, delta=obj - base, reason=note))
+    out.sort(key=lambda r: (r.delta is None, r.delta if r.delta is not None else 0.0, r.device))
+    result.runners_up = out
