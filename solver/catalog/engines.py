@@ -66,6 +66,11 @@ class Engine:
     split_mode: Literal["layer", "row"] | None = None
     """llama.cpp over several GPUs: whole layers per GPU, run one after another
     (layer, the default) or each matrix split by rows (row)."""
+    running_limit: Literal["max_num_seqs", "kv_half_pool"] = "max_num_seqs"
+    """What bounds the sequences the scheduler runs at once, unless the spec sets
+    max_num_seqs: max_num_seqs itself, or (SGLang's max_running_requests) half the KV
+    pool's tokens, at most its request pool (2,048 to 4,096 by the pool's size)."""
+    running_limit_source: str = ""
 
     def __post_init__(self) -> None:
         check_name("engine", self.name)

@@ -276,7 +276,13 @@ def render(r: SolveResult, markdown: bool = False) -> str:
         lines.append("")
         lines.append(h("Runners-up (best plan on each other GPU)" if o.plan else "Each GPU searched"))
         rows = [
-            [ru.device, ru.plan or "—", _objective_text(o.objective, ru.objective), _delta_text(o.objective, ru.delta), ru.reason if not ru.plan or "simulat" in ru.reason else ""]
+            [
+                ru.device,
+                ru.plan or "—",
+                _objective_text(o.objective, ru.objective),
+                _delta_text(o.objective, ru.delta),
+                ru.reason if not ru.plan or "simulat" in ru.reason else "",
+            ]
             for ru in o.runners_up
         ]
         lines += _table(["gpu", "plan", "objective", "Δ", "why not"], rows, markdown)

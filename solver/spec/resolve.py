@@ -119,6 +119,7 @@ def resolve_engine(engine_in: EngineIn, catalog: Catalog, device: Device) -> Eng
         enable_chunked_prefill=engine_in.enable_chunked_prefill if engine_in.enable_chunked_prefill is not None else engine.enable_chunked_prefill,
         enforce_eager=engine_in.enforce_eager if engine_in.enforce_eager is not None else engine.enforce_eager,
         split_mode=engine_in.split_mode if engine_in.split_mode is not None else engine.split_mode,
+        running_limit="max_num_seqs" if engine_in.max_num_seqs is not None else engine.running_limit,
     )
 
 

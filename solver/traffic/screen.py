@@ -51,6 +51,10 @@ def engine_limits(d: Deployment, w: Workload) -> EngineLimits:
     block = mem.block_size_tokens or 16
     budget = e.max_num_batched_tokens if e else 8192
     seqs = e.max_num_seqs if e else 256
+    if e is not None and e.running_limit == "kv_half_pool":
+        kv = mem.kv_capacity_tokens
+        pool = min(max(int(kv / max(1, w.context_tokens) * 512), 2048), 4096)
+        seqs = max(1, min(kv // 2, pool))
     return EngineLimits(
         max_num_seqs=seqs,
         max_num_batched_tokens=max(budget, seqs),

@@ -70,3 +70,37 @@ def test_a_target_the_idle_replica_misses_sustains_nothing():
     idle = Targets(max_tpot_s=0.001, tpot_percentile=50.0)  # 1 ms: below one decode step of a 70B model
     got = sustainable_rate(it, limits, moments(PROMPT, OUTPUT), idle)
     assert got.rate_per_s == 0 and got.binding == "tpot"
+
+
+def test_sglang_runs_as_many_requests_as_half_its_kv_pool_up_to_its_request_pool():
+    # SGLang's max_running_requests: min(KV tokens // 2, request pool), the pool
+    # min(max(KV tokens / context × 512, 2048), 4096) — not the 256 of vLLM's max_num_seqs.
+    d, _, _ = resolve(
+        parse_input(
+            {
+                "model": "llama-3.1-8b",
+                "engine": "sglang",
+                "hardware": {"gpu": "h100-sxm"},
+                "workload": {"users": 8, "prompt_tokens": 1000, "output_tokens": 300},
+            }
+        ),
+        default_catalog(),
+    )
+    w = Workload(8, 1300, 1000, 300, 1.0, "continuous")
+    limits = engine_limits(d, w)
+    kv = limits.kv_capacity_tokens
+    pool = min(max(int(kv / 1300 * 512), 2048), 4096)
+    assert limits.max_num_seqs == min(kv // 2, pool) and limits.max_num_seqs > 256
+    # Set in the spec, max_num_seqs is what runs.
+    d2, _, _ = resolve(
+        parse_input(
+            {
+                "model": "llama-3.1-8b",
+                "engine": {"name": "sglang", "max_num_seqs": 64},
+                "hardware": {"gpu": "h100-sxm"},
+                "workload": {"users": 8, "prompt_tokens": 1000, "output_tokens": 300},
+            }
+        ),
+        default_catalog(),
+    )
+    assert engine_limits(d2, w).max_num_seqs == 64
