@@ -55,6 +55,14 @@ def run(args: argparse.Namespace) -> int:
     if bad or not axes:
         raise InputError("--axes", args.axes, f"choose from {', '.join(AXES)}")
     spec, lines = load_spec(args.spec)
+    if spec.workload.requests_per_s is not None:
+        raise InputError(
+            "workload.requests_per_s",
+            spec.workload.requests_per_s,
+            "pareto's frontiers are in users for now: give workload.users, or size a request rate with `plan-opt solve` or `plan-opt simulate`",
+            source=args.spec,
+            line=lines.get(("workload", "requests_per_s")),
+        )
     if args.max_cost_ratio is not None:
         spec = spec.model_copy(update={"pareto": spec.pareto.model_copy(update={"max_cost_ratio": _cost_ratio(args.max_cost_ratio)})})
     problem = problem_from(spec, lines, args.spec, catalog_for(args))
