@@ -94,6 +94,7 @@ class _Checker:
                 None,
                 "required (the model's shape), and missing from the file",
                 source=self.source,
+                line=1,  # the object they belong in opens the file
             )
         L, h, H = cfg.num_hidden_layers or 0, cfg.hidden_size or 0, cfg.num_attention_heads or 0
         V, I = cfg.vocab_size or 0, cfg.intermediate_size or 0

@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
-            raise InputError("input", None, "expected a YAML mapping with model, hardware and workload", source=source)
+            raise InputError("input", None, "expected a YAML mapping with model, hardware and workload", source=source, line=1)
         data = loaded
     flag_paths = {
         "model": "model",
@@ -141,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
             None,
             f"missing {', '.join(missing)}: give a YAML file or flags (--model, --gpu, --users, --context ...); see `plan-opt evaluate --help`",
             source=source,
+            line=(min(lines.values()) if lines else 1) if source else None,
         )
     try:
         inp = parse_input(data, lines, source)

@@ -37,7 +37,7 @@ class EvaluateInput(SpecModel):
 
 def parse_input(data: object, lines: dict | None = None, source: str | None = None) -> EvaluateInput:
     if not isinstance(data, dict):
-        raise InputError("input", None, "expected a YAML mapping with model, hardware and workload", source=source)
+        raise InputError("input", None, "expected a YAML mapping with model, hardware and workload", source=source, line=1 if source else None)
     try:
         return EvaluateInput.model_validate(data)
     except ValidationError as exc:

@@ -97,7 +97,7 @@ def load_fleet_spec(path: str | Path) -> tuple[FleetSpec, dict[tuple, int]]:
     """The fleet file, validated, and the line of each of its keys."""
     data, lines = load_yaml_file(path)
     if not isinstance(data, dict):
-        raise InputError("fleet", None, "expected a YAML mapping with workloads", source=str(path))
+        raise InputError("fleet", None, "expected a YAML mapping with workloads", source=str(path), line=1)
     try:
         return FleetSpec.model_validate(data), lines
     except ValidationError as exc:

@@ -189,7 +189,7 @@ def _rows(reader: csv.DictReader[str], source: str) -> list[Measurement]:
             )
         )
     if not out:
-        raise InputError("rows", 0, "the CSV has a header but no measurements", source=str(path))
+        raise InputError("rows", 0, "the CSV has a header but no measurements", source=str(path), line=1)
     return out
 
 

@@ -229,7 +229,7 @@ class Spec(SpecModel):
 
 def parse_spec(data: object, lines: dict | None = None, source: str | None = None) -> Spec:
     if not isinstance(data, dict):
-        raise InputError("spec", None, "expected a YAML mapping with model and workload", source=source)
+        raise InputError("spec", None, "expected a YAML mapping with model and workload", source=source, line=1 if source else None)
     try:
         return Spec.model_validate(data)
     except ValidationError as exc:

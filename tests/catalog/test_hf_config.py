@@ -163,8 +163,8 @@ MOE = {"num_local_experts": 8, "num_experts_per_tok": 2}
             {"layer_types": ["full_attention"] * 1001},
             'config.json:9: layer_types = ["full_attention", "full_atten…", "full_attention"] (18,018 characters): must hold at most 1,000 entries',
         ),
-        ({"vocab_size": None}, "config.json: vocab_size: required"),
-        ({"text_config": {"vocab_size": None}}, "config.json: text_config.vocab_size: required"),
+        ({"vocab_size": None}, "config.json:1: vocab_size: required"),
+        ({"text_config": {"vocab_size": None}}, "config.json:1: text_config.vocab_size: required"),
         ({**MLA, "qk_nope_head_dim": 16}, None),  # complete MLA dimensions are a model
         ({"_name_or_path": "a\nb"}, 'config.json:9: _name_or_path = "a\\nb": must be printable text'),
     ],
