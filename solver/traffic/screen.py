@@ -152,7 +152,7 @@ def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: 
         new = lam * m.output_mean / r
         if new > 10 * seq_cap + 1e6:
             return unstable("decode")
-        done = abs(new - n) <= 1e-9 * (1 + n)
+        done = abs(new - n) <= 1e-7 * (1 + n)
         n = new
         if done:
             break
@@ -240,7 +240,7 @@ def sustainable_rate(model: IterationModel, limits: EngineLimits, m: Moments, ta
         if hi > 1e9:
             return Sustainable(lo, "decode", idle)
     for _ in range(RATE_STEPS):
-        if hi / lo < 1 + 1e-4:
+        if hi / lo < 1 + 1e-3:  # the rate to 0.1 %: replicas are whole numbers
             break
         mid = math.sqrt(lo * hi)
         if misses(screen(model, limits, m, mid, targets), targets):
