@@ -45,8 +45,9 @@ Examples:
 
 
 def run(args: argparse.Namespace) -> int:
-    from solver.optimise.fleet import solve_fleet, sweep
+    from solver.optimise.fleet import sweep
     from solver.optimise.fleet_classes import build_classes
+    from solver.optimise.fleet_traffic import solve_fleet_verified
     from solver.report.fleet_report import render, render_sweep, to_json
     from solver.spec.fleet_spec import load_fleet_spec
 
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(render_sweep(swept, title + " · budget sweep", markdown=args.format == "markdown"))
         return EXIT_OK
-    res = solve_fleet(fs, classes)
+    res = solve_fleet_verified(fs, classes)
     if args.format == "json":
         print(to_json(res))
     else:

@@ -64,6 +64,9 @@ class FleetResult:
     assignments: list[Assignment] = field(default_factory=list)
     served: dict[str, int] = field(default_factory=dict)
     demand: dict[str, int] = field(default_factory=dict)
+    rate_services: set[str] = field(default_factory=set)
+    """Services given in requests per second: their served, demand and caps are in
+    thousandths of a request per second (fleet_classes.RATE_SCALE)."""
     gpus: dict[str, int] = field(default_factory=dict)
     rented: dict[str, int] = field(default_factory=dict)
     owned_used: dict[str, int] = field(default_factory=dict)
@@ -113,6 +116,8 @@ def solve_fleet(
     quality_terms: list[tuple[int, cp_model.IntVar]] = []  # (lost quality of an option, its use literal)
     for k, sc in enumerate(classes):
         result.demand[sc.name] = sc.demand
+        if sc.rate:
+            result.rate_services.add(sc.name)
         if not sc.options:
             result.unservable[sc.name] = sc.why_none
         terms: list[cp_model.LinearExpr] = []
@@ -267,6 +272,7 @@ def routes(classes: list[ServiceClass], res: FleetResult) -> dict[str, list[Rout
     for a in res.assignments:
         by_service.setdefault(a.service, []).append(a)
     output_tokens = {sc.name: sc.problem.workload.output_tokens for sc in classes}
+    rate_services = {sc.name: sc.rate for sc in classes}
     for name, parts in by_service.items():
         served = res.served.get(name, 0)
         if len(parts) < 2 or served == 0:
@@ -276,7 +282,10 @@ def routes(classes: list[ServiceClass], res: FleetResult) -> dict[str, list[Rout
         users = [math.floor(x) for x in raw]
         for i in sorted(range(len(raw)), key=lambda i: raw[i] - users[i], reverse=True)[: served - sum(users)]:
             users[i] += 1
-        rate = [u / (a.option.ttft_s + output_tokens[name] * a.option.tpot_s) for u, a in zip(users, parts)]
+        if rate_services.get(name):  # a rate service: the requests split as the capacity does
+            rate = [float(u) for u in users]
+        else:
+            rate = [u / (a.option.ttft_s + output_tokens[name] * a.option.tpot_s) for u, a in zip(users, parts)]
         out[name] = [Route(name, a.option.label, a.replicas, u, u / served, lam / sum(rate)) for a, u, lam in zip(parts, users, rate)]
     return out
 
@@ -314,8 +323,15 @@ def _binds(
             out.append(f"inventory: all {n} owned {d} in use")
     if fs.search.max_gpus is not None and sum(res.gpus.values()) >= fs.search.max_gpus:
         out.append(f"max_gpus: {sum(res.gpus.values())} of {fs.search.max_gpus}")
+    by_name = {sc.name: sc for sc in classes}
     for a in res.assignments:
-        out.append(f"{a.service}: {a.option.label} holds {a.option.cap} users per replica (capped by {CAPPED[a.option.capped_by]})")
+        sc = by_name[a.service]
+        if sc.rate:
+            out.append(
+                f"{a.service}: {a.option.label} sustains {sc.amount(a.option.cap)} per replica within the targets (screened; stopped by {CAPPED.get(a.option.capped_by, a.option.capped_by)})"
+            )
+        else:
+            out.append(f"{a.service}: {a.option.label} holds {a.option.cap} users per replica (capped by {CAPPED[a.option.capped_by]})")
     return out
 
 

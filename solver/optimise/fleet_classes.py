@@ -18,10 +18,15 @@ from solver.optimise.shapes import build_problem, check_built, check_work
 from solver.spec.fleet_spec import FleetSpec, FleetWorkloadIn
 from solver.spec.solve_spec import Spec
 
+RATE_SCALE = 1000
+"""A service given in requests per second counts its demand and each replica's cap in
+thousandths of a request per second, so the fleet model's integers hold a rate."""
+
 
 @dataclass(frozen=True)
 class Option:
-    """A shape serving one class: replicas of it hold `cap` users each."""
+    """A shape serving one class: replicas of it hold `cap` users each (a rate service:
+    `cap` thousandths of a request per second, the screen's sustainable rate)."""
 
     shape_index: int
     label: str
@@ -45,6 +50,12 @@ class ServiceClass:
     options: list[Option] = field(default_factory=list)
     why_none: str = ""
     single_shape: bool = False
+    rate: bool = False
+    """Demand and caps in thousandths of a request per second (RATE_SCALE), not users."""
+
+    def amount(self, value: int) -> str:
+        """A demand, a cap or a count served, in the service's unit."""
+        return f"{value / RATE_SCALE:,.4g} req/s" if self.rate else f"{value:,} users"
 
 
 def _class_specs(fs: FleetSpec, w: FleetWorkloadIn, index: int) -> list[tuple[str, Spec]]:
@@ -98,6 +109,14 @@ def _options(problem: Problem) -> tuple[list[Option], str]:
     for c in candidates(problem):
         if c.memory_excess > 0 or c.interconnect_excess or c.max_batch_memory < 1 or c.max_batch_tpot < 1:
             continue
+        if c.traffic is not None:  # sized by the traffic screen: its sustainable rate per replica
+            rate_cap = math.floor(c.traffic.sustainable.rate_per_s * RATE_SCALE)
+            if rate_cap < 1:
+                continue
+            d = c.shape.deployment
+            q = d.weights.quality_rank + d.kv.quality_rank
+            good.append(Option(c.shape.index, c.shape.label, c.shape.device.name, c.shape.gpus_per_replica, rate_cap, c.caps, c.tpot_s, c.ttft_s, q))
+            continue
         if t.max_ttft_s is not None and c.ttft_s > t.max_ttft_s:
             continue
         if t.max_tpot_s is not None and c.tpot_s > t.max_tpot_s:
@@ -149,7 +168,11 @@ def build_classes(fs: FleetSpec, catalog: Catalog, base_dir: Path | None = None)
             built += len(problem.shapes)
             check_built(built, where)
             single = fs.single_shape if w.single_shape is None else w.single_shape
-            sc = ServiceClass(w.name, cname, problem.workload.users, w.priority, problem, single_shape=single)
+            traffic = problem.workload.traffic
+            demand = math.ceil(traffic.requests_per_s * RATE_SCALE) if traffic else problem.workload.users
+            # A service given as a rate runs on one shape, so that its simulation checks the
+            # whole of it (optimise/fleet_traffic.py).
+            sc = ServiceClass(w.name, cname, demand, w.priority, problem, single_shape=single or traffic is not None, rate=traffic is not None)
             sc.options, sc.why_none = _options(problem)
             out.append(sc)
     return out

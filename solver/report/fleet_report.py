@@ -4,7 +4,17 @@ table, Markdown or JSON — and a budget sweep."""
 from __future__ import annotations
 
 from solver.optimise.fleet import FleetResult
+from solver.optimise.fleet_classes import RATE_SCALE
 from solver.report import strict_json
+
+
+def _in_unit(res: FleetResult, name: str, value: int) -> float | int:
+    """A served count, demand or cap as the service states it: users, or requests/s."""
+    return value / RATE_SCALE if name in res.rate_services else value
+
+
+def _amount(res: FleetResult, name: str, value: int) -> str:
+    return f"{value / RATE_SCALE:,.4g} req/s" if name in res.rate_services else f"{value:,}"
 
 
 def to_dict(res: FleetResult) -> dict:
@@ -19,8 +29,9 @@ def to_dict(res: FleetResult) -> dict:
         "gpus": dict(sorted(res.gpus.items())),
         "rented": dict(sorted(res.rented.items())),
         "owned_used": dict(sorted(res.owned_used.items())),
-        "served": res.served,
-        "demand": res.demand,
+        "served": {k: _in_unit(res, k, v) for k, v in res.served.items()},
+        "demand": {k: _in_unit(res, k, v) for k, v in res.demand.items()},
+        "units": {k: "requests_per_s" if k in res.rate_services else "users" for k in res.demand},
         "assignments": [
             {
                 "service": a.service,
@@ -29,7 +40,7 @@ def to_dict(res: FleetResult) -> dict:
                 "gpu": a.option.device,
                 "replicas": a.replicas,
                 "gpus": a.replicas * a.option.gpus_per_replica,
-                "users_per_replica": a.option.cap,
+                ("requests_per_s_per_replica" if a.service in res.rate_services else "users_per_replica"): _in_unit(res, a.service, a.option.cap),
                 "batch_capped_by": a.option.capped_by,
                 "tpot_s": a.option.tpot_s,
                 "ttft_s": a.option.ttft_s,
@@ -108,10 +119,18 @@ def render(res: FleetResult, title: str, markdown: bool = False, show_purchase: 
     rows = []
     for a in res.assignments:
         rows.append(
-            [a.service, a.option.label, str(a.replicas), str(a.option.cap), f"{a.option.tpot_s * 1e3:.1f} ms", f"{a.option.ttft_s * 1e3:.0f} ms"]
+            [
+                a.service,
+                a.option.label,
+                str(a.replicas),
+                _amount(res, a.service, a.option.cap),
+                f"{a.option.tpot_s * 1e3:.1f} ms",
+                f"{a.option.ttft_s * 1e3:.0f} ms",
+            ]
         )
-    lines += _table(["service", "replica", "replicas", "users/replica", "TPOT", "TTFT"], rows, markdown)
-    rows = [[name, f"{res.served.get(name, 0):,}", f"{d:,}"] for name, d in res.demand.items()]
+    per = "per replica" if res.rate_services else "users/replica"
+    lines += _table(["service", "replica", "replicas", per, "TPOT", "TTFT"], rows, markdown)
+    rows = [[name, _amount(res, name, res.served.get(name, 0)), _amount(res, name, d)] for name, d in res.demand.items()]
     lines.append("")
     lines += _table(["service", "served", "demand"], rows, markdown)
     if res.routes:
@@ -124,7 +143,7 @@ def render(res: FleetResult, title: str, markdown: bool = False, show_purchase: 
             "by Little's law). single_shape: true keeps a service on one shape."
         )
         rows = [
-            [x.service, x.plan, str(x.replicas), f"{x.users:,}", f"{x.users_share:.1%}", f"{x.request_share:.1%}"]
+            [x.service, x.plan, str(x.replicas), _amount(res, x.service, x.users), f"{x.users_share:.1%}", f"{x.request_share:.1%}"]
             for rs in res.routes.values()
             for x in rs
         ]
@@ -142,10 +161,12 @@ def render_sweep(sweep: list[tuple[float, FleetResult]], title: str, markdown: b
         if not r.feasible:
             rows.append([f"${budget:,.0f}/h", "—", "—", "no fleet", ""])
             continue
-        served = sum(r.served.values())
-        demand = sum(r.demand.values())
+        if r.rate_services:
+            served_text = "; ".join(f"{k} {_amount(r, k, r.served.get(k, 0))} of {_amount(r, k, d)}" for k, d in r.demand.items())
+        else:
+            served_text = f"{sum(r.served.values()):,} of {sum(r.demand.values()):,}"
         fleet = ", ".join(f"{n} × {d}" for d, n in sorted(r.gpus.items())) or "nothing"
         binding = next((b for b in r.binds if b.startswith(("budget", "quota", "inventory", "max_gpus"))), "all demand served")
-        rows.append([f"${budget:,.0f}/h", f"${r.cost_usd_per_hour:,.2f}/h", f"{served:,} of {demand:,}", fleet, binding])
+        rows.append([f"${budget:,.0f}/h", f"${r.cost_usd_per_hour:,.2f}/h", served_text, fleet, binding])
     lines += _table(["budget", "spent", "users served", "fleet", "binds"], rows, markdown)
     return "\n".join(lines) + "\n"

@@ -55,8 +55,8 @@ class FleetWorkloadIn(SpecModel):
 
     @model_validator(mode="after")
     def _shares(self) -> Self:
-        if self.workload.requests_per_s is not None:
-            raise ValueError("a fleet workload is given in users for now; solve one service at a request rate with `plan-opt solve`")
+        if self.workload.requests_per_s is not None and self.mix:
+            raise ValueError("a mix splits users into classes; under requests_per_s give each class as its own workload, with its own rate")
         check_traffic(self.workload, self.sla)
         if self.mix and abs(sum(c.share for c in self.mix) - 1) > 1e-6:
             raise ValueError(f"mix shares sum to {sum(c.share for c in self.mix):g}, not 1")

@@ -326,3 +326,38 @@ def test_a_demand_too_large_for_one_weighted_objective_still_solves():
     assert res.status in ("optimal", "feasible")
     assert 0 < res.served["huge"] < 10_000_000
     assert res.cost_usd_per_hour <= 50 + 1e-9
+
+
+def test_a_service_given_as_a_rate_is_served_on_one_shape_that_passes_its_simulation():
+    from pathlib import Path
+
+    import yaml
+
+    from solver.optimise.fleet_classes import RATE_SCALE
+    from solver.optimise.fleet_traffic import solve_fleet_verified
+    from solver.traffic.verify import Settings, simulate_plan
+
+    spec = yaml.safe_load((Path(__file__).resolve().parents[2] / "specs" / "fleet-rates.yaml").read_text())
+    fs, classes = fleet(spec)
+    res = solve_fleet_verified(fs, classes)
+    assert res.feasible and res.rate_services == {"chat"}
+    assert res.demand["chat"] == 12 * RATE_SCALE and res.served["chat"] == res.demand["chat"]
+    (a,) = [x for x in res.assignments if x.service == "chat"]  # one shape
+    chat = next(sc for sc in classes if sc.name == "chat")
+    check = simulate_plan(chat.problem.shapes[a.option.shape_index].deployment, chat.problem.workload, chat.problem.targets, a.replicas, Settings())
+    assert check.ok, check.failing
+
+
+def test_a_rate_workload_cannot_have_a_mix():
+    spec = {
+        "workloads": [
+            {
+                "name": "x",
+                "model": "llama-3.1-8b",
+                "workload": {"requests_per_s": 5, "prompt_tokens": 500, "output_tokens": 100},
+                "mix": [{"share": 1.0, "context_tokens": 600, "prompt_tokens": 500}],
+            }
+        ]
+    }
+    with pytest.raises(ValueError, match="each class as its own workload"):
+        FleetSpec.model_validate(spec)

@@ -1,0 +1,62 @@
+"""A fleet's services given as request rates, checked by simulation as a solve's plan
+is: each such service runs on one shape (fleet_classes), simulated at its replicas;
+when it misses a target, its option's cap per replica is lowered to what the fewest
+passing replicas carry (or the option dropped when none of a few more pass), and the
+fleet solved again, until every rate service passes."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from solver.optimise.fleet import FleetResult, solve_fleet
+from solver.optimise.fleet_classes import RATE_SCALE, ServiceClass
+from solver.spec.fleet_spec import FleetSpec
+from solver.traffic.verify import Settings, simulate_plan
+
+MAX_ROUNDS = 6
+MAX_EXTRA_TRIES = 8
+
+
+def solve_fleet_verified(fs: FleetSpec, classes: list[ServiceClass]) -> FleetResult:
+    settings = Settings()
+    res = solve_fleet(fs, classes)
+    notes: list[str] = []
+    for _ in range(MAX_ROUNDS):
+        if not res.feasible:
+            break
+        corrected = False
+        for sc in classes:
+            if not sc.rate:
+                continue
+            parts = [a for a in res.assignments if a.service == sc.name]
+            if len(parts) != 1:
+                if parts:
+                    notes.append(f"{sc.name}: split over {len(parts)} shapes; screened, not simulated")
+                continue
+            a = parts[0]
+            shape = sc.problem.shapes[a.option.shape_index]
+            w, t = sc.problem.workload, sc.problem.targets
+            if simulate_plan(shape.deployment, w, t, a.replicas, settings).ok:
+                continue
+            passing = next(
+                (r for r in range(a.replicas + 1, a.replicas + 1 + MAX_EXTRA_TRIES) if simulate_plan(shape.deployment, w, t, r, settings).ok), None
+            )
+            kept = [o for o in sc.options if o.shape_index != a.option.shape_index]
+            if passing is not None:
+                cap = math.floor(sc.demand / passing)
+                kept.append(dataclasses.replace(a.option, cap=cap))
+                notes.append(f"{sc.name}: {a.replicas} × {a.option.label} missed a target in simulation; {passing} pass")
+            else:
+                notes.append(f"{sc.name}: no replica count of {a.option.label} up to {a.replicas + MAX_EXTRA_TRIES} passes its simulation; dropped")
+            sc.options = sorted(kept, key=lambda o: o.shape_index)
+            corrected = True
+        if not corrected:
+            break
+        res = solve_fleet(fs, classes)
+    for sc in classes:
+        if sc.rate and res.feasible and not any("screened" in n and n.startswith(sc.name) for n in notes):
+            if any(a.service == sc.name for a in res.assignments):
+                notes.append(f"{sc.name}: simulated at {sc.demand / RATE_SCALE:,.4g} requests/s ({settings.requests:,} requests): every target met")
+    res.binds += list(dict.fromkeys(notes))
+    return res
