@@ -74,6 +74,12 @@ class TrafficOut(SolveModel):
     refused_by_simulation: list[RefusedOut] = Field(description="Plans the screen chose that the simulation refused, before this one.")
     usd_per_million_tokens_at_load: float = Field(description="Input and output tokens together, at the spec's rate.")
     usd_per_million_tokens_at_capacity: float = Field(description="The same plan at its sustainable rate on every replica.")
+    usd_per_million_input_tokens_at_load: float = Field(
+        description="The replicas' time split between prompts (the screen's prefill share) and decoding, at the spec's rate."
+    )
+    usd_per_million_output_tokens_at_load: float
+    usd_per_million_input_tokens_at_capacity: float
+    usd_per_million_output_tokens_at_capacity: float
 
 
 def _lengths(x: LengthDistribution) -> LengthsOut:
@@ -107,6 +113,25 @@ def traffic_out(r: SolveResult) -> TrafficOut | None:
     at_load = per_hour / (3600 * w.traffic.requests_per_s * tokens) * 1e6
     capacity = c.replicas * sizing.sustainable.rate_per_s
     at_capacity = per_hour / (3600 * capacity * tokens) * 1e6 if capacity > 0 else at_load
+
+    def split(rate_per_replica: float, prefill_share: float) -> tuple[float, float]:
+        """$/M input and output tokens: each replica-second's cost split by the share of
+        the time its prompts take."""
+        per_s = per_hour / 3600 / c.replicas
+        share = min(1.0, max(0.0, prefill_share))
+        assert w.traffic is not None
+        if rate_per_replica <= 0:
+            return 0.0, 0.0
+        return (
+            per_s * share / (rate_per_replica * w.traffic.prompt.mean_tokens) * 1e6,
+            per_s * (1 - share) / (rate_per_replica * w.traffic.output.mean_tokens) * 1e6,
+        )
+
+    load = sizing.at_load
+    in_load, out_load = split(load.rate_per_s, load.prefill_share)
+    mu = sizing.sustainable.rate_per_s
+    # At capacity the prompts' share grows with the rate (their work per request is the same).
+    in_cap, out_cap = split(mu, load.prefill_share * mu / load.rate_per_s if load.rate_per_s > 0 else 0.0)
     simulated = None
     if check is not None:
         sim = check.sim
@@ -139,4 +164,8 @@ def traffic_out(r: SolveResult) -> TrafficOut | None:
         refused_by_simulation=[RefusedOut(plan=label, replicas=n, missed=missed) for label, n, missed in r.traffic_rejected],
         usd_per_million_tokens_at_load=at_load,
         usd_per_million_tokens_at_capacity=at_capacity,
+        usd_per_million_input_tokens_at_load=in_load,
+        usd_per_million_output_tokens_at_load=out_load,
+        usd_per_million_input_tokens_at_capacity=in_cap,
+        usd_per_million_output_tokens_at_capacity=out_cap,
     )

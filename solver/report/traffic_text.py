@@ -61,7 +61,8 @@ def traffic_lines(t: TrafficOut, replicas: int) -> list[str]:
     for ref in t.refused_by_simulation:
         lines.append(f"- the screen's {ref.replicas} × {ref.plan} missed {', '.join(ref.missed)} in simulation: more replicas, or another plan")
     lines.append(
-        f"${t.usd_per_million_tokens_at_load:,.3f} per million tokens (input and output) at {t.requests_per_s:,.4g} requests/s; "
-        f"${t.usd_per_million_tokens_at_capacity:,.3f} at the replicas' sustainable rate"
+        f"${t.usd_per_million_input_tokens_at_load:,.3f} per million input and ${t.usd_per_million_output_tokens_at_load:,.2f} per million "
+        f"output tokens at {t.requests_per_s:,.4g} requests/s (${t.usd_per_million_tokens_at_load:,.3f} for both together); "
+        f"${t.usd_per_million_input_tokens_at_capacity:,.3f} and ${t.usd_per_million_output_tokens_at_capacity:,.2f} at the replicas' sustainable rate"
     )
     return lines

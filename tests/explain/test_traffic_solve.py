@@ -3,6 +3,8 @@ percentile target, and more traffic never buys a cheaper plan."""
 
 from __future__ import annotations
 
+import pytest
+
 from solver.catalog import default_catalog
 from solver.explain.solve import solve
 from solver.optimise.shapes import build_problem
@@ -47,3 +49,18 @@ def test_one_replica_fewer_misses_a_target_or_the_plan_has_one():
 def test_more_traffic_never_costs_less():
     costs = [_solved(rate)[1].solution.chosen.cost_usd_per_hour for rate in (2, 10, 40)]
     assert costs == sorted(costs)
+
+
+def test_the_cost_per_token_splits_the_replicas_cost_between_input_and_output():
+    # Every replica-second is paid by the prompt and output tokens it serves: at the
+    # spec's rate, $/M in × input tokens/s + $/M out × output tokens/s = the $/s of the plan.
+    from solver.report.traffic_json import traffic_out
+
+    _, r = _solved(10)
+    t = traffic_out(r)
+    assert t is not None
+    c = r.solution.chosen
+    tokens_in = t.requests_per_s * t.prompt.mean_tokens
+    tokens_out = t.requests_per_s * t.output.mean_tokens
+    paid = (t.usd_per_million_input_tokens_at_load * tokens_in + t.usd_per_million_output_tokens_at_load * tokens_out) / 1e6
+    assert paid == pytest.approx(c.cost_usd_per_hour / 3600, rel=1e-9)
