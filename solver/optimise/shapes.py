@@ -21,6 +21,7 @@ from solver.errors import InputError
 from solver.optimise.problem import Problem, Shape, Skipped
 from solver.physics.costs import gpu_hour_costs
 from solver.physics.deployment import Deployment
+from solver.spec.lengths_file import with_lengths
 from solver.spec.resolve import (
     apply_factors,
     band_of,
@@ -173,6 +174,10 @@ def needs_purchase(spec: Spec) -> bool:
 
 
 def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) -> Problem:
+    pairs: tuple[tuple[int, int], ...] = ()
+    if spec.workload.lengths_file is not None:  # the means and the context from the file
+        filled, pairs = with_lengths(spec.workload, base_dir)
+        spec = spec.model_copy(update={"workload": filled})
     check_work(spec, catalog)
     model = resolve_model(spec.model, spec.overrides.model, catalog, base_dir)
     mo = spec.overrides.model
@@ -195,7 +200,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
     w = spec.workload
     # WorkloadIn derives the third of context, prompt and output from the other two.
     assert w.context_tokens is not None
-    workload = workload_of(w, spec.sla)
+    workload = workload_of(w, spec.sla, pairs)
     targets = targets_of(spec.sla)
     pricing = catalog.pricing(spec.pricing.providers, spec.pricing.tier, spec.pricing.statistic, secondary=spec.pricing.secondary)
     ownership = dataclasses.replace(catalog.ownership, **spec.ownership.model_dump(exclude_none=True))

@@ -22,6 +22,10 @@ class LengthDistribution:
     low_tokens: int
     high_tokens: int
     p99_tokens: float | None = None
+    samples: tuple[int, ...] = dataclasses.field(default=(), compare=False, repr=False)
+    """`empirical`: the lengths of a user's file, drawn from at random."""
+    digest: str = ""
+    """`empirical`: which file (its samples are not compared)."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,8 @@ class Traffic:
     prompt: LengthDistribution
     output: LengthDistribution
     arrival_cv: float = 1.0
+    pairs: tuple[tuple[int, int], ...] = dataclasses.field(default=(), compare=False, repr=False)
+    """From a lengths file: each request's prompt and output drawn together."""
 
 
 @dataclass(frozen=True)

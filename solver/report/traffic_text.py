@@ -21,6 +21,8 @@ BINDING = {
 def lengths_text(x: LengthsOut) -> str:
     if x.dist == "fixed":
         return f"{x.mean_tokens:,.0f}"
+    if x.dist == "empirical":
+        return f"from the lengths file (mean {x.mean_tokens:,.0f}, {x.low_tokens:,} to {x.high_tokens:,})"
     if x.dist == "lognormal" and x.p99_tokens is not None:
         return f"lognormal, mean {x.mean_tokens:,.0f}, P99 {x.p99_tokens:,.0f}"
     return f"{x.dist}, mean {x.mean_tokens:,.0f}"

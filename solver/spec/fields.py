@@ -214,6 +214,11 @@ class WorkloadIn(SpecModel):
         default=None, description=f"Requests arriving per second over all replicas (open loop), {RATE}; instead of users."
     )
     arrival: ArrivalIn | None = Field(default=None, description="With requests_per_s: how arrivals cluster (default Poisson).")
+    lengths_file: Name | None = Field(
+        default=None,
+        description="With requests_per_s: a CSV (prompt_tokens,output_tokens) or JSON Lines file of request lengths, "
+        "relative to the spec; each request's two lengths are drawn from it together. Instead of prompt_tokens and output_tokens.",
+    )
     context_tokens: Tokens | None = Field(default=None, description=f"Tokens per sequence at its longest, {TOKENS}.")
     prompt_tokens: Length | None = Field(
         default=None,
@@ -247,6 +252,12 @@ class WorkloadIn(SpecModel):
         if (self.users is None) == (self.requests_per_s is None):
             raise ValueError("give users (concurrent sequences) or requests_per_s (arrivals per second), one of them")
         traffic = self.requests_per_s is not None
+        if self.lengths_file is not None:
+            if not traffic:
+                raise ValueError("lengths_file describes requests_per_s; a users workload has one prompt and output length")
+            if self.prompt_tokens is not None or self.output_tokens is not None:
+                raise ValueError("lengths_file gives both lengths: drop prompt_tokens and output_tokens")
+            return self  # the file is read with the spec's folder known (spec/lengths_file.py)
         if not traffic:
             if self.arrival is not None:
                 raise ValueError("arrival describes requests_per_s; a users workload has none")

@@ -14,6 +14,7 @@ from solver.errors import InputError
 from solver.physics.deployment import Deployment, LengthDistribution, Targets, Traffic, Workload
 from solver.spec.evaluate_input import EvaluateInput
 from solver.spec.fields import MAX_USERS, EngineIn, FactorsIn, GpuOverrides, LengthsIn, ModelOverrides, SlaIn, WorkloadIn
+from solver.spec.lengths_file import lengths_digest
 
 
 def _exists(path: Path) -> bool:
@@ -219,7 +220,7 @@ FIRST_GUESS_TPOT_S = 0.05
 concurrency assumes (the traffic screen then sizes every shape on its own times)."""
 
 
-def workload_of(w: WorkloadIn, sla: SlaIn) -> Workload:
+def workload_of(w: WorkloadIn, sla: SlaIn, pairs: tuple[tuple[int, int], ...] = ()) -> Workload:
     """The physics' workload. Under requests_per_s, `users` is a first guess of the
     concurrency (Little's law at the targets: rate × (TTFT + output × TPOT)); each
     plan's own concurrency comes from the traffic screen."""
@@ -231,12 +232,23 @@ def workload_of(w: WorkloadIn, sla: SlaIn) -> Workload:
     ttft = sla.ttft.limit_s if sla.ttft else FIRST_GUESS_TTFT_S
     tpot = sla.tpot.limit_s if sla.tpot else FIRST_GUESS_TPOT_S
     users = max(1, math.ceil(w.requests_per_s * (ttft + output * tpot)))
-    traffic = Traffic(
-        requests_per_s=w.requests_per_s,
-        prompt=_lengths(w.prompt_tokens or prompt, w.context_tokens, output),
-        output=_lengths(w.output_tokens or output, w.context_tokens, prompt),
-        arrival_cv=w.arrival.cv if w.arrival else 1.0,
-    )
+    if pairs:  # a lengths file (spec/lengths_file.py): the requests as logged
+        digest = lengths_digest(pairs)
+        prompts, outputs = tuple(p for p, _ in pairs), tuple(o for _, o in pairs)
+        traffic = Traffic(
+            requests_per_s=w.requests_per_s,
+            prompt=LengthDistribution("empirical", sum(prompts) / len(prompts), min(prompts), max(prompts), samples=prompts, digest=digest),
+            output=LengthDistribution("empirical", sum(outputs) / len(outputs), min(outputs), max(outputs), samples=outputs, digest=digest),
+            arrival_cv=w.arrival.cv if w.arrival else 1.0,
+            pairs=pairs,
+        )
+    else:
+        traffic = Traffic(
+            requests_per_s=w.requests_per_s,
+            prompt=_lengths(w.prompt_tokens or prompt, w.context_tokens, output),
+            output=_lengths(w.output_tokens or output, w.context_tokens, prompt),
+            arrival_cv=w.arrival.cv if w.arrival else 1.0,
+        )
     # KV is sized at the average sequence: half its output written, on average over its life.
     fill = min(1.0, (prompt + output / 2) / w.context_tokens)
     return Workload(min(users, MAX_USERS), w.context_tokens, prompt, output, fill, "continuous", traffic)

@@ -40,6 +40,8 @@ def draw_length(dist: LengthDistribution, rng: random.Random) -> int:
         x = rng.expovariate(1.0 / dist.mean_tokens)
     elif dist.dist == "uniform":
         return rng.randint(dist.low_tokens, dist.high_tokens)
+    elif dist.dist == "empirical":
+        return dist.samples[rng.randrange(len(dist.samples))]
     else:
         raise ValueError(f"unknown length distribution {dist.dist!r}")
     return min(dist.high_tokens, max(dist.low_tokens, round(x)))
@@ -64,7 +66,11 @@ def draw_requests(traffic: Traffic, count: int, seed: int, rate_per_s: float | N
     for i in range(count):
         if i:
             t += draw_gap_s(traffic, rate, gaps)
-        out.append(Request(t, draw_length(traffic.prompt, lengths), draw_length(traffic.output, lengths)))
+        if traffic.pairs:  # a user's file: the two lengths of one request together
+            p, o = traffic.pairs[lengths.randrange(len(traffic.pairs))]
+            out.append(Request(t, p, o))
+        else:
+            out.append(Request(t, draw_length(traffic.prompt, lengths), draw_length(traffic.output, lengths)))
     return out
 
 

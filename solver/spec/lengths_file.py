@@ -1,0 +1,129 @@
+"""Request lengths from a file a user brings (a log of their own traffic): CSV with a
+`prompt_tokens,output_tokens` header, or JSON Lines of `{"prompt_tokens": P,
+"output_tokens": O}`. Read at the edge, like a spec: every value a whole number in
+range, refused at its line; each request's two lengths are drawn together."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from solver.errors import InputError
+from solver.spec.fields import MAX_TOKENS, WorkloadIn
+
+MAX_FILE_BYTES = 256 * 2**20
+"""A log of a million requests is about 20 MB as CSV."""
+MAX_ROWS = 2_000_000
+COLUMNS = ("prompt_tokens", "output_tokens")
+
+
+def _whole(value: object, key: str, source: str, line: int) -> int:
+    if isinstance(value, bool):
+        raise InputError(key, value, f"must be a whole number from 1 to {MAX_TOKENS:,}", source=source, line=line)
+    try:
+        x = float(value) if isinstance(value, str | int | float) else float("nan")
+    except ValueError:
+        raise InputError(key, value, f"must be a whole number from 1 to {MAX_TOKENS:,}", source=source, line=line) from None
+    if not (1 <= x <= MAX_TOKENS) or x != int(x):
+        raise InputError(key, value, f"must be a whole number from 1 to {MAX_TOKENS:,}", source=source, line=line)
+    return int(x)
+
+
+def read_lengths(path: Path, field: str = "workload.lengths_file") -> tuple[tuple[int, int], ...]:
+    """(prompt, output) tokens of every request in the file, in file order."""
+    source = str(path)
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise InputError(field, source, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(field, source, "is a folder, not a CSV or JSON Lines file") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(field, source, f"cannot be read ({type(exc).__name__})") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise InputError(field, source, f"over {MAX_FILE_BYTES // 2**20} MiB; sample it to at most {MAX_ROWS:,} requests")
+    try:
+        text = raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"byte {exc.start + 1:,}", f"0x{raw[exc.start]:02x}", "not UTF-8 text", source=source, line=raw.count(b"\n", 0, exc.start) + 1
+        ) from None
+    if "\x00" in text:
+        raise InputError("NUL byte", None, "a lengths file is text", source=source, line=text.count("\n", 0, text.index("\x00")) + 1)
+    lines = text.splitlines()
+    first = next((ln for ln in lines if ln.strip()), "")
+    pairs = _jsonl(lines, source) if first.lstrip().startswith("{") else _csv(lines, source)
+    if not pairs:
+        raise InputError(field, source, "holds no requests")
+    if len(pairs) > MAX_ROWS:
+        raise InputError(field, source, f"holds {len(pairs):,} requests; at most {MAX_ROWS:,} (sample it)")
+    return tuple(pairs)
+
+
+def _csv(lines: list[str], source: str) -> list[tuple[int, int]]:
+    reader = csv.DictReader(lines)
+    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise InputError(
+            "columns",
+            ", ".join(reader.fieldnames or []) or "none",
+            f"missing {', '.join(missing)}; a CSV lengths file has prompt_tokens,output_tokens",
+            source=source,
+            line=1,
+        )
+    out = []
+    try:
+        for row in reader:
+            n = reader.line_num
+            out.append((_whole(row.get("prompt_tokens"), "prompt_tokens", source, n), _whole(row.get("output_tokens"), "output_tokens", source, n)))
+    except csv.Error as exc:
+        raise InputError("CSV", None, f"not readable: {exc}", source=source, line=reader.line_num or 1) from None
+    return out
+
+
+def _jsonl(lines: list[str], source: str) -> list[tuple[int, int]]:
+    out = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line, parse_constant=lambda c: float("nan"))
+        except (ValueError, RecursionError):
+            raise InputError("JSON Lines", None, "each line must be one JSON object", source=source, line=n) from None
+        if not isinstance(obj, dict):
+            raise InputError(
+                "JSON Lines", None, 'each line must be an object such as {"prompt_tokens": 812, "output_tokens": 240}', source=source, line=n
+            )
+        out.append((_whole(obj.get("prompt_tokens"), "prompt_tokens", source, n), _whole(obj.get("output_tokens"), "output_tokens", source, n)))
+    return out
+
+
+def lengths_digest(pairs: tuple[tuple[int, int], ...]) -> str:
+    """Tells two files' lengths apart (the pairs themselves are too many to compare)."""
+    import hashlib
+
+    return hashlib.sha256(repr(pairs).encode()).hexdigest()[:16]
+
+
+def with_lengths(w: WorkloadIn, base_dir: Path | None) -> tuple[WorkloadIn, tuple[tuple[int, int], ...]]:
+    """The workload with its means (and, unless given, its context: the longest request
+    in the file) taken from its lengths file, and the file's (prompt, output) pairs."""
+    assert w.lengths_file is not None
+    path = Path(w.lengths_file)
+    if base_dir is not None and not path.is_absolute():
+        path = base_dir / path
+    pairs = read_lengths(path)
+    prompt = max(1, round(sum(p for p, _ in pairs) / len(pairs)))
+    output = max(1, round(sum(o for _, o in pairs) / len(pairs)))
+    longest = max(p + o for p, o in pairs)
+    context = w.context_tokens if w.context_tokens is not None else longest
+    if context > MAX_TOKENS:
+        raise InputError("workload.lengths_file", str(path), f"its longest request ({longest:,} tokens) is over {MAX_TOKENS:,}")
+    if longest > context:
+        n = sum(1 for p, o in pairs if p + o > context)
+        raise InputError(
+            "workload.context_tokens", context, f"{n:,} requests in {path} are longer ({longest:,} tokens at most); raise it or leave it out"
+        )
+    return w.model_copy(update={"prompt_tokens": prompt, "output_tokens": output, "context_tokens": context}), pairs
