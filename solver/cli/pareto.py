@@ -21,7 +21,11 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("spec", help="YAML spec file (as for solve)")
-    p.add_argument("--axes", default="tpot,ttft,users", help="which frontiers, comma-separated: tpot, ttft, users (default all)")
+    p.add_argument(
+        "--axes",
+        default=DEFAULT_AXES,
+        help="which frontiers, comma-separated: tpot, ttft, users (default all; under requests_per_s tpot and ttft, at their percentiles)",
+    )
     p.add_argument("--format", choices=["text", "json", "markdown"], default="text", help="report format (default text)")
     p.add_argument("--plot", metavar="FILE", help="also draw the frontiers: FILE.png and FILE.svg")
     p.add_argument(
@@ -45,6 +49,9 @@ def _cost_ratio(text: str) -> float | None:
     return v
 
 
+DEFAULT_AXES = "tpot,ttft,users"
+
+
 def run(args: argparse.Namespace) -> int:
     from solver.optimise.pareto import AXES, frontiers
     from solver.report.pareto_report import plot, render, to_json
@@ -55,20 +62,23 @@ def run(args: argparse.Namespace) -> int:
     if bad or not axes:
         raise InputError("--axes", args.axes, f"choose from {', '.join(AXES)}")
     spec, lines = load_spec(args.spec)
-    if spec.workload.requests_per_s is not None:
-        raise InputError(
-            "workload.requests_per_s",
-            spec.workload.requests_per_s,
-            "pareto's frontiers are in users for now: give workload.users, or size a request rate with `plan-opt solve` or `plan-opt simulate`",
-            source=args.spec,
-            line=lines.get(("workload", "requests_per_s")),
-        )
+    if spec.workload.requests_per_s is not None and "users" in axes:
+        if args.axes != DEFAULT_AXES:
+            raise InputError("--axes", args.axes, "the users frontier is for a users workload; under requests_per_s choose from tpot, ttft")
+        axes = [a for a in axes if a != "users"]  # the default, for a rate: the latency frontiers (the header says so)
     if args.max_cost_ratio is not None:
         spec = spec.model_copy(update={"pareto": spec.pareto.model_copy(update={"max_cost_ratio": _cost_ratio(args.max_cost_ratio)})})
     problem = problem_from(spec, lines, args.spec, catalog_for(args))
     fronts = frontiers(problem, axes)
     w = problem.workload
-    title = f"plan-opt pareto · {problem.shapes[0].deployment.model.display_name if problem.shapes else spec.model} · {w.users:,} users × {w.context_tokens:,} tokens"
+    name = problem.shapes[0].deployment.model.display_name if problem.shapes else spec.model
+    if w.traffic is not None:
+        title = (
+            f"plan-opt pareto · {name} · {w.traffic.requests_per_s:,.4g} requests/s · TPOT and TTFT at their percentiles, "
+            "screened (not simulated: check a point with `plan-opt simulate --gpu ... --tp ... --replicas ...`)"
+        )
+    else:
+        title = f"plan-opt pareto · {name} · {w.users:,} users × {w.context_tokens:,} tokens"
     if problem.pricing:
         title += f"\nprices: {problem.pricing.label()} (catalogs/prices.yaml)"
     if args.format == "json":

@@ -200,7 +200,7 @@ def candidates(
     if w.traffic is not None:
         from solver.optimise.traffic_candidates import traffic_candidates
 
-        return traffic_candidates(problem, w, t, shapes if shapes is not None else problem.shapes, relaxed)
+        return traffic_candidates(problem, w, t, shapes if shapes is not None else problem.shapes, relaxed, variants=batch_variants)
     out: list[Candidate] = []
     for shape in shapes if shapes is not None else problem.shapes:
         ph = problem.physics(shape, w)

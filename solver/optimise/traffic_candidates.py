@@ -37,7 +37,15 @@ def _screened(problem: Problem, shape: Shape, w: Workload, t: Targets) -> ShapeS
     return got
 
 
-def traffic_candidates(problem: Problem, w: Workload, t: Targets, shapes: list[Shape], relaxed: frozenset[str] = frozenset()) -> list[Candidate]:
+MAX_REPLICA_VARIANTS = 16
+"""With `variants` (pareto's latency frontiers): replica counts tried above the fewest."""
+
+
+def traffic_candidates(
+    problem: Problem, w: Workload, t: Targets, shapes: list[Shape], relaxed: frozenset[str] = frozenset(), *, variants: bool = False
+) -> list[Candidate]:
+    """One candidate per shape at the fewest replicas that carry the rate, or (`variants`)
+    also more replicas, each taking less of the rate and so lower latencies."""
     traffic = w.traffic
     assert traffic is not None
     # A diagnosis that serves fewer users serves a proportionally lower rate.
@@ -74,9 +82,11 @@ def traffic_candidates(problem: Problem, w: Workload, t: Targets, shapes: list[S
                 )
             )
             continue
-        replicas = max(1, math.ceil(rate / sust.rate_per_s * (1 - 1e-12)), floor or 0)
-        at = screen(sc.cost, sc.limits, m, rate / replicas, t)
-        batch = max(1, min(ph.max_batch_memory, math.ceil(at.concurrency)))
-        sizing = TrafficSizing(rate, sust, at, floor or 0, sc.limits.max_num_seqs)
-        out.append(Candidate(shape, ph, batch, replicas, w.users, batch, at.tpot_q_s, relaxed, 10**9, t, at.ttft_q_s, sizing))
+        fewest = max(1, math.ceil(rate / sust.rate_per_s * (1 - 1e-12)), floor or 0)
+        counts = range(fewest, fewest + (MAX_REPLICA_VARIANTS if variants else 1))
+        for replicas in counts:
+            at = screen(sc.cost, sc.limits, m, rate / replicas, t)
+            batch = max(1, min(ph.max_batch_memory, math.ceil(at.concurrency)))
+            sizing = TrafficSizing(rate, sust, at, floor or 0, sc.limits.max_num_seqs)
+            out.append(Candidate(shape, ph, batch, replicas, w.users, batch, at.tpot_q_s, relaxed, 10**9, t, at.ttft_q_s, sizing))
     return out

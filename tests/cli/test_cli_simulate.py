@@ -33,3 +33,17 @@ def test_bad_input_is_one_line(capsys, tmp_path):
     users = ROOT / "specs" / "chat-llama70b.yaml"
     assert main(["simulate", str(users)]) == 2
     assert "workload.requests_per_s" in capsys.readouterr().err
+
+
+def test_pareto_under_a_rate_trades_replicas_for_percentile_latency(capsys):
+    # More replicas of one shape take less of the rate each, so its screened P90 TPOT falls:
+    # along the frontier cost rises and TPOT falls; the users frontier does not apply.
+    code = main(["pareto", str(SPEC), "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and set(out) == {"tpot", "ttft"}
+    points = out["tpot"]["points"]
+    costs = [p["cost_usd_per_hour"] for p in points]
+    tpots = [p["value"] for p in points]
+    assert len(points) >= 3 and costs == sorted(costs) and tpots == sorted(tpots, reverse=True)
+    assert main(["pareto", str(SPEC), "--axes", "users"]) == 2
+    assert "the users frontier is for a users workload" in capsys.readouterr().err
