@@ -12,6 +12,7 @@ from solver.explain.runners_up import why_not
 from solver.optimise.candidates import candidates
 from solver.optimise.enumerate import meets
 from solver.optimise.model import (
+    is_feasible,
     minimal_conflict,
     optimise,
 )
@@ -21,6 +22,7 @@ from solver.optimise.scenario import (
     diagnosis_candidates,
     plan_label,
     solve_scenario,
+    wants_batch_variants,
 )
 from solver.optimise.targets import TARGETS
 
@@ -73,16 +75,18 @@ def _nearest(problem: Problem, s: Scenario, target: str) -> Relaxation:
         shown = {"s": f"{value * 1e3:.1f} ms", "usd_per_hour": f"${value:,.2f}", "usd": f"${value:,.0f}"}.get(t.unit, str(int(value)))
         return Relaxation(target, current, value, plan_label(c), t.reach.format(shown))
     # users and context: bisect for the largest value that still has a plan.
+    # Each step asks only whether some candidate is admissible (exactly one is chosen, so
+    # no solve is needed: optimise/model.py); the plan is solved once, at the answer.
     lo, hi = 0, int(current)
-    best_sol = None
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        sol = solve_scenario(problem, s.with_value(target, mid))
-        if sol.feasible:
-            lo, best_sol = mid, sol
+        moved = s.with_value(target, mid)
+        if is_feasible(candidates(problem, moved.workload, moved.targets, batch_variants=wants_batch_variants(problem)), moved.limits()):
+            lo = mid
         else:
             hi = mid - 1
-    if best_sol is None:  # lo is still 0
+    best_sol = solve_scenario(problem, s.with_value(target, lo)) if lo > 0 else None
+    if best_sol is None or not best_sol.feasible:  # lo is still 0
         return Relaxation(target, current, None, None, "no plan even at the smallest value")
     what = "users served" if target == "users" else "tokens of context"
     return Relaxation(target, current, float(lo), plan_label(best_sol.chosen), f"most {what} with the rest held: {lo:,}")

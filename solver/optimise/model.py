@@ -230,16 +230,28 @@ def prune(cands: list[Candidate], limits: Limits, objective: str, prefer: str = 
     by_device: dict[str, list[Candidate]] = {}
     for c in cands:
         by_device.setdefault(c.shape.device.name, []).append(c)
+    import numpy as np
+
     kept: list[Candidate] = []
     for group in by_device.values():
-        front: list[tuple[tuple[int, ...], Candidate]] = []
         keyed = sorted(((tie_key(c, objective, prefer), c) for c in group), key=lambda kc: kc[0])
+        width = len(coeffs(keyed[0][1])) if keyed else 0
+        # The front so far as rows of an integer array (grown by doubling), so that
+        # "does a kept candidate dominate this one" is one vectorised comparison, not a
+        # Python loop over the front (a 32,000-user spec's batch variants made it 16M).
+        front = np.empty((max(1, min(len(keyed), 64)), width), dtype=np.int64)
+        n = 0
+        chosen: list[Candidate] = []
         for _, c in keyed:
-            v = coeffs(c)
-            if any(all(a <= b for a, b in zip(fv, v)) for fv, _ in front):
+            v = np.asarray(coeffs(c), dtype=np.int64)
+            if n and bool(np.any(np.all(front[:n] <= v, axis=1))):
                 continue
-            front.append((v, c))
-        kept += [c for _, c in front]
+            if n == len(front):
+                front = np.concatenate([front, np.empty_like(front)])
+            front[n] = v
+            n += 1
+            chosen.append(c)
+        kept += chosen
     kept.sort(key=lambda c: (c.shape.index, -c.batch))
     return kept
 
