@@ -124,3 +124,17 @@ class InputError(Exception):
             else:  # a field missing from the top mapping: where that mapping starts
                 line = min(lines.values())
         return cls(field, value, msg, source=source, line=line)
+
+
+def is_pipe(path: object) -> bool:
+    """Whether a path names a FIFO or a socket: opening one to read waits for a writer,
+    so every reader refuses it first (a character device such as /dev/zero is read up
+    to the reader's size limit instead)."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(str(path)).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)

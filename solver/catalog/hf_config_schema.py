@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from solver.errors import InputError
+from solver.errors import InputError, is_pipe
 
 # --------------------------------------------------------------------------- bounds
 
@@ -285,6 +285,8 @@ def _read_bytes(path: Path, where: str) -> tuple[bytes, float]:
     def fail(allowed: str) -> InputError:
         return InputError("model", where, allowed)
 
+    if is_pipe(path):
+        raise fail("is a pipe or a socket, not a config.json file")
     try:
         with path.open("rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)

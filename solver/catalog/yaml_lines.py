@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 
-from solver.errors import InputError
+from solver.errors import InputError, is_pipe
 
 MAX_BYTES = 2 * 1024 * 1024
 """Text over 2 MiB is refused: specs are a few KB, the largest catalog file ~135 KB."""
@@ -243,6 +243,8 @@ def load_yaml_file(
     max_nodes: int = MAX_NODES,
 ) -> tuple[object, dict[tuple, int]]:
     path = Path(path)
+    if is_pipe(path):
+        raise InputError("file", str(path), "is a pipe or a socket, not a YAML file")
     try:
         with path.open("rb") as f:
             raw = f.read(max_bytes + 1)  # never more: /dev/zero or a 10 GB file stops here

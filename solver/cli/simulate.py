@@ -63,7 +63,7 @@ def _narrowed(spec_data: dict, args: argparse.Namespace) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from solver.explain.solve import solve
-    from solver.spec.solve_spec import load_spec
+    from solver.spec.solve_spec import MAX_SIMULATED_REQUESTS, load_spec
     from solver.traffic.verify import Settings, simulate_plan
 
     spec, lines = load_spec(args.spec)
@@ -77,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings(
         args.requests if args.requests is not None else sim.requests, args.seed if args.seed is not None else sim.seed, args.routing or sim.routing
     )
-    if not 100 <= settings.requests <= 1_000_000:
-        raise InputError("--requests", settings.requests, "must be a whole number from 100 to 1,000,000")
+    if not 100 <= settings.requests <= MAX_SIMULATED_REQUESTS:
+        raise InputError("--requests", settings.requests, f"must be a whole number from 100 to {MAX_SIMULATED_REQUESTS:,}")
     if not 0 <= settings.seed < 2**32:
         raise InputError("--seed", settings.seed, "must be a whole number from 0 to 4,294,967,295")
     if args.gpu or args.tp is not None or args.weights or args.kv_cache:

@@ -93,6 +93,8 @@ class SolveResult:
     """search.max_gpus was unset and the cheapest plan exceeded its default, so it applies."""
     traffic_check: Check | None = None
     """Under traffic: the chosen plan's simulation (explain/traffic.py)."""
+    traffic_unmet: str = ""
+    """Under traffic, when no plan passed its simulation: why ('' otherwise)."""
     traffic_rejected: list[tuple[str, int, list[str]]] = field(default_factory=list)
     """Under traffic: plans the screen chose and the simulation refused — (shape, replicas,
     the targets missed) — before the one reported."""

@@ -24,6 +24,7 @@ from solver.optimise.scenario import (
     solve_scenario,
 )
 from solver.optimise.targets import TARGETS
+from solver.units import fmt_seconds
 
 
 def why_not(problem: Problem, s: Scenario, shapes: list[Shape]) -> str:
@@ -40,6 +41,10 @@ def why_not(problem: Problem, s: Scenario, shapes: list[Shape]) -> str:
         return "interconnect: no allowed TP degree fits its scale-up domain"
     if all(p.max_batch_memory < 1 or not p.interconnect_ok for p in valid):
         return "memory: not even one sequence fits beside the weights at any allowed TP, PP and precision"
+    if s.workload.traffic is not None:
+        why = _traffic_why_not(problem, s, shapes)
+        if why:
+            return why
     cands = candidates(problem, s.workload, s.targets, batch_variants=True, shapes=shapes)
     limits = s.limits()
     alone = []
@@ -67,6 +72,39 @@ def why_not(problem: Problem, s: Scenario, shapes: list[Shape]) -> str:
             return f"interconnect: its all-reduces push the best {target[4:].upper()} to {best} ({blame} without them), past {target}"
         parts.append(f"{target} (best here {best})" if best else target)
     return "ruled out by " + " or ".join(parts)
+
+
+def _traffic_why_not(problem: Problem, s: Scenario, shapes: list[Shape]) -> str:
+    """Under traffic: when no shape of the device sustains any rate within the targets,
+    the target (or limit) that stops even an idle replica, with the best figure."""
+    from solver.optimise.traffic_candidates import screened
+
+    best: dict[str, float] = {}
+    for sh in shapes:
+        ph = problem.physics(sh, s.workload)
+        if not ph.valid or ph.decode is None or ph.max_batch_memory < 1:
+            continue
+        sust = screened(problem, sh, s.workload, s.targets).sustainable
+        if sust.rate_per_s > 0:
+            return ""
+        idle = sust.idle
+        figure = {"ttft": idle.ttft_q_s, "tpot": idle.tpot_q_s, "e2e": idle.e2e_q_s}.get(sust.binding)
+        if figure is not None:
+            best[sust.binding] = min(best.get(sust.binding, figure), figure)
+        else:
+            best.setdefault(sust.binding, 0.0)
+    if not best:
+        return ""
+    names = {
+        "ttft": "max_ttft",
+        "tpot": "max_tpot",
+        "e2e": "the end-to-end target",
+        "memory": "memory (the KV cache)",
+        "max_num_seqs": "max_num_seqs",
+        "budget": "the token budget",
+    }
+    parts = [f"{names.get(b, b)}" + (f" (best here {fmt_seconds(v)} at a vanishing rate)" if v else "") for b, v in sorted(best.items())]
+    return "ruled out by " + " or ".join(parts) + ", even at a vanishing request rate"
 
 
 def _comm_blame(cands: list[Candidate], target: str, limits: Limits) -> str:

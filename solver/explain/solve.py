@@ -69,7 +69,7 @@ def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
             if problem.workload.traffic is not None:
                 verify_runners_up(problem, s, result)
             better_weights(problem, s, result)
-    elif explain:
+    elif explain and not result.traffic_unmet:  # screened plans exist; their simulations all missed
         diagnose(problem, s, result)
     return result
 

@@ -18,23 +18,42 @@ MAX_ROUNDS = 6
 """Plans simulated and refused before the search gives up (each adds a floor)."""
 MAX_EXTRA_TRIES = 8
 """Replica counts tried above a refused plan's before its shape is dropped."""
+MAX_SIMULATIONS = 40
+"""Simulations one command may run (the plan's corrections first, then the runners-up):
+the bound on its time, as WORK_FACTOR bounds CP-SAT's."""
+REQUESTS_PER_REPLICA = 400
+MAX_REQUESTS = 50_000
+"""A plan of many replicas is simulated with at least REQUESTS_PER_REPLICA requests
+each (a few per replica would be mostly start-up and drain), up to MAX_REQUESTS."""
 
 
-def settings_of(problem: Problem) -> Settings:
+def settings_of(problem: Problem, replicas: int = 1) -> Settings:
     sim = problem.spec.simulation
-    return Settings(sim.requests, sim.seed, sim.routing)
+    requests = max(sim.requests, min(MAX_REQUESTS, REQUESTS_PER_REPLICA * replicas))
+    return Settings(requests, sim.seed, sim.routing)
+
+
+def _simulate(problem: Problem, s: Scenario, shape: Shape, replicas: int) -> Check | None:
+    """One simulation, counted against MAX_SIMULATIONS (None: the budget is spent)."""
+    if problem.simulations >= MAX_SIMULATIONS:
+        return None
+    problem.simulations += 1
+    return simulate_plan(shape.deployment, s.workload, s.targets, replicas, settings_of(problem, replicas))
 
 
 def verified(problem: Problem, s: Scenario, sol: Solution, result: SolveResult, shapes: list[Shape] | None = None) -> Solution:
     """`sol` if its plan passes its simulation, else the plan after the corrections;
-    `shapes` restricts the re-solves (a runner-up's device)."""
-    settings = settings_of(problem)
+    `shapes` restricts the re-solves (a runner-up's device). When no plan passes within
+    the rounds (or the simulation budget), there is no plan: infeasible, and
+    `result.traffic_unmet` says why."""
     for _ in range(MAX_ROUNDS):
         if not sol.feasible:
             return sol
         c = sol.chosen
-        d = c.shape.deployment
-        check = simulate_plan(d, s.workload, s.targets, c.replicas, settings)
+        check = _simulate(problem, s, c.shape, c.replicas)
+        if check is None:
+            result.traffic_unmet = f"the simulation budget ({MAX_SIMULATIONS} runs) was spent before a plan passed"
+            return Solution("infeasible", None)
         if check.ok:
             result.traffic_check = check
             return sol
@@ -44,16 +63,17 @@ def verified(problem: Problem, s: Scenario, sol: Solution, result: SolveResult, 
         r = c.replicas
         for _ in range(MAX_EXTRA_TRIES):
             r += step
-            more: Check = simulate_plan(d, s.workload, s.targets, r, settings)
+            more = _simulate(problem, s, c.shape, r)
+            if more is None:
+                break
             if more.ok:
                 floor = r
                 break
         problem.replica_floor[c.shape.index] = floor
         sol = solve_scenario(problem, s, shapes=shapes)
-    if sol.feasible:  # out of rounds: report the last plan with its (failing) simulation
-        c = sol.chosen
-        result.traffic_check = simulate_plan(c.shape.deployment, s.workload, s.targets, c.replicas, settings)
-    return sol
+    if sol.feasible:
+        result.traffic_unmet = f"no plan passed its simulation within {MAX_ROUNDS} corrections (the targets may be out of reach at this rate)"
+    return Solution("infeasible", None)
 
 
 MAX_VERIFIED_RUNNERS_UP = 5
@@ -79,10 +99,14 @@ def verify_runners_up(problem: Problem, s: Scenario, result: SolveResult) -> Non
             continue
         done += 1
         shapes = [sh for sh in problem.shapes if sh.device.name == ru.device]
+        if problem.simulations >= MAX_SIMULATIONS:
+            out.append(dataclasses.replace(ru, reason=ru.reason + " (screened: the simulation budget is spent)"))
+            continue
         scratch = SolveResult(problem, solve_scenario(problem, s, shapes=shapes))
         sol = verified(problem, s, scratch.solution, scratch, shapes=shapes)
         if not sol.feasible:
-            out.append(dataclasses.replace(ru, plan=None, objective=None, delta=None, reason="no plan on it passes its simulation"))
+            why = scratch.traffic_unmet or "no plan on it passes its simulation"
+            out.append(dataclasses.replace(ru, plan=None, objective=None, delta=None, reason=why))
             continue
         obj = objective_value(problem, sol.chosen)
         check = scratch.traffic_check

@@ -103,6 +103,8 @@ class Problem:
     _caps: dict[tuple[int, int, int, int, str, float, int], int] = field(default_factory=dict)
     _traffic: dict[tuple, ShapeScreen] = field(default_factory=dict)
     """Under traffic: each shape's screen (optimise/traffic_candidates.py), memoised."""
+    simulations: int = 0
+    """Under traffic: simulations run so far by this command (explain/traffic.py bounds them)."""
     replica_floor: dict[int, int] = field(default_factory=dict)
     """Under traffic: the fewest replicas of a shape its simulation showed to meet the
     targets (set by the verification loop; 0 means no count tried did)."""

@@ -20,11 +20,12 @@ from solver.optimise.candidates import Candidate
 from solver.optimise.problem import Problem, Shape
 from solver.physics.deployment import Targets, Workload
 from solver.physics.iteration import iteration_model
+from solver.spec.fields import MAX_GPUS
 from solver.traffic.requests import moments
 from solver.traffic.screen import ShapeScreen, TrafficSizing, engine_limits, screen, sustainable_rate
 
 
-def _screened(problem: Problem, shape: Shape, w: Workload, t: Targets) -> ShapeScreen:
+def screened(problem: Problem, shape: Shape, w: Workload, t: Targets) -> ShapeScreen:
     assert w.traffic is not None
     key = (shape.index, w.traffic, w.context_tokens, w.prompt_tokens, w.output_tokens, t)
     got = problem._traffic.get(key)
@@ -56,7 +57,7 @@ def traffic_candidates(
         ph = problem.physics(shape, w)
         if not ph.valid or ph.decode is None or ph.max_batch_memory < 1:
             continue
-        sc = _screened(problem, shape, w, t)
+        sc = screened(problem, shape, w, t)
         sust = sc.sustainable
         floor = problem.replica_floor.get(shape.index)
         if floor == 0:
@@ -85,6 +86,8 @@ def traffic_candidates(
         fewest = max(1, math.ceil(rate / sust.rate_per_s * (1 - 1e-12)), floor or 0)
         counts = range(fewest, fewest + (MAX_REPLICA_VARIANTS if variants else 1))
         for replicas in counts:
+            if replicas * shape.gpus_per_replica > MAX_GPUS:
+                break  # past the most GPUs a plan may have (spec/fields.py)
             at = screen(sc.cost, sc.limits, m, rate / replicas, t)
             batch = max(1, min(ph.max_batch_memory, math.ceil(at.concurrency)))
             sizing = TrafficSizing(rate, sust, at, floor or 0, sc.limits.max_num_seqs)

@@ -201,6 +201,10 @@ class SolveOut(SolveModel):
     shapes_searched: int
     devices_searched: int
     traffic: TrafficOut | None = Field(default=None, description="With workload.requests_per_s: the plan under traffic, screened and simulated.")
+    traffic_unmet: str = Field(default="", description="With workload.requests_per_s and no plan: why no screened plan passed its simulation.")
+    refused_by_simulation: list[str] = Field(
+        default=[], description="With workload.requests_per_s: the plans the simulation refused, as replicas × shape."
+    )
 
 
 def _plan_tco(c: Candidate, objective: str) -> tuple[float | None, str]:
@@ -353,6 +357,8 @@ def to_output(r: SolveResult) -> SolveOut:
         shapes_searched=len(p.shapes),
         devices_searched=len(p.devices),
         traffic=traffic_out(r),
+        traffic_unmet=r.traffic_unmet,
+        refused_by_simulation=[f"{n} × {label} (missed {', '.join(missed)})" for label, n, missed in r.traffic_rejected],
     )
 
 

@@ -7,7 +7,7 @@ from solver.explain.exclusions import line as exclusion_line
 from solver.explain.records import SolveResult
 from solver.optimise.targets import LABELS, TARGETS
 from solver.report.solve_json import ConstraintOut, PlanOut, SolveOut, to_output
-from solver.report.traffic_text import BINDING, NAMES, traffic_lines, workload_text
+from solver.report.traffic_text import BINDING, targets_text, traffic_lines, workload_text
 from solver.spec.solve_spec import OBJECTIVES
 from solver.units import GB, fmt_seconds
 
@@ -121,12 +121,8 @@ def render(r: SolveResult, markdown: bool = False) -> str:
         )
         or "no latency targets"
     )
-    if o.traffic:
-        targets = (
-            ", ".join(f"{NAMES.get(x.target, x.target)} P{x.percentile:g} ≤ {fmt_seconds(x.limit_s)}" for x in o.traffic.targets)
-            or "no latency targets"
-        )
-        title = f"plan-opt solve · {s.model} · {workload_text(o.traffic)} · {targets} · objective: {OBJECTIVES[s.objective]}"
+    if p.workload.traffic is not None:
+        title = f"plan-opt solve · {s.model} · {workload_text(p.workload.traffic)} · {targets_text(p.targets)} · objective: {OBJECTIVES[s.objective]}"
     else:
         title = (
             f"plan-opt solve · {s.model} · {s.users:,} users × {s.context_tokens:,}-token context "
@@ -176,10 +172,11 @@ def render(r: SolveResult, markdown: bool = False) -> str:
             )
         lines.append(_tco_line(pl))
         joules = f"; {pl.output_tokens_per_joule:,.2f} output tokens per joule at board power" if pl.output_tokens_per_joule else ""
-        lines.append(
-            f"${pl.usd_per_million_input_tokens:,.3f} per million input tokens, "
-            f"${pl.usd_per_million_output_tokens:,.2f} per million output tokens at steady throughput{joules}"
-        )
+        if not o.traffic:  # under traffic the cost per token is the rate's (below)
+            lines.append(
+                f"${pl.usd_per_million_input_tokens:,.3f} per million input tokens, "
+                f"${pl.usd_per_million_output_tokens:,.2f} per million output tokens at steady throughput{joules}"
+            )
         if pl.price:
             pr = pl.price
             lines.append(
@@ -250,7 +247,11 @@ def render(r: SolveResult, markdown: bool = False) -> str:
             lines += _table(["target", "change", "value", "plan", "objective", "Δ"], rows, markdown)
     else:
         lines.append(h("No plan"))
-        if not o.explained:
+        if o.traffic_unmet:
+            lines.append(f"No plan passes its simulation: {o.traffic_unmet}.")
+            lines += [f"- refused: {x}" for x in o.refused_by_simulation]
+            lines.append("Loosen a percentile target, lower the rate, or check a plan with `plan-opt simulate`.")
+        elif not o.explained:
             lines.append("No plan meets the spec. Run without --no-explain to see which targets conflict and how far each must move.")
         elif len(o.conflict) == 1:
             t = o.conflict[0]
@@ -262,6 +263,8 @@ def render(r: SolveResult, markdown: bool = False) -> str:
             )
         elif not o.shapes_searched and o.excluded:
             lines.append("Every searched device was left out before any physics (no price on this basis, or none to buy): see each device below.")
+        elif p.workload.traffic is not None:
+            lines.append("No searched shape sustains any request rate within the targets: see each device below.")
         else:
             lines.append("No searched device can run this model for even one user at any allowed split: see each device below.")
         for more in o.more_conflicts:

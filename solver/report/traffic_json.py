@@ -82,7 +82,7 @@ class TrafficOut(SolveModel):
     usd_per_million_output_tokens_at_capacity: float
 
 
-def _lengths(x: LengthDistribution) -> LengthsOut:
+def lengths_out(x: LengthDistribution) -> LengthsOut:
     return LengthsOut(dist=x.dist, mean_tokens=x.mean_tokens, p99_tokens=x.p99_tokens, low_tokens=x.low_tokens, high_tokens=x.high_tokens)
 
 
@@ -154,8 +154,8 @@ def traffic_out(r: SolveResult) -> TrafficOut | None:
     return TrafficOut(
         requests_per_s=w.traffic.requests_per_s,
         arrival_cv=w.traffic.arrival_cv,
-        prompt=_lengths(w.traffic.prompt),
-        output=_lengths(w.traffic.output),
+        prompt=lengths_out(w.traffic.prompt),
+        output=lengths_out(w.traffic.output),
         requests_per_s_per_replica=w.traffic.requests_per_s / c.replicas,
         sustainable_requests_per_s_per_replica=sizing.sustainable.rate_per_s,
         binding=sizing.sustainable.binding,

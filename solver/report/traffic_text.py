@@ -3,7 +3,8 @@ target against the screen and the simulation, and the simulated run."""
 
 from __future__ import annotations
 
-from solver.report.traffic_json import LengthsOut, PercentilesOut, TrafficOut
+from solver.physics.deployment import Targets, Traffic
+from solver.report.traffic_json import LengthsOut, PercentilesOut, TrafficOut, lengths_out
 from solver.units import fmt_seconds
 
 NAMES = {"max_ttft": "TTFT", "max_tpot": "TPOT", "max_e2e": "end to end"}
@@ -28,9 +29,27 @@ def lengths_text(x: LengthsOut) -> str:
     return f"{x.dist}, mean {x.mean_tokens:,.0f}"
 
 
-def workload_text(t: TrafficOut) -> str:
+def workload_text(t: TrafficOut | Traffic) -> str:
+    """The rate and the lengths, from the report (a plan) or the workload (no plan)."""
+    prompt = t.prompt if isinstance(t, TrafficOut) else lengths_out(t.prompt)
+    output = t.output if isinstance(t, TrafficOut) else lengths_out(t.output)
     burst = "" if t.arrival_cv == 1 else f" (gaps cv {t.arrival_cv:g})"
-    return f"{t.requests_per_s:,.4g} requests/s{burst}, prompts {lengths_text(t.prompt)}, outputs {lengths_text(t.output)}"
+    return f"{t.requests_per_s:,.4g} requests/s{burst}, prompts {lengths_text(prompt)}, outputs {lengths_text(output)}"
+
+
+def targets_text(t: Targets) -> str:
+    parts = [
+        f"{name} P{pct:g} ≤ {fmt_seconds(limit)}"
+        for name, limit, pct in (
+            ("TTFT", t.max_ttft_s, t.ttft_percentile),
+            ("TPOT", t.max_tpot_s, t.tpot_percentile),
+            ("end to end", t.max_e2e_s, t.e2e_percentile),
+        )
+        if limit is not None and pct is not None
+    ]
+    if t.min_goodput is not None:
+        parts.append(f"goodput ≥ {t.min_goodput:.1%}")
+    return ", ".join(parts) or "no latency targets"
 
 
 def _pct(p: PercentilesOut) -> str:

@@ -417,16 +417,29 @@ def _engine_field(v: object) -> dict[Any, Any] | EngineIn:
 EngineField = Annotated[EngineIn, BeforeValidator(_engine_field)]
 
 
-def check_traffic(workload: WorkloadIn, sla: SlaIn) -> None:
-    """Percentile targets go with a request rate, and plain maxima with users: a rate's
-    slowest request is unbounded, so under traffic every limit names its percentile."""
+def traffic_mismatch(workload: WorkloadIn, sla: SlaIn) -> tuple[str, str] | None:
+    """(field, what is wrong) when percentile targets and a rate do not go together:
+    percentiles need a rate, and under a rate every limit names its percentile (the
+    slowest of an unbounded stream of requests has no bound)."""
     traffic = workload.requests_per_s is not None
     percentiles = [k for k in ("ttft", "tpot", "e2e", "goodput") if getattr(sla, k) is not None]
     if not traffic and percentiles:
-        raise ValueError(f"sla.{percentiles[0]} holds at a percentile of requests: give workload.requests_per_s (or use sla.max_ttft, sla.max_tpot)")
+        return (
+            f"sla.{percentiles[0]}",
+            f"sla.{percentiles[0]} holds at a percentile of requests: give workload.requests_per_s (or use sla.max_ttft, sla.max_tpot)",
+        )
     if traffic:
         for plain, pct in (("max_ttft", "ttft"), ("max_tpot", "tpot")):
             if getattr(sla, plain) is not None:
-                raise ValueError(
-                    f"under requests_per_s the slowest request has no bound; give sla.{pct} at a percentile, e.g. {pct}: {{p99: ...}}, instead of sla.{plain}"
+                return (
+                    f"sla.{plain}",
+                    f"under requests_per_s the slowest request has no bound; give sla.{pct} at a percentile, e.g. {pct}: {{p99: ...}}, instead of sla.{plain}",
                 )
+    return None
+
+
+def check_traffic(workload: WorkloadIn, sla: SlaIn) -> None:
+    """traffic_mismatch as a validation error (inside a pydantic validator)."""
+    bad = traffic_mismatch(workload, sla)
+    if bad:
+        raise ValueError(bad[1])

@@ -9,7 +9,7 @@ import csv
 import json
 from pathlib import Path
 
-from solver.errors import InputError
+from solver.errors import InputError, is_pipe
 from solver.spec.fields import MAX_TOKENS, WorkloadIn
 
 MAX_FILE_BYTES = 256 * 2**20
@@ -18,8 +18,9 @@ MAX_ROWS = 2_000_000
 COLUMNS = ("prompt_tokens", "output_tokens")
 
 
-def _whole(value: object, key: str, source: str, line: int) -> int:
-    if isinstance(value, bool):
+def _whole(value: object, key: str, source: str, line: int, text: bool = True) -> int:
+    """A whole number of tokens; from JSON (`text` False) only a JSON integer."""
+    if isinstance(value, bool) or (not text and not isinstance(value, int)):
         raise InputError(key, value, f"must be a whole number from 1 to {MAX_TOKENS:,}", source=source, line=line)
     try:
         x = float(value) if isinstance(value, str | int | float) else float("nan")
@@ -34,6 +35,8 @@ def read_lengths(path: Path, field: str = "workload.lengths_file") -> tuple[tupl
     """(prompt, output) tokens of every request in the file, in file order."""
     source = str(path)
     try:
+        if is_pipe(path):
+            raise InputError(field, source, "is a pipe or a socket; give a CSV or JSON Lines file")
         with path.open("rb") as f:
             raw = f.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
@@ -52,6 +55,8 @@ def read_lengths(path: Path, field: str = "workload.lengths_file") -> tuple[tupl
         ) from None
     if "\x00" in text:
         raise InputError("NUL byte", None, "a lengths file is text", source=source, line=text.count("\n", 0, text.index("\x00")) + 1)
+    if text.count("\n") > MAX_ROWS + 1:
+        raise InputError(field, source, f"holds over {MAX_ROWS:,} requests; at most {MAX_ROWS:,} (sample it)")
     lines = text.splitlines()
     first = next((ln for ln in lines if ln.strip()), "")
     pairs = _jsonl(lines, source) if first.lstrip().startswith("{") else _csv(lines, source)
@@ -77,6 +82,8 @@ def _csv(lines: list[str], source: str) -> list[tuple[int, int]]:
     try:
         for row in reader:
             n = reader.line_num
+            if None in row:
+                raise InputError("CSV", None, f"{len(row[None])} cell(s) beyond the header's columns", source=source, line=n)
             out.append((_whole(row.get("prompt_tokens"), "prompt_tokens", source, n), _whole(row.get("output_tokens"), "output_tokens", source, n)))
     except csv.Error as exc:
         raise InputError("CSV", None, f"not readable: {exc}", source=source, line=reader.line_num or 1) from None
@@ -96,7 +103,9 @@ def _jsonl(lines: list[str], source: str) -> list[tuple[int, int]]:
             raise InputError(
                 "JSON Lines", None, 'each line must be an object such as {"prompt_tokens": 812, "output_tokens": 240}', source=source, line=n
             )
-        out.append((_whole(obj.get("prompt_tokens"), "prompt_tokens", source, n), _whole(obj.get("output_tokens"), "output_tokens", source, n)))
+        out.append(
+            (_whole(obj.get("prompt_tokens"), "prompt_tokens", source, n, False), _whole(obj.get("output_tokens"), "output_tokens", source, n, False))
+        )
     return out
 
 

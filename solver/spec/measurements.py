@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
 
-from solver.errors import InputError
+from solver.errors import InputError, is_pipe
 
 REQUIRED = ("model", "gpu", "tp", "weights", "kv_cache", "batch", "prompt_tokens", "output_tokens")
 MEASURES = ("tpot_ms", "ttft_ms")
@@ -120,6 +120,8 @@ def _shown(raw: str) -> str:
 
 
 def _read_text(path: Path, what: str) -> str:
+    if is_pipe(path):
+        raise InputError("file", str(path), f"is a pipe or a socket, not {what}")
     try:
         return path.read_text(encoding="utf-8")
     except IsADirectoryError:
