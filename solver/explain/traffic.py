@@ -7,6 +7,7 @@ screened plans with every simulated correction applied."""
 from __future__ import annotations
 
 import math
+import time
 
 from solver.explain.records import SolveResult
 from solver.optimise.model import Solution
@@ -19,10 +20,11 @@ MAX_ROUNDS = 6
 MAX_EXTRA_TRIES = 8
 """Replica counts tried above a refused plan's before its shape is dropped."""
 MAX_SIMULATIONS = 40
-"""Simulations one command may run (the plan's corrections first, then the runners-up):
-the bound on its time, as WORK_FACTOR bounds CP-SAT's."""
-REQUESTS_PER_REPLICA = 400
-MAX_REQUESTS = 50_000
+MAX_SIMULATION_S = 6.0
+"""Simulations one command may run, and their wall time in all (the plan's corrections
+first, then the runners-up): the bound on its time, as WORK_FACTOR bounds CP-SAT's."""
+REQUESTS_PER_REPLICA = 300
+MAX_REQUESTS = 20_000
 """A plan of many replicas is simulated with at least REQUESTS_PER_REPLICA requests
 each (a few per replica would be mostly start-up and drain), up to MAX_REQUESTS."""
 
@@ -35,10 +37,14 @@ def settings_of(problem: Problem, replicas: int = 1) -> Settings:
 
 def _simulate(problem: Problem, s: Scenario, shape: Shape, replicas: int) -> Check | None:
     """One simulation, counted against MAX_SIMULATIONS (None: the budget is spent)."""
-    if problem.simulations >= MAX_SIMULATIONS:
+    if problem.simulations >= MAX_SIMULATIONS or problem.simulation_s >= MAX_SIMULATION_S:
         return None
     problem.simulations += 1
-    return simulate_plan(shape.deployment, s.workload, s.targets, replicas, settings_of(problem, replicas))
+    start = time.monotonic()
+    try:
+        return simulate_plan(shape.deployment, s.workload, s.targets, replicas, settings_of(problem, replicas))
+    finally:
+        problem.simulation_s += time.monotonic() - start
 
 
 def verified(problem: Problem, s: Scenario, sol: Solution, result: SolveResult, shapes: list[Shape] | None = None) -> Solution:
@@ -52,7 +58,7 @@ def verified(problem: Problem, s: Scenario, sol: Solution, result: SolveResult, 
         c = sol.chosen
         check = _simulate(problem, s, c.shape, c.replicas)
         if check is None:
-            result.traffic_unmet = f"the simulation budget ({MAX_SIMULATIONS} runs) was spent before a plan passed"
+            result.traffic_unmet = f"the simulation budget ({MAX_SIMULATIONS} runs or {MAX_SIMULATION_S:g} s) was spent before a plan passed"
             return Solution("infeasible", None)
         if check.ok:
             result.traffic_check = check
@@ -99,7 +105,7 @@ def verify_runners_up(problem: Problem, s: Scenario, result: SolveResult) -> Non
             continue
         done += 1
         shapes = [sh for sh in problem.shapes if sh.device.name == ru.device]
-        if problem.simulations >= MAX_SIMULATIONS:
+        if problem.simulations >= MAX_SIMULATIONS or problem.simulation_s >= MAX_SIMULATION_S:
             out.append(dataclasses.replace(ru, reason=ru.reason + " (screened: the simulation budget is spent)"))
             continue
         scratch = SolveResult(problem, solve_scenario(problem, s, shapes=shapes))
