@@ -1,125 +1,124 @@
-"""The field types every input file shares (evaluate, solve, fleet): quantities with
-units, the workload, the SLA, the engine section and the overrides. Pydantic at the
-edge; `SpecModel` refuses unknown keys.
-
-Every number a user gives is checked here, once: finite, of the right sign, and
-within a stated range (a `Bound`, whose refusal names the field, the value and the
-range). The ranges lie beyond anything a real deployment reaches; they stop unit
-slips and nonsense before they reach the physics and the solver's integer
-coefficients. The factors' ranges are in `solver/catalog/factors.py`.
-
-| type | range | fields |
-|---|---|---|
-| Users | 1 to 10,000,000 | workload.users |
-| Tokens | 1 to 10,000,000 | context, prompt and output tokens; engine.max_model_len, max_num_batched_tokens |
-| Degree | 1 to 1,024 | tp, pp, search.tp, search.pp |
-| GpuCount | 1 to 100,000 | hardware.count, search.max_gpus |
-| OwnedCount | 0 to 100,000 | inventory, quota |
-| Sequences | 1 to 1,000,000 | engine.max_num_seqs |
-| KvFill | 0.001 to 1 | workload.kv_fill |
-| Latency | 1 µs to 1 h | sla.max_ttft, sla.max_tpot |
-| MemoryBytes | 1 MB to 1,000 TB | overrides' memory_bytes, weights_bytes |
-| Bandwidth | 1 GB/s to 1,000 TB/s | memory_bandwidth_bytes_per_s |
-| Flops | 1 GFLOP/s to 1 EFLOP/s | dense_flops_per_s |
-| Params | 1e6 to 1e13 | total_params, active_params |
-| KernelShare | 0.01 to 1.5 | a weight format's bandwidth_share, compute_share |
-| Fraction | 0.01 to 1 | engine.gpu_memory_utilization, ownership.utilisation |
-| Share | 0.001 to 1 | a mix class's share, sla.goodput |
-| Rate | 0.000001 to 1,000,000 | workload.requests_per_s |
-| Cv | 0.05 to 20 | workload.arrival.cv |
-"""
+"""The field sections every input file shares (evaluate, solve, fleet): the hardware,
+the precisions, the workload, the SLA, the engine section and the overrides, on the
+bounded quantities of `spec/quantities.py` (its table lists every range) and the
+traffic parts of `spec/traffic_fields.py`. Pydantic at the edge."""
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from solver.catalog import ComputeDtype
 from solver.catalog.factors import Efficiency, MemoryShare, OverheadBytes, PeakScale, SmallOverhead, StepOverhead
-from solver.catalog.types import Bound
+from solver.spec.quantities import (
+    BANDWIDTH,
+    CV,
+    DEGREE,
+    FLOPS,
+    FRACTION,
+    GPU_COUNT,
+    KERNEL_SHARE,
+    KV_FILL,
+    LATENCY,
+    MAX_GPUS,
+    MAX_PARALLEL,
+    MAX_TOKENS,
+    MAX_USERS,
+    MEMORY_BYTES,
+    OWNED_COUNT,
+    PARAMS,
+    RATE,
+    SEQUENCES,
+    SHARE,
+    TOKENS,
+    USERS,
+    Bandwidth,
+    Cv,
+    Degree,
+    Flops,
+    FormatName,
+    Fraction,
+    GpuCount,
+    KernelShare,
+    KvFill,
+    Latency,
+    MemoryBytes,
+    Name,
+    OwnedCount,
+    Params,
+    Rate,
+    Sequences,
+    Share,
+    SpecModel,
+    Tokens,
+    Users,
+)
+from solver.spec.traffic_fields import Z_P99, ArrivalIn, Length, LengthsIn, PercentileIn, check_traffic, length_mean, longest_tokens, traffic_mismatch
 
-MAX_USERS = 10_000_000
-MAX_TOKENS = 10_000_000  # tokens per sequence: 75 × the longest context of a catalog model; catches unit slips
-MAX_PARALLEL = 1024
-MAX_GPUS = 100_000
-
-USERS = Bound(1, MAX_USERS, integer=True)
-TOKENS = Bound(1, MAX_TOKENS, integer=True)
-DEGREE = Bound(1, MAX_PARALLEL, integer=True)
-GPU_COUNT = Bound(1, MAX_GPUS, integer=True)
-OWNED_COUNT = Bound(0, MAX_GPUS, integer=True)
-SEQUENCES = Bound(1, 1_000_000, integer=True)
-KV_FILL = Bound(0.001, 1)
-LATENCY = Bound(1e-6, 3600, quantity="seconds", shown="1 µs to 1 h")
-MEMORY_BYTES = Bound(1e6, 1e15, quantity="bytes", shown="1 MB to 1,000 TB (1e6 to 1e15 bytes)")
-BANDWIDTH = Bound(1e9, 1e15, quantity="bytes_per_s", shown="1 GB/s to 1,000 TB/s (1e9 to 1e15 bytes/s)")
-FLOPS = Bound(1e9, 1e18, quantity="flop_per_s", shown="1 GFLOP/s to 1 EFLOP/s (1e9 to 1e18 FLOP/s)")
-PARAMS = Bound(1e6, 1e13, shown="1e6 to 1e13 (a million to ten trillion)")
-KERNEL_SHARE = Bound(0.01, 1.5)
-FRACTION = Bound(0.01, 1)
-SHARE = Bound(0.001, 1)
-RATE = Bound(1e-6, 1e6, shown="0.000001 to 1,000,000 requests/s")
-CV = Bound(0.05, 20)
-
-Users = Annotated[int, USERS]
-Tokens = Annotated[int, TOKENS]
-Degree = Annotated[int, DEGREE]
-GpuCount = Annotated[int, GPU_COUNT]
-OwnedCount = Annotated[int, OWNED_COUNT]
-Sequences = Annotated[int, SEQUENCES]
-KvFill = Annotated[float, KV_FILL]
-Latency = Annotated[float, LATENCY]
-MemoryBytes = Annotated[float, MEMORY_BYTES]
-Bandwidth = Annotated[float, BANDWIDTH]
-Flops = Annotated[float, FLOPS]
-Params = Annotated[float, PARAMS]
-KernelShare = Annotated[float, KERNEL_SHARE]
-Fraction = Annotated[float, FRACTION]
-Share = Annotated[float, SHARE]
-Rate = Annotated[float, RATE]
-Cv = Annotated[float, CV]
-
-
-def _stripped(v: object) -> object:
-    """A name as the user meant it: surrounding whitespace (" bf16", "fp8\\n") dropped,
-    so the name the spec keeps is the one the catalog looks up."""
-    if isinstance(v, str):
-        v = v.strip()
-        if not v:
-            raise ValueError("must not be empty")
-        if not v.isprintable():
-            raise ValueError("must be printable text (no control characters)")
-    return v
-
-
-Name = Annotated[str, BeforeValidator(_stripped)]
-"""A catalog name, alias or path, stripped of surrounding whitespace."""
-
-
-def _format_name(v: object) -> object:
-    """A number format's name as the catalog spells it: stripped, and an alias or
-    another case ("awq", "FP8") turned into the catalog's name (int4-awq, fp8), so the
-    spec names exactly what the plan runs. A name the catalog lacks is kept; its lookup
-    refuses it later, naming the spec path."""
-    v = _stripped(v)
-    if not isinstance(v, str):
-        return v
-    from solver.catalog import default_catalog
-    from solver.errors import InputError
-
-    try:
-        return default_catalog().precisions.get(v).name
-    except InputError:
-        return v
-
-
-FormatName = Annotated[str, BeforeValidator(_format_name)]
-
-
-class SpecModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+__all__ = [  # re-exported: the quantities and traffic parts are read from here too
+    "BANDWIDTH",
+    "CV",
+    "DEGREE",
+    "FLOPS",
+    "FRACTION",
+    "GPU_COUNT",
+    "KERNEL_SHARE",
+    "KV_FILL",
+    "LATENCY",
+    "MAX_GPUS",
+    "MAX_PARALLEL",
+    "MAX_TOKENS",
+    "MAX_USERS",
+    "MEMORY_BYTES",
+    "OWNED_COUNT",
+    "PARAMS",
+    "RATE",
+    "SEQUENCES",
+    "SHARE",
+    "TOKENS",
+    "USERS",
+    "Z_P99",
+    "ArrivalIn",
+    "Bandwidth",
+    "ComputeDtype",
+    "Cv",
+    "Degree",
+    "EngineField",
+    "EngineIn",
+    "FactorsIn",
+    "Flops",
+    "FormatName",
+    "Fraction",
+    "GpuCount",
+    "GpuOverrides",
+    "HardwareIn",
+    "KernelShare",
+    "KvFill",
+    "Latency",
+    "Length",
+    "LengthsIn",
+    "MemoryBytes",
+    "ModelOverrides",
+    "Name",
+    "OverridesIn",
+    "OwnedCount",
+    "Params",
+    "PercentileIn",
+    "PrecisionIn",
+    "PrecisionOverrides",
+    "Rate",
+    "Sequences",
+    "Share",
+    "SlaIn",
+    "SpecModel",
+    "Tokens",
+    "Users",
+    "WorkloadIn",
+    "check_traffic",
+    "length_mean",
+    "traffic_mismatch",
+]
 
 
 class HardwareIn(SpecModel):
@@ -139,73 +138,6 @@ class HardwareIn(SpecModel):
 class PrecisionIn(SpecModel):
     weights: FormatName = Field(default="bf16", description="Weight format (`plan-opt list precisions`).")
     kv_cache: FormatName = Field(default="bf16", description="KV-cache format.")
-
-
-Z_P99 = 2.3263478740408408
-"""The standard normal's 99th percentile: a lognormal's P99 is exp(mu + Z_P99 × sigma)."""
-
-
-class LengthsIn(SpecModel):
-    """Request lengths that vary: `{dist: lognormal, mean: 1000, p99: 6000}`,
-    `{dist: exponential, mean: 300}`, `{dist: uniform, min: 100, max: 900}`; every draw
-    is clipped to [min, max] (default 1 and the context)."""
-
-    dist: Literal["fixed", "lognormal", "exponential", "uniform"] = Field(description="The shape of the lengths.")
-    mean: Tokens | None = Field(default=None, description=f"Mean tokens, {TOKENS} (uniform: the middle of min and max).")
-    p99: Tokens | None = Field(default=None, description=f"lognormal: the 99th percentile, {TOKENS}; above the mean, at most 14.9 × it.")
-    min: Tokens | None = Field(default=None, description=f"Shortest draw, {TOKENS} (default 1).")
-    max: Tokens | None = Field(default=None, description=f"Longest draw, {TOKENS} (default: what the context leaves).")
-
-    @model_validator(mode="after")
-    def _shape(self) -> Self:
-        if self.dist == "uniform":
-            if self.min is None or self.max is None:
-                raise ValueError("a uniform length needs min and max")
-            if self.mean is not None and self.mean * 2 != self.min + self.max:
-                raise ValueError(f"a uniform length's mean is (min + max) / 2 = {(self.min + self.max) / 2:g}; leave mean out")
-            self.mean = (self.min + self.max) // 2
-        if self.mean is None:
-            raise ValueError(f"a {self.dist} length needs its mean")
-        if self.min is not None and self.max is not None and self.min > self.max:
-            raise ValueError(f"min ({self.min:,}) must not exceed max ({self.max:,})")
-        if (self.min is not None and self.mean < self.min) or (self.max is not None and self.mean > self.max):
-            raise ValueError("the mean must lie between min and max")
-        if self.dist == "lognormal":
-            if self.p99 is None:
-                raise ValueError("a lognormal length needs its p99 (how far the long requests reach)")
-            ratio = self.p99 / self.mean
-            if not 1 < ratio < math.exp(Z_P99**2 / 2):
-                raise ValueError(f"a lognormal's p99 must lie above its mean and below {math.exp(Z_P99**2 / 2):.1f} × it; got {ratio:.2f} ×")
-        elif self.p99 is not None:
-            raise ValueError(f"p99 sets a lognormal's spread; a {self.dist} length has none")
-        return self
-
-
-def _length_kind(v: object) -> str:
-    return "length-distribution" if isinstance(v, dict | LengthsIn) else "length-tokens"
-
-
-Length = Annotated[
-    Annotated[Tokens, Tag("length-tokens")] | Annotated[LengthsIn, Tag("length-distribution")],
-    Discriminator(_length_kind),
-]
-"""A length as tokens, or (a mapping) a distribution; an error names the branch the value took."""
-
-
-class ArrivalIn(SpecModel):
-    process: Literal["poisson", "gamma"] = Field(default="poisson", description="poisson: independent arrivals; gamma: gaps with the given cv.")
-    cv: Cv = Field(default=1.0, description=f"Coefficient of variation of the gaps between arrivals, {CV}; 1 is Poisson, above 1 burstier.")
-
-    @model_validator(mode="after")
-    def _poisson(self) -> Self:
-        if self.process == "poisson" and self.cv != 1.0:
-            raise ValueError("Poisson arrivals have cv 1; write process: gamma for another cv")
-        return self
-
-
-def length_mean(v: int | LengthsIn | None) -> int | None:
-    """The mean tokens of a length given as a number or a distribution."""
-    return v.mean if isinstance(v, LengthsIn) else v
 
 
 class WorkloadIn(SpecModel):
@@ -273,7 +205,7 @@ class WorkloadIn(SpecModel):
         # At most one of the three is None from here on: the one derived below.
         if self.context_tokens is None:
             assert prompt is not None and output is not None
-            longest = _longest(self.prompt_tokens) + _longest(self.output_tokens) if traffic else prompt + output
+            longest = longest_tokens(self.prompt_tokens) + longest_tokens(self.output_tokens) if traffic else prompt + output
             if longest > MAX_TOKENS:
                 raise ValueError(f"prompt_tokens + output_tokens is the context, and must be at most {MAX_TOKENS:,}")
             self.context_tokens = longest
@@ -289,50 +221,6 @@ class WorkloadIn(SpecModel):
         elif traffic and prompt + output > self.context_tokens:
             raise ValueError(f"the mean prompt and output ({prompt:,} + {output:,}) exceed context_tokens ({self.context_tokens:,})")
         return self
-
-
-def _longest(v: int | LengthsIn | None) -> int:
-    """The longest length a draw may take, for the context it needs: a distribution's
-    max, else a lognormal's P99.9 and an exponential's (7 × its mean), else the value."""
-    if v is None:
-        return 0
-    if not isinstance(v, LengthsIn):
-        return v
-    assert v.mean is not None  # LengthsIn._shape fills it
-    if v.max is not None:
-        return v.max
-    if v.dist == "lognormal":
-        assert v.p99 is not None
-        sigma = Z_P99 - math.sqrt(Z_P99**2 - 2 * math.log(v.p99 / v.mean))
-        mu = math.log(v.mean) - sigma**2 / 2
-        return math.ceil(math.exp(mu + 3.0902 * sigma))  # P99.9
-    if v.dist == "exponential":
-        return math.ceil(v.mean * math.log(1000))  # P99.9
-    return v.mean
-
-
-class PercentileIn(SpecModel):
-    """A latency target at one percentile of the requests: `{p99: 2s}`."""
-
-    p50: Latency | None = None
-    p90: Latency | None = None
-    p95: Latency | None = None
-    p99: Latency | None = None
-
-    @model_validator(mode="after")
-    def _one(self) -> Self:
-        given = [k for k in ("p50", "p90", "p95", "p99") if getattr(self, k) is not None]
-        if len(given) != 1:
-            raise ValueError(f"give one percentile (p50, p90, p95 or p99), not {len(given)}")
-        return self
-
-    @property
-    def percentile(self) -> float:
-        return next(float(k[1:]) for k in ("p50", "p90", "p95", "p99") if getattr(self, k) is not None)
-
-    @property
-    def limit_s(self) -> float:
-        return next(v for k in ("p50", "p90", "p95", "p99") if (v := getattr(self, k)) is not None)
 
 
 class SlaIn(SpecModel):
@@ -415,31 +303,3 @@ def _engine_field(v: object) -> dict[Any, Any] | EngineIn:
 
 
 EngineField = Annotated[EngineIn, BeforeValidator(_engine_field)]
-
-
-def traffic_mismatch(workload: WorkloadIn, sla: SlaIn) -> tuple[str, str] | None:
-    """(field, what is wrong) when percentile targets and a rate do not go together:
-    percentiles need a rate, and under a rate every limit names its percentile (the
-    slowest of an unbounded stream of requests has no bound)."""
-    traffic = workload.requests_per_s is not None
-    percentiles = [k for k in ("ttft", "tpot", "e2e", "goodput") if getattr(sla, k) is not None]
-    if not traffic and percentiles:
-        return (
-            f"sla.{percentiles[0]}",
-            f"sla.{percentiles[0]} holds at a percentile of requests: give workload.requests_per_s (or use sla.max_ttft, sla.max_tpot)",
-        )
-    if traffic:
-        for plain, pct in (("max_ttft", "ttft"), ("max_tpot", "tpot")):
-            if getattr(sla, plain) is not None:
-                return (
-                    f"sla.{plain}",
-                    f"under requests_per_s the slowest request has no bound; give sla.{pct} at a percentile, e.g. {pct}: {{p99: ...}}, instead of sla.{plain}",
-                )
-    return None
-
-
-def check_traffic(workload: WorkloadIn, sla: SlaIn) -> None:
-    """traffic_mismatch as a validation error (inside a pydantic validator)."""
-    bad = traffic_mismatch(workload, sla)
-    if bad:
-        raise ValueError(bad[1])
