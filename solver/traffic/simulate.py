@@ -54,190 +54,21 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
 
-from solver.units import meets_time
+from solver.traffic.types import (
+    METRICS,
+    ROUTINGS,
+    TIMELINE_POINTS,
+    EngineLimits,
+    IterationCost,
+    ReplicaStats,
+    Request,
+    RequestResult,
+    SimResult,
+    percentile,
+)
 
-ROUTINGS = ("round_robin", "jsq")
-METRICS = ("ttft_s", "tpot_s", "e2e_s")
-TIMELINE_POINTS = 2000
-"""A replica's queue timeline is cut to at most this many points (enough for a plot)."""
-
-
-@dataclass(frozen=True)
-class Request:
-    """One request: when it arrives, how long its prompt is, how many tokens it wants."""
-
-    arrival_s: float
-    prompt_tokens: int
-    output_tokens: int
-    """The first output token is produced by the iteration that finishes the prompt."""
-
-    def __post_init__(self) -> None:
-        if not math.isfinite(self.arrival_s):
-            raise ValueError(f"arrival_s must be finite, got {self.arrival_s!r}")
-        if self.prompt_tokens < 1:
-            raise ValueError(f"prompt_tokens must be at least 1, got {self.prompt_tokens!r}")
-        if self.output_tokens < 1:
-            raise ValueError(f"output_tokens must be at least 1, got {self.output_tokens!r}")
-
-
-class IterationCost(Protocol):
-    """What the simulator asks the physics: the price of one iteration."""
-
-    def iteration_s(self, decode_seqs: int, decode_context_tokens: int, prefill_tokens: int, prefill_attention_tokens: float) -> float:
-        """Seconds one engine iteration takes: `decode_seqs` sequences each make one token while reading
-        `decode_context_tokens` resident KV tokens in all (the sum of their current lengths); `prefill_tokens`
-        prompt tokens are processed, attending in all to `prefill_attention_tokens` earlier positions
-        (a chunk covering positions [a, a+c) of one prompt adds c*a + c*(c+1)/2)."""
-        ...
-
-
-@dataclass(frozen=True)
-class EngineLimits:
-    """The scheduler's knobs, as vLLM names them."""
-
-    max_num_seqs: int
-    """Sequences running at once."""
-    max_num_batched_tokens: int
-    """Tokens one iteration may process (decode tokens + prompt tokens)."""
-    kv_capacity_tokens: int
-    """KV cache of one replica, in tokens."""
-    block_size_tokens: int = 16
-    """KV is allocated in blocks of this many tokens."""
-    chunked_prefill: bool = True
-    """False: a prompt is prefilled whole in one iteration (it must fit the budget; when
-    prefills are waiting, an iteration runs prefills only, as vLLM V0 did)."""
-
-    def __post_init__(self) -> None:
-        for name in ("max_num_seqs", "max_num_batched_tokens", "kv_capacity_tokens", "block_size_tokens"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)!r}")
-        if self.max_num_batched_tokens < self.max_num_seqs:
-            # vLLM refuses it too: a full batch of decoders must fit one iteration.
-            raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be at least max_num_seqs ({self.max_num_seqs})")
-        if self.kv_capacity_tokens < self.block_size_tokens:
-            raise ValueError(f"kv_capacity_tokens ({self.kv_capacity_tokens}) must hold at least one block of {self.block_size_tokens}")
-
-    @property
-    def kv_blocks(self) -> int:
-        """Whole blocks in one replica's KV cache."""
-        return self.kv_capacity_tokens // self.block_size_tokens
-
-
-@dataclass
-class RequestResult:
-    """What one request saw."""
-
-    request: Request
-    replica: int
-    first_token_s: float
-    """Absolute time of the first output token."""
-    finish_s: float
-    """Absolute time of the last output token."""
-    preemptions: int
-
-    @property
-    def ttft_s(self) -> float:
-        return self.first_token_s - self.request.arrival_s
-
-    @property
-    def e2e_s(self) -> float:
-        return self.finish_s - self.request.arrival_s
-
-    @property
-    def tpot_s(self) -> float | None:
-        """Mean time per output token after the first; None for a single-token output."""
-        n = self.request.output_tokens
-        return None if n == 1 else (self.finish_s - self.first_token_s) / (n - 1)
-
-
-@dataclass
-class ReplicaStats:
-    """How busy and how queued one replica was (means over the run's duration)."""
-
-    busy_s: float = 0.0
-    iterations: int = 0
-    preemptions: int = 0
-    max_queue: int = 0
-    """Most requests waiting (not yet admitted, or preempted) at once."""
-    mean_queue: float = 0.0
-    """Time-weighted mean of the requests waiting."""
-    tokens_out: int = 0
-    queue_timeline: list[tuple[float, int]] = field(default_factory=list)
-    """(time, requests waiting) where it changed, cut to at most TIMELINE_POINTS points
-    (each kept point the highest of the stretch it stands for)."""
-
-
-def percentile(values: Sequence[float], p: float) -> float:
-    """The p-th percentile, interpolating linearly between order statistics (numpy's
-    default method), so figures agree with what users compute from their own logs."""
-    if not 0 < p <= 100:
-        raise ValueError(f"a percentile must be in (0, 100], got {p!r}")
-    xs = sorted(values)
-    if not xs:
-        raise ValueError("a percentile of no values")
-    h = (len(xs) - 1) * p / 100
-    lo = math.floor(h)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (h - lo) * (xs[hi] - xs[lo])
-
-
-@dataclass
-class SimResult:
-    """Every request's times and every replica's load, from one run."""
-
-    results: list[RequestResult]
-    """In arrival order."""
-    replicas: list[ReplicaStats]
-    duration_s: float
-    """First arrival to last finish (of the requests served)."""
-    rejected: list[Request]
-    """Requests that can never be served (their KV over the capacity, or a prompt over the budget without chunking)."""
-
-    def percentile(self, metric: str, p: float) -> float:
-        """The p-th percentile of `metric` ("ttft_s", "tpot_s", "e2e_s") over the requests
-        served; TPOT over those with more than one output token."""
-        if metric not in METRICS:
-            raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
-        values = [v for v in (getattr(r, metric) for r in self.results) if v is not None]
-        return percentile(values, p)
-
-    def goodput(self, max_ttft_s: float | None, max_tpot_s: float | None, max_e2e_s: float | None) -> float:
-        """Share of all requests (rejected ones failing) that meet every bound given; a
-        time exactly at its bound meets it (the project's one rule, targets.meets_time)."""
-        total = len(self.results) + len(self.rejected)
-        if total == 0:
-            raise ValueError("goodput of no requests")
-        good = 0
-        for r in self.results:
-            if max_ttft_s is not None and not meets_time(r.ttft_s, max_ttft_s):
-                continue
-            if max_e2e_s is not None and not meets_time(r.e2e_s, max_e2e_s):
-                continue
-            tpot = r.tpot_s
-            if max_tpot_s is not None and tpot is not None and not meets_time(tpot, max_tpot_s):
-                continue
-            good += 1
-        return good / total
-
-    @property
-    def utilisation(self) -> float:
-        """Busy share of replica time over the run."""
-        span = self.duration_s * len(self.replicas)
-        return sum(r.busy_s for r in self.replicas) / span if span > 0 else 0.0
-
-    @property
-    def throughput_tokens_per_s(self) -> float:
-        """Output tokens per second over the run."""
-        return sum(r.request.output_tokens for r in self.results) / self.duration_s if self.duration_s > 0 else 0.0
-
-    @property
-    def mean_in_system(self) -> float:
-        """Time-average requests in the system: the integral of the count over the run is
-        exactly the sum of the requests' times in it."""
-        return sum(r.e2e_s for r in self.results) / self.duration_s if self.duration_s > 0 else 0.0
+__all__ = ["METRICS", "ROUTINGS", "EngineLimits", "IterationCost", "ReplicaStats", "Request", "RequestResult", "SimResult", "percentile", "simulate"]
 
 
 _WAITING, _PREFILL, _DECODE, _DONE = 0, 1, 2, 3
