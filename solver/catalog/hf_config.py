@@ -83,8 +83,8 @@ class _Checker:
     def __init__(self, source: str, text: str, prefix: dict[str, str]):
         self.source, self.text, self.prefix = source, text, prefix
 
-    def fail(self, key: str, value: object, allowed: str) -> InputError:
-        return key_error(self.source, self.text, key, value, allowed, self.prefix)
+    def fail(self, key: str, value: object, allowed: str, near: str | None = None) -> InputError:
+        return key_error(self.source, self.text, key, value, allowed, self.prefix, near)
 
     def arch(self, cfg: ConfigFields) -> _Arch:
         missing = [k for k in _REQUIRED if getattr(cfg, k) is None]
@@ -103,7 +103,7 @@ class _Checker:
         if mla:
             for key in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
                 if getattr(cfg, key) is None:
-                    raise self.fail(key, None, "required when kv_lora_rank is set (multi-head latent attention)")
+                    raise self.fail(key, None, "required when kv_lora_rank is set (multi-head latent attention)", near="kv_lora_rank")
             head_dim = (cfg.qk_nope_head_dim or 0) + (cfg.qk_rope_head_dim or 0)
         else:
             if H % kv:
@@ -119,7 +119,7 @@ class _Checker:
             if E < 2:
                 raise self.fail(e_key, E, "must be 0 (a dense model) or ≥ 2 (an MoE model routes among experts)")
             if not k:
-                raise self.fail(k_key, k, f"an MoE model ({e_key} {E:,}) routes each token to 1 to {E - 1:,} experts")
+                raise self.fail(k_key, k, f"an MoE model ({e_key} {E:,}) routes each token to 1 to {E - 1:,} experts", near=e_key)
             if k >= E:
                 raise self.fail(k_key, k, f"must be fewer than the experts ({e_key} {E:,}); routing to every expert is a dense model")
             dense = cfg.first_k_dense_replace or 0

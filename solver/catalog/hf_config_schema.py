@@ -250,11 +250,17 @@ def field_error(exc: ValidationError, source: str, text: str, prefix: dict[str, 
     return InputError(field, shown_value(err.get("input")), _allowed(err, key), source=source, line=key_lines(text).get(path))
 
 
-def key_error(source: str, text: str, key: str, value: object, allowed: str, prefix: dict[str, str]) -> InputError:
-    """A check across fields, said against the key the user would change."""
-    where = prefix.get(key, "")
-    path = (where.rstrip("."), key) if where else (key,)
-    return InputError(where + key, None if value is None else shown_value(value), allowed, source=source, line=key_lines(text).get(path))
+def key_error(source: str, text: str, key: str, value: object, allowed: str, prefix: dict[str, str], near: str | None = None) -> InputError:
+    """A check across fields, said against the key the user would change; a key absent
+    from the file is placed at the key it goes with (`near`), else the file's first line."""
+    lines = key_lines(text)
+
+    def line_of(k: str) -> int | None:
+        where = prefix.get(k, "")
+        return lines.get((where.rstrip("."), k) if where else (k,))
+
+    line = line_of(key) or (line_of(near) if near else None) or 1
+    return InputError(prefix.get(key, "") + key, None if value is None else shown_value(value), allowed, source=source, line=line)
 
 
 # --------------------------------------------------------------------------- reading

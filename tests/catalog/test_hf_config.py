@@ -146,7 +146,7 @@ MOE = {"num_local_experts": 8, "num_experts_per_tok": 2}
         # Checks across fields, said against the key to change.
         ({"num_key_value_heads": 3}, "config.json:6: num_key_value_heads = 3: must divide num_attention_heads (4)"),
         ({"num_attention_heads": 128, "num_key_value_heads": 128}, "config.json:5: num_attention_heads = 128: must not exceed hidden_size (64)"),
-        ({**MLA}, "config.json: qk_nope_head_dim: required when kv_lora_rank is set"),
+        ({**MLA}, "config.json:9: qk_nope_head_dim: required when kv_lora_rank is set"),  # absent: at kv_lora_rank (line 9)
         ({**MOE, "num_experts_per_tok": None}, "config.json:10: num_experts_per_tok: an MoE model (num_local_experts 8) routes each token to 1 to 7"),
         ({**MOE, "num_experts_per_tok": 8}, "config.json:10: num_experts_per_tok = 8: must be fewer than the experts (num_local_experts 8)"),
         ({**MOE, "num_local_experts": 1, "num_experts_per_tok": 1}, "config.json:9: num_local_experts = 1: must be 0 (a dense model) or ≥ 2"),
