@@ -50,15 +50,27 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _narrowed(spec_data: dict, args: argparse.Namespace) -> dict:
     search = dict(spec_data.get("search") or {})
-    if args.gpu:
+    if args.gpu is not None:
         search["gpus"] = [args.gpu]
     if args.tp is not None:
         search["tp"] = [args.tp]
-    if args.weights:
+    if args.weights is not None:
         search["weights"] = [args.weights]
-    if args.kv_cache:
+    if args.kv_cache is not None:
         search["kv_cache"] = [args.kv_cache]
     return {**spec_data, "search": search}
+
+
+FLAGS = {"search.gpus": "gpu", "search.tp": "tp", "search.weights": "weights", "search.kv_cache": "kv_cache"}
+"""The search lists --gpu, --tp, --weights and --kv-cache narrow, by the flag's name."""
+
+
+def _as_flag(exc: InputError, args: argparse.Namespace) -> InputError:
+    """An error in a search list a flag set names the flag, not the spec's line."""
+    for field, attr in FLAGS.items():
+        if exc.field.startswith(field) and getattr(args, attr) is not None:
+            return InputError("--" + attr.replace("_", "-"), exc.value, exc.allowed)
+    return exc
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,11 +93,19 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--requests", settings.requests, f"must be a whole number from 100 to {MAX_SIMULATED_REQUESTS:,}")
     if not 0 <= settings.seed < 2**32:
         raise InputError("--seed", settings.seed, "must be a whole number from 0 to 4,294,967,295")
-    if args.gpu or args.tp is not None or args.weights or args.kv_cache:
+    if any(getattr(args, a) is not None for a in FLAGS.values()):
+        from pydantic import ValidationError
+
         from solver.spec.solve_spec import Spec
 
-        spec = Spec.model_validate(_narrowed(spec.model_dump(mode="json", exclude_unset=True), args))
-    problem = problem_from(spec, lines, args.spec, catalog_for(args))
+        try:
+            spec = Spec.model_validate(_narrowed(spec.model_dump(mode="json", exclude_unset=True), args))
+        except ValidationError as exc:
+            raise _as_flag(InputError.from_validation(exc), args) from None
+    try:
+        problem = problem_from(spec, lines, args.spec, catalog_for(args))
+    except InputError as exc:
+        raise _as_flag(exc, args) from None
     result = solve(problem, explain=False)
     if not result.feasible:
         print("plan-opt simulate: no plan meets the spec (run `plan-opt solve` on it for the reason)", file=sys.stderr)

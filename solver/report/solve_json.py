@@ -11,24 +11,20 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from solver.explain.exclusions import by_device, exclusions
 from solver.explain.records import SensitivityRow, SolveResult
 from solver.optimise.scenario import objective_value
 from solver.physics.costs import plan_tco, token_costs
 from solver.report import strict_json
+from solver.report.strict_json import SolveModel
 from solver.report.traffic_json import TrafficOut, traffic_out
 
 if TYPE_CHECKING:
     from solver.catalog import Price
     from solver.optimise.candidates import Candidate
     from solver.optimise.problem import Problem
-
-
-class SolveModel(BaseModel):
-    # ser_json_inf_nan="null": an infinite figure is written null (to_json refuses a NaN first).
-    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="null")
 
 
 class SpecSummaryOut(SolveModel):

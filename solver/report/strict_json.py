@@ -13,6 +13,8 @@ import json
 import math
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 
 def finite(data: Any, where: str = "$") -> Any:
     """`data` with every ±infinite float made None (unbounded), through dicts, lists and
@@ -32,3 +34,10 @@ def dumps(data: Any) -> str:
     """The one way a report's data becomes JSON text: unbounded figures null, indented
     by two, and checked strict (allow_nan=False) as it is written."""
     return json.dumps(finite(data), indent=2, allow_nan=False)
+
+
+class SolveModel(BaseModel):
+    """The base of every pydantic report model: unknown keys refused, an infinite figure
+    written null (a NaN is refused before, by `finite`)."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="null")

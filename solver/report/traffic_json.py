@@ -4,17 +4,12 @@ simulated percentiles and the cost per million tokens at the load and at saturat
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from solver.explain.records import SolveResult
 from solver.physics.deployment import LengthDistribution
+from solver.report.strict_json import SolveModel
 from solver.traffic.simulate import SimResult
-
-
-class SolveModel(BaseModel):
-    """As solve_json's: unknown keys refused, an infinite figure written null."""
-
-    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="null")
 
 
 class LengthsOut(SolveModel):

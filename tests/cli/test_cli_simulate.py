@@ -47,3 +47,15 @@ def test_pareto_under_a_rate_trades_replicas_for_percentile_latency(capsys):
     assert len(points) >= 3 and costs == sorted(costs) and tpots == sorted(tpots, reverse=True)
     assert main(["pareto", str(SPEC), "--axes", "users"]) == 2
     assert "the users frontier is for a users workload" in capsys.readouterr().err
+
+
+def test_a_bad_plan_flag_names_the_flag(capsys):
+    # The flags narrow the spec's search; a wrong value is refused as the flag's, in one line.
+    for flags, words in (
+        (["--gpu", "h99"], "--gpu = h99: unknown device"),
+        (["--tp", "0"], "--tp: degrees must be between 1 and 1024"),
+        (["--gpu", ""], "--gpu"),
+    ):
+        assert main(["simulate", str(SPEC), *flags]) == 2
+        err = capsys.readouterr().err.strip()
+        assert words in err and len(err.splitlines()) == 1, err
