@@ -226,10 +226,11 @@ def simulate_run(p: dict, cap: int) -> Run:
     requests = draw_requests(Traffic(float(cond["request_rate"]), pd, od), n, seed=0)
     per_replica = d.tp * d.pp
     replicas = max(1, (p.get("count") or per_replica) // per_replica)
-    sim = simulate(requests, cost, limits, replicas=replicas, routing="round_robin")
+    # every point is measured by a client through the server: its front end is in each TTFT
+    sim = simulate(requests, cost, limits, replicas=replicas, routing="round_robin", front_end_s=cost.request_overhead_s)
     run = Run(sim, None, prompt=pd, output=od, limits=limits, requests=n)
     run.batch1_tpot_ms = cost.iteration_s(1, context - output // 2, 0, 0.0) * 1e3
-    run.idle_ttft_ms = cost.iteration_s(0, 0, prompt, prompt * (prompt + 1) / 2) * 1e3
+    run.idle_ttft_ms = (cost.iteration_s(0, 0, prompt, prompt * (prompt + 1) / 2) + cost.request_overhead_s) * 1e3
     if not sim.results:
         return dataclasses.replace(run, sim=None, why="every request rejected")
     run.saturated, run.growth = saturated(sim)

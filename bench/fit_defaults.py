@@ -85,6 +85,7 @@ UNIT = {
     "layer_overhead_s": 0,
     "sequence_overhead_s": 0,
     "expert_layer_overhead_s": 0,
+    "request_overhead_s": 0,
 }
 # The fixed cost of a pass is capped at 2.5 ms: with CUDA graphs and overlapped
 # scheduling (vLLM V1, SGLang, TensorRT-LLM) the host's share of a step is a few ms at
@@ -103,9 +104,21 @@ BOUNDS = {
     "s3": (0.0, 2e-4),
     "sb": (0.25, 1.0),
     "sc": (0.25, 1.0),
+    "sx": (0.1, 1.0),
+    "r": (0.0, 0.2),
 }
-PRIOR = {"e": 0.8, "c": 0.5, "s0": 0.0, "s1": 0.0, "s2": 0.0, "s3": 0.0, "sb": 1.0, "sc": 1.0}
+PRIOR = {"e": 0.8, "c": 0.5, "s0": 0.0, "s1": 0.0, "s2": 0.0, "s3": 0.0, "sb": 1.0, "sc": 1.0, "sx": 1.0, "r": 0.0}
 GROUP_KEYS = ("e", "c", "s0", "s1", "s2", "s3")
+SERVING_KEYS = ("r",)
+SERVED = ("serving", "all")
+"""The owner of the shared front end: the time per request a server adds to TTFT (r).
+The fit split holds too few TTFTs measured through a server for one group alone (3 in
+the largest), so the engines that have such points there (vLLM and SGLang, whose
+Python API servers and tokenisers are alike) share it on every memory kind; an engine
+without any (TensorRT-LLM, llama.cpp) keeps r = 0, its prior."""
+MIN_TERM_POINTS = 3
+"""r is fitted with this many TTFTs measured through a server, and a format's expert
+share (sx) with this many mixture-of-experts prefills; else each keeps its prior."""
 PULL = 0.3  # loss per unit of |log(value / prior)| (fixed costs: per ms and per 10 µs)
 
 
@@ -131,10 +144,16 @@ class Term:
     overlapped: bool = True
     source: str = ""
     moe_layers: int = 0
+    expert_fraction: float = 0.0
+    """Of linear_s, the routed experts' GEMMs (prefill)."""
+    served: bool = False
+    """A TTFT measured through the engine's HTTP server: the front end's time is in it."""
+    engine: str = ""
+    """The engine itself (group may be the pooled "serving")."""
 
 
 def _unit_shares(d):
-    w = dataclasses.replace(d.weights, bandwidth_share=1.0, compute_share=1.0)
+    w = dataclasses.replace(d.weights, bandwidth_share=1.0, compute_share=1.0, expert_compute_share=1.0)
     kv = dataclasses.replace(d.kv, bandwidth_share=1.0, compute_share=1.0)
     return d.replace(weights=w, kv=kv)
 
@@ -203,6 +222,9 @@ def terms_of(p: dict, catalog) -> Term | None:
             pre.overlapped,
             src,
             d.model.moe_layers,
+            pre.expert_time_s / pre.linear_time_s if pre.linear_time_s else 0.0,
+            served_ttft(p),
+            d.engine.name,
         )
     dec = ev.decode
     c = dec.coefficients
@@ -239,11 +261,28 @@ class Model:
             for k in GROUP_KEYS:
                 self.values[(g, k)] = PRIOR[k]
         for f in self.formats:
-            for k in ("sb", "sc"):
+            for k in ("sb", "sc", "sx"):
                 self.values[(f, k)] = PRIOR[k]
+        for k in SERVING_KEYS:
+            self.values[(SERVED, k)] = PRIOR[k]
+        self.front_ends = sorted({t.engine for t in terms if t.served})
+        self.serving = np.array([t.engine in self.front_ends for t in terms])
         self.arr = {
             name: np.array([getattr(t, name) for t in terms], dtype=float)
-            for name in ("measured_s", "weights_s", "sixteen_fraction", "linear_s", "kv_s", "attention_s", "comm_s", "layers", "batch", "moe_layers")
+            for name in (
+                "measured_s",
+                "weights_s",
+                "sixteen_fraction",
+                "linear_s",
+                "kv_s",
+                "attention_s",
+                "comm_s",
+                "layers",
+                "batch",
+                "moe_layers",
+                "expert_fraction",
+                "served",
+            )
         }
         self.is_ttft = np.array([t.kind == "ttft" for t in terms])
         self.overlapped = np.array([t.overlapped for t in terms])
@@ -271,8 +310,12 @@ class Model:
 
         # decode: the GEMMs at the weights' utilisation (no format share in decode), attention likewise
         tpot = kernel(weights, a["linear_s"] / c) + kernel(a["kv_s"] / e, a["attention_s"] / c) + fixed + a["batch"] * s2
-        # prefill: GEMMs at utilisation × the format's share, attention in the KV dtype's share
-        ttft = kernel(weights, a["linear_s"] / (c * sc)) + a["attention_s"] / (c * sck) + fixed
+        # prefill: GEMMs at utilisation × the format's share (the experts' at their share of
+        # that), attention in the KV dtype's share, and the front end where it was measured
+        x = self._vec("sx", self.widx, self.formats)
+        r = np.where(self.serving, self.values[(SERVED, "r")], 0.0)
+        linear = a["linear_s"] * (1 - a["expert_fraction"] + a["expert_fraction"] / x)
+        ttft = kernel(weights, linear / (c * sc)) + a["attention_s"] / (c * sck) + fixed + a["served"] * r
         return np.where(self.is_ttft, ttft, tpot)
 
     def loss(self) -> float:
@@ -281,6 +324,8 @@ class Model:
         for (_owner, key), v in self.values.items():
             if key in ("s0",):
                 pull += PULL * v / 1e-3
+            elif key == "r":
+                pull += PULL * v / 1e-2
             elif key in ("s1", "s2", "s3"):
                 pull += PULL * v / 1e-5
             else:
@@ -297,16 +342,24 @@ class Model:
         flops = sum(1 for t in mine if t.kind == "ttft" or t.weights_s + t.kv_s < t.linear_s + t.attention_s)
         return reads >= MIN_SENSITIVE and flops >= MIN_SENSITIVE
 
+    def has_points_for(self, key: str) -> bool:
+        mine = [t for t, serving in zip(self.terms, self.serving) if serving and t.kind == "ttft"]
+        if key == "r":
+            return sum(1 for t in mine if t.served) >= MIN_TERM_POINTS
+        return True
+
     def free(self, min_points: int, min_format: int) -> list[tuple]:
         counts = {g: int((self.gidx == i).sum()) for i, g in enumerate(self.groups)}
         free = [(g, k) for g in self.groups if counts[g] >= min_points and self.identifiable(g) for k in GROUP_KEYS]
+        free += [(SERVED, k) for k in SERVING_KEYS if self.has_points_for(k)]
         for _i, f in enumerate(self.formats):
-            if f in ("bf16", "fp16"):
-                continue  # the reference
-            for key, ttft in (("sb", False), ("sc", True)):
-                mine = [t for t in self.terms if t.weights == f and (t.kind == "ttft") == ttft]
+            for key, ttft in (("sb", False), ("sc", True), ("sx", True)):
+                if f in ("bf16", "fp16") and key != "sx":
+                    continue  # the reference
+                mine = [t for t in self.terms if t.weights == f and (t.kind == "ttft") == ttft and (key != "sx" or t.expert_fraction > 0)]
                 sources = len({t.source for t in mine})
-                if len(mine) >= min_format and (sources >= MIN_FORMAT_SOURCES or len(mine) >= MIN_FORMAT_POINTS_ONE_SOURCE):
+                enough = len(mine) >= (MIN_TERM_POINTS if key == "sx" else min_format)
+                if enough and (sources >= MIN_FORMAT_SOURCES or len(mine) >= MIN_FORMAT_POINTS_ONE_SOURCE):
                     free.append((f, key))
         return free
 
@@ -315,7 +368,7 @@ class Model:
             before = self.loss()
             for key in free:
                 lo, hi = BOUNDS[key[1]]
-                if key[1] in ("s0", "s1", "s2", "s3"):
+                if key[1] in ("s0", "s1", "s2", "s3", "r"):
                     grid = np.concatenate([[0.0], np.geomspace(max(hi * 1e-4, 1e-7), hi, 80)])
                 else:
                     grid = np.geomspace(lo, hi, 120)
@@ -328,6 +381,23 @@ class Model:
                 self.values[key] = best_v
             if before - self.loss() < 1e-6:
                 break
+
+
+LATE_KEYS = ("sx", "r")
+
+
+def fit_model(terms: list[Term]) -> Model:
+    """Two stages. First every factor but the late ones on the points without a server's
+    front end in them; then, those held, the front end (r) and the formats' expert shares
+    (sx) on every point: the TTFTs the engine's factors leave unexplained set them, and
+    three served mixture-of-experts prefills cannot drag an engine's utilisation, which
+    its decode and dense prefill points set, along with them."""
+    early = Model([t for t in terms if not t.served])
+    early.fit([k for k in early.free(MIN_POINTS, MIN_FORMAT_POINTS) if k[1] not in LATE_KEYS])
+    model = Model(terms)
+    model.values.update({k: v for k, v in early.values.items() if k in model.values})
+    model.fit([k for k in model.free(MIN_POINTS, MIN_FORMAT_POINTS) if k[1] in LATE_KEYS])
+    return model
 
 
 def known_formats(terms: list[Term]) -> list[Term]:
@@ -350,8 +420,7 @@ def fit_terms(points: list[dict], catalog) -> list[Term]:
     pooled, formats without a share left out."""
     fit = [p for p in points if p.get("split") == "fit"]
     served = [p for p in fit if served_ttft(p)]
-    print(f"served TTFT: {len(served)} points measured through an HTTP server left out of the fit (the front end is not modelled)")
-    fit = [p for p in fit if not served_ttft(p)]
+    print(f"served TTFT: {len(served)} points measured through an HTTP server (their front end is the fitted request overhead)")
     return known_formats(pool([t for t in (terms_of(p, catalog) for p in fit) if t is not None and t.measured_s > 0]))
 
 
@@ -413,13 +482,12 @@ def main() -> None:
     points = [p for p in load_points() if p.get("split") == "fit"]
     defaults = memory_defaults(points, catalog)
     terms = fit_terms(points, catalog)
-    model = Model(terms)
+    model = fit_model(terms)
     free = model.free(MIN_POINTS, MIN_FORMAT_POINTS)
-    start = np.median(np.abs(model.predict() / model.arr["measured_s"] - 1))
-    model.fit(free)
+    start = np.median(np.abs(Model(terms).predict() / model.arr["measured_s"] - 1))
     end_err = np.abs(model.predict() / model.arr["measured_s"] - 1)
     print(f"fit on {len(terms)} fit-split points (of {len(points)}): median APE at the priors {start:.1%}, fitted {np.median(end_err):.1%}")
-    fitted_groups = {k[0] for k in free if isinstance(k[0], tuple)}
+    fitted_groups = {k[0] for k in free if isinstance(k[0], tuple) and k[0] != SERVED}
     engines: dict[str, dict[str, dict]] = {}
     lines = []
     kinds = {"hbm", "gddr", "lpddr"} | {g[1] for g in fitted_groups}
@@ -429,6 +497,7 @@ def main() -> None:
         if src is None:
             continue
         v = {k: model.values[(src, k)] for k in GROUP_KEYS}
+        v.update({k: model.values[(SERVED, k)] if g[0] in model.front_ends else PRIOR[k] for k in SERVING_KEYS})
         n = int((model.gidx == model.groups.index(src)).sum())
         engines.setdefault(g[0], {})[g[1]] = {
             "bandwidth_efficiency": round(v["e"], 4),
@@ -437,15 +506,16 @@ def main() -> None:
             "layer_overhead_s": round(v["s1"], 8),
             "sequence_overhead_s": round(v["s2"], 8),
             "expert_layer_overhead_s": round(v["s3"], 8),
+            "request_overhead_s": round(v["r"], 5),
         }
         how = f"{n} points" if src == g else f"inherited from {src[0]} on {src[1]}"
         lines.append(
-            f"  {g[0]:<10} {g[1]:<6} e {v['e']:.3f}  c {v['c']:.3f}  fixed {v['s0'] * 1e3:6.3f} ms + {v['s1'] * 1e6:6.2f} µs/layer + {v['s2'] * 1e6:6.2f} µs/seq + {v['s3'] * 1e6:6.1f} µs/MoE layer  ({how})"
+            f"  {g[0]:<10} {g[1]:<6} e {v['e']:.3f}  c {v['c']:.3f}  fixed {v['s0'] * 1e3:6.3f} ms + {v['s1'] * 1e6:6.2f} µs/layer + {v['s2'] * 1e6:6.2f} µs/seq + {v['s3'] * 1e6:6.1f} µs/MoE layer  front end {v['r'] * 1e3:5.1f} ms  ({how})"
         )
     precisions = {}
     for f in model.formats:
         shares = {}
-        for key, name in (("sb", "bandwidth_share"), ("sc", "compute_share")):
+        for key, name in (("sb", "bandwidth_share"), ("sc", "compute_share"), ("sx", "expert_compute_share")):
             if (f, key) in free:
                 shares[name] = round(model.values[(f, key)], 4)
         if shares:

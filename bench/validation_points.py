@@ -295,8 +295,8 @@ def out_of_reach(p: dict) -> str | None:
 def served_ttft(p: dict) -> bool:
     """A TTFT measured by a client through the engine's HTTP server (vllm bench serve,
     SGLang's bench_serving, InferenceX, LLMPerf...): it includes the front end
-    (request parsing, tokenisation, scheduling, streaming), which the physics does not
-    model. Session benchmarks without a server (gptSessionBenchmark, trtllm-bench
+    (request parsing, tokenisation, scheduling, streaming): the physics' request
+    overhead (`request_overhead_s`). Session benchmarks without a server (gptSessionBenchmark, trtllm-bench
     latency, llama-bench) measure the prefill alone."""
     if kind_of(p) != "ttft" or p.get("engine") == "llama.cpp":
         return False
@@ -346,6 +346,8 @@ def predict(p: dict, factors: dict | None = None, catalog=None) -> float | None:
         output = tokens(p, "output_tokens", 128)
         if kind == "ttft":
             d, w, t = deployment_for(p, 1, prompt, 1, factors=factors, catalog=catalog)
+            if not served_ttft(p):  # measured without the server: no front end in it
+                d = d.replace(factors=dataclasses.replace(d.factors, request_overhead_s=0.0))
             ev = evaluate(d, w, t, with_remedies=False)
             return ev.prefill.ttft_s * 1e3 if ev.valid else None
         batch = batch_of(p) or _saturated_batch(p, prompt, output, factors, catalog)
@@ -366,7 +368,7 @@ def predict(p: dict, factors: dict | None = None, catalog=None) -> float | None:
         if flight:
             wall_s = output * ev.decode.tpot_s
         else:
-            wall_s = ev.prefill.flops * batch / ev.prefill.effective_flops_per_s + output * ev.decode.tpot_s
+            wall_s = ev.prefill.compute_time_s * batch + output * ev.decode.tpot_s
         total = batch * replicas * output / wall_s
         if p["measured"]["unit"] == "tokens_per_s_per_gpu":
             return total / (d.tp * d.pp * replicas)

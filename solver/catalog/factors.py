@@ -10,6 +10,7 @@ calibration file and a spec's overrides alike:
 | bandwidth_efficiency, compute_efficiency | 0.01 to 1 | achieved / peak: never above it; below 1 % is a slip (1e-300 gave a TPOT of 1e291 s) |
 | step_overhead_s | 0 to 1 s | a fixed cost per forward pass; measured ≤ 2.5 ms |
 | layer_, sequence_, expert_layer_overhead_s | 0 to 10 ms | per layer or sequence per pass; measured ≤ 20 µs |
+| request_overhead_s | 0 to 1 s | the serving front end's time per request; fitted ≤ 0.2 s |
 | runtime_overhead_bytes, reserved_bytes, tp_overhead_bytes | 0 to 1e15 bytes (1,000 TB) | more than any device holds |
 | activation_peak_scale | 0 to 10 | a scale on the profiled peak |
 """
@@ -67,6 +68,11 @@ class Factors:
     """Further fixed cost per mixture-of-experts layer per forward pass: the router,
     top-k, token permutation and the grouped expert GEMMs are kernels of their own,
     latency-bound at small batches; 0 to 10 ms."""
+    request_overhead_s: StepOverhead = 0.0
+    """The serving front end's time per request before its first token, beside the
+    GPU's work: HTTP, tokenisation, scheduling, streaming the token back. Counted in
+    TTFT and end to end, never in a step; 0 for an engine measured without its server;
+    0 to 1 s."""
     reserved_bytes: OverheadBytes = 0
     """Device memory the driver keeps: the device's reported total less what the
     runtime sees (nvidia-smi total − torch.cuda.mem_get_info total); 0 to 1e15."""
@@ -92,6 +98,7 @@ class FactorOverrides:
     layer_overhead_s: SmallOverhead | None = None
     sequence_overhead_s: SmallOverhead | None = None
     expert_layer_overhead_s: SmallOverhead | None = None
+    request_overhead_s: StepOverhead | None = None
     reserved_bytes: OverheadBytes | None = None
     tp_overhead_bytes: OverheadBytes | None = None
     activation_peak_scale: PeakScale | None = None

@@ -55,6 +55,7 @@ class FittedShares:
     __pydantic_config__ = FORBID
     bandwidth_share: Annotated[float, Gt(0), Le(1.5)] | None = None
     compute_share: Annotated[float, Gt(0), Le(1.5)] | None = None
+    expert_compute_share: Annotated[float, Gt(0), Le(1.5)] | None = None
 
 
 @dataclass(frozen=True)

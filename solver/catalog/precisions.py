@@ -49,6 +49,10 @@ class Precision:
     compute_share: Annotated[float, Gt(0), Le(1.5)] = 1.0
     """Share of the 16-bit GEMMs' utilisation this format's prefill GEMMs reach of
     their own peak (FP8 at twice the peak reaches a smaller share); fitted."""
+    expert_compute_share: Annotated[float, Gt(0), Le(1.5)] = 1.0
+    """Share of this format's dense prefill GEMM rate that its grouped expert GEMMs
+    (a mixture-of-experts model's routed experts) reach: FP8 expert kernels fall
+    further short of FP8's doubled peak than dense ones do; fitted (1: as dense)."""
     effective_bits_per_value: Annotated[float, Gt(0), Le(32)] | None = None
     """Bits per weight averaged over a whole model file, for formats that mix block
     types across tensors (GGUF Q4_K_M / Q5_K_M); when set, it is the storage cost and

@@ -98,7 +98,7 @@ def prefill_xy(ev: Evaluation) -> tuple[float, float] | None:
     """(the prefill's compute time at full utilisation, its communication and fixed
     cost) for a compute-bound prefill; None when it is bound by reading the weights."""
     pre = ev.estimates.prefill
-    rest = pre.comm_time_s + pre.step_overhead_s
+    rest = pre.comm_time_s + pre.step_overhead_s + pre.request_overhead_s
     if not pre.overlapped:  # the matmuls add the weight read to their FLOPs
         return pre.compute_time_s * ev.deployment.factors.compute_efficiency, rest + pre.weights_time_s
     if pre.bound != "compute":

@@ -30,6 +30,7 @@ from solver.physics.kernels import (
     fixed_step_s,
     linear_flops,
     overlaps,
+    routed_active_params,
     split_weight_bytes,
 )
 from solver.physics.memory import kv_bytes_per_sequence, kv_shard_fraction
@@ -77,6 +78,8 @@ class DecodeCoefficients:
     prefill_flops_per_token: float = 0.0
     """One prompt token's prefill FLOPs, per TP rank (linear + average attention)."""
     prompt_tokens: int = 0
+    request_overhead_s: float = 0.0
+    """The serving front end's time per request, in TTFT only (never in a step)."""
     prefill_budget_tokens: int = 0
     """Tokens a step may process (the engine's max_num_batched_tokens); 0 when isolated."""
     comm_pieces: tuple[CommSegment, ...] = ()
@@ -155,7 +158,7 @@ class DecodeCoefficients:
         token budget leaves beside the decoding sequences, one chunk per step."""
         chunk = max(1, self.prefill_budget_tokens - batch)
         steps = -(-self.prompt_tokens // chunk)
-        return steps * self.step_s(batch, min(chunk, self.prompt_tokens))
+        return steps * self.step_s(batch, min(chunk, self.prompt_tokens)) + self.request_overhead_s
 
     def max_batch(self, max_tpot_s: float, upper: int) -> int:
         """Largest batch (≤ upper) whose step meets `max_tpot_s`; 0 if none. Every
@@ -198,12 +201,16 @@ def _continuous(d: Deployment, w: Workload | None) -> dict:
         return {}
 
     p = w.prompt_tokens
-    per_token = (linear_flops(d.model.active_params, p) + attention_flops(d, p)) / p / d.tp
+    # the routed experts' FLOPs at their grouped GEMMs' share, as in a prefill
+    experts = linear_flops(routed_active_params(d.model), p)
+    linear = linear_flops(d.model.active_params, p) + experts * (1 / d.weights.expert_compute_share - 1)
+    per_token = (linear + attention_flops(d, p)) / p / d.tp
     budget = d.engine.max_num_batched_tokens if d.engine else 8192
     return {
         "prefill_tokens_per_sequence": p / max(1, w.output_tokens),
         "prefill_flops_per_token": per_token,
         "prompt_tokens": p,
+        "request_overhead_s": d.factors.request_overhead_s,
         "prefill_budget_tokens": budget,
     }
 

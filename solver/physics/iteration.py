@@ -12,7 +12,8 @@ The pass is the same sum of kernels as a decode step (decode.py) and a prefill
 
 so that a decode-only iteration is exactly `DecodeCoefficients.step_s` at the
 decoders' context, and a prefill-only iteration over a whole prompt is exactly the
-idle-replica TTFT of `estimate_prefill`. KV bytes and attention FLOPs are linear in
+idle-replica TTFT of `estimate_prefill` (less its front end, `request_overhead_s`,
+which the simulator adds to each request). KV bytes and attention FLOPs are linear in
 the tokens attended (the simulator's bulk decode steps rely on it); a sliding-window
 model's are taken at the workload's context, an approximation.
 """
@@ -41,6 +42,9 @@ class IterationModel:
     """One prompt token's matmuls, at the prefill's rate (the format's compute share)."""
     prefill_attention_s_per_pair: float
     """One prompt token attending to one earlier position."""
+    request_overhead_s: float = 0.0
+    """The serving front end's time per request before its first token (no GPU
+    work): added to each request's TTFT and end to end, never to an iteration."""
     prefill_weights_s: dict[int, float] = field(default_factory=dict)
     """Prefill-only passes: reading the weights `tokens` touch (experts), by tokens."""
     deployment: Deployment | None = None
@@ -95,6 +99,7 @@ def iteration_model(d: Deployment, w: Workload) -> IterationModel:
         decode_attention_s_per_token=dec.attention_flops_per_sequence / ctx / rate,
         prefill_linear_s_per_token=pre.linear_time_s / p,
         prefill_attention_s_per_pair=attention_flops(d, p) / pairs / pre.attention_flops_per_s,
+        request_overhead_s=pre.request_overhead_s,
         deployment=d,
     )
     model.prefill_weights_s[p] = pre.weights_time_s

@@ -4,6 +4,7 @@ its fixed costs."""
 
 from __future__ import annotations
 
+from solver.catalog import Model
 from solver.physics.deployment import Deployment
 from solver.physics.memory import deployment_weights_bytes, group_weights_bytes, input_embedding_bytes, sixteen_bit_bytes
 
@@ -79,6 +80,13 @@ def attention_flops_per_token(d: Deployment, context_tokens: int) -> float:
         assert m.sliding_window is not None  # Model requires it with sliding layers
         keys += m.sliding_layers * min(context_tokens, m.sliding_window)
     return per_layer_key * keys
+
+
+def routed_active_params(m: Model) -> float:
+    """The routed experts' parameters one token uses: k of E experts' worth."""
+    if not m.is_moe:
+        return 0.0
+    return m.routed_expert_params * m.experts_per_token / m.num_experts
 
 
 def linear_flops(active_params: float, prompt_tokens: int) -> float:

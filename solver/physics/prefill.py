@@ -6,12 +6,17 @@ the prompt: with causal masking, token i attends to i keys, so the score and val
 matmuls cost 2 × 2 × heads × head width × P²/2 per layer (sliding-window layers at
 most P × window). A prefill is a sum of kernels too:
 
-    TTFT = fixed(layers) + max(weights read, linear FLOPs / (tp × peak_weights × utilisation × format share))
+    TTFT = request overhead + fixed(layers)
+         + max(weights read, dense FLOPs / (tp × peak_weights × utilisation × format share)
+                             + expert FLOPs / (… × expert share))
          + attention FLOPs / (tp × peak_attention × utilisation) + communication
 
 The matmuls run at the weight format's peak (FP8 GEMMs at twice the 16-bit rate, but
-at a smaller share of it); attention runs in the KV cache's dtype (16-bit unless the
-cache is FP8), whatever the weights. Prompts are prefilled one at a time (no queueing).
+at a smaller share of it); a mixture-of-experts model's routed experts run as grouped
+GEMMs at the weight format's share of that (`expert_compute_share`); attention runs in the KV cache's
+dtype (16-bit unless the cache is FP8), whatever the weights. The request overhead is
+the serving front end's (`request_overhead_s`): the time from a request's arrival to
+its first token that no GPU spends. Prompts are prefilled one at a time (no queueing).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from dataclasses import dataclass
 from solver.physics.compute import compute_dtype, matmul_dtype, peak_flops_per_s
 from solver.physics.deployment import Deployment, Workload
 from solver.physics.interconnect import CommEstimate, estimate_comm
-from solver.physics.kernels import attention_flops, bandwidth_share, fixed_step_s, linear_flops, overlaps, touched_weight_bytes
+from solver.physics.kernels import attention_flops, bandwidth_share, fixed_step_s, linear_flops, overlaps, routed_active_params, touched_weight_bytes
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,12 @@ class PrefillEstimate:
     """Utilisation of the attention kernels (0: the matmuls')."""
     overlapped: bool = True
     """The matmuls take the larger of their read and their FLOPs (True) or the sum."""
+    expert_flops: float = 0.0
+    """Of linear_flops, the routed experts': 2 × routed active parameters × prompt tokens."""
+    expert_compute_share: float = 1.0
+    """The experts' grouped GEMMs' share of the dense matmuls' rate (the weight format's)."""
+    request_overhead_s: float = 0.0
+    """The serving front end's time before the first token (no GPU work)."""
 
     @property
     def flops(self) -> float:
@@ -68,7 +79,18 @@ class PrefillEstimate:
 
     @property
     def linear_time_s(self) -> float:
-        return self.linear_flops / self.effective_flops_per_s
+        dense = self.linear_flops - self.expert_flops
+        return (dense + self.expert_flops / self.expert_compute_share) / self.effective_flops_per_s
+
+    @property
+    def expert_time_s(self) -> float:
+        """Of linear_time_s, the routed experts' GEMMs."""
+        return self.expert_flops / self.expert_compute_share / self.effective_flops_per_s
+
+    @property
+    def gpu_time_s(self) -> float:
+        """The prefill on the GPUs: TTFT less the front end."""
+        return self.gemm_time_s + self.attention_time_s + self.comm_time_s + self.step_overhead_s
 
     @property
     def attention_time_s(self) -> float:
@@ -99,7 +121,7 @@ class PrefillEstimate:
 
     @property
     def ttft_s(self) -> float:
-        return self.gemm_time_s + self.attention_time_s + self.comm_time_s + self.step_overhead_s
+        return self.gpu_time_s + self.request_overhead_s
 
 
 def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
@@ -122,4 +144,7 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         attention_compute_dtype=attn_dtype,
         attention_efficiency=d.factors.compute_efficiency * d.kv.compute_share,
         overlapped=overlaps(d),
+        expert_flops=linear_flops(routed_active_params(d.model), p),
+        expert_compute_share=d.weights.expert_compute_share,
+        request_overhead_s=d.factors.request_overhead_s,
     )

@@ -274,6 +274,23 @@ def render_text(ev: Evaluation) -> str:
         ("fixed cost", _fixed(d, pre.step_overhead_s)),
         ("TTFT", f"{fmt_seconds(pre.ttft_s)} ({pre.bound}-bound, one prompt at a time)" + _band(pre.ttft_s, d.band[1])),
     ]
+    if pre.expert_flops:
+        rows.insert(
+            3,
+            (
+                "expert GEMMs",
+                f"{fmt_seconds(pre.expert_time_s)} of the linear time: {fmt_rate(pre.expert_flops, 'FLOP')} routed at "
+                f"{pre.expert_compute_share:.2f} of the dense GEMMs' rate ({d.weights.name}'s expert_compute_share)",
+            ),
+        )
+    if pre.request_overhead_s:
+        rows.insert(
+            -1,
+            (
+                "front end",
+                f"{fmt_seconds(pre.request_overhead_s)} per request before the GPUs see it: HTTP, tokenising, streaming (request_overhead_s)",
+            ),
+        )
     if dec.ttft_under_load_s is not None:
         budget = dec.coefficients.prefill_budget_tokens
         chunk = max(1, budget - dec.batch)

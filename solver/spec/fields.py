@@ -261,6 +261,9 @@ class FactorsIn(SpecModel):
     layer_overhead_s: SmallOverhead | None = Field(default=None, description="Fixed cost per layer per forward pass, 0 to 10 ms.")
     sequence_overhead_s: SmallOverhead | None = Field(default=None, description="Fixed cost per sequence per decode step, 0 to 10 ms.")
     expert_layer_overhead_s: SmallOverhead | None = Field(default=None, description="Further fixed cost per MoE layer per pass, 0 to 10 ms.")
+    request_overhead_s: StepOverhead | None = Field(
+        default=None, description="The serving front end's time per request, in TTFT and end to end, 0 to 1 s."
+    )
     reserved_bytes: OverheadBytes | None = Field(default=None, description="Device memory the driver keeps, 0 to 1e15 bytes.")
     tp_overhead_bytes: OverheadBytes | None = Field(default=None, description="Memory per GPU of a TP group on NVLink SHARP, 0 to 1e15 bytes.")
     activation_peak_scale: PeakScale | None = Field(default=None, description="Scale on the engine's profiled activation peak, 0 to 10.")
@@ -269,6 +272,9 @@ class FactorsIn(SpecModel):
 class PrecisionOverrides(SpecModel):
     bandwidth_share: KernelShare | None = Field(default=None, description=f"Of the weight format's decode kernels, {KERNEL_SHARE}.")
     compute_share: KernelShare | None = Field(default=None, description=f"Of the weight format's prefill GEMMs, {KERNEL_SHARE}.")
+    expert_compute_share: KernelShare | None = Field(
+        default=None, description=f"Of the weight format's dense prefill GEMMs, what its grouped expert GEMMs reach, {KERNEL_SHARE}."
+    )
 
 
 class OverridesIn(SpecModel):

@@ -187,7 +187,7 @@ def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: 
         return unstable("budget", tau)
     spread = m.prompt_p2_mean / m.prompt_mean**2  # E[S²] ≈ E[S]² · E[P²]/E[P]²
     wait = lam * p_iter**2 * spread / (2 * (1 - rho))
-    residual = decode_s(n) / 2
+    residual = decode_s(n) / 2 + model.request_overhead_s  # and the front end's time
     ttft_mean = residual + wait + p_iter
 
     def ttft_at(p: float) -> float:

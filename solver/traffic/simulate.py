@@ -459,10 +459,15 @@ def simulate(
     replicas: int = 1,
     routing: str = "round_robin",
     *,
+    front_end_s: float = 0.0,
     _step_by_step: bool = False,
 ) -> SimResult:
-    """Serve `requests` on `replicas` identical engines; `_step_by_step` turns the bulk
-    decode off (for the test that checks the two agree)."""
+    """Serve `requests` on `replicas` identical engines; each reaches its engine
+    `front_end_s` after it arrives (the server's parsing and tokenisation, which every
+    request's TTFT and end to end include). `_step_by_step` turns the bulk decode off
+    (for the test that checks the two agree)."""
+    if not 0.0 <= front_end_s < math.inf:
+        raise ValueError(f"front_end_s must be finite and not negative, got {front_end_s!r}")
     if replicas < 1:
         raise ValueError(f"replicas must be at least 1, got {replicas!r}")
     if routing not in ROUTINGS:
@@ -475,7 +480,7 @@ def simulate(
         if _never_served(r, limits):
             rejected.append(r)
             continue
-        t = r.arrival_s
+        t = r.arrival_s + front_end_s
         if routing == "round_robin":
             engine = engines[turn % replicas]
             turn += 1

@@ -59,7 +59,8 @@ def simulate_plan(d: Deployment, w: Workload, targets: Targets, replicas: int, s
     traffic = w.traffic
     assert traffic is not None
     requests = draw_requests(traffic, settings.requests, settings.seed)
-    sim = simulate(requests, iteration_model(d, w), engine_limits(d, w), replicas=replicas, routing=settings.routing)
+    cost = iteration_model(d, w)
+    sim = simulate(requests, cost, engine_limits(d, w), replicas=replicas, routing=settings.routing, front_end_s=cost.request_overhead_s)
     qt = targets.ttft_percentile or DEFAULT_PERCENTILE
     qp = targets.tpot_percentile or DEFAULT_PERCENTILE
     qe = targets.e2e_percentile or DEFAULT_PERCENTILE

@@ -24,7 +24,7 @@ def test_sliding_window_caps_attention_flops(build_deployment):
 
 def test_one_token_prompt_is_bounded_by_reading_the_weights(build_deployment):
     # Everything but the input embedding table: (8,030,261,248 − 128,256 × 4,096) × 2 B.
-    over = {"factors": {"bandwidth_efficiency": 0.8, "step_overhead_s": 0, "layer_overhead_s": 0}}
+    over = {"factors": {"bandwidth_efficiency": 0.8, "step_overhead_s": 0, "layer_overhead_s": 0, "request_overhead_s": 0}}
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=1, output=1, overrides=over)
     pre = estimate_prefill(d, w)
     assert pre.bound == "bandwidth"
@@ -33,11 +33,39 @@ def test_one_token_prompt_is_bounded_by_reading_the_weights(build_deployment):
 
 def test_fixed_cost_per_pass_and_per_layer(build_deployment):
     # 2 ms per pass and 50 µs per layer × 80 layers = 6 ms beside the FLOPs.
-    over = {"factors": {"step_overhead_s": "2ms", "layer_overhead_s": "50us", "compute_efficiency": 0.5}}
+    over = {"factors": {"step_overhead_s": "2ms", "layer_overhead_s": "50us", "compute_efficiency": 0.5, "request_overhead_s": 0}}
     d, w, _ = build_deployment("llama-3.1-70b", "h100-sxm", tp=4, users=1, prompt=2048, output=1, overrides=over)
     pre = estimate_prefill(d, w)
     assert pre.step_overhead_s == pytest.approx(2e-3 + 80 * 50e-6)
     assert pre.ttft_s == pytest.approx(pre.gemm_time_s + pre.attention_time_s + pre.comm_time_s + 6e-3)
+
+
+def test_the_front_end_adds_to_ttft_and_to_no_gpu_time(build_deployment):
+    # A server's 30 ms per request (HTTP, tokenising, streaming) is TTFT beside the GPUs' work.
+    base = {"step_overhead_s": 0, "layer_overhead_s": 0}
+    d0, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=1000, output=1, overrides={"factors": {**base, "request_overhead_s": 0}})
+    d1, _, _ = build_deployment(
+        "llama-3.1-8b", "h100-sxm", users=1, prompt=1000, output=1, overrides={"factors": {**base, "request_overhead_s": "30ms"}}
+    )
+    idle, served = estimate_prefill(d0, w), estimate_prefill(d1, w)
+    assert served.gpu_time_s == idle.gpu_time_s == idle.ttft_s
+    assert served.ttft_s == pytest.approx(idle.ttft_s + 0.030)
+
+
+def test_routed_experts_run_at_the_formats_expert_share(build_deployment):
+    # Qwen3-30B-A3B: 128 experts, 8 per token. Routed parameters R from total = rest + R
+    # and active = rest + R·8/128: R = (30,532,122,624 − 3,353,032,704) / (1 − 8/128);
+    # the share applies to the R·8/128 of the 2 × active FLOPs per token.
+    over = {"factors": {"compute_efficiency": 0.5, "request_overhead_s": 0}, "precision": {"compute_share": 1.0, "expert_compute_share": 0.25}}
+    d, w, _ = build_deployment("qwen3-30b-a3b", "h100-sxm", users=1, prompt=4096, output=1, overrides=over)
+    pre = estimate_prefill(d, w)
+    m = d.model
+    routed_active = (m.total_params - m.active_params) / (1 - 8 / 128) * 8 / 128
+    assert pre.expert_flops == pytest.approx(2 * routed_active * 4096)
+    rate = 989.5e12 * 0.5  # BF16 dense, TP 1
+    dense_s = (2 * m.active_params * 4096 - pre.expert_flops) / rate
+    assert pre.linear_time_s == pytest.approx(dense_s + pre.expert_flops / 0.25 / rate)
+    assert pre.expert_time_s == pytest.approx(pre.expert_flops / 0.25 / rate)
 
 
 def test_attention_runs_in_the_kv_dtype_not_the_weights(build_deployment):

@@ -41,7 +41,7 @@ def test_the_screen_lands_near_the_simulation(load):
     m = moments(PROMPT, OUTPUT)
     rate = sustainable_rate(it, limits, m, TARGETS).rate_per_s * load
     s = screen(it, limits, m, rate, TARGETS)
-    sim = simulate(draw_requests(TRAFFIC, 5_000, seed=0, rate_per_s=rate), it, limits)
+    sim = simulate(draw_requests(TRAFFIC, 5_000, seed=0, rate_per_s=rate), it, limits, front_end_s=it.request_overhead_s)
     assert s.tpot_mean_s == pytest.approx(sim.percentile("tpot_s", 50), rel=0.10)
     assert s.tpot_q_s == pytest.approx(sim.percentile("tpot_s", 90), rel=0.25)
     assert s.ttft_mean_s == pytest.approx(statistics.fmean(r.ttft_s for r in sim.results), rel=0.25)
