@@ -33,6 +33,7 @@ from solver.optimise.targets import LABELS
 from solver.physics.deployment import Targets
 from solver.physics.evaluate import evaluate
 from solver.spec.solve_spec import DEFAULT_MAX_GPUS
+from solver.units import fmt_seconds
 
 
 def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
@@ -111,7 +112,13 @@ def explain_plan(problem: Problem, s: Scenario, result: SolveResult) -> None:
             s.targets.max_ttft_s,
             "s",
             None if s.targets.max_ttft_s is None else s.targets.max_ttft_s - ttft,
-            f"prefill is {est.prefill.bound}-bound",
+            f"prefill is {est.prefill.bound}-bound"
+            + (
+                f"; {fmt_seconds(est.prefill.ttft_s)} on an idle replica, {c.batch} users' prompts queued"
+                if ttft > est.prefill.ttft_s * (1 + 1e-6)
+                else ""
+            )
+            + (f"; the target allows {c.max_batch_ttft} users per replica" if c.max_batch_ttft < 10**9 and c.traffic is None else ""),
         ),
         ConstraintRow(
             "interconnect",

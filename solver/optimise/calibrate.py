@@ -24,6 +24,7 @@ import yaml
 
 from solver.catalog import Catalog, Factors
 from solver.errors import InputError
+from solver.physics.decode import prompt_service_from_queued_s
 from solver.spec.evaluate_input import parse_input
 from solver.spec.measurements import Measurement
 from solver.spec.resolve import resolve
@@ -120,6 +121,18 @@ def fit_decode(xs: list[float], ys: list[float]) -> FittedFactors:
     return {"bandwidth_efficiency": min(1.0, 1 / slope), "step_overhead_s": 0.0, "layer_overhead_s": 0.0, "sequence_overhead_s": 0.0}
 
 
+def _one_prompt_s(m: Measurement, ev: Evaluation) -> float:
+    """A TTFT measured with `batch` users, less the prompts queued ahead of its own (the
+    inverse of the physics' queue, its delay from the measured TPOT where there is one):
+    one prompt's time on the GPUs plus the front end."""
+    assert m.ttft_s is not None
+    c = ev.estimates.decode.coefficients
+    front = c.request_overhead_s
+    tpot = m.tpot_s if m.tpot_s is not None else c.tpot_s(m.batch)
+    delay = max(0, m.output_tokens - 1) * tpot + front
+    return prompt_service_from_queued_s(m.ttft_s - front, m.batch, delay) + front
+
+
 def fit_prefill(xs: list[float], ys: list[float]) -> FittedFactors:
     """y = x / compute_efficiency through the origin (x: FLOPs / (tp × peak), y:
     measured TTFT less communication, seconds)."""
@@ -171,7 +184,7 @@ def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
             if "step_overhead_s" in changes:  # the decode fit's fixed cost replaces the default's
                 fixed += changes["step_overhead_s"] - ev.estimates.prefill.step_overhead_s
             xs.append(xy[0])
-            ys.append(m.ttft_s - fixed)
+            ys.append(_one_prompt_s(m, ev) - fixed)
         f.ttft_points = len(xs)
         if len(xs) >= MIN_TTFT_POINTS:
             changes.update(fit_prefill(xs, ys))

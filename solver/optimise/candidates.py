@@ -16,9 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 
-from solver.bisect import largest_true
 from solver.optimise.problem import Problem, Shape, ShapePhysics
-from solver.optimise.targets import TIME_TOLERANCE, ceil_us, meets_time, time_us
+from solver.optimise.targets import TIME_TOLERANCE, ceil_us, time_us
 from solver.physics.costs import plan_tco
 from solver.physics.decode import DecodeCoefficients
 from solver.physics.deployment import Targets, Workload
@@ -68,7 +67,7 @@ class Candidate:
     relaxed: frozenset[str] = frozenset()
     """Targets this candidate was computed without (diagnosis only): users, context_tokens."""
     max_batch_ttft: int = 10**9
-    """Continuous batching: most sequences per replica the TTFT target allows."""
+    """Most users per replica the TTFT target allows (their prompts queue behind each other)."""
     targets: Targets = Targets()
     """The latency targets it was built for: its TPOT and TTFT coefficients are rounded
     against them (`targets.time_us`)."""
@@ -125,7 +124,7 @@ class Candidate:
         if self.ttft_at_load_s is not None:
             return self.ttft_at_load_s
         dec = self.physics.decode
-        if dec is not None and dec.prefill_budget_tokens:
+        if dec is not None and dec.prompt_tokens:
             return dec.ttft_under_load_s(self.batch)
         return self.physics.ttft_s
 
@@ -204,11 +203,6 @@ def _batches(cap: int, users: int, variants: bool) -> list[int]:
     return sorted(out, reverse=True)
 
 
-def _ttft_cap(dec: DecodeCoefficients, max_ttft_s: float, upper: int) -> int:
-    """Continuous batching: most sequences per replica whose TTFT under load meets the target."""
-    return largest_true(lambda b: meets_time(dec.ttft_under_load_s(b), max_ttft_s), upper)
-
-
 def candidates(
     problem: Problem,
     workload: Workload | None = None,
@@ -243,8 +237,8 @@ def candidates(
             b_tpot = problem.tpot_cap(ph, w, t.max_tpot_s * (1 + TIME_TOLERANCE), upper)  # physics' ≤, as meets_time
         cap = min(b_mem, b_tpot) if not ignore_tpot_cap else b_mem
         b_ttft = 10**9
-        if dec.prefill_budget_tokens and t.max_ttft_s is not None and not ignore_tpot_cap:
-            b_ttft = _ttft_cap(dec, t.max_ttft_s, upper)
+        if dec.prompt_tokens and t.max_ttft_s is not None and not ignore_tpot_cap:
+            b_ttft = problem.ttft_cap(ph, w, t.max_ttft_s, upper)
             cap = min(cap, b_ttft)
         seen: set[int] = set()
         for b in _batches(cap, w.users, batch_variants):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from solver.bisect import largest_true
 from solver.catalog import Device, Ownership, Pricing
 from solver.optimise.clock import SolverClock
 from solver.physics import validity
@@ -17,6 +18,7 @@ from solver.physics.memory import estimate_memory
 from solver.physics.prefill import estimate_prefill
 from solver.spec.solve_spec import Spec
 from solver.traffic.screen import ShapeScreen
+from solver.units import meets_time
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ class Problem:
     skipped: list[Skipped] = field(default_factory=list)
     """Shapes the spec allows that are never built (an engine rule refuses them)."""
     _physics: dict[tuple[int, int, int, int, str], ShapePhysics] = field(default_factory=dict)
-    _caps: dict[tuple[int, int, int, int, str, float, int], int] = field(default_factory=dict)
+    _caps: dict[tuple[object, ...], int] = field(default_factory=dict)
     _traffic: dict[tuple, ShapeScreen] = field(default_factory=dict)
     """Under traffic: each shape's screen (optimise/traffic_candidates.py), memoised."""
     simulations: int = 0
@@ -152,6 +154,28 @@ class Problem:
             if physics.decode is None:
                 raise ValueError(f"{physics.shape.label} cannot run: it has no decode step to cap")
             got = physics.decode.max_batch(max_tpot_s, upper)
+            self._caps[key] = got
+        return got
+
+    def ttft_cap(self, physics: ShapePhysics, workload: Workload, max_ttft_s: float, upper: int) -> int:
+        """Most users per replica whose TTFT under load (their prompts queued) meets
+        `max_ttft_s`; memoised as tpot_cap."""
+        key = (
+            "ttft",
+            physics.shape.index,
+            workload.resident_tokens,
+            workload.prompt_tokens,
+            workload.output_tokens,
+            workload.batching,
+            max_ttft_s,
+            upper,
+        )
+        got = self._caps.get(key)
+        if got is None:
+            dec = physics.decode
+            if dec is None:
+                raise ValueError(f"{physics.shape.label} cannot run: it has no decode step to cap")
+            got = largest_true(lambda b: meets_time(dec.ttft_under_load_s(b), max_ttft_s), upper)
             self._caps[key] = got
         return got
 

@@ -12,11 +12,17 @@ KV byte. A step is a sum of kernels, each bound by its own limit:
 The seed's TPOT = model bytes / bandwidth is the batch-1, zero-context case with the
 fixed costs at zero. Pipeline stages run one after another for a token, so pp adds
 memory, not speed: each TP rank reads its 1/(tp·pp) share in each of pp stages.
+
+A user's TTFT under load counts the prompts queued ahead of its own (a closed loop of
+the replica's users; `ttft_under_load_s`); one prompt on an idle replica is prefill.py's.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from solver.bisect import largest_true
 from solver.physics.compute import matmul_dtype, peak_flops_per_s
@@ -34,6 +40,7 @@ from solver.physics.kernels import (
     split_weight_bytes,
 )
 from solver.physics.memory import kv_bytes_per_sequence, kv_shard_fraction
+from solver.physics.prefill import estimate_prefill
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,11 @@ class DecodeCoefficients:
     prefill_flops_per_token: float = 0.0
     """One prompt token's prefill FLOPs, per TP rank (linear + average attention)."""
     prompt_tokens: int = 0
+    """The workload's prompt (0: no workload given, so no TTFT under load)."""
+    output_tokens: int = 0
+    prefill_gpu_s: float = 0.0
+    """One prompt alone on an idle replica, the GPUs' time (estimate_prefill's TTFT less
+    its front end)."""
     request_overhead_s: float = 0.0
     """The serving front end's time per request, in TTFT only (never in a step)."""
     prefill_budget_tokens: int = 0
@@ -153,17 +165,77 @@ class DecodeCoefficients:
     def tpot_s(self, batch: int) -> float:
         return self.step_s(batch)
 
-    def ttft_under_load_s(self, batch: int) -> float:
-        """Continuous batching: a new prompt is prefilled in chunks of what the step's
-        token budget leaves beside the decoding sequences, one chunk per step."""
+    def prompt_service_s(self, batch: int) -> float:
+        """The GPUs' time for one prompt at this load: in chunks of what the step's token
+        budget leaves beside `batch` decoding sequences, one chunk per step (continuous
+        batching), or one pass of its own (isolated)."""
+        if not self.prefill_budget_tokens:
+            return self.prefill_gpu_s
         chunk = max(1, self.prefill_budget_tokens - batch)
         steps = -(-self.prompt_tokens // chunk)
-        return steps * self.step_s(batch, min(chunk, self.prompt_tokens)) + self.request_overhead_s
+        return steps * self.step_s(batch, min(chunk, self.prompt_tokens))
+
+    def delay_s(self, batch: int) -> float:
+        """What a request spends outside the prompt queue: its later tokens' steps and the front end."""
+        return max(0, self.output_tokens - 1) * self.tpot_s(batch) + self.request_overhead_s
+
+    def ttft_under_load_s(self, batch: int) -> float:
+        """TTFT with `batch` users on the replica, each sending its next request when its
+        last one ends (a closed loop): its own prompt, the prompts queued ahead of it
+        (`queued_prompt_s`), and the front end."""
+        return queued_prompt_s(self.prompt_service_s(batch), batch, self.delay_s(batch)) + self.request_overhead_s
 
     def max_batch(self, max_tpot_s: float, upper: int) -> int:
         """Largest batch (≤ upper) whose step meets `max_tpot_s`; 0 if none. Every
         term grows with the batch, so bisect."""
         return largest_true(lambda b: self.tpot_s(b) <= max_tpot_s, upper)
+
+
+SMALL_QUEUE = 12
+
+
+def queued_prompt_s(service_s: float, users: int, delay_s: float) -> float:
+    """Time at the prompt queue of `users` closed-loop users: the prompts are one FCFS
+    queue (S each) and the rest of a request a delay Z — the machine-repairman model
+    (M/M/1//N), solved exactly: with ρ = S/Z, P0 = 1 / Σₖ₌₀ᴺ N!/(N − k)!·ρᵏ, throughput
+    X = (1 − P0)/S, and R = N/X − Z (Little's law round the loop). S for one user,
+    N·S − Z once the prompts saturate the replica. Exponential service makes it a little
+    pessimistic for prompts of one length (M/D/1 waits half as long as M/M/1)."""
+    n = max(1, users)
+    if service_s <= 0 or n == 1:
+        return max(0.0, service_s)
+    if delay_s <= 0:
+        return n * service_s
+    log_rho = math.log(service_s / delay_s)
+    if n <= SMALL_QUEUE:  # a plain loop beats numpy's call overhead here
+        log_terms: list[float] = []
+        acc = 0.0
+        for j in range(n, 0, -1):  # k = 1 … N multiplies by N − k + 1 = j
+            acc += math.log(j) + log_rho
+            log_terms.append(acc)
+        top = max(0.0, max(log_terms))
+        rest = sum(math.exp(t - top) for t in log_terms)
+    else:
+        js = np.arange(n, 0, -1, dtype=float)  # N − k + 1 for k = 1 … N
+        arr = np.cumsum(np.log(js) + log_rho)  # log N!/(N − k)!·ρᵏ
+        top = max(0.0, float(arr.max()))
+        rest = float(np.exp(arr - top).sum())  # Σₖ≥₁, scaled by e^−top
+    busy = rest / (rest + math.exp(-top))  # 1 − P0, without cancelling
+    return n * service_s / busy - delay_s
+
+
+def prompt_service_from_queued_s(queued_s: float, users: int, delay_s: float) -> float:
+    """The inverse: the service S whose queue time is `queued_s` (S ≤ R; bisection)."""
+    if queued_s <= 0:
+        return 0.0
+    lo, hi = 0.0, queued_s
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if queued_prompt_s(mid, users, delay_s) < queued_s:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
 
 
 def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None = None) -> DecodeCoefficients:
@@ -192,8 +264,17 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         comm_pieces=comm_segments(d),
         step_overhead_s=fixed_step_s(d),
         sequence_overhead_s=d.factors.sequence_overhead_s,
+        request_overhead_s=d.factors.request_overhead_s,
+        **_prompts(d, w),
         **_continuous(d, w),
     )
+
+
+def _prompts(d: Deployment, w: Workload | None) -> dict:
+    """What the TTFT under load needs of the workload's requests."""
+    if w is None:
+        return {}
+    return {"prompt_tokens": w.prompt_tokens, "output_tokens": w.output_tokens, "prefill_gpu_s": estimate_prefill(d, w).gpu_time_s}
 
 
 def _continuous(d: Deployment, w: Workload | None) -> dict:
@@ -209,8 +290,6 @@ def _continuous(d: Deployment, w: Workload | None) -> dict:
     return {
         "prefill_tokens_per_sequence": p / max(1, w.output_tokens),
         "prefill_flops_per_token": per_token,
-        "prompt_tokens": p,
-        "request_overhead_s": d.factors.request_overhead_s,
         "prefill_budget_tokens": budget,
     }
 
@@ -250,7 +329,7 @@ class DecodeEstimate:
     @property
     def ttft_under_load_s(self) -> float | None:
         c = self.coefficients
-        return c.ttft_under_load_s(self.batch) if c.prefill_budget_tokens else None
+        return c.ttft_under_load_s(self.batch) if c.prompt_tokens else None
 
     @property
     def bandwidth_bytes_per_s(self) -> float:

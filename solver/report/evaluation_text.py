@@ -272,7 +272,7 @@ def render_text(ev: Evaluation) -> str:
         ("weights read", f"{fmt_seconds(pre.weights_time_s)} (floor for the matmuls of short prompts)"),
         ("communication", _comm(pre.comm_time_s, d)),
         ("fixed cost", _fixed(d, pre.step_overhead_s)),
-        ("TTFT", f"{fmt_seconds(pre.ttft_s)} ({pre.bound}-bound, one prompt at a time)" + _band(pre.ttft_s, d.band[1])),
+        ("idle TTFT", f"{fmt_seconds(pre.ttft_s)} ({pre.bound}-bound, one prompt on an idle replica)" + _band(pre.ttft_s, d.band[1])),
     ]
     if pre.expert_flops:
         rows.insert(
@@ -292,13 +292,20 @@ def render_text(ev: Evaluation) -> str:
             ),
         )
     if dec.ttft_under_load_s is not None:
-        budget = dec.coefficients.prefill_budget_tokens
+        c = dec.coefficients
+        budget = c.prefill_budget_tokens
         chunk = max(1, budget - dec.batch)
+        own = (
+            f"the prompt in chunks of {min(chunk, pre.prompt_tokens):,} tokens ({budget:,}-token step budget less {dec.batch} decoding), "
+            f"one chunk per step (continuous batching), {fmt_seconds(c.prompt_service_s(dec.batch))}"
+            if budget
+            else f"the prompt in a pass of its own, {fmt_seconds(c.prompt_service_s(dec.batch))}"
+        )
         rows.append(
             (
-                "TTFT under load",
-                f"{fmt_seconds(dec.ttft_under_load_s)}: the prompt in chunks of {min(chunk, pre.prompt_tokens):,} tokens "
-                f"({budget:,}-token step budget less {dec.batch} decoding), one chunk per step (continuous batching)",
+                "TTFT",
+                f"{fmt_seconds(dec.ttft_under_load_s)} under load: {own}, behind the prompts of the replica's other "
+                f"{dec.batch - 1:,} users (each sends its next request when its last ends)" + (", and the front end" if c.request_overhead_s else ""),
             )
         )
     out += _rows(rows)

@@ -87,7 +87,8 @@ class PlanOut(SolveModel):
     cost_usd_per_hour: float
     purchase_usd: float
     tpot_s: float
-    ttft_s: float
+    ttft_s: float = Field(description="At the plan's load: the prompts of a replica's users (or arrivals) queued ahead of each other.")
+    idle_ttft_s: float = Field(description="One prompt on an idle replica, no queue.")
     memory_needed_bytes: float = Field(description="Per GPU.")
     memory_usable_bytes: float = Field(description="Per GPU.")
     engine: str
@@ -301,6 +302,7 @@ def to_output(r: SolveResult) -> SolveOut:
             purchase_usd=round(c.purchase_usd, 2),
             tpot_s=c.tpot_s if c.traffic is not None else est.decode.tpot_s,
             ttft_s=c.ttft_s if c.traffic is not None else ttft_s,
+            idle_ttft_s=est.prefill.ttft_s,
             memory_needed_bytes=est.memory.needed_bytes,
             memory_usable_bytes=est.memory.usable_bytes,
             engine=d.engine.name if d.engine else "vllm",

@@ -62,6 +62,8 @@ def test_flags_alone_are_enough_and_override_the_file(capsys):
             "32",
             "--context",
             "8192",
+            "--prompt",
+            "2000",
             "--output",
             "512",
             "--max-tpot",

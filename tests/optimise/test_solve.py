@@ -148,14 +148,15 @@ def test_bandwidth_binds_when_tpot_caps_the_batch():
 
 
 def test_compute_binds_when_ttft_forces_a_wider_tp_group():
-    # Llama-3.1-70B fp8 on H100 SXM, an 8,192-token prompt, TTFT ≤ 500 ms.
+    # Llama-3.1-70B fp8 on H100 SXM, one user (no prompt queues behind another), an
+    # 8,192-token prompt, TTFT ≤ 500 ms.
     # FLOPs: 2 × 70.55e9 × 8192 = 1.156e15 linear + 4 × 64 × 128 × 80 × 8192·8193/2
     # = 8.80e13 attention = 1.244e15; at 1,979 TFLOP/s × 0.5 per GPU:
     #   TP 2: 0.629 s (+48 ms all-reduce) > 0.5 s;  TP 4: 0.314 s (+74 ms) < 0.5 s.
-    # Memory alone would take TP 2 (TP 1 leaves room for one user; 8 users → 8 GPUs).
+    # Memory alone would take TP 2 (TP 1 has no room for the KV beside 70.6 GB of weights).
     spec = {
         "model": "llama-3.1-70b",
-        "workload": {"users": 8, "prompt_tokens": 8192, "output_tokens": 256},
+        "workload": {"users": 1, "prompt_tokens": 8192, "output_tokens": 256},
         "sla": {"max_ttft": "500ms"},
         "search": {"gpus": ["h100-sxm"], "weights": ["fp8"], "kv_cache": ["fp8"]},
         "overrides": PINNED,
@@ -236,7 +237,7 @@ def test_min_tpot_spends_the_budget_on_replicas():
 def test_impossible_spec_names_a_minimal_conflict_and_the_nearest_relaxation():
     spec = {
         "model": "llama-3.1-70b",
-        "workload": {"users": 64, "context_tokens": 8192, "output_tokens": 256},
+        "workload": {"users": 64, "context_tokens": 8192, "prompt_tokens": 1000, "output_tokens": 256},
         "sla": {"max_tpot": "4ms", "max_ttft": "2s"},
         "budget": {"max_usd_per_hour": 30},
         "search": {"gpus": ["h100-sxm", "h200", "b200"], "weights": ["fp8"], "kv_cache": ["fp8"]},
@@ -248,9 +249,14 @@ def test_impossible_spec_names_a_minimal_conflict_and_the_nearest_relaxation():
     # Minimal: the set conflicts, and dropping any one of its targets removes the conflict.
     s = scenario_of(problem)
     none = {"max_tpot": None, "max_ttft": None, "max_usd_per_hour": None, "max_gpus": None}
+    only = s  # the conflict's targets alone (another conflict may hold among the rest)
+    for t in none:
+        if t not in r.conflict:
+            only = only.with_value(t, none[t])
+    assert not solve_scenario(problem, only).feasible
     for t in r.conflict:
         if t in none:
-            assert solve_scenario(problem, s.with_value(t, none[t])).feasible, t
+            assert solve_scenario(problem, only.with_value(t, none[t])).feasible, t
     tpot = next(x for x in r.relaxations if x.target == "max_tpot")
     assert tpot.nearest is not None and tpot.nearest > 0.004 and "lowest TPOT reachable" in tpot.note
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from solver.physics.decode import estimate_decode
+from solver.physics.decode import estimate_decode, queued_prompt_s
 
 N = 8_030_261_248  # Llama-3.1-8B parameters
 
@@ -36,8 +36,11 @@ def test_ttft_under_load_is_chunks_of_the_step_budget(build_deployment):
     cont = estimate_decode(d, dataclasses.replace(w, batching="continuous"))
     c = cont.coefficients
     assert c.prefill_budget_tokens == 8192
-    # and the server's front end once (request_overhead_s), beside the steps
-    assert cont.ttft_under_load_s == pytest.approx(3 * c.step_s(32, 8160) + d.factors.request_overhead_s)
+    assert c.prompt_service_s(32) == pytest.approx(3 * c.step_s(32, 8160))
+    # behind the other 31 users' prompts (closed loop), and the server's front end once
+    front = d.factors.request_overhead_s
+    delay = 255 * c.tpot_s(32) + front
+    assert cont.ttft_under_load_s == pytest.approx(queued_prompt_s(3 * c.step_s(32, 8160), 32, delay) + front)
     # More users leave less room per step: TTFT grows with the load.
     more = estimate_decode(d.replace(), dataclasses.replace(w, users=2000, batching="continuous"), batch=2000)
     assert more.ttft_under_load_s > cont.ttft_under_load_s
