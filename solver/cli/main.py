@@ -19,7 +19,7 @@ import codecs
 import io
 import os
 import sys
-from typing import TextIO, cast
+from typing import NoReturn, TextIO, cast
 
 from solver import __version__
 from solver.cli import (
@@ -177,8 +177,16 @@ def _say(line: str) -> None:
         pass
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's usage errors in one line, as every other bad input (its default is
+    the whole usage block, then the error); exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (`{self.prog} --help` lists what each flag takes)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="plan-opt",
         description="What hardware serves this model to these users at this latency, and what will it cost? "
         "plan-opt checks memory capacity, memory bandwidth, compute and interconnect.",

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from solver.cli.common import catalog_for, problem_from
 from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK, InputError
@@ -18,6 +19,9 @@ EPILOG = """Examples:
 
 Exit status: 0 when the simulated percentiles meet every target, 3 when one is missed
 (or no plan exists), 2 for bad input."""
+
+if TYPE_CHECKING:
+    from solver.optimise.problem import Problem
 
 MAX_REPLICAS = 10_000
 
@@ -108,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         raise _as_flag(exc, args) from None
     result = solve(problem, explain=False)
     if not result.feasible:
-        print("plan-opt simulate: no plan meets the spec (run `plan-opt solve` on it for the reason)", file=sys.stderr)
+        print(f"plan-opt simulate: no plan meets the spec: {_why_none(problem)}", file=sys.stderr)
         return EXIT_DOES_NOT_FIT
     c = result.solution.chosen
     replicas = args.replicas or c.replicas
@@ -128,3 +132,16 @@ def run(args: argparse.Namespace) -> int:
         out = plot(check, label, Path(args.plot))
         print(f"drew {out}", file=sys.stderr)
     return EXIT_OK if check.ok else EXIT_DOES_NOT_FIT
+
+
+def _why_none(problem: Problem) -> str:
+    """Why nothing can run, when the engines' rules refuse every shape asked (a TP that
+    does not divide the heads, a format the GPU lacks); else where to look."""
+    reasons: list[str] = []
+    for shape in problem.shapes:
+        refused = problem.physics(shape, problem.workload).refusals
+        if not refused:
+            return "run `plan-opt solve` on it for the reason"
+        reasons += [why for _kind, why in refused if why not in reasons]
+    reasons += [f"{gpu}: {why}" for gpu, why in problem.excluded.items()]
+    return "; ".join(reasons[:3]) + (f" (and {len(reasons) - 3} more)" if len(reasons) > 3 else "") if reasons else "no GPU is searched"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from solver.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,3 +61,24 @@ def test_a_bad_plan_flag_names_the_flag(capsys):
         assert main(["simulate", str(SPEC), *flags]) == 2
         err = capsys.readouterr().err.strip()
         assert words in err and len(err.splitlines()) == 1, err
+
+
+def test_a_plan_the_engines_cannot_run_says_why(capsys):
+    # TP 3 divides neither Llama-3.1-70B's 64 attention heads nor its 8 KV heads.
+    assert main(["simulate", str(SPEC), "--gpu", "h100-sxm", "--tp", "3"]) == 3
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "tp=3 does not divide the model's 64 attention heads" in err
+
+
+def test_an_unreadable_flag_value_is_one_line_naming_the_flag(capsys):
+    # argparse's own refusals (a word for a number, a missing spec) come in one line too.
+    for argv, words in (
+        (["simulate", str(SPEC), "--replicas", "abc"], "argument --replicas: invalid int value: 'abc'"),
+        (["simulate"], "the following arguments are required: spec"),
+        (["evaluate", "--users", "x"], "argument --users: invalid int value: 'x'"),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and words in err and "--help" in err
