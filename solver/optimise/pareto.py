@@ -30,7 +30,7 @@ from solver.optimise.targets import CAPPED
 from solver.physics.deployment import Workload
 from solver.spec.solve_spec import DEFAULT_MAX_GPUS
 
-AXES = ("tpot", "ttft", "users")
+AXES = ("tpot", "ttft", "users", "rate")
 MAX_POINTS = 200
 KNEE_MIN_DEPTH = 0.05
 """How far below the chord (normalised units) a point must lie to be called the knee."""
@@ -42,7 +42,7 @@ class ParetoPoint:
     candidate: Candidate
     cost_usd_per_hour: float
     value: float
-    """TPOT or TTFT in seconds, or users served."""
+    """TPOT or TTFT in seconds, users served, or requests per second served."""
     binds: str
     """What limits this point: why its metric is not better at this cost."""
 
@@ -123,6 +123,10 @@ def _why(c: Candidate, axis: str, workload: Workload) -> str:
     if axis == "users":
         cap = min(c.max_batch_memory, c.max_batch_tpot)
         return f"{c.replicas} replica(s) of ≤ {cap} users: batch capped by {CAPPED[c.caps]}"
+    if axis == "rate":
+        assert c.traffic is not None  # the rate frontier is built of traffic candidates
+        sus = c.traffic.sustainable
+        return f"{c.replicas} replica(s) of ≤ {sus.rate_per_s:,.3g} requests/s: each bound by {c.traffic.binding_target}"
     dec = c.decode
     mem, comp, comm = dec.memory_time_s(c.batch), dec.compute_time_s(c.batch), dec.comm_time_s(c.batch)
     text = f"decode {'bandwidth' if mem >= comp else 'compute'}-bound at batch {c.batch}"
@@ -298,8 +302,51 @@ def _users_frontier(problem: Problem) -> Frontier:
     return front
 
 
-def frontiers(problem: Problem, axes: Iterable[str] = AXES) -> dict[str, Frontier]:
+def _rate_frontier(problem: Problem) -> Frontier:
+    """Cost against requests per second served within the spec's percentile targets:
+    the least cost for the spec's rate, then the most a cheaper fleet serves. A plan is
+    replicas of one shape, each sustaining the screen's rate (`sustainable_rate`), so the
+    frontier is the upper staircase of every shape's (replicas × price, replicas × rate)."""
+    s = scenario_of(problem)
+    w = s.workload
+    assert w.traffic is not None  # the CLI offers this axis under requests_per_s only
+    target = w.traffic.requests_per_s
+    gpu_cap, gpu_default = _gpu_cap(problem)
+    front = Frontier("rate", max_gpus=gpu_cap, max_gpus_default=gpu_default)
+    options: list[tuple[float, float, Candidate]] = []
+    for c in candidates(problem, w, s.targets):
+        if c.traffic is None or c.memory_excess > 0 or c.interconnect_excess != 0:
+            continue
+        per = c.traffic.sustainable.rate_per_s
+        if per <= 0:
+            continue
+        price = c.shape.device.price.usd_per_gpu_hour if c.shape.device.price else 0.0
+        top = min(math.ceil(target / per - 1e-9), gpu_cap // c.shape.gpus_per_replica)
+        for r in range(1, top + 1):
+            plan = dataclasses.replace(c, replicas=r)
+            cost = price * max(0, r * c.shape.gpus_per_replica - c.shape.owned)
+            options.append((cost, min(target, r * per), plan))
+    best = -1.0
+    for cost, served, plan in sorted(options, key=lambda o: (o[0], -o[1])):
+        if served > best * (1 + 1e-9):
+            front.points.append(ParetoPoint("rate", plan, cost, served, _why(plan, "rate", w)))
+            best = served
+    front.points = front.points[-MAX_POINTS:][::-1]  # the spec's rate first, then cheaper fleets
+    front.knee = knee_index([(p.cost_usd_per_hour, 1 / p.value) for p in front.points])
+    return front
+
+
+def frontiers(problem: Problem, axes: Iterable[str] | None = None) -> dict[str, Frontier]:
+    """The frontiers asked for; by default the latency ones and users (a users
+    workload) or rate (a workload in requests per second)."""
+    if axes is None:
+        axes = ("tpot", "ttft", "rate" if problem.workload.traffic is not None else "users")
     out: dict[str, Frontier] = {}
     for axis in axes:
-        out[axis] = _users_frontier(problem) if axis == "users" else _latency_frontier(problem, axis)
+        if axis == "users":
+            out[axis] = _users_frontier(problem)
+        elif axis == "rate":
+            out[axis] = _rate_frontier(problem)
+        else:
+            out[axis] = _latency_frontier(problem, axis)
     return out

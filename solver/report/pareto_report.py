@@ -29,10 +29,15 @@ TITLES = {
     "tpot": ("TPOT (time per output token)", "ms"),
     "ttft": ("TTFT (time to first token)", "ms"),
     "users": ("users served", "users"),
+    "rate": ("requests served", "requests/s"),
 }
+COUNTS = ("users", "rate")
+"""Axes whose metric is served (more is better, drawn on a linear scale), not a latency."""
 
 
 def _value(axis: str, v: float) -> str:
+    if axis == "rate":
+        return f"{v:,.3g} requests/s"
     return f"{v:,.0f}" if axis == "users" else fmt_seconds(v)
 
 
@@ -59,7 +64,7 @@ def _point_dict(p: ParetoPoint, axis: str, knee: bool = False) -> dict[str, obje
         **_point_costs(c),
         "cost_usd_per_hour": round(p.cost_usd_per_hour, 6),
         "value": p.value,
-        "unit": "users" if axis == "users" else "s",
+        "unit": TITLES[axis][1] if axis in COUNTS else "s",
         "plan": p.label,
         "gpu": c.shape.device.name,
         "tp": c.shape.deployment.tp,
@@ -85,7 +90,7 @@ def to_dict(frontiers: dict[str, Frontier]) -> dict:
             "knee": f.knee,
             "knee_rule": KNEE_RULE,
             "cut": {
-                "max_cost_ratio": f.max_cost_ratio if axis != "users" else None,
+                "max_cost_ratio": f.max_cost_ratio if axis not in COUNTS else None,
                 "max_cost_usd_per_hour": None if f.max_cost_usd_per_hour is None else round(f.max_cost_usd_per_hour, 6),
                 "next_point": None if f.beyond is None else _point_dict(f.beyond, axis),
                 "max_gpus": f.max_gpus,
@@ -111,7 +116,7 @@ def _cut_lines(axis: str, f: Frontier) -> list[str]:
         cost_scale = "log cost" if all(p.cost_usd_per_hour > 0 for p in f.points) else "cost (linear: a plan is free)"
         out.append(
             f"knee: ${k.cost_usd_per_hour:,.2f}/h, {v(axis, k.value)}, {k.label} "
-            f"(farthest below the chord between the ends, {cost_scale} against log " + ("users" if axis == "users" else axis.upper()) + ")"
+            f"(farthest below the chord between the ends, {cost_scale} against log " + (TITLES[axis][1] if axis in COUNTS else axis.upper()) + ")"
         )
     elif len(f.points) >= 3:
         out.append(
@@ -250,22 +255,22 @@ def plot(frontiers: dict[str, Frontier], title: str, path: Path) -> list[Path]:
         for p in f.points:
             x, y = p.cost_usd_per_hour, p.value * scale
             if last is not None and x > 0 and last[0] > 0:
-                dx = abs(math.log10(x) - math.log10(last[0])) if axis != "users" else 1.0
-                dy = abs(math.log10(y) - math.log10(last[1])) if axis != "users" and y > 0 and last[1] > 0 else abs(y - last[1]) / max(y, 1)
+                dx = abs(math.log10(x) - math.log10(last[0])) if axis not in COUNTS else 1.0
+                dy = abs(math.log10(y) - math.log10(last[1])) if axis not in COUNTS and y > 0 and last[1] > 0 else abs(y - last[1]) / max(y, 1)
                 if dx < 0.8 and dy < 0.06:
                     continue
             ax.annotate(_short(p.label), (x, y), textcoords="offset points", xytext=(6, 4), fontsize=8, color="0.15", zorder=4)
             last = (x, y)
         free = [x for x in xs if x <= 0]
-        if not free and axis != "users":
+        if not free and axis not in COUNTS:
             ax.set_xscale("log")
-        if axis != "users":
+        if axis not in COUNTS:
             ax.set_yscale("log")
-        ax.set_xlabel("cost ($/hour, log scale)" if not free and axis != "users" else "cost ($/hour)")
-        ax.set_ylabel(f"{name} ({unit}{', log scale' if axis != 'users' else ''})")
+        ax.set_xlabel("cost ($/hour, log scale)" if not free and axis not in COUNTS else "cost ($/hour)")
+        ax.set_ylabel(f"{name} ({unit}{', log scale' if axis not in COUNTS else ''})")
         ax.set_title(f"cost vs {name.split(' (')[0]}: {len(f.points)} Pareto-optimal plans", fontsize=10)
         ax.grid(True, which="both", color="0.92", lw=0.6)
-        ax.legend(loc="upper right" if axis != "users" else "upper left", fontsize=8, frameon=False)
+        ax.legend(loc="upper right" if axis not in COUNTS else "upper left", fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     path = Path(path)

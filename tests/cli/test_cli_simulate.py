@@ -42,13 +42,38 @@ def test_pareto_under_a_rate_trades_replicas_for_percentile_latency(capsys):
     # along the frontier cost rises and TPOT falls; the users frontier does not apply.
     code = main(["pareto", str(SPEC), "--format", "json"])
     out = json.loads(capsys.readouterr().out)
-    assert code == 0 and set(out) == {"tpot", "ttft"}
+    assert code == 0 and set(out) == {"tpot", "ttft", "rate"}
     points = out["tpot"]["points"]
     costs = [p["cost_usd_per_hour"] for p in points]
     tpots = [p["value"] for p in points]
     assert len(points) >= 3 and costs == sorted(costs) and tpots == sorted(tpots, reverse=True)
     assert main(["pareto", str(SPEC), "--axes", "users"]) == 2
     assert "the users frontier is for a users workload" in capsys.readouterr().err
+
+
+def test_the_rate_frontier_serves_less_for_less(capsys):
+    # Cost against requests served: the spec's 20 requests/s at least cost first, then
+    # cheaper fleets; a plan of r replicas of one shape serves min(20, r × its sustainable
+    # rate), so dropping a replica drops the cost by one replica's price.
+    code = main(["pareto", str(SPEC), "--axes", "rate,p99_ttft", "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and set(out) == {"rate", "ttft"}
+    points = out["rate"]["points"]
+    assert points[0]["value"] == pytest.approx(20.0) and points[0]["unit"] == "requests/s"
+    served = [p["value"] for p in points]
+    costs = [p["cost_usd_per_hour"] for p in points]
+    assert served == sorted(served, reverse=True) and costs == sorted(costs, reverse=True) and len(set(costs)) == len(costs)
+    for p in points[1:]:
+        if p["plan"].split(" × ")[1] == points[0]["plan"].split(" × ")[1]:  # the same shape, fewer replicas
+            per_replica = p["value"] / p["replicas"]
+            assert points[0]["replicas"] * per_replica >= 20.0 - 1e-6
+    for axes, words in (("rate", None), ("p90_ttft", "the spec's TTFT target is at P99"), ("users", "for a users workload")):
+        code = main(["pareto", str(SPEC), "--axes", axes, "--format", "json"])
+        err = capsys.readouterr().err
+        assert (code == 0) if words is None else (code == 2 and words in err)
+    users = ROOT / "specs" / "chat-llama70b.yaml"
+    assert main(["pareto", str(users), "--axes", "rate"]) == 2
+    assert "the rate frontier is for a workload in requests_per_s" in capsys.readouterr().err
 
 
 def test_a_bad_plan_flag_names_the_flag(capsys):
