@@ -38,6 +38,7 @@ def build(
     sla=None,
     overrides=None,
     engine=None,
+    workload_extra=None,
 ):
     """(deployment, workload, targets) for one configuration, through the real input path."""
     hardware = {"gpu": gpu, "tp": tp, "pp": pp}
@@ -49,6 +50,7 @@ def build(
     for key, value in (("context_tokens", context), ("prompt_tokens", prompt), ("output_tokens", output)):
         if value is not None:
             workload[key] = value
+    workload.update(workload_extra or {})
     data = {
         "model": model,
         "hardware": hardware,

@@ -71,6 +71,10 @@ class Engine:
     max_num_seqs: max_num_seqs itself, or (SGLang's max_running_requests) half the KV
     pool's tokens, at most its request pool (2,048 to 4,096 by the pool's size)."""
     running_limit_source: str = ""
+    prefix_caching: bool = True
+    """Its KV blocks are kept and matched by prefix, so prompts that share a prefix
+    prefill it once and hold it once (vLLM V1, SGLang, TensorRT-LLM's block reuse)."""
+    prefix_caching_source: str = ""
 
     def __post_init__(self) -> None:
         check_name("engine", self.name)

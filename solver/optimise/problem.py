@@ -101,7 +101,7 @@ class Problem:
     """Device name → why it was left out before any physics (e.g. no price)."""
     skipped: list[Skipped] = field(default_factory=list)
     """Shapes the spec allows that are never built (an engine rule refuses them)."""
-    _physics: dict[tuple[int, int, int, int, str], ShapePhysics] = field(default_factory=dict)
+    _physics: dict[tuple[int, int, int, int, str, int], ShapePhysics] = field(default_factory=dict)
     _caps: dict[tuple[object, ...], int] = field(default_factory=dict)
     _traffic: dict[tuple, ShapeScreen] = field(default_factory=dict)
     """Under traffic: each shape's screen (optimise/traffic_candidates.py), memoised."""
@@ -138,7 +138,14 @@ class Problem:
         return self.spec.budget.max_purchase_usd
 
     def physics(self, shape: Shape, workload: Workload) -> ShapePhysics:
-        key = (shape.index, workload.resident_tokens, workload.prompt_tokens, workload.output_tokens, workload.batching)
+        key = (
+            shape.index,
+            workload.resident_tokens,
+            workload.prompt_tokens,
+            workload.output_tokens,
+            workload.batching,
+            workload.shared_prefix_tokens,
+        )
         got = self._physics.get(key)
         if got is None:
             got = _shape_physics(shape, workload)
@@ -148,7 +155,16 @@ class Problem:
     def tpot_cap(self, physics: ShapePhysics, workload: Workload, max_tpot_s: float, upper: int) -> int:
         """Most sequences per replica meeting `max_tpot_s` (memoised: re-solves that
         move another target reuse it)."""
-        key = (physics.shape.index, workload.resident_tokens, workload.prompt_tokens, workload.output_tokens, workload.batching, max_tpot_s, upper)
+        key = (
+            physics.shape.index,
+            workload.resident_tokens,
+            workload.prompt_tokens,
+            workload.output_tokens,
+            workload.batching,
+            max_tpot_s,
+            upper,
+            workload.shared_prefix_tokens,
+        )
         got = self._caps.get(key)
         if got is None:
             if physics.decode is None:

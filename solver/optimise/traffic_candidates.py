@@ -27,13 +27,14 @@ from solver.traffic.screen import ShapeScreen, TrafficSizing, engine_limits, scr
 
 def screened(problem: Problem, shape: Shape, w: Workload, t: Targets) -> ShapeScreen:
     assert w.traffic is not None
-    key = (shape.index, w.traffic, w.context_tokens, w.prompt_tokens, w.output_tokens, t)
+    key = (shape.index, w.traffic, w.context_tokens, w.prompt_tokens, w.output_tokens, w.shared_prefix_tokens, w.prefix_hit_rate, t)
     got = problem._traffic.get(key)
     if got is None:
         d = shape.deployment
         it = iteration_model(d, w)
         limits = engine_limits(d, w)
-        got = ShapeScreen(it, limits, sustainable_rate(it, limits, moments(w.traffic.prompt, w.traffic.output), t))
+        m = moments(w.traffic.prompt, w.traffic.output, it.cached_tokens)
+        got = ShapeScreen(it, limits, sustainable_rate(it, limits, m, t), m)
         problem._traffic[key] = got
     return got
 
@@ -88,7 +89,7 @@ def traffic_candidates(
         for replicas in counts:
             if replicas * shape.gpus_per_replica > MAX_GPUS:
                 break  # past the most GPUs a plan may have (spec/fields.py)
-            at = screen(sc.cost, sc.limits, m, rate / replicas, t)
+            at = screen(sc.cost, sc.limits, sc.moments or m, rate / replicas, t)
             batch = max(1, min(ph.max_batch_memory, math.ceil(at.concurrency)))
             sizing = TrafficSizing(rate, sust, at, floor or 0, sc.limits.max_num_seqs)
             out.append(Candidate(shape, ph, batch, replicas, w.users, batch, at.tpot_q_s, relaxed, 10**9, t, at.ttft_q_s, sizing))

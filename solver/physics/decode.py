@@ -26,7 +26,7 @@ import numpy as np
 
 from solver.bisect import largest_true
 from solver.physics.compute import matmul_dtype, peak_flops_per_s
-from solver.physics.deployment import Deployment, Workload
+from solver.physics.deployment import Deployment, Workload, cached_prompt_tokens
 from solver.physics.interconnect import CommEstimate, CommSegment, comm_segments, comm_time_from_segments, estimate_comm
 from solver.physics.kernels import (
     attention_flops,
@@ -85,7 +85,8 @@ class DecodeCoefficients:
     prefill_flops_per_token: float = 0.0
     """One prompt token's prefill FLOPs, per TP rank (linear + average attention)."""
     prompt_tokens: int = 0
-    """The workload's prompt (0: no workload given, so no TTFT under load)."""
+    """The tokens of the workload's prompt to prefill: all but what the prefix cache
+    supplies (0: no workload given, so no TTFT under load)."""
     output_tokens: int = 0
     prefill_gpu_s: float = 0.0
     """One prompt alone on an idle replica, the GPUs' time (estimate_prefill's TTFT less
@@ -274,7 +275,8 @@ def _prompts(d: Deployment, w: Workload | None) -> dict:
     """What the TTFT under load needs of the workload's requests."""
     if w is None:
         return {}
-    return {"prompt_tokens": w.prompt_tokens, "output_tokens": w.output_tokens, "prefill_gpu_s": estimate_prefill(d, w).gpu_time_s}
+    new = w.prompt_tokens - cached_prompt_tokens(d, w)
+    return {"prompt_tokens": new, "output_tokens": w.output_tokens, "prefill_gpu_s": estimate_prefill(d, w).gpu_time_s}
 
 
 def _continuous(d: Deployment, w: Workload | None) -> dict:
@@ -282,13 +284,15 @@ def _continuous(d: Deployment, w: Workload | None) -> dict:
         return {}
 
     p = w.prompt_tokens
+    cached = cached_prompt_tokens(d, w)
+    new = p - cached  # what the prefix cache leaves to compute
     # the routed experts' FLOPs at their grouped GEMMs' share, as in a prefill
-    experts = linear_flops(routed_active_params(d.model), p)
-    linear = linear_flops(d.model.active_params, p) + experts * (1 / d.weights.expert_compute_share - 1)
-    per_token = (linear + attention_flops(d, p)) / p / d.tp
+    experts = linear_flops(routed_active_params(d.model), new)
+    linear = linear_flops(d.model.active_params, new) + experts * (1 / d.weights.expert_compute_share - 1)
+    per_token = (linear + attention_flops(d, p, cached)) / new / d.tp
     budget = d.engine.max_num_batched_tokens if d.engine else 8192
     return {
-        "prefill_tokens_per_sequence": p / max(1, w.output_tokens),
+        "prefill_tokens_per_sequence": new / max(1, w.output_tokens),
         "prefill_flops_per_token": per_token,
         "prefill_budget_tokens": budget,
     }

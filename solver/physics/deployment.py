@@ -60,6 +60,10 @@ class Workload:
     traffic: Traffic | None = None
     """Given as a request rate: `users` is then the concurrency the rate brings at the
     targets (Little's law), and every plan is sized and checked against the traffic."""
+    shared_prefix_tokens: int = 0
+    """Tokens at the start of every prompt that all requests share (a system prompt)."""
+    prefix_hit_rate: float = 1.0
+    """Share of prompts whose shared prefix is found in the cache."""
 
     @property
     def resident_tokens(self) -> int:
@@ -118,3 +122,23 @@ class Targets:
     e2e_percentile: float | None = None
     min_goodput: float | None = None
     """Share of requests that must meet every limit at once (simulated)."""
+
+
+def caches_prefixes(d: Deployment) -> bool:
+    """Whether the engine keeps a shared prefix's KV for the next request (vLLM's
+    automatic prefix caching, SGLang's radix cache); None: vLLM's."""
+    return d.engine is None or d.engine.prefix_caching
+
+
+def cached_prompt_tokens(d: Deployment, w: Workload) -> int:
+    """Of each prompt, the tokens the prefix cache supplies: the shared prefix times
+    the hit rate (as an expectation), none where the engine keeps no prefix."""
+    if not w.shared_prefix_tokens or not caches_prefixes(d):
+        return 0
+    return min(w.prompt_tokens - 1, round(w.shared_prefix_tokens * w.prefix_hit_rate))
+
+
+def shared_kv_tokens(d: Deployment, w: Workload) -> int:
+    """Tokens of KV a replica holds once for all its sequences: the shared prefix,
+    where the engine caches it (each sequence then holds only its own tokens)."""
+    return min(w.shared_prefix_tokens, w.prompt_tokens - 1) if w.shared_prefix_tokens and caches_prefixes(d) else 0

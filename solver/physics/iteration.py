@@ -45,6 +45,11 @@ class IterationModel:
     request_overhead_s: float = 0.0
     """The serving front end's time per request before its first token (no GPU
     work): added to each request's TTFT and end to end, never to an iteration."""
+    cached_tokens: int = 0
+    """Of each prompt, the tokens the prefix cache supplies. The simulator and the
+    screen see prompts without them (traffic.requests.uncached); each iteration adds
+    them back where they still cost: every decoder reads their KV, and every prompt
+    token attends to them."""
     prefill_weights_s: dict[int, float] = field(default_factory=dict)
     """Prefill-only passes: reading the weights `tokens` touch (experts), by tokens."""
     deployment: Deployment | None = None
@@ -67,6 +72,8 @@ class IterationModel:
         b, k = decode_seqs, prefill_tokens
         if b <= 0 and k <= 0:
             return 0.0
+        decode_context_tokens += b * self.cached_tokens
+        prefill_attention_tokens += k * self.cached_tokens
         if b > 0:
             hit = expert_hit_fraction(c.num_experts, c.experts_per_token, b + k)
             weights_s = (c.dense_weight_bytes + c.routed_weight_bytes * hit) / (
@@ -91,16 +98,19 @@ def iteration_model(d: Deployment, w: Workload) -> IterationModel:
     bw = dec.bandwidth_bytes_per_s * dec.bandwidth_efficiency
     rate = dec.peak_flops_per_s * dec.compute_efficiency
     pre = estimate_prefill(d, w)
+    cached = pre.cached_tokens
     p = max(1, w.prompt_tokens)
     pairs = p * (p + 1) / 2
+    new = max(1, p - cached)
     model = IterationModel(
         decode=dec,
         kv_s_per_token=dec.kv_bytes_per_sequence / ctx / bw,
         decode_attention_s_per_token=dec.attention_flops_per_sequence / ctx / rate,
-        prefill_linear_s_per_token=pre.linear_time_s / p,
+        prefill_linear_s_per_token=pre.linear_time_s / new,
         prefill_attention_s_per_pair=attention_flops(d, p) / pairs / pre.attention_flops_per_s,
         request_overhead_s=pre.request_overhead_s,
+        cached_tokens=cached,
         deployment=d,
     )
-    model.prefill_weights_s[p] = pre.weights_time_s
+    model.prefill_weights_s[new] = pre.weights_time_s
     return model

@@ -93,8 +93,12 @@ def linear_flops(active_params: float, prompt_tokens: int) -> float:
     return 2.0 * active_params * prompt_tokens
 
 
-def attention_flops(d: Deployment, prompt_tokens: int) -> float:
-    """Causal attention over the prompt, whole model."""
+def attention_flops(d: Deployment, prompt_tokens: int, cached_tokens: int = 0) -> float:
+    """Causal attention over the prompt, whole model; with `cached_tokens` of it in the
+    prefix cache, only the later tokens' queries (each still attends to every key
+    before it, the cached ones included)."""
+    if cached_tokens:
+        return attention_flops(d, prompt_tokens) - attention_flops(d, cached_tokens)
     m = d.model
     p = prompt_tokens
     if m.attention == "mla":

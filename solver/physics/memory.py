@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from solver.bisect import largest_true
 from solver.catalog import Model, Precision
-from solver.physics.deployment import Deployment, Workload
+from solver.physics.deployment import Deployment, Workload, shared_kv_tokens
 
 BYTES_16BIT = 2.0
 
@@ -223,6 +223,9 @@ class MemoryEstimate:
     """Per GPU, one sequence holding the whole context_tokens (sliding-window layers
     their window): what max_concurrency counts. kv_bytes_per_sequence is this at the
     workload's average fill."""
+    shared_kv_bytes: float = 0.0
+    """Per GPU, the shared prompt prefix's KV, held once for every sequence (in
+    kv_bytes; kv_bytes_per_sequence is then each sequence's own tokens only)."""
 
     @property
     def kv_budget_bytes(self) -> float:
@@ -249,7 +252,7 @@ class MemoryEstimate:
     def max_batch(self) -> int:
         """Most sequences at this context that fit beside the weights, and that the
         engine schedules at once (max_num_seqs)."""
-        room = self.kv_budget_bytes
+        room = self.kv_budget_bytes - self.shared_kv_bytes
         if room <= 0 or self.kv_bytes_per_sequence <= 0:
             return 0
         fit = int(room // self.kv_bytes_per_sequence)
@@ -301,17 +304,22 @@ def per_gpu_kv_bytes_per_sequence(d: Deployment, tokens: int) -> float:
 
 
 def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
+    """A shared prompt prefix the engine caches is held once per replica: each
+    sequence holds its own tokens beyond it (`shared_kv_tokens`)."""
     batch = d.batch_per_replica(w)
-    per_seq = per_gpu_kv_bytes_per_sequence(d, w.resident_tokens)
+    shared = shared_kv_tokens(d, w)
+    per_seq = per_gpu_kv_bytes_per_sequence(d, max(1, w.resident_tokens - shared))
+    shared_bytes = per_gpu_kv_bytes_per_sequence(d, shared) if shared else 0.0
     engine = d.engine
     return MemoryEstimate(
         weights_bytes=per_gpu_weights_bytes(d),
-        kv_bytes=per_seq * batch,
+        kv_bytes=per_seq * batch + shared_bytes,
         overhead_bytes=overhead_bytes(d, w.context_tokens),
         device_bytes=visible_bytes(d),
         utilization=d.factors.memory_utilization,
         model_weights_bytes=deployment_weights_bytes(d),
-        model_kv_bytes=kv_bytes_per_sequence(d.model, d.kv, w.resident_tokens) * batch,
+        model_kv_bytes=kv_bytes_per_sequence(d.model, d.kv, max(1, w.resident_tokens - shared)) * batch
+        + (kv_bytes_per_sequence(d.model, d.kv, shared) if shared else 0.0),
         kv_bytes_per_sequence=per_seq,
         batch=batch,
         rule=engine.rule if engine else "fraction_of_total",
@@ -323,6 +331,7 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
         reserved_bytes=float(d.device.memory_bytes) - visible_bytes(d),
         max_num_seqs=engine.max_num_seqs if engine else None,
         kv_bytes_per_context_sequence=per_gpu_kv_bytes_per_sequence(d, w.context_tokens),
+        shared_kv_bytes=shared_bytes,
     )
 
 

@@ -14,7 +14,10 @@ most P × window). A prefill is a sum of kernels too:
 The matmuls run at the weight format's peak (FP8 GEMMs at twice the 16-bit rate, but
 at a smaller share of it); a mixture-of-experts model's routed experts run as grouped
 GEMMs at the weight format's share of that (`expert_compute_share`); attention runs in the KV cache's
-dtype (16-bit unless the cache is FP8), whatever the weights. The request overhead is
+dtype (16-bit unless the cache is FP8), whatever the weights. A prompt's shared prefix,
+where the engine caches it (`workload.shared_prefix_tokens` × `prefix_hit_rate`), is
+not computed: only the later tokens' matmuls, and their attention to every key before
+them. The request overhead is
 the serving front end's (`request_overhead_s`): the time from a request's arrival to
 its first token that no GPU spends. Prompts are prefilled one at a time (no queueing).
 """
@@ -24,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from solver.physics.compute import compute_dtype, matmul_dtype, peak_flops_per_s
-from solver.physics.deployment import Deployment, Workload
+from solver.physics.deployment import Deployment, Workload, cached_prompt_tokens
 from solver.physics.interconnect import CommEstimate, estimate_comm
 from solver.physics.kernels import attention_flops, bandwidth_share, fixed_step_s, linear_flops, overlaps, routed_active_params, touched_weight_bytes
 
@@ -62,6 +65,8 @@ class PrefillEstimate:
     """The experts' grouped GEMMs' share of the dense matmuls' rate (the weight format's)."""
     request_overhead_s: float = 0.0
     """The serving front end's time before the first token (no GPU work)."""
+    cached_tokens: int = 0
+    """Of prompt_tokens, those the prefix cache supplies: not computed, still attended to."""
 
     @property
     def flops(self) -> float:
@@ -126,25 +131,28 @@ class PrefillEstimate:
 
 def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
     p = w.prompt_tokens
+    cached = cached_prompt_tokens(d, w)
+    new = p - cached  # the prompt's tokens the prefix cache does not supply
     attn_dtype = compute_dtype(d.device, d.kv) or matmul_dtype(d.device, d.weights)
     return PrefillEstimate(
         prompt_tokens=p,
-        linear_flops=linear_flops(d.model.active_params, p),
-        attention_flops=attention_flops(d, p),
+        linear_flops=linear_flops(d.model.active_params, new),
+        attention_flops=attention_flops(d, p, cached),
         tp=d.tp,
         peak_flops_per_s=peak_flops_per_s(d.device, d.weights, d.engine),
         compute_dtype=matmul_dtype(d.device, d.weights),
         compute_efficiency=d.factors.compute_efficiency * d.weights.compute_share,
-        weight_bytes_read=touched_weight_bytes(d, p) / d.tp,
+        weight_bytes_read=touched_weight_bytes(d, new) / d.tp,
         bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,
         bandwidth_efficiency=d.factors.bandwidth_efficiency * bandwidth_share(d),
-        comm=estimate_comm(d, p),
+        comm=estimate_comm(d, new),
         step_overhead_s=fixed_step_s(d),
         attention_peak_flops_per_s=d.device.dense_flops_per_s[attn_dtype],
         attention_compute_dtype=attn_dtype,
         attention_efficiency=d.factors.compute_efficiency * d.kv.compute_share,
         overlapped=overlaps(d),
-        expert_flops=linear_flops(routed_active_params(d.model), p),
+        expert_flops=linear_flops(routed_active_params(d.model), new),
         expert_compute_share=d.weights.expert_compute_share,
         request_overhead_s=d.factors.request_overhead_s,
+        cached_tokens=cached,
     )

@@ -112,6 +112,16 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -
             dep.argv = _vllm(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine, e, nodes, per_node)
         else:
             dep.argv = _sglang(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine, e)
+    if w.shared_prefix_tokens:
+        if engine == "vllm":  # on by default in V1; said, since the plan counts on it
+            dep.argv += ["--enable-prefix-caching"]
+        if engine == "llama.cpp":
+            notes.append("llama-server keeps no shared prefix across slots: the plan prefills every prompt whole")
+        elif c.replicas > 1:
+            notes.append(
+                f"each replica caches the shared {w.shared_prefix_tokens:,}-token prefix on its first request and holds it once "
+                "(as the plan does): any load balancer will do"
+            )
     dep.steps = _steps(dep, engine, nodes)
     if c.replicas > 1:
         notes.append(f"start {c.replicas} replicas, each on its own {gpus} GPU(s), behind a load balancer")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from solver.physics.deployment import Deployment
+from solver.physics.deployment import Deployment, shared_kv_tokens
 from solver.physics.evaluate import Evaluation, Verdict
 from solver.physics.memory import MemoryEstimate, kv_bytes_per_token_per_layer
 from solver.units import GB, fmt_bytes, fmt_rate, fmt_seconds
@@ -159,7 +159,10 @@ def render_text(ev: Evaluation) -> str:
         if d.weights.keeps_embeddings_16bit:
             wdesc += " (embeddings 16-bit)"
     wdesc += (f" / TP {d.tp}" if d.tp > 1 else "") + stage
+    shared = shared_kv_tokens(d, w)
     kvdesc = f"{w.context_tokens:,} tokens × {mem.batch:,} sequences"
+    if shared:
+        kvdesc = f"({w.context_tokens:,} − {shared:,} shared prefix) tokens × {mem.batch:,} sequences + {shared:,} once"
     if m.sliding_layers:
         kvdesc += f"; {m.sliding_layers} of {m.num_layers} layers keep only a {m.sliding_window}-token window"
     if d.tp > 1:
@@ -257,7 +260,7 @@ def render_text(ev: Evaluation) -> str:
     rows = [
         (
             "FLOPs",
-            f"2 × {m.active_params / 1e9:,.2f} B active params × {pre.prompt_tokens:,} tokens = {fmt_rate(pre.linear_flops, 'FLOP')}"
+            f"2 × {m.active_params / 1e9:,.2f} B active params × {pre.prompt_tokens - pre.cached_tokens:,} tokens = {fmt_rate(pre.linear_flops, 'FLOP')}"
             f" + attention {fmt_rate(pre.attention_flops, 'FLOP')}",
         ),
         (
@@ -274,6 +277,18 @@ def render_text(ev: Evaluation) -> str:
         ("fixed cost", _fixed(d, pre.step_overhead_s)),
         ("idle TTFT", f"{fmt_seconds(pre.ttft_s)} ({pre.bound}-bound, one prompt on an idle replica)" + _band(pre.ttft_s, d.band[1])),
     ]
+    if pre.cached_tokens:
+        rows.insert(
+            0,
+            (
+                "prefix cache",
+                f"{pre.cached_tokens:,} of the {pre.prompt_tokens:,} prompt tokens not computed "
+                f"(shared_prefix_tokens {w.shared_prefix_tokens:,} × hit rate {w.prefix_hit_rate:g}): "
+                f"{pre.prompt_tokens - pre.cached_tokens:,} tokens' matmuls, attending to all {pre.prompt_tokens:,}",
+            ),
+        )
+    elif w.shared_prefix_tokens:
+        rows.insert(0, ("prefix cache", f"none: {d.engine.display_name if d.engine else 'the engine'} keeps no shared prefix"))
     if pre.expert_flops:
         rows.insert(
             3,

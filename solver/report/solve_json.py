@@ -89,6 +89,10 @@ class PlanOut(SolveModel):
     tpot_s: float
     ttft_s: float = Field(description="At the plan's load: the prompts of a replica's users (or arrivals) queued ahead of each other.")
     idle_ttft_s: float = Field(description="One prompt on an idle replica, no queue.")
+    prefix_cached_tokens: int = Field(
+        default=0, description="Of each prompt, the tokens the prefix cache supplies (workload.shared_prefix_tokens × prefix_hit_rate)."
+    )
+    shared_kv_bytes: float = Field(default=0.0, description="Per GPU: the shared prefix's KV, held once for all of a replica's sequences.")
     memory_needed_bytes: float = Field(description="Per GPU.")
     memory_usable_bytes: float = Field(description="Per GPU.")
     engine: str
@@ -303,6 +307,8 @@ def to_output(r: SolveResult) -> SolveOut:
             tpot_s=c.tpot_s if c.traffic is not None else est.decode.tpot_s,
             ttft_s=c.ttft_s if c.traffic is not None else ttft_s,
             idle_ttft_s=est.prefill.ttft_s,
+            prefix_cached_tokens=est.prefill.cached_tokens,
+            shared_kv_bytes=est.memory.shared_kv_bytes,
             memory_needed_bytes=est.memory.needed_bytes,
             memory_usable_bytes=est.memory.usable_bytes,
             engine=d.engine.name if d.engine else "vllm",

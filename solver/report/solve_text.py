@@ -9,7 +9,7 @@ from solver.optimise.targets import LABELS, TARGETS
 from solver.report.solve_json import ConstraintOut, PlanOut, SolveOut, to_output
 from solver.report.traffic_text import BINDING, targets_text, traffic_lines, workload_text
 from solver.spec.solve_spec import OBJECTIVES
-from solver.units import GB, fmt_seconds
+from solver.units import GB, fmt_bytes, fmt_seconds
 
 NOT_PRICED = ("no purchase", "cannot run", *(f"no {t} offer" for t in TIERS))
 
@@ -204,7 +204,10 @@ def render(r: SolveResult, markdown: bool = False) -> str:
                 f"{BINDING.get(tr.binding, tr.binding)}" + (f"; {pl.replicas} after simulation" if tr.refused_by_simulation else "")
             )
         else:
-            capped = "memory (room beside the weights)" if pl.batch_capped_by == "memory" else "the TPOT target (decode step time)"
+            capped = {
+                "memory": "memory (room beside the weights)",
+                "max_ttft": "the TTFT target (the users' prompts queue behind each other)",
+            }.get(pl.batch_capped_by, "the TPOT target (decode step time)")
             tpot_allows = (
                 "no TPOT target"
                 if s.max_tpot_s is None
@@ -219,6 +222,11 @@ def render(r: SolveResult, markdown: bool = False) -> str:
                 )
             elif pl.replicas > 1:
                 lines.append(f"- replicas: ⌈{s.users:,} users / {cap:,} per replica⌉ = {pl.replicas}, forced by {pl.replicas_forced_by}")
+        if pl.prefix_cached_tokens:
+            lines.append(
+                f"- prefix cache: {pl.prefix_cached_tokens:,} of each prompt's {s.prompt_tokens:,} tokens come from it (not computed; "
+                f"idle TTFT {fmt_seconds(pl.idle_ttft_s)}); the shared prefix's KV, {fmt_bytes(pl.shared_kv_bytes).strip()} per GPU, is held once per replica"
+            )
         if o.binding_targets:
             lines.append(f"- targets that bind (relaxing them lowers the optimum): {', '.join(o.binding_targets)}")
         elif o.explained:

@@ -40,6 +40,7 @@ from solver.spec.quantities import (
     FormatName,
     Fraction,
     GpuCount,
+    HitRate,
     KernelShare,
     KvFill,
     Latency,
@@ -47,6 +48,7 @@ from solver.spec.quantities import (
     Name,
     OwnedCount,
     Params,
+    PrefixTokens,
     Rate,
     Sequences,
     Share,
@@ -165,6 +167,15 @@ class WorkloadIn(SpecModel):
         description="isolated: the seed's figures (each prompt and step alone); continuous: prompts prefilled in chunks "
         "inside the decode steps, as vLLM and SGLang do, so TTFT and TPOT grow with the load.",
     )
+    shared_prefix_tokens: PrefixTokens = Field(
+        default=0,
+        description="Tokens at the start of every prompt that all requests share (a system prompt, a RAG corpus "
+        "header), 0 to 10,000,000; with an engine that caches prefixes they are prefilled once and held once per "
+        "replica. Less than the (mean) prompt.",
+    )
+    prefix_hit_rate: HitRate = Field(
+        default=1.0, description="Share of prompts whose shared prefix is found cached, 0 to 1 (1: every one after the first)."
+    )
 
     @property
     def prompt_mean_tokens(self) -> int:
@@ -220,6 +231,11 @@ class WorkloadIn(SpecModel):
             self.output_tokens = self.context_tokens - prompt
         elif traffic and prompt + output > self.context_tokens:
             raise ValueError(f"the mean prompt and output ({prompt:,} + {output:,}) exceed context_tokens ({self.context_tokens:,})")
+        if self.shared_prefix_tokens and self.shared_prefix_tokens >= self.prompt_mean_tokens:
+            raise ValueError(
+                f"shared_prefix_tokens ({self.shared_prefix_tokens:,}) must be less than the (mean) prompt "
+                f"({self.prompt_mean_tokens:,}): a prompt is its shared prefix and its own tokens"
+            )
         return self
 
 

@@ -12,6 +12,8 @@ coefficients. The factors' ranges are in `solver/catalog/factors.py`.
 |---|---|---|
 | Users | 1 to 10,000,000 | workload.users |
 | Tokens | 1 to 10,000,000 | context, prompt and output tokens; engine.max_model_len, max_num_batched_tokens |
+| PrefixTokens | 0 to 10,000,000 | workload.shared_prefix_tokens |
+| HitRate | 0 to 1 | workload.prefix_hit_rate |
 | Degree | 1 to 1,024 | tp, pp, search.tp, search.pp |
 | GpuCount | 1 to 100,000 | hardware.count, search.max_gpus |
 | OwnedCount | 0 to 100,000 | inventory, quota |
@@ -44,6 +46,8 @@ MAX_GPUS = 100_000
 
 USERS = Bound(1, MAX_USERS, integer=True)
 TOKENS = Bound(1, MAX_TOKENS, integer=True)
+PREFIX_TOKENS = Bound(0, MAX_TOKENS, integer=True)
+HIT_RATE = Bound(0, 1)
 DEGREE = Bound(1, MAX_PARALLEL, integer=True)
 GPU_COUNT = Bound(1, MAX_GPUS, integer=True)
 OWNED_COUNT = Bound(0, MAX_GPUS, integer=True)
@@ -62,6 +66,8 @@ CV = Bound(0.05, 20)
 
 Users = Annotated[int, USERS]
 Tokens = Annotated[int, TOKENS]
+PrefixTokens = Annotated[int, PREFIX_TOKENS]
+HitRate = Annotated[float, HIT_RATE]
 Degree = Annotated[int, DEGREE]
 GpuCount = Annotated[int, GPU_COUNT]
 OwnedCount = Annotated[int, OWNED_COUNT]

@@ -228,7 +228,16 @@ def workload_of(w: WorkloadIn, sla: SlaIn, pairs: tuple[tuple[int, int], ...] = 
     prompt, output = w.prompt_mean_tokens, w.output_mean_tokens
     if w.requests_per_s is None:
         assert w.users is not None  # WorkloadIn: users or requests_per_s
-        return Workload(w.users, w.context_tokens, prompt, output, w.kv_fill, w.batching)
+        return Workload(
+            w.users,
+            w.context_tokens,
+            prompt,
+            output,
+            w.kv_fill,
+            w.batching,
+            shared_prefix_tokens=w.shared_prefix_tokens,
+            prefix_hit_rate=w.prefix_hit_rate,
+        )
     ttft = sla.ttft.limit_s if sla.ttft else FIRST_GUESS_TTFT_S
     tpot = sla.tpot.limit_s if sla.tpot else FIRST_GUESS_TPOT_S
     users = max(1, math.ceil(w.requests_per_s * (ttft + output * tpot)))
@@ -251,7 +260,17 @@ def workload_of(w: WorkloadIn, sla: SlaIn, pairs: tuple[tuple[int, int], ...] = 
         )
     # KV is sized at the average sequence: half its output written, on average over its life.
     fill = min(1.0, (prompt + output / 2) / w.context_tokens)
-    return Workload(min(users, MAX_USERS), w.context_tokens, prompt, output, fill, "continuous", traffic)
+    return Workload(
+        min(users, MAX_USERS),
+        w.context_tokens,
+        prompt,
+        output,
+        fill,
+        "continuous",
+        traffic,
+        shared_prefix_tokens=w.shared_prefix_tokens,
+        prefix_hit_rate=w.prefix_hit_rate,
+    )
 
 
 def targets_of(sla: SlaIn) -> Targets:

@@ -100,9 +100,11 @@ QUANTILES = (50.0, 90.0, 95.0, 99.0)
 
 
 @lru_cache(maxsize=256)
-def moments(prompt: LengthDistribution, output: LengthDistribution) -> Moments:
+def moments(prompt: LengthDistribution, output: LengthDistribution, cached_tokens: int = 0) -> Moments:
+    """`cached_tokens` of every prompt come from the prefix cache: the moments are of
+    what is left to prefill (at least a token)."""
     rng = random.Random("moments")
-    ps = sorted(draw_length(prompt, rng) for _ in range(MOMENT_DRAWS))
+    ps = sorted(max(1, draw_length(prompt, rng) - cached_tokens) for _ in range(MOMENT_DRAWS))
     os_ = sorted(draw_length(output, rng) for _ in range(MOMENT_DRAWS))
 
     def q(xs: list[int], p: float) -> float:
@@ -117,3 +119,13 @@ def moments(prompt: LengthDistribution, output: LengthDistribution) -> Moments:
         prompt_quantiles=tuple(q(ps, p) for p in QUANTILES),
         output_quantiles=tuple(q(os_, p) for p in QUANTILES),
     )
+
+
+def uncached(requests: list[Request], cached_tokens: int) -> list[Request]:
+    """The requests as the engine prefills them when `cached_tokens` of each prompt come
+    from the prefix cache (at least one token is always computed: the one that samples
+    the first output). Their attention to the cached keys is the cost model's
+    (IterationModel.cached_tokens)."""
+    if not cached_tokens:
+        return requests
+    return [Request(r.arrival_s, max(1, r.prompt_tokens - cached_tokens), r.output_tokens) for r in requests]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.physics.deployment import Deployment, Targets, Workload
+from solver.physics.deployment import Deployment, Targets, Workload, shared_kv_tokens
 from solver.physics.iteration import IterationModel
 from solver.physics.memory import estimate_memory
 from solver.traffic.requests import Moments
@@ -55,10 +55,11 @@ def engine_limits(d: Deployment, w: Workload) -> EngineLimits:
         kv = mem.kv_capacity_tokens
         pool = min(max(int(kv / max(1, w.context_tokens) * 512), 2048), 4096)
         seqs = max(1, min(kv // 2, pool))
+    shared = shared_kv_tokens(d, w)  # the cached prefix's blocks, held once for every request
     return EngineLimits(
         max_num_seqs=seqs,
         max_num_batched_tokens=max(budget, seqs),
-        kv_capacity_tokens=max(block, mem.kv_capacity_tokens),
+        kv_capacity_tokens=max(block, mem.kv_capacity_tokens - shared),
         block_size_tokens=block,
         chunked_prefill=e.enable_chunked_prefill if e else True,
     )
@@ -293,3 +294,5 @@ class ShapeScreen:
     cost: IterationModel
     limits: EngineLimits
     sustainable: Sustainable
+    moments: Moments | None = None
+    """The lengths the screen saw: prompts less what the prefix cache supplies."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from solver.physics.deployment import Deployment, Targets, Workload
 from solver.physics.iteration import iteration_model
-from solver.traffic.requests import draw_requests
+from solver.traffic.requests import draw_requests, uncached
 from solver.traffic.screen import DEFAULT_PERCENTILE, engine_limits
 from solver.traffic.simulate import SimResult, simulate
 from solver.units import meets_time
@@ -58,8 +58,8 @@ class Check:
 def simulate_plan(d: Deployment, w: Workload, targets: Targets, replicas: int, settings: Settings) -> Check:
     traffic = w.traffic
     assert traffic is not None
-    requests = draw_requests(traffic, settings.requests, settings.seed)
     cost = iteration_model(d, w)
+    requests = uncached(draw_requests(traffic, settings.requests, settings.seed), cost.cached_tokens)
     sim = simulate(requests, cost, engine_limits(d, w), replicas=replicas, routing=settings.routing, front_end_s=cost.request_overhead_s)
     qt = targets.ttft_percentile or DEFAULT_PERCENTILE
     qp = targets.tpot_percentile or DEFAULT_PERCENTILE

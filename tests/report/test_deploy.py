@@ -303,3 +303,17 @@ def test_k8s_checker_names_what_is_wrong():
     assert any("request must equal its limit" in e for e in errs)
     assert any("cache is not a volume" in e for e in errs)
     assert any("8000 is not a containerPort" in e for e in errs)
+
+
+def test_a_plan_that_counts_on_the_prefix_cache_turns_it_on():
+    # vLLM V1 caches prefixes by default; the command says so since the plan relies on it,
+    # and every flag stays one of the documented ones.
+    spec = {
+        "model": "llama-3.1-8b",
+        "workload": {"users": 8, "prompt_tokens": 4096, "output_tokens": 256, "shared_prefix_tokens": 3072},
+        "search": {"gpus": ["h100-sxm"], "weights": ["bf16"], "kv_cache": ["bf16"]},
+    }
+    r = solve(problem_of(spec), explain=False)
+    dep = emit(r, "vllm")
+    assert "--enable-prefix-caching" in dep.argv and check_flags(dep) == []
+    assert "--enable-prefix-caching" not in emit(_plan(weights=["fp8"], kv_cache=["fp8"]), "vllm").argv
