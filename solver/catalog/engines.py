@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
+
+from annotated_types import Gt, Lt
 
 from solver.catalog.devices import Device
 from solver.catalog.factors import FactorOverrides
@@ -91,6 +93,29 @@ class Engine:
         if big and device_memory_bytes >= big.min_memory_bytes and not any(x in device_name for x in big.except_names):
             return big.max_num_batched_tokens, big.max_num_seqs
         return self.max_num_batched_tokens, self.max_num_seqs
+
+
+@dataclass(frozen=True)
+class SpeculativeMethod:
+    """A way of drafting tokens for the target model to verify in one step, with the
+    defaults plan-opt assumes when the spec gives none (catalogs/engines.yaml)."""
+
+    __pydantic_config__ = FORBID
+    name: Literal["draft_model", "eagle", "mtp"]
+    draft: Literal["model", "head"]
+    """A separate small model (draft_model), or one layer on the target's own hidden
+    states that shares its embedding and head (EAGLE, DeepSeek's MTP module)."""
+    num_tokens: Count
+    """Tokens drafted per step (k) by default."""
+    acceptance: Annotated[float, Gt(0), Lt(1)]
+    """Per-token acceptance rate α by default: the chance each drafted token is kept,
+    given the ones before it were."""
+    source: str
+    as_of: dt.date
+    vllm_method: str | None = None
+    """The `method` of vLLM's --speculative-config (None: given by the draft model alone)."""
+    sglang_algorithm: str | None = None
+    """SGLang's --speculative-algorithm (None: SGLang has no such method)."""
 
 
 @dataclass(frozen=True)

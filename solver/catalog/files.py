@@ -11,7 +11,7 @@ from typing import Annotated
 from annotated_types import Gt, Le
 
 from solver.catalog.devices import Device, Platform
-from solver.catalog.engines import Engine
+from solver.catalog.engines import Engine, SpeculativeMethod
 from solver.catalog.factors import DefaultFactors, FactorOverrides
 from solver.catalog.models import Model
 from solver.catalog.precisions import Precision
@@ -48,6 +48,7 @@ class PrecisionsFile:
 class EnginesFile:
     __pydantic_config__ = FORBID
     engines: list[Engine]
+    speculative: list[SpeculativeMethod] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

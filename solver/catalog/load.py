@@ -160,6 +160,7 @@ class Catalog:
         self.fitted_on = fitted.fitted_on
         self.precisions = _Index.build("precision", "precision", [with_fitted_shares(p, fitted) for p in precisions.precisions])
         self.engines = _Index.build("engine", "engine", [with_fitted_efficiency(e, fitted) for e in engines.engines])
+        self.speculative_methods = {m.name: m for m in engines.speculative}
         for groups in fitted.engines.values():
             for key in groups:
                 if key.split(".")[-1] not in ("hbm", "gddr", "lpddr"):

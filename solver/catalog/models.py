@@ -96,6 +96,11 @@ class Model:
     """Published checkpoints whose tensors are not all in one format."""
     published: tuple[PublishedCheckpoint, ...] = ()
     """The checkpoints on Hugging Face, per format and variant (catalogs/models.yaml)."""
+    mtp_layers: NonNegInt = 0
+    """Multi-token-prediction modules shipped with the model (config.json
+    num_nextn_predict_layers): the draft of `speculative: {method: mtp}`."""
+    mtp_params: NonNegInt = 0
+    """Their parameters beyond the main model's (embedding and head shared)."""
 
     def __post_init__(self) -> None:
         check_name("model", self.name)

@@ -34,6 +34,7 @@ from solver.spec.resolve import (
     workload_of,
 )
 from solver.spec.solve_spec import Spec
+from solver.spec.speculation import resolve_speculation
 
 _T = TypeVar("_T")
 
@@ -279,6 +280,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
                             weights_bytes_override=mo.weights_bytes,
                             engine=engine,
                             band=band_of(catalog, device),
+                            speculation=resolve_speculation(spec.speculative, model, wf, kf, engine, catalog),
                         ).as_engine_runs()
                         key = (d.tp, d.pp, wf.name, kf.name)
                         if key in splits_seen:  # llama.cpp's layer split makes TP 2 and PP 2 one shape

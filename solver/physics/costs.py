@@ -41,9 +41,9 @@ def token_costs(ev: Evaluation, usd_per_hour: float, replicas: int, gpus: int) -
     # their own layers, and batched prompts keep them all busy.
     prefill_s = pre.compute_time_s / ev.deployment.pp / max(1, ev.workload.prompt_tokens)
     dec = est.decode
-    decode_s = dec.coefficients.step_s(dec.batch, prefill_tokens=0) / dec.batch
+    decode_s = dec.coefficients.decode_only_s(dec.batch) / dec.batch
     tdp = ev.deployment.device.tdp_w
-    tokens_per_s = dec.batch / dec.coefficients.step_s(dec.batch, prefill_tokens=0) * replicas
+    tokens_per_s = dec.batch / dec.coefficients.decode_only_s(dec.batch) * replicas
     return TokenCosts(
         usd_per_million_input_tokens=replica_usd_per_s * prefill_s * 1e6,
         usd_per_million_output_tokens=replica_usd_per_s * decode_s * 1e6,

@@ -99,6 +99,16 @@ class DecodeCoefficients:
     """The communication over the step's tokens, piecewise linear: the all-reduce
     algorithm changes with the message (one-shot, two-shot, NVLS, ring). Empty: the
     single line comm_fixed_s + tokens × comm_per_sequence_s."""
+    draft_tokens: int = 0
+    """Speculative decoding: tokens drafted per step, k (0: none)."""
+    acceptance: float = 0.0
+    """Per-token acceptance rate α of the drafted tokens."""
+    draft_read_bytes: float = 0.0
+    """Bytes one drafted token reads of the draft's weights, per TP rank."""
+    draft_kv_bytes_per_sequence: float = 0.0
+    """The draft's KV of one sequence at full context, per TP rank (read per drafted token)."""
+    draft_fixed_s: float = 0.0
+    """Fixed cost of one draft pass (its layers' launches)."""
 
     @property
     def flops_per_sequence(self) -> float:
@@ -164,7 +174,41 @@ class DecodeCoefficients:
         )
 
     def tpot_s(self, batch: int) -> float:
-        return self.step_s(batch)
+        """Time per output token: a step per token, or with speculative decoding a draft
+        of k tokens and one verification step per (1 − α^(k+1)) / (1 − α) tokens."""
+        if not self.draft_tokens:
+            return self.step_s(batch)
+        return (self.verify_step_s(batch) + self.draft_s(batch)) / self.expected_tokens
+
+    @property
+    def expected_tokens(self) -> float:
+        a, k = self.acceptance, self.draft_tokens
+        return (1 - a ** (k + 1)) / (1 - a) if k else 1.0
+
+    def decode_only_s(self, batch: int) -> float:
+        """Time per output token with no prompt tokens mixed in (steady decode, for the
+        cost of a token): a step, or a speculative round over the tokens it yields."""
+        if not self.draft_tokens:
+            return self.step_s(batch, prefill_tokens=0)
+        return (self.verify_step_s(batch, prefill_tokens=0) + self.draft_s(batch)) / self.expected_tokens
+
+    def verify_step_s(self, batch: int, prefill_tokens: float | None = None) -> float:
+        """The target's step over k + 1 tokens of every sequence: one read of the weights
+        (the experts all of its tokens hit), k + 1 times the matmul and attention FLOPs and
+        the all-reduced activations, every sequence's KV read once."""
+        n = batch * (self.draft_tokens + 1)
+        k = self._prefill_tokens(batch, prefill_tokens)
+        linear = (n * self.linear_flops_per_sequence + k * self.prefill_flops_per_token) / self._flops_rate()
+        gemm = self._kernel(self.weights_time_s(n), linear)
+        attention = self._kernel(self.kv_time_s(batch), n * self.attention_flops_per_sequence / self._flops_rate())
+        comm = comm_time_from_segments(self.comm_pieces, n + k) if self.comm_pieces else self.comm_fixed_s + (n + k) * self.comm_per_sequence_s
+        return gemm + attention + comm + self.step_overhead_s + batch * self.sequence_overhead_s
+
+    def draft_s(self, batch: int) -> float:
+        """k draft passes, each reading the draft's weights and every sequence's draft KV
+        (a draft is small: its reads, not its FLOPs, set its time)."""
+        per_pass = (self.draft_read_bytes + batch * self.draft_kv_bytes_per_sequence) / self._bandwidth() + self.draft_fixed_s
+        return self.draft_tokens * per_pass
 
     def prompt_service_s(self, batch: int) -> float:
         """The GPUs' time for one prompt at this load: in chunks of what the step's token
@@ -268,7 +312,21 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         request_overhead_s=d.factors.request_overhead_s,
         **_prompts(d, w),
         **_continuous(d, w),
+        **_speculation(d, context_tokens),
     )
+
+
+def _speculation(d: Deployment, context_tokens: int) -> dict:
+    s = d.speculation
+    if s is None:
+        return {}
+    return {
+        "draft_tokens": s.num_tokens,
+        "acceptance": s.acceptance,
+        "draft_read_bytes": s.draft_read_bytes / d.tp,
+        "draft_kv_bytes_per_sequence": s.draft_kv_bytes_per_token * context_tokens / d.tp,
+        "draft_fixed_s": d.factors.layer_overhead_s * s.draft_layers,
+    }
 
 
 def _prompts(d: Deployment, w: Workload | None) -> dict:

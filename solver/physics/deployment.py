@@ -72,6 +72,39 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class Speculation:
+    """Speculative decoding as the physics reads it: k tokens drafted per step, each
+    kept with probability α given the ones before it, and what the draft costs."""
+
+    method: str
+    num_tokens: int
+    acceptance: float
+    draft_name: str
+    """The draft model's name, or the head's ("EAGLE head", "MTP module")."""
+    draft_weight_bytes: float
+    """The draft's own weights, whole (a head shares the target's embedding and LM head)."""
+    draft_read_bytes: float
+    """Bytes one drafted token reads, whole: its weights (a head: its layer and the shared LM head)."""
+    draft_active_params: float
+    """Parameters one drafted token uses (its FLOPs are 2 × these; a prompt's too)."""
+    draft_layers: int
+    draft_kv_bytes_per_token: float
+    """The draft's KV per token, all its layers, whole."""
+    checkpoint: str | None = None
+    """The draft's Hugging Face id for deploy (None: from the method and model)."""
+    vllm_method: str | None = None
+    """How the engines name the method (catalogs/engines.yaml), for deploy."""
+    sglang_algorithm: str | None = None
+
+    @property
+    def expected_tokens(self) -> float:
+        """Tokens a verification step yields: the accepted run and the target's own,
+        (1 − α^(k+1)) / (1 − α)."""
+        a, k = self.acceptance, self.num_tokens
+        return (1 - a ** (k + 1)) / (1 - a)
+
+
+@dataclass(frozen=True)
 class Deployment:
     model: Model
     device: Device
@@ -88,6 +121,8 @@ class Deployment:
     """How the KV cache is sized; None: vLLM's rule (a fraction of the total)."""
     band: tuple[float, float] = (0.0, 0.0)
     """Relative uncertainty of (TPOT, TTFT): the worst residual of a calibration."""
+    speculation: Speculation | None = None
+    """Speculative decoding (None: one token per step)."""
 
     @property
     def gpus(self) -> int:

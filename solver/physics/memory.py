@@ -226,6 +226,9 @@ class MemoryEstimate:
     shared_kv_bytes: float = 0.0
     """Per GPU, the shared prompt prefix's KV, held once for every sequence (in
     kv_bytes; kv_bytes_per_sequence is then each sequence's own tokens only)."""
+    draft_weights_bytes: float = 0.0
+    """Per GPU, a speculative draft's weights (in weights_bytes; its KV is in each
+    sequence's)."""
 
     @property
     def kv_budget_bytes(self) -> float:
@@ -310,9 +313,13 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
     shared = shared_kv_tokens(d, w)
     per_seq = per_gpu_kv_bytes_per_sequence(d, max(1, w.resident_tokens - shared))
     shared_bytes = per_gpu_kv_bytes_per_sequence(d, shared) if shared else 0.0
+    s = d.speculation  # a draft's weights beside the target's, its KV beside each sequence's
+    draft_weights = s.draft_weight_bytes / d.tp if s else 0.0
+    if s:
+        per_seq += s.draft_kv_bytes_per_token * w.resident_tokens / d.tp
     engine = d.engine
     return MemoryEstimate(
-        weights_bytes=per_gpu_weights_bytes(d),
+        weights_bytes=per_gpu_weights_bytes(d) + draft_weights,
         kv_bytes=per_seq * batch + shared_bytes,
         overhead_bytes=overhead_bytes(d, w.context_tokens),
         device_bytes=visible_bytes(d),
@@ -332,6 +339,7 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
         max_num_seqs=engine.max_num_seqs if engine else None,
         kv_bytes_per_context_sequence=per_gpu_kv_bytes_per_sequence(d, w.context_tokens),
         shared_kv_bytes=shared_bytes,
+        draft_weights_bytes=draft_weights,
     )
 
 

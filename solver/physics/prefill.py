@@ -67,6 +67,8 @@ class PrefillEstimate:
     """The serving front end's time before the first token (no GPU work)."""
     cached_tokens: int = 0
     """Of prompt_tokens, those the prefix cache supplies: not computed, still attended to."""
+    draft_flops: float = 0.0
+    """A speculative draft prefills the prompt too: 2 × its active parameters × tokens."""
 
     @property
     def flops(self) -> float:
@@ -93,9 +95,13 @@ class PrefillEstimate:
         return self.expert_flops / self.expert_compute_share / self.effective_flops_per_s
 
     @property
+    def draft_time_s(self) -> float:
+        return self.draft_flops / self.effective_flops_per_s
+
+    @property
     def gpu_time_s(self) -> float:
         """The prefill on the GPUs: TTFT less the front end."""
-        return self.gemm_time_s + self.attention_time_s + self.comm_time_s + self.step_overhead_s
+        return self.gemm_time_s + self.attention_time_s + self.comm_time_s + self.step_overhead_s + self.draft_time_s
 
     @property
     def attention_time_s(self) -> float:
@@ -155,4 +161,5 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         expert_compute_share=d.weights.expert_compute_share,
         request_overhead_s=d.factors.request_overhead_s,
         cached_tokens=cached,
+        draft_flops=linear_flops(d.speculation.draft_active_params, new) if d.speculation else 0.0,
     )

@@ -6,6 +6,7 @@ a plan an engine cannot run is refused with the reason, never emitted half-right
 
 from __future__ import annotations
 
+import json
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -112,6 +113,8 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -
             dep.argv = _vllm(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine, e, nodes, per_node)
         else:
             dep.argv = _sglang(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine, e)
+    if d.speculation is not None:
+        dep.argv += _speculative_flags(engine, d)
     if w.shared_prefix_tokens:
         if engine == "vllm":  # on by default in V1; said, since the plan counts on it
             dep.argv += ["--enable-prefix-caching"]
@@ -126,6 +129,41 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -
     if c.replicas > 1:
         notes.append(f"start {c.replicas} replicas, each on its own {gpus} GPU(s), behind a load balancer")
     return dep
+
+
+def _speculative_flags(engine: str, d: Plan) -> list[str]:
+    """The draft the plan's TPOT counts on, as the engine takes it: vLLM's
+    --speculative-config, SGLang's --speculative-* flags; a head needs its checkpoint."""
+    s = d.speculation
+    assert s is not None
+    if s.method != "mtp" and not s.checkpoint:
+        raise InputError(
+            "speculative.draft_checkpoint",
+            None,
+            f"deploy needs the {s.draft_name}'s Hugging Face id (the checkpoint the engine loads as the draft)",
+        )
+    if engine == "vllm":
+        config: dict[str, object] = {"num_speculative_tokens": s.num_tokens}
+        if s.vllm_method:
+            config["method"] = s.vllm_method
+        if s.checkpoint:
+            config["model"] = s.checkpoint
+        return ["--speculative-config", json.dumps(config, separators=(",", ":"), sort_keys=True)]
+    if engine == "sglang":
+        if s.sglang_algorithm is None:
+            raise InputError("speculative.method", s.method, "SGLang drafts with eagle or mtp (--speculative-algorithm EAGLE)")
+        argv = [
+            "--speculative-algorithm",
+            s.sglang_algorithm,
+            "--speculative-num-steps",
+            str(s.num_tokens),
+            "--speculative-eagle-topk",
+            "1",
+            "--speculative-num-draft-tokens",
+            str(s.num_tokens + 1),
+        ]
+        return argv + (["--speculative-draft-model-path", s.checkpoint] if s.checkpoint else [])
+    raise InputError("speculative.method", s.method, f"deploy emits speculative decoding for vllm and sglang, not {engine}")
 
 
 def _weights(

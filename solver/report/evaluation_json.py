@@ -140,6 +140,17 @@ def _to_dict(ev: Evaluation) -> dict[str, Any]:
         "tokens_per_s_per_user": dec.tokens_per_s_per_user,
         "tokens_per_s": dec.tokens_per_s * d.replicas,
         "expert_hit_fraction": dec.expert_hit_fraction,
+        "speculative": None
+        if d.speculation is None
+        else {
+            "method": d.speculation.method,
+            "draft": d.speculation.draft_name,
+            "num_tokens": d.speculation.num_tokens,
+            "acceptance": d.speculation.acceptance,
+            "expected_tokens_per_step": d.speculation.expected_tokens,
+            "verify_step_s": dec.coefficients.verify_step_s(dec.batch),
+            "draft_s": dec.coefficients.draft_s(dec.batch),
+        },
     }
     out["prefill"] = {
         "prompt_tokens": pre.prompt_tokens,

@@ -253,6 +253,22 @@ def render_text(ev: Evaluation) -> str:
             f"{dec.tokens_per_s * d.replicas:,.0f} tokens/s in all" + _band(dec.tpot_s, d.band[0]),
         ),
     ]
+    sp = d.speculation
+    if sp is not None:
+        c = dec.coefficients
+        rows[-1:-1] = [
+            (
+                "speculative",
+                f"{sp.method} ({sp.draft_name}): {sp.num_tokens} drafted, α {sp.acceptance:g} a token → "
+                f"(1 − α^{sp.num_tokens + 1}) / (1 − α) = {sp.expected_tokens:.2f} tokens per verification step",
+            ),
+            (
+                "",
+                f"verify {fmt_seconds(c.verify_step_s(dec.batch))} (the rows above, over {sp.num_tokens + 1} tokens a sequence) + draft "
+                f"{fmt_seconds(c.draft_s(dec.batch))} ({sp.num_tokens} passes of {fmt_bytes(sp.draft_read_bytes / d.tp).strip()}), "
+                f"÷ {sp.expected_tokens:.2f}",
+            ),
+        ]
     out += _rows(rows)
 
     # Step 3

@@ -3,6 +3,8 @@ check of every flag against the engine's documented list (catalogs/engine_flags.
 
 from __future__ import annotations
 
+import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +24,13 @@ class LaunchStep:
 
     @property
     def command(self) -> str:
-        return " ".join(self.argv)
+        return shell_line(self.argv)
+
+
+def shell_line(argv: list[str]) -> str:
+    """The command as a shell reads it back: a word with quotes, braces or spaces (a
+    JSON flag value) single-quoted."""
+    return " ".join(shlex.quote(a) if a and not re.fullmatch(r"[\w./:$=,@+-]+", a) else a for a in argv)
 
 
 @dataclass
@@ -48,7 +56,7 @@ class Launch:
 
     @property
     def command(self) -> str:
-        return " ".join(self.argv)
+        return shell_line(self.argv)
 
 
 def flag_data() -> dict[str, Any]:

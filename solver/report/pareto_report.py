@@ -49,7 +49,7 @@ def _point_costs(c: Candidate) -> dict[str, float | str | None]:
     tco, _ = plan_tco(c.gpus, c.gpus - c.rented, c.shape.costs, price.usd_per_gpu_hour if price else None, "rent")
     dec = c.physics.decode
     assert dec is not None, "a candidate is built only on a shape with a decode step"
-    step = dec.step_s(c.batch, prefill_tokens=0)
+    step = dec.decode_only_s(c.batch)
     per_replica = (tco if math.isfinite(tco) else c.cost_usd_per_hour) / 3600 / max(1, c.replicas)
     return {
         "tco_usd_per_hour": round(tco, 6) if math.isfinite(tco) else None,

@@ -18,6 +18,7 @@ from solver.explain.records import SensitivityRow, SolveResult
 from solver.optimise.scenario import objective_value
 from solver.physics.costs import plan_tco, token_costs
 from solver.report import strict_json
+from solver.report.speculative_json import SpeculativeOut, speculative_out
 from solver.report.strict_json import SolveModel
 from solver.report.traffic_json import TrafficOut, traffic_out
 
@@ -93,6 +94,7 @@ class PlanOut(SolveModel):
         default=0, description="Of each prompt, the tokens the prefix cache supplies (workload.shared_prefix_tokens × prefix_hit_rate)."
     )
     shared_kv_bytes: float = Field(default=0.0, description="Per GPU: the shared prefix's KV, held once for all of a replica's sequences.")
+    speculative: SpeculativeOut | None = Field(default=None, description="Speculative decoding (None: one token a step).")
     memory_needed_bytes: float = Field(description="Per GPU.")
     memory_usable_bytes: float = Field(description="Per GPU.")
     engine: str
@@ -308,6 +310,7 @@ def to_output(r: SolveResult) -> SolveOut:
             ttft_s=c.ttft_s if c.traffic is not None else ttft_s,
             idle_ttft_s=est.prefill.ttft_s,
             prefix_cached_tokens=est.prefill.cached_tokens,
+            speculative=speculative_out(ev),
             shared_kv_bytes=est.memory.shared_kv_bytes,
             memory_needed_bytes=est.memory.needed_bytes,
             memory_usable_bytes=est.memory.usable_bytes,

@@ -222,6 +222,12 @@ def render(r: SolveResult, markdown: bool = False) -> str:
                 )
             elif pl.replicas > 1:
                 lines.append(f"- replicas: ⌈{s.users:,} users / {cap:,} per replica⌉ = {pl.replicas}, forced by {pl.replicas_forced_by}")
+        if pl.speculative:
+            sp = pl.speculative
+            lines.append(
+                f"- speculative decoding: {sp.method} ({sp.draft}), {sp.num_tokens} drafted at α {sp.acceptance:g} a token → "
+                f"{sp.tokens_per_step:.2f} tokens per step: TPOT {fmt_seconds(pl.tpot_s)}, {fmt_seconds(sp.tpot_without_s)} one token a step"
+            )
         if pl.prefix_cached_tokens:
             lines.append(
                 f"- prefix cache: {pl.prefix_cached_tokens:,} of each prompt's {s.prompt_tokens:,} tokens come from it (not computed; "

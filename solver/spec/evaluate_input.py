@@ -16,12 +16,13 @@ from typing import Self
 from pydantic import Field, ValidationError, model_validator
 
 from solver.errors import InputError
-from solver.spec.fields import EngineField, EngineIn, HardwareIn, OverridesIn, PrecisionIn, SlaIn, SpecModel, WorkloadIn
+from solver.spec.fields import EngineField, EngineIn, HardwareIn, OverridesIn, PrecisionIn, SlaIn, SpecModel, SpeculativeIn, WorkloadIn
 
 
 class EvaluateInput(SpecModel):
     model: str = Field(description="Catalog name, Hugging Face id, or path to a local config.json.")
     engine: EngineField = Field(default=EngineIn(), description="Serving engine: a name, or a mapping with its knobs.")
+    speculative: SpeculativeIn | None = Field(default=None, description="Speculative decoding: method, draft, tokens drafted, acceptance.")
     hardware: HardwareIn
     precision: PrecisionIn = PrecisionIn()
     workload: WorkloadIn

@@ -11,6 +11,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from solver.catalog import ComputeDtype
 from solver.catalog.factors import Efficiency, MemoryShare, OverheadBytes, PeakScale, SmallOverhead, StepOverhead
+from solver.catalog.types import Bound
 from solver.spec.quantities import (
     BANDWIDTH,
     CV,
@@ -298,6 +299,34 @@ class OverridesIn(SpecModel):
     model: ModelOverrides = ModelOverrides()
     factors: FactorsIn = FactorsIn()
     precision: PrecisionOverrides = Field(default=PrecisionOverrides(), description="Kernel shares of the weight format.")
+
+
+class SpeculativeIn(SpecModel):
+    """Speculative decoding: a draft proposes tokens, the target verifies them in one
+    step (catalogs/engines.yaml `speculative` holds each method's defaults and sources)."""
+
+    method: Literal["eagle", "mtp", "draft_model"] = Field(
+        description="eagle: an EAGLE head (one layer on the target's hidden states); mtp: the model's own multi-token-prediction "
+        "module (DeepSeek-V3/R1); draft_model: a small model of the same family (give draft_model)."
+    )
+    draft_model: Name | None = Field(default=None, description="draft_model: the draft's catalog name (`plan-opt list models`).")
+    draft_checkpoint: Name | None = Field(
+        default=None, description="The draft's Hugging Face id for `deploy` (an EAGLE head's repository; default: the draft model's own)."
+    )
+    num_tokens: Annotated[int, Bound(1, 16, integer=True)] | None = Field(
+        default=None, description="Tokens drafted per step, 1 to 16 (default: the method's)."
+    )
+    acceptance: Annotated[float, Bound(0.01, 0.99)] | None = Field(
+        default=None, description="Per-token acceptance rate α, 0.01 to 0.99 (default: the method's, sourced)."
+    )
+
+    @model_validator(mode="after")
+    def _draft(self) -> Self:
+        if self.method == "draft_model" and self.draft_model is None:
+            raise ValueError("method draft_model needs draft_model (the draft's catalog name)")
+        if self.method != "draft_model" and self.draft_model is not None:
+            raise ValueError(f"draft_model is for method draft_model; {self.method} drafts with a head of the target itself")
+        return self
 
 
 class EngineIn(SpecModel):

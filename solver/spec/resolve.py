@@ -15,6 +15,7 @@ from solver.physics.deployment import Deployment, LengthDistribution, Targets, T
 from solver.spec.evaluate_input import EvaluateInput
 from solver.spec.fields import MAX_USERS, EngineIn, FactorsIn, GpuOverrides, LengthsIn, ModelOverrides, SlaIn, WorkloadIn
 from solver.spec.lengths_file import lengths_digest
+from solver.spec.speculation import resolve_speculation
 
 
 def _exists(path: Path) -> bool:
@@ -197,6 +198,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
         weights_bytes_override=mo.weights_bytes,
         engine=engine,
         band=band_of(catalog, device),
+        speculation=resolve_speculation(inp.speculative, model, weights, kv, engine, catalog),
     ).as_engine_runs()
     workload = workload_of(w, inp.sla)
     if workload.users < replicas:

@@ -41,6 +41,7 @@ from solver.spec.fields import (
     OwnedCount,
     SlaIn,
     SpecModel,
+    SpeculativeIn,
     WorkloadIn,
     traffic_mismatch,
 )
@@ -204,6 +205,9 @@ class Spec(SpecModel):
         default=EngineIn(), description="Serving engine: a name (vllm, sglang, trtllm, llama.cpp) or a mapping with its knobs."
     )
     workload: WorkloadIn
+    speculative: SpeculativeIn | None = Field(
+        default=None, description="Speculative decoding for every plan (a users workload): method, draft, tokens drafted, acceptance."
+    )
     sla: SlaIn = SlaIn()
     search: SearchIn = SearchIn()
     objective: Objective = Field(default="min_cost", description="; ".join(f"{k}: {v}" for k, v in OBJECTIVES.items()))
@@ -232,6 +236,12 @@ def parse_spec(data: object, lines: dict | None = None, source: str | None = Non
     bad = traffic_mismatch(spec.workload, spec.sla)
     if bad:
         raise InputError(bad[0], None, bad[1]).located(lines, source)
+    if spec.speculative is not None and spec.workload.requests_per_s is not None:
+        raise InputError(
+            "speculative",
+            spec.speculative.method,
+            "is planned for a users workload; under requests_per_s the simulator does not draft tokens yet (give users)",
+        ).located(lines, source)
     return spec
 
 
