@@ -282,7 +282,7 @@ def out_of_reach(p: dict) -> str | None:
         return "expert or attention data parallelism"  # not modelled yet (issue 13)
     spec, note = cond.get("speculative_decoding"), str(p.get("note", ""))
     if str(spec).lower() not in ("none", "false", "off", "no", "") or (
-        spec is None and "MTP" in note and "speculative" in note.lower() and "no MTP" not in note
+        spec is None and "MTP" in note and "speculative" in note.lower() and "no mtp" not in note.lower()
     ):
         return "speculative decoding"
     if kind in ("tpot1", "tpot") and batch_of(p) is None:
