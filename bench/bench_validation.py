@@ -27,7 +27,22 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from validation_points import KINDS, ROOT, SAME_AS, _cond, batch_of, deployment_for, kind_of, load_points, measured, out_of_reach, predict, tokens  # noqa: E402
+from validation_points import (  # noqa: E402
+    KINDS,
+    ROOT,
+    SAME_AS,
+    _cond,
+    batch_of,
+    deployment_for,
+    kind_of,
+    load_points,
+    measured,
+    out_of_reach,
+    predict,
+    source_key,
+    speculation_of,
+    tokens,
+)
 
 from solver.catalog import default_catalog  # noqa: E402
 from solver.errors import InputError  # noqa: E402
@@ -120,6 +135,51 @@ def _row(name, apes, width=34):
     return f"{name:<{width}} {len(apes):>4} {statistics.median(apes):>7.1%} {max(apes):>7.1%}"
 
 
+def spec_report(points: list[dict]) -> None:
+    """Runs with speculative decoding, from either half: the fit leaves them out (the
+    acceptance is the method's default, sourced, not fitted), so each is held out; beside
+    each, the speed-up over the same source's run without it, measured and predicted."""
+    rows = []
+    for p in points:
+        if not speculation_of(p) or out_of_reach(p):
+            continue
+        got = predict(p)
+        if got is None:
+            continue
+        base = next(
+            (
+                q
+                for q in points
+                if q is not p
+                and source_key(q) == source_key(p)
+                and q.get("gpu") == p.get("gpu")
+                and q["metric"] == p["metric"]
+                and _cond(q).get("speculative", {}).get("method") == "none"
+                and (_cond(q).get("concurrency"), _cond(q).get("batch")) == (_cond(p).get("concurrency"), _cond(p).get("batch"))
+            ),
+            None,
+        )
+        speedup = None
+        if base is not None and predict(base) is not None:
+            inverse = kind_of(p) in ("tpot1", "tpot")  # a time per token: the speed-up is base / this
+            m_ratio = measured(base) / measured(p) if inverse else measured(p) / measured(base)
+            p_ratio = predict(base) / got if inverse else got / predict(base)
+            speedup = (m_ratio, p_ratio)
+        rows.append((p, got, speedup))
+    if not rows:
+        return
+    print(f"speculative decoding: {len(rows)} runs in reach (either half: none is fitted on), the method's default acceptance")
+    apes = [abs(g - measured(p)) / measured(p) for p, g, _ in rows]
+    print(_row("  TPOT or throughput", apes))
+    ups = [(m, q) for _, _, s in rows if s for m, q in [s]]
+    if ups:
+        errs = [abs(q - m) / m for m, q in ups]
+        print(_row("  speed-up over no drafting", errs))
+        for p, g, s in rows:
+            if s:
+                print(f"    {p['id'][:58]:<58} speed-up measured {s[0]:5.2f} predicted {s[1]:5.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--verbose", action="store_true", help="one line per point")
@@ -178,6 +238,7 @@ def main() -> None:
         for pid, (pred, meas, kind) in sorted(ours.items(), key=lambda kv: kv[1][2]):
             c = f"{calibrated[pid]:10.2f}" if pid in calibrated else "         —"
             print(f"  {pid[:64]:<64} {kind:<10} measured {meas:10.2f} predicted {pred:10.2f} LOO {c}")
+    spec_report(points)
     if theirs:
         print(f"beside aiconfigurator 0.12.0 on the {args.split} points it covers (median APE):")
         print(f"  {'metric':<12} {'n':>3} {'plan-opt':>9} {'aiconfigurator':>15}")

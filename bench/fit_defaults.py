@@ -53,6 +53,7 @@ from validation_points import (  # noqa: E402
     out_of_reach,
     served_ttft,
     source_key,
+    speculation_of,
     tokens,
 )
 
@@ -174,6 +175,12 @@ def terms_of(p: dict, catalog) -> Term | None:
     if kind not in ("tpot1", "tpot", "ttft", "throughput") or out_of_reach(p) or not p.get("gpu"):
         return None
     if kind == "throughput" and not in_flight(p):
+        return None
+    if speculation_of(p) or "speculative" in (p.get("conditions") or {}):
+        # Runs of speculative-decoding campaigns, their baselines too, check the speed-up
+        # only: the drafted ones are predicted from the method's defaults, and the
+        # baselines were recorded to measure speed-ups against (their lengths and batch
+        # often unprinted), not to set an engine's factors.
         return None
     meas = measured(p)
     prompt, output = tokens(p, "prompt_tokens", 128), tokens(p, "output_tokens", 128)

@@ -173,6 +173,21 @@ def _engine(p: dict) -> dict:
     return engine
 
 
+def speculation_of(p: dict) -> dict | None:
+    """The spec's `speculative` section for a run that drafted tokens (conditions.speculative,
+    method eagle | mtp | draft_model); None for one that did not. The method's default
+    acceptance stands: a source's reported acceptance is not the planner's input."""
+    sp = _cond(p).get("speculative")
+    if not isinstance(sp, dict) or sp.get("method") in (None, "none"):
+        return None
+    out = {"method": sp["method"]}
+    if isinstance(sp.get("num_tokens"), int):
+        out["num_tokens"] = sp["num_tokens"]
+    if sp.get("draft_model"):
+        out["draft_model"] = sp["draft_model"]
+    return out
+
+
 def deployment_for(
     p: dict, batch: int, prompt: int, output: int, context: int | None = None, batching: str = "isolated", factors: dict | None = None, catalog=None
 ):
@@ -204,6 +219,9 @@ def deployment_for(
         data["workload"]["context_tokens"] = context
     if factors:
         data["overrides"] = {"factors": factors}
+    spec = speculation_of(p)
+    if spec:
+        data["speculative"] = spec
     return resolve(parse_input(data), catalog)
 
 

@@ -60,7 +60,8 @@ class Shape:
     def label(self) -> str:
         d = self.deployment
         pp = f" PP{d.pp}" if d.pp > 1 else ""
-        return f"{d.device.name} TP{d.tp}{pp} {d.weights.name}/{d.kv.name}"
+        draft = f" +{d.speculation.method}" if d.speculation else ""
+        return f"{d.device.name} TP{d.tp}{pp} {d.weights.name}/{d.kv.name}{draft}"
 
 
 @dataclass(frozen=True)

@@ -242,6 +242,8 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
         check_engine_fits(engine, w.context_tokens, 1, 1)
         factors = _factors(device, engine, spec, catalog)
         splits_seen: set[tuple] = set()
+        # With a speculative section, each split with the draft and without (search.speculative).
+        drafting = tuple(dict.fromkeys(spec.search.speculative)) if spec.speculative is not None else (False,)
         for tp in dict.fromkeys(spec.search.tp):
             for pp in dict.fromkeys(spec.search.pp):
                 if engine.split_mode == "row" and pp > 1:
@@ -268,25 +270,26 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
                         if (wf.name, kf.name) in seen:
                             continue
                         seen.add((wf.name, kf.name))
-                        d = Deployment(
-                            model,
-                            device,
-                            platform,
-                            wf,
-                            kf,
-                            factors,
-                            tp=tp,
-                            pp=pp,
-                            weights_bytes_override=mo.weights_bytes,
-                            engine=engine,
-                            band=band_of(catalog, device),
-                            speculation=resolve_speculation(spec.speculative, model, wf, kf, engine, catalog),
-                        ).as_engine_runs()
-                        key = (d.tp, d.pp, wf.name, kf.name)
-                        if key in splits_seen:  # llama.cpp's layer split makes TP 2 and PP 2 one shape
-                            continue
-                        splits_seen.add(key)
-                        shapes.append(Shape(len(shapes), d, domain, own, hour_costs))
+                        for drafts in drafting:
+                            d = Deployment(
+                                model,
+                                device,
+                                platform,
+                                wf,
+                                kf,
+                                factors,
+                                tp=tp,
+                                pp=pp,
+                                weights_bytes_override=mo.weights_bytes,
+                                engine=engine,
+                                band=band_of(catalog, device),
+                                speculation=resolve_speculation(spec.speculative, model, wf, kf, engine, catalog) if drafts else None,
+                            ).as_engine_runs()
+                            key = (d.tp, d.pp, wf.name, kf.name, drafts)
+                            if key in splits_seen:  # llama.cpp's layer split makes TP 2 and PP 2 one shape
+                                continue
+                            splits_seen.add(key)
+                            shapes.append(Shape(len(shapes), d, domain, own, hour_costs))
     if not devices:
         raise InputError("search.gpus", spec.search.gpus, "selects no device")
     check_built(len(shapes))

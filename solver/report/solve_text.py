@@ -159,7 +159,9 @@ def render(r: SolveResult, markdown: bool = False) -> str:
         own = f" ({', '.join(parts)})" if pl.gpus_owned_used or pl.gpus_bought else ""
         lines.append(h("Plan"))
         lines.append(
-            f"{pl.replicas} × {pl.gpu_display_name}, {split}, weights {pl.weights}, KV cache {pl.kv_cache} — "
+            f"{pl.replicas} × {pl.gpu_display_name}, {split}, weights {pl.weights}, KV cache {pl.kv_cache}"
+            + (f", speculative decoding ({pl.speculative.draft})" if pl.speculative else "")
+            + " — "
             f"{pl.gpus} GPU{'s' if pl.gpus != 1 else ''}{own}, ${pl.cost_usd_per_hour:,.2f}/hour"
             + (f", ${pl.purchase_usd:,.0f} to buy" if p.max_purchase_usd or p.objective == "min_purchase" or pl.gpus_bought else "")
         )

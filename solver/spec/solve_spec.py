@@ -97,6 +97,11 @@ class SearchIn(SpecModel):
     min_weights_quality: FormatName | None = Field(
         default=None, description="A weight format: only formats at least as good (catalogs/precisions.yaml quality_rank) are searched."
     )
+    speculative: list[bool] = Field(
+        default=[True, False],
+        min_length=1,
+        description="With a `speculative` section: plans with it (true), without it (false), or both, the better winning (default both).",
+    )
 
     @field_validator("tp", "pp", mode="before")
     @classmethod

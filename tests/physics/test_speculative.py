@@ -149,3 +149,23 @@ def test_deploy_passes_the_draft_the_plan_counts_on():
     del spec["speculative"]["draft_checkpoint"]
     with pytest.raises(InputError, match="draft_checkpoint"):
         emit(solve(problem_of(spec), explain=False), "vllm")
+
+
+def test_the_search_plans_with_and_without_the_draft_and_takes_the_better():
+    # specs/latency-critical-8b-eagle.yaml: TPOT ≤ 5 ms for 32 users. Searched both ways
+    # (search.speculative's default), the plan drafts; forbidden to, it costs more.
+    from pathlib import Path
+
+    import yaml
+
+    from solver.explain.solve import solve
+    from tests.solve_helpers import problem_of
+
+    spec = yaml.safe_load((Path(__file__).resolve().parents[2] / "specs" / "latency-critical-8b-eagle.yaml").read_text())
+    both = solve(problem_of(spec), explain=False)
+    spec["search"]["speculative"] = [False]
+    without = solve(problem_of(spec), explain=False)
+    c, u = both.solution.candidate, without.solution.candidate
+    assert c.shape.deployment.speculation is not None and "+eagle" in c.shape.label
+    assert u.shape.deployment.speculation is None
+    assert c.cost_usd_per_hour < u.cost_usd_per_hour
