@@ -175,7 +175,7 @@ def spec_report(points: list[dict]) -> None:
     if ups:
         errs = [abs(q - m) / m for m, q in ups]
         print(_row("  speed-up over no drafting", errs))
-        for p, g, s in rows:
+        for p, _got, s in rows:
             if s:
                 print(f"    {p['id'][:58]:<58} speed-up measured {s[0]:5.2f} predicted {s[1]:5.2f}")
 

@@ -244,6 +244,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
         splits_seen: set[tuple] = set()
         # With a speculative section, each split with the draft and without (search.speculative).
         drafting = tuple(dict.fromkeys(spec.search.speculative)) if spec.speculative is not None else (False,)
+        layouts = tuple(dict.fromkeys(spec.search.parallelism))
         for tp in dict.fromkeys(spec.search.tp):
             for pp in dict.fromkeys(spec.search.pp):
                 if engine.split_mode == "row" and pp > 1:
@@ -270,7 +271,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
                         if (wf.name, kf.name) in seen:
                             continue
                         seen.add((wf.name, kf.name))
-                        for drafts in drafting:
+                        for drafts, parallel in ((x, y) for x in drafting for y in layouts if y == "tp" or (model.is_moe and tp > 1)):
                             d = Deployment(
                                 model,
                                 device,
@@ -284,8 +285,9 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
                                 engine=engine,
                                 band=band_of(catalog, device),
                                 speculation=resolve_speculation(spec.speculative, model, wf, kf, engine, catalog) if drafts else None,
+                                parallelism=parallel,
                             ).as_engine_runs()
-                            key = (d.tp, d.pp, wf.name, kf.name, drafts)
+                            key = (d.tp, d.pp, wf.name, kf.name, drafts, parallel)
                             if key in splits_seen:  # llama.cpp's layer split makes TP 2 and PP 2 one shape
                                 continue
                             splits_seen.add(key)

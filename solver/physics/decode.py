@@ -290,11 +290,11 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
     comm0 = estimate_comm(d, 0).time_s
     return DecodeCoefficients(
         context_tokens=context_tokens,
-        dense_weight_bytes=dense / d.tp,
+        dense_weight_bytes=dense if d.dp_ep else dense / d.tp,  # DP attention: the dense layers whole on each GPU
         routed_weight_bytes=routed / d.tp,
         num_experts=m.num_experts,
         experts_per_token=m.experts_per_token,
-        kv_bytes_per_sequence=kv_bytes_per_sequence(m, d.kv, context_tokens) * kv_shard_fraction(m, d.tp),
+        kv_bytes_per_sequence=kv_bytes_per_sequence(m, d.kv, context_tokens) * (1 / d.tp if d.dp_ep else kv_shard_fraction(m, d.tp)),
         linear_flops_per_sequence=2.0 * m.active_params / d.tp,
         attention_flops_per_sequence=attention_flops_per_token(d, context_tokens) / d.tp,
         bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,

@@ -123,6 +123,16 @@ class Deployment:
     """Relative uncertainty of (TPOT, TTFT): the worst residual of a calibration."""
     speculation: Speculation | None = None
     """Speculative decoding (None: one token per step)."""
+    parallelism: str = "tp"
+    """tp: every layer split over the tp GPUs. dp_ep (mixture-of-experts models): the tp
+    GPUs each run attention and the dense layers whole for their own share of the
+    sequences (data-parallel attention: the KV, MLA's latent too, is not replicated) and
+    hold 1/tp of the routed experts, the tokens sent to their experts and back by an
+    all-to-all per MoE layer (expert parallelism)."""
+
+    @property
+    def dp_ep(self) -> bool:
+        return self.parallelism == "dp_ep"
 
     @property
     def gpus(self) -> int:

@@ -181,7 +181,24 @@ def _pp_link(d: Deployment) -> tuple[float, float]:
 
 
 def _count(d: Deployment) -> int:
-    return ALLREDUCES_PER_LAYER * d.model.num_layers if d.tp > 1 else 0
+    return ALLREDUCES_PER_LAYER * d.model.num_layers if d.tp > 1 and not d.dp_ep else 0
+
+
+def all_to_all(d: Deployment) -> tuple[float, float]:
+    """(fixed, per replica token) seconds of expert parallelism's all-to-alls in one
+    pass: per MoE layer a dispatch and a combine, each GPU sending its 1/g of the tokens
+    to the k experts they are routed to, (g − 1)/g of them on other GPUs, in 16-bit;
+    each call's fixed cost taken as the platform's one-stage collective's (the engines'
+    one-shot all-reduce: one launch and its barriers), else two hops of its ring."""
+    g, m = d.tp, d.model
+    if not d.dp_ep or g < 2:
+        return 0.0, 0.0
+    ring = tp_ring(d.platform, g)
+    custom = d.platform.allreduce.custom
+    latency = custom.one_shot_latency_s if custom is not None else 2 * ring.hop_latency_s
+    per_token_bytes = m.experts_per_token * m.hidden_size * ACTIVATION_BYTES * (g - 1) / g / g
+    calls = 2 * m.moe_layers
+    return calls * latency, calls * per_token_bytes / ring.bandwidth_bytes_per_s
 
 
 def estimate_comm(d: Deployment, tokens: float) -> CommEstimate:
@@ -189,6 +206,9 @@ def estimate_comm(d: Deployment, tokens: float) -> CommEstimate:
     batch, or a prefill over the prompt)."""
     size = tokens * d.model.hidden_size * ACTIVATION_BYTES
     count = _count(d)
+    if d.dp_ep:
+        fixed, per_token = all_to_all(d)
+        return CommEstimate(tokens, size, 0, fixed + per_token * tokens, 0.0, "all-to-all")
     algo = allreduce_algorithm(d, size) if count else None
     tp_time = count * algo.time_s(size) if algo else 0.0
     pp_time = 0.0
@@ -204,6 +224,9 @@ def comm_segments(d: Deployment) -> tuple[CommSegment, ...]:
     applies to tokens below its `upto_tokens` (and at or above the previous one)."""
     per_token_bytes = d.model.hidden_size * ACTIVATION_BYTES
     count = _count(d)
+    if d.dp_ep:
+        fixed, per_token = all_to_all(d)
+        return (CommSegment(math.inf, fixed, per_token, "all-to-all"),)
     pp_fixed = pp_per_token = 0.0
     if d.pp > 1:
         bandwidth, latency = _pp_link(d)

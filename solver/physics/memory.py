@@ -289,6 +289,13 @@ def per_gpu_weights_bytes(d: Deployment) -> float:
     """Weights on the heaviest GPU: its stage's layers plus one embedding matrix
     (both when there is a single stage), all split across the TP ranks."""
     total = deployment_weights_bytes(d)
+    if d.dp_ep:  # everything but the routed experts on every GPU, the experts split
+        routed = (
+            total * d.model.routed_expert_params / d.model.total_params
+            if d.weights_bytes_override
+            else group_weights_bytes(d.model, d.weights)["experts"]
+        )
+        return total - routed + routed / d.tp
     emb_total = embedding_bytes(d.model, d.weights) if d.weights_bytes_override is None else 0.0
     if d.weights_bytes_override is not None:
         return total * stage_layer_fraction(d.model, d.pp) / d.tp
@@ -303,6 +310,8 @@ def per_gpu_weights_bytes(d: Deployment) -> float:
 def per_gpu_kv_bytes_per_sequence(d: Deployment, tokens: int) -> float:
     """KV bytes one sequence of `tokens` puts on the heaviest GPU: the one figure that
     every capacity (max_batch, max_concurrency, the longest context) divides by."""
+    if d.dp_ep:  # each GPU holds its own sequences whole: a replica's per GPU, on average
+        return kv_bytes_per_sequence(d.model, d.kv, tokens) / d.tp
     return kv_bytes_per_sequence(d.model, d.kv, tokens) * kv_shard_fraction(d.model, d.tp) * stage_layer_fraction(d.model, d.pp)
 
 
@@ -336,7 +345,8 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
         activation_bytes=activation_peak_bytes(d, w.context_tokens),
         activation_tokens=profiled_tokens(d, w.context_tokens),
         reserved_bytes=float(d.device.memory_bytes) - visible_bytes(d),
-        max_num_seqs=engine.max_num_seqs if engine else None,
+        # data-parallel attention ranks schedule their own sequences: each its max_num_seqs
+        max_num_seqs=engine.max_num_seqs * (d.tp if d.dp_ep else 1) if engine else None,
         kv_bytes_per_context_sequence=per_gpu_kv_bytes_per_sequence(d, w.context_tokens),
         shared_kv_bytes=shared_bytes,
         draft_weights_bytes=draft_weights,

@@ -29,7 +29,17 @@ from dataclasses import dataclass
 from solver.physics.compute import compute_dtype, matmul_dtype, peak_flops_per_s
 from solver.physics.deployment import Deployment, Workload, cached_prompt_tokens
 from solver.physics.interconnect import CommEstimate, estimate_comm
-from solver.physics.kernels import attention_flops, bandwidth_share, fixed_step_s, linear_flops, overlaps, routed_active_params, touched_weight_bytes
+from solver.physics.kernels import (
+    attention_flops,
+    bandwidth_share,
+    expert_hit_fraction,
+    fixed_step_s,
+    linear_flops,
+    overlaps,
+    routed_active_params,
+    split_weight_bytes,
+    touched_weight_bytes,
+)
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,9 @@ class PrefillEstimate:
     """Of prompt_tokens, those the prefix cache supplies: not computed, still attended to."""
     draft_flops: float = 0.0
     """A speculative draft prefills the prompt too: 2 × its active parameters × tokens."""
+    dense_ranks: int = 0
+    """GPUs that share the prompt's attention and dense matmuls: tp, or one under
+    data-parallel attention (0: tp); the routed experts spread over tp either way."""
 
     @property
     def flops(self) -> float:
@@ -82,12 +95,17 @@ class PrefillEstimate:
     @property
     def attention_flops_per_s(self) -> float:
         peak = self.attention_peak_flops_per_s or self.peak_flops_per_s
-        return self.tp * peak * (self.attention_efficiency or self.compute_efficiency)
+        return (self.dense_ranks or self.tp) * peak * (self.attention_efficiency or self.compute_efficiency)
+
+    @property
+    def _dense_share(self) -> float:
+        """How much slower the dense part runs than over the whole group (1, or tp under DP attention)."""
+        return self.tp / self.dense_ranks if self.dense_ranks else 1.0
 
     @property
     def linear_time_s(self) -> float:
         dense = self.linear_flops - self.expert_flops
-        return (dense + self.expert_flops / self.expert_compute_share) / self.effective_flops_per_s
+        return (dense * self._dense_share + self.expert_flops / self.expert_compute_share) / self.effective_flops_per_s
 
     @property
     def expert_time_s(self) -> float:
@@ -148,7 +166,7 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         peak_flops_per_s=peak_flops_per_s(d.device, d.weights, d.engine),
         compute_dtype=matmul_dtype(d.device, d.weights),
         compute_efficiency=d.factors.compute_efficiency * d.weights.compute_share,
-        weight_bytes_read=touched_weight_bytes(d, new) / d.tp,
+        weight_bytes_read=_weights_read(d, new),
         bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,
         bandwidth_efficiency=d.factors.bandwidth_efficiency * bandwidth_share(d),
         comm=estimate_comm(d, new),
@@ -162,4 +180,15 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         request_overhead_s=d.factors.request_overhead_s,
         cached_tokens=cached,
         draft_flops=linear_flops(d.speculation.draft_active_params, new) if d.speculation else 0.0,
+        dense_ranks=1 if d.dp_ep else d.tp,
     )
+
+
+def _weights_read(d: Deployment, tokens: int) -> float:
+    """Per GPU: 1/tp of what the pass touches, or under data-parallel attention the
+    dense layers whole and 1/tp of the experts the prompt hits."""
+    if not d.dp_ep:
+        return touched_weight_bytes(d, tokens) / d.tp
+    dense, routed = split_weight_bytes(d)
+    m = d.model
+    return dense + routed * expert_hit_fraction(m.num_experts, m.experts_per_token, tokens) / d.tp

@@ -24,12 +24,37 @@ def refusals(d: Deployment, w: Workload) -> list[str]:
     return [reason for _, reason in check(d, w)]
 
 
+DP_EP_ENGINES = ("vllm", "sglang", "trtllm")
+"""Engines with data-parallel attention over expert-parallel MoE layers: vLLM
+(--data-parallel-size with --enable-expert-parallel), SGLang (--enable-dp-attention,
+--ep-size), TensorRT-LLM (enable_attention_dp, moe_expert_parallel_size)."""
+
+
+def _dp_ep(d: Deployment) -> list[tuple[str, str]]:
+    m, g = d.model, d.tp
+    out = []
+    if not m.is_moe:
+        out.append(("split", f"dp_ep splits routed experts; {m.display_name} has none"))
+    elif m.num_experts % g:
+        out.append(("split", f"dp_ep over {g} GPUs does not divide the model's {m.num_experts} routed experts"))
+    if g < 2:
+        out.append(("split", "dp_ep needs 2 GPUs or more (one GPU is tp 1)"))
+    if d.pp > 1:
+        out.append(("split", "dp_ep is planned with pp 1"))
+    if d.engine is not None and d.engine.name not in DP_EP_ENGINES:
+        out.append(("split", f"{d.engine.display_name} has no data-parallel attention (engines with it: {', '.join(DP_EP_ENGINES)})"))
+    return out
+
+
 def check(d: Deployment, w: Workload) -> list[tuple[str, str]]:
     """(kind, reason) for every rule this split breaks; kind is "split", "format",
     "workload" or INTERCONNECT."""
     m, dev, plat = d.model, d.device, d.platform
     out: list[tuple[str, str]] = []
     tp, pp = d.tp, d.pp
+    if d.dp_ep:
+        out += _dp_ep(d)
+        tp = 1  # attention and the dense layers run whole on each GPU: no head or column split
     if m.num_attention_heads % tp:
         out.append(("split", f"tp={tp} does not divide the model's {m.num_attention_heads} attention heads"))
     if m.attention != "mla":
@@ -45,6 +70,7 @@ def check(d: Deployment, w: Workload) -> list[tuple[str, str]]:
         out.append(
             ("split", f"tp={tp} leaves {mlp // tp} MLP columns per GPU, not a multiple of the {d.weights.name} group size {d.weights.group_size}")
         )
+    tp = d.tp  # the group's size, for the interconnect's rules
     if pp > m.num_layers:
         out.append(("split", f"pp={pp} exceeds the model's {m.num_layers} layers"))
     if plat.layout == "single" and (tp > 1 or pp > 1):

@@ -240,7 +240,9 @@ def _vllm(
 ) -> list[str]:
     argv = ["vllm", "serve", *model_arg]
     tp, pp = d.tp, d.pp
-    if tp > 1:
+    if d.dp_ep:  # data-parallel attention ranks, the experts split over them
+        argv += ["--data-parallel-size", str(tp), "--enable-expert-parallel"]
+    elif tp > 1:
         argv += ["--tensor-parallel-size", str(tp)]
     if pp > 1:
         argv += ["--pipeline-parallel-size", str(pp)]
@@ -252,7 +254,8 @@ def _vllm(
     if table["kv_cache"][kv] != "auto":
         argv += ["--kv-cache-dtype", table["kv_cache"][kv]]
     argv += quant
-    argv += ["--max-num-seqs", str(batch)]
+    # vLLM's data-parallel ranks are engines of their own: the limit is each one's
+    argv += ["--max-num-seqs", str(math.ceil(batch / tp) if d.dp_ep else batch)]
     if same_engine and e is not None:  # the knobs the plan's memory and step times were computed with
         argv += ["--max-num-batched-tokens", str(e.max_num_batched_tokens)]
         if not e.enable_chunked_prefill:
@@ -277,6 +280,8 @@ def _sglang(
     argv = ["python3", "-m", "sglang.launch_server", "--model-path", *model_arg]
     if d.tp > 1:
         argv += ["--tp", str(d.tp)]
+    if d.dp_ep:  # SGLang: --tp the GPUs, --dp as many attention ranks, the experts over them
+        argv += ["--dp", str(d.tp), "--enable-dp-attention", "--ep-size", str(d.tp)]
     if d.pp > 1:
         argv += ["--pp-size", str(d.pp)]
     argv += ["--context-length", str(max_model_len), "--mem-fraction-static", f"{d.factors.memory_utilization:g}"]

@@ -79,6 +79,7 @@ def _to_dict(ev: Evaluation) -> dict[str, Any]:
         "gpus": d.gpus,
         "tp": d.tp,
         "pp": d.pp,
+        "parallelism": d.parallelism,
         "replicas": d.replicas,
         "weights": d.weights.name,
         "kv_cache": d.kv.name,

@@ -109,7 +109,8 @@ def render_text(ev: Evaluation) -> str:
     header = [
         (
             "split",
-            f"TP {d.tp} × PP {d.pp} per replica, {d.replicas} replica(s) = {d.gpus} GPU(s) on {d.platform.display_name}"
+            (f"DP attention {d.tp} × EP {d.tp}" if d.dp_ep else f"TP {d.tp} × PP {d.pp}")
+            + f" per replica, {d.replicas} replica(s) = {d.gpus} GPU(s) on {d.platform.display_name}"
             + (
                 " (llama.cpp --split-mode layer: the GPUs hold whole layers and run in turn)"
                 if d.engine is not None and d.engine.split_mode == "layer" and d.pp > 1
@@ -158,14 +159,19 @@ def render_text(ev: Evaluation) -> str:
         wdesc = f"{m.total_params / 1e9:,.2f} B params × {d.weights.bytes_per_value:.4g} B/param"
         if d.weights.keeps_embeddings_16bit:
             wdesc += " (embeddings 16-bit)"
-    wdesc += (f" / TP {d.tp}" if d.tp > 1 else "") + stage
+    if d.dp_ep:
+        wdesc += f": the routed experts / EP {d.tp}, the rest whole on each GPU"
+    else:
+        wdesc += (f" / TP {d.tp}" if d.tp > 1 else "") + stage
     shared = shared_kv_tokens(d, w)
     kvdesc = f"{w.context_tokens:,} tokens × {mem.batch:,} sequences"
     if shared:
         kvdesc = f"({w.context_tokens:,} − {shared:,} shared prefix) tokens × {mem.batch:,} sequences + {shared:,} once"
     if m.sliding_layers:
         kvdesc += f"; {m.sliding_layers} of {m.num_layers} layers keep only a {m.sliding_window}-token window"
-    if d.tp > 1:
+    if d.dp_ep:
+        kvdesc += f" / {d.tp} GPUs (data-parallel attention: each holds its own sequences whole)"
+    elif d.tp > 1:
         if m.attention == "mla":
             kvdesc += "; the MLA latent is replicated on every TP rank"
         elif d.tp > m.num_kv_heads:

@@ -95,6 +95,9 @@ class PlanOut(SolveModel):
     )
     shared_kv_bytes: float = Field(default=0.0, description="Per GPU: the shared prefix's KV, held once for all of a replica's sequences.")
     speculative: SpeculativeOut | None = Field(default=None, description="Speculative decoding (None: one token a step).")
+    parallelism: str = Field(
+        default="tp", description="tp: every layer split over the tp GPUs; dp_ep: data-parallel attention and the experts split over them."
+    )
     memory_needed_bytes: float = Field(description="Per GPU.")
     memory_usable_bytes: float = Field(description="Per GPU.")
     engine: str
@@ -293,6 +296,7 @@ def to_output(r: SolveResult) -> SolveOut:
             gpu_display_name=d.device.display_name,
             platform=d.platform.name,
             tp=d.tp,
+            parallelism=d.parallelism,
             pp=d.pp,
             replicas=c.replicas,
             gpus=c.gpus,

@@ -130,6 +130,11 @@ class HardwareIn(SpecModel):
     tp: Degree = Field(default=1, description=f"Tensor-parallel degree, {DEGREE}.")
     pp: Degree = Field(default=1, description=f"Pipeline-parallel degree, {DEGREE}.")
     platform: Name | None = Field(default=None, description="How the GPUs connect; default the device's first platform.")
+    parallelism: Literal["tp", "dp_ep"] = Field(
+        default="tp",
+        description="tp: every layer split over the tp GPUs; dp_ep (mixture-of-experts models): data-parallel attention "
+        "on each of the tp GPUs and the routed experts split over them (expert parallelism).",
+    )
 
     @model_validator(mode="after")
     def _count(self) -> Self:

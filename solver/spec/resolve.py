@@ -199,6 +199,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
         engine=engine,
         band=band_of(catalog, device),
         speculation=resolve_speculation(inp.speculative, model, weights, kv, engine, catalog),
+        parallelism=hw.parallelism,
     ).as_engine_runs()
     workload = workload_of(w, inp.sla)
     if workload.users < replicas:

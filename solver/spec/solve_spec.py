@@ -97,6 +97,12 @@ class SearchIn(SpecModel):
     min_weights_quality: FormatName | None = Field(
         default=None, description="A weight format: only formats at least as good (catalogs/precisions.yaml quality_rank) are searched."
     )
+    parallelism: list[Literal["tp", "dp_ep"]] = Field(
+        default=["tp"],
+        min_length=1,
+        description="How a replica's GPUs share a mixture-of-experts model: tp (every layer split), dp_ep (data-parallel "
+        "attention, expert-parallel experts over the tp GPUs), or both; dense models are always tp.",
+    )
     speculative: list[bool] = Field(
         default=[True, False],
         min_length=1,

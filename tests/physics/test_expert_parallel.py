@@ -1,0 +1,118 @@
+"""Data-parallel attention with expert-parallel MoE layers (parallelism dp_ep): each of
+the g GPUs runs attention and the dense layers whole for its own sequences and holds
+1/g of the routed experts; an all-to-all per MoE layer carries the tokens to their
+experts and back."""
+
+from __future__ import annotations
+
+import pytest
+
+from solver.errors import InputError
+from solver.physics.decode import estimate_decode
+from solver.physics.interconnect import all_to_all
+from solver.physics.memory import estimate_memory, group_weights_bytes, per_gpu_weights_bytes
+from solver.physics.prefill import estimate_prefill
+from solver.physics.validity import check
+
+KV_PER_TOKEN = (512 + 64) * 61  # DeepSeek-R1's MLA latent and rope key, 61 layers, FP8: 35,136 B
+
+
+def _ds(build_deployment, parallelism, users=256):
+    return (
+        build_deployment("deepseek-r1", "h200", tp=8, users=users, prompt=1000, output=1000, weights="fp8", kv="fp8", overrides={})
+        if parallelism == "tp"
+        else _dp(users)
+    )
+
+
+def _dp(users=256, model="deepseek-r1", tp=8):
+    from solver.catalog import default_catalog
+    from solver.spec.evaluate_input import parse_input
+    from solver.spec.resolve import resolve
+
+    data = {
+        "model": model,
+        "hardware": {"gpu": "h200", "tp": tp, "parallelism": "dp_ep"},
+        "precision": {"weights": "fp8", "kv_cache": "fp8"},
+        "workload": {"users": users, "prompt_tokens": 1000, "output_tokens": 1000},
+    }
+    return resolve(parse_input(data), default_catalog())
+
+
+def test_each_gpu_holds_the_dense_layers_whole_and_an_eighth_of_the_experts(build_deployment):
+    d, w, _ = _dp()
+    groups = group_weights_bytes(d.model, d.weights)
+    experts = groups["experts"]
+    rest = sum(groups.values()) - experts
+    assert per_gpu_weights_bytes(d) == pytest.approx(rest + experts / 8)
+    t, _, _ = _ds(build_deployment, "tp")
+    assert per_gpu_weights_bytes(d) > per_gpu_weights_bytes(t)
+
+
+def test_the_mla_latent_is_not_replicated_each_gpu_holds_its_own_sequences(build_deployment):
+    # 256 sequences × 2,000 tokens × 35,136 B: at TP 8 every rank holds all of it (MLA),
+    # under data-parallel attention each GPU its 32 sequences.
+    d, w, _ = _dp()
+    t, wt, _ = _ds(build_deployment, "tp")
+    assert estimate_memory(t, wt).kv_bytes == pytest.approx(256 * 2000 * KV_PER_TOKEN)
+    assert estimate_memory(d, w).kv_bytes == pytest.approx(256 * 2000 * KV_PER_TOKEN / 8)
+    assert estimate_memory(d, w).max_batch > 4 * estimate_memory(t, wt).max_batch
+
+
+def test_the_all_to_all_carries_each_token_to_its_experts_and_back():
+    # Per MoE layer a dispatch and a combine; each GPU sends its 1/8 of the tokens to 8
+    # experts, 7/8 of them elsewhere, 7,168 × 2 B each: per replica token
+    # 8 × 7168 × 2 × (7/8) / 8 = 12,544 B per GPU per call, × 2 calls × 58 MoE layers.
+    d, _, _ = _dp()
+    fixed, per_token = all_to_all(d)
+    ring_bw = 12_544 * 2 * 58 / per_token
+    assert 100e9 < ring_bw < 1000e9  # one NVLink 4 GPU's bandwidth per direction
+    assert fixed > 0
+    assert estimate_decode(d, _dp()[1]).comm.algorithm == "all-to-all"
+
+
+def test_a_prompt_runs_its_dense_part_on_one_gpu(build_deployment):
+    # Data-parallel attention prefills a prompt on its own rank: the dense layers and
+    # attention at one GPU's rate, the experts over all eight — slower alone than TP 8.
+    d, w, _ = _dp(users=1)
+    t, wt, _ = build_deployment("deepseek-r1", "h200", tp=8, users=1, prompt=1000, output=1000, weights="fp8", kv="fp8")
+    assert estimate_prefill(d, w).ttft_s > estimate_prefill(t, wt).ttft_s
+
+
+def test_dp_ep_needs_routed_experts_it_can_divide():
+    d, w, _ = _dp(model="llama-3.1-70b")
+    assert any("has none" in why for _, why in check(d, w))
+    d, w, _ = _dp(tp=6)
+    assert any("does not divide the model's 256 routed experts" in why for _, why in check(d, w))
+
+
+def test_the_solver_takes_dp_ep_where_it_is_cheaper_and_deploy_says_how():
+    # 512 users at 8k context on DeepSeek-R1: TP 8 replicates the MLA latent on every
+    # GPU, so data-parallel attention holds the users in fewer GPUs.
+    from solver.explain.solve import solve
+    from solver.report.deploy import emit
+    from solver.report.launch import check_flags
+    from tests.solve_helpers import problem_of
+
+    spec = {
+        "model": "deepseek-r1",
+        "workload": {"users": 512, "context_tokens": 8192, "prompt_tokens": 4096},
+        "sla": {"max_tpot": "60ms", "max_ttft": "3s"},
+        "search": {"gpus": ["h200"], "weights": ["fp8"], "kv_cache": ["fp8"], "parallelism": ["tp", "dp_ep"]},
+    }
+    both = solve(problem_of(spec), explain=False)
+    spec["search"]["parallelism"] = ["tp"]
+    tp_only = solve(problem_of(spec), explain=False)
+    c, t = both.solution.candidate, tp_only.solution.candidate
+    assert c.shape.deployment.dp_ep and "DP8-EP8" in c.shape.label
+    assert c.cost_usd_per_hour < t.cost_usd_per_hour
+    vllm = emit(both, "vllm")
+    assert vllm.argv[vllm.argv.index("--data-parallel-size") + 1] == "8" and "--enable-expert-parallel" in vllm.argv
+    assert "--tensor-parallel-size" not in vllm.argv
+    assert vllm.argv[vllm.argv.index("--max-num-seqs") + 1] == str(-(-c.batch // 8))  # per data-parallel rank
+    sglang = emit(both, "sglang")
+    assert "--enable-dp-attention" in sglang.argv and check_flags(vllm) == [] and check_flags(sglang) == []
+    with pytest.raises(InputError):
+        from solver.spec.solve_spec import parse_spec
+
+        parse_spec({**spec, "search": {**spec["search"], "parallelism": ["ep"]}})
