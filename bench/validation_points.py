@@ -200,6 +200,8 @@ def deployment_for(
         tp = count  # llama.cpp spreads one model over every GPU (as its split mode says)
         engine.setdefault("split_mode", "layer")
     hardware: dict = {"gpu": p["gpu"], "tp": tp}
+    if dp_ep(p):
+        hardware["parallelism"] = "dp_ep"
     device = catalog.device(p["gpu"])
     need = tp
     if need > 1:  # the first of the device's platforms that holds the group
@@ -281,6 +283,14 @@ def measured(p: dict) -> float | None:
     return None
 
 
+def dp_ep(p: dict) -> bool:
+    """Data-parallel attention over expert-parallel MoE layers on the run's GPUs, as
+    plan-opt's dp_ep plans it: attention DP and the experts split over all tp GPUs."""
+    cond = _cond(p)
+    tp = p.get("tp", 1) or 1
+    return bool(cond.get("enable_attention_dp")) and _num(cond.get("ep")) == tp and tp > 1
+
+
 def out_of_reach(p: dict) -> str | None:
     """Why the physics does not model this point (None: it does)."""
     cond = _cond(p)
@@ -296,8 +306,8 @@ def out_of_reach(p: dict) -> str | None:
         return "prefix-cached"
     if cond.get("split_mode") not in (None, "layer", "row"):
         return "llama.cpp split mode not modelled"
-    if (_num(cond.get("ep"), 1) or 1) > 1 or cond.get("enable_attention_dp"):
-        return "expert or attention data parallelism"  # not modelled yet (issue 13)
+    if ((_num(cond.get("ep"), 1) or 1) > 1 or cond.get("enable_attention_dp")) and not dp_ep(p):
+        return "expert or attention data parallelism"  # TP attention with EP, or a layout not stated: not modelled
     spec, note = cond.get("speculative_decoding"), str(p.get("note", ""))
     if str(spec).lower() not in ("none", "false", "off", "no", "") or (
         spec is None and "MTP" in note and "speculative" in note.lower() and "no mtp" not in note.lower()
