@@ -111,6 +111,9 @@ class InputError(Exception):
         elif kind in ("missing", "missing_argument"):
             value = None
             msg = "required field is missing"
+        elif kind in ("model_type", "dataclass_type", "dict_type", "model_attributes_type"):
+            value = err.get("input")
+            msg = "must be a section of `key: value` lines (a mapping)"
         else:
             value = err.get("input")
             if isinstance(value, dict | list):

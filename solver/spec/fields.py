@@ -308,7 +308,13 @@ class OverridesIn(SpecModel):
 
 class SpeculativeIn(SpecModel):
     """Speculative decoding: a draft proposes tokens, the target verifies them in one
-    step (catalogs/engines.yaml `speculative` holds each method's defaults and sources)."""
+    step (catalogs/engines.yaml `speculative` holds each method's defaults and sources).
+    A bare method name (`speculative: eagle`) stands for `{method: eagle}`."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare(cls, v: object) -> object:
+        return {"method": v} if isinstance(v, str) else v
 
     method: Literal["eagle", "mtp", "draft_model"] = Field(
         description="eagle: an EAGLE head (one layer on the target's hidden states); mtp: the model's own multi-token-prediction "

@@ -43,7 +43,10 @@ def resolve_speculation(
     lm_head = model.vocab_size * h
     if spec.method == "draft_model":
         assert spec.draft_model is not None  # SpeculativeIn requires it
-        draft = catalog.model(spec.draft_model)
+        try:
+            draft = catalog.model(spec.draft_model)
+        except InputError as exc:
+            raise exc.relabel("speculative.draft_model") from None
         if draft.vocab_size != model.vocab_size:
             raise InputError(
                 "speculative.draft_model",

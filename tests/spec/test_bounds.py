@@ -146,7 +146,30 @@ SOLVE_BAD = [
     ("solver.time_limit_s", 0, "must be a number from 0.1 to 3,600 s"),
     ("solver.time_limit_s", 3601, "must be a number from 0.1 to 3,600 s"),
     ("pareto.max_cost_ratio", 0.5, "must be a number from 1 to 1,000,000"),
+    ("workload.shared_prefix_tokens", -1, "must be a whole number from 0 to 10,000,000"),
+    ("workload.shared_prefix_tokens", 2.5, "must be a whole number from 0 to 10,000,000"),
+    ("workload.prefix_hit_rate", 1.5, "must be a number from 0 to 1"),
+    ("workload.prefix_hit_rate", math.nan, "must be a number from 0 to 1"),
 ]
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "allowed"),
+    [
+        ("num_tokens", 0, "must be a whole number from 1 to 16"),
+        ("num_tokens", 17, "must be a whole number from 1 to 16"),
+        ("acceptance", 1.0, "must be a number from 0.01 to 0.99"),
+        ("acceptance", -0.1, "must be a number from 0.01 to 0.99"),
+    ],
+)
+def test_a_speculative_section_out_of_range_is_refused_naming_the_field(path, value, allowed):
+    err = _refusal(parse_spec, {**SOLVE, "speculative": {"method": "eagle", path: value}})
+    assert str(err) == f"speculative.{path} = {value!r}: {allowed}"
+
+
+def test_a_section_given_as_a_number_is_refused_as_a_mapping():
+    err = _refusal(parse_spec, {**SOLVE, "speculative": 3})
+    assert str(err) == "speculative = 3: must be a section of `key: value` lines (a mapping)"
 
 
 @pytest.mark.parametrize(("path", "value", "allowed"), SOLVE_BAD, ids=[f"{p}={v!r}" for p, v, _ in SOLVE_BAD])
