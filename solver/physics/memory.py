@@ -22,11 +22,29 @@ from solver.physics.deployment import Deployment, Workload, shared_kv_tokens
 BYTES_16BIT = 2.0
 
 
+_GROUPS: dict[tuple[int, int], tuple[Model, Precision, dict[str, float]]] = {}
+"""group_weights_bytes by the identity of its (immutable) arguments: a solve asks for the
+same model and format tens of thousands of times; the entry keeps both alive, so an id
+is never reused while its entry stands."""
+
+
 def group_weights_bytes(model: Model, precision: Precision) -> dict[str, float]:
     """Whole-model weight bytes per tensor group in `precision`, as published
     checkpoints store them: a group the checkpoint keeps in 16-bit (or embeddings in
     formats that keep them) costs 2 bytes a value, and so do whole blocks kept in
     16-bit (the first and last, in Meta's FP8 405B)."""
+    key = (id(model), id(precision))
+    hit = _GROUPS.get(key)
+    if hit is not None and hit[0] is model and hit[1] is precision:
+        return dict(hit[2])
+    out = _group_weights_bytes(model, precision)
+    if len(_GROUPS) > 4096:
+        _GROUPS.clear()
+    _GROUPS[key] = (model, precision, out)
+    return dict(out)
+
+
+def _group_weights_bytes(model: Model, precision: Precision) -> dict[str, float]:
     bpv = precision.bytes_per_value
     layout = model.checkpoint(precision.name)
     sixteen: set[str] = set(layout.sixteen_bit) if layout else set()
@@ -322,6 +340,8 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
     shared = shared_kv_tokens(d, w)
     per_seq = per_gpu_kv_bytes_per_sequence(d, max(1, w.resident_tokens - shared))
     shared_bytes = per_gpu_kv_bytes_per_sequence(d, shared) if shared else 0.0
+    if shared and d.dp_ep:  # each data-parallel rank caches the prefix for its own sequences
+        shared_bytes = kv_bytes_per_sequence(d.model, d.kv, shared)
     s = d.speculation  # a draft's weights beside the target's, its KV beside each sequence's
     draft_weights = s.draft_weight_bytes / d.tp if s else 0.0
     if s:
