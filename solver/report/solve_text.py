@@ -215,8 +215,11 @@ def render(r: SolveResult, markdown: bool = False) -> str:
                 if s.max_tpot_s is None
                 else f"TPOT allows {'at least ' if pl.max_batch_tpot >= pl.max_batch_memory else ''}{pl.max_batch_tpot:,}"
             )
-            lines.append(f"- batch per replica: capped by {capped}: memory allows {pl.max_batch_memory:,}, {tpot_allows}")
             cap = min(pl.max_batch_memory, pl.max_batch_tpot)
+            if pl.replicas == 1 and s.users < cap:  # nothing capped it: every user fits one replica
+                lines.append(f"- batch per replica: all {s.users:,} users on one replica (memory allows {pl.max_batch_memory:,}, {tpot_allows})")
+            else:
+                lines.append(f"- batch per replica: capped by {capped}: memory allows {pl.max_batch_memory:,}, {tpot_allows}")
             needed = -(-s.users // cap) if cap else pl.replicas
             if pl.replicas > needed:
                 lines.append(
