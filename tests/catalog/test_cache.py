@@ -361,12 +361,14 @@ def test_racing_threads_each_see_a_whole_entry_or_none(folder):
     body = cache.encode({"answer": list(range(20_000))})
     assert body is not None
     stop = threading.Event()
+    stored = threading.Event()  # the reads start once an entry exists: a busy machine may not write before 300 reads
     errors: list[BaseException] = []
 
     def writer() -> None:
         try:
             while not stop.is_set():
                 cache.store("race", "k", body)
+                stored.set()
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -374,6 +376,7 @@ def test_racing_threads_each_see_a_whole_entry_or_none(folder):
     for t in threads:
         t.start()
     try:
+        assert stored.wait(30)
         seen = [cache.load("race", "k") for _ in range(300)]
     finally:
         stop.set()
