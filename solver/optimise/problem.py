@@ -103,7 +103,7 @@ class Problem:
     """Device name → why it was left out before any physics (e.g. no price)."""
     skipped: list[Skipped] = field(default_factory=list)
     """Shapes the spec allows that are never built (an engine rule refuses them)."""
-    _physics: dict[tuple[int, int, int, int, str, int], ShapePhysics] = field(default_factory=dict)
+    _physics: dict[tuple[int, int, int, int, str, int, float], ShapePhysics] = field(default_factory=dict)
     _caps: dict[tuple[object, ...], int] = field(default_factory=dict)
     _traffic: dict[tuple, ShapeScreen] = field(default_factory=dict)
     """Under traffic: each shape's screen (optimise/traffic_candidates.py), memoised."""
@@ -147,6 +147,7 @@ class Problem:
             workload.output_tokens,
             workload.batching,
             workload.shared_prefix_tokens,
+            workload.prefix_hit_rate,
         )
         got = self._physics.get(key)
         if got is None:
@@ -187,6 +188,8 @@ class Problem:
             workload.batching,
             max_ttft_s,
             upper,
+            workload.shared_prefix_tokens,
+            workload.prefix_hit_rate,
         )
         got = self._caps.get(key)
         if got is None:

@@ -50,11 +50,14 @@ class Scenario:
         if target == "users":
             return dataclasses.replace(self, workload=dataclasses.replace(self.workload, users=_whole(target, value)))
         if target == "context_tokens":
-            # A shorter context trims the output first: the prompt sets the TTFT.
+            # A shorter context shortens prompt and output alike: trimming the output
+            # alone would make every user resend sooner, and the prompts' queue (the
+            # TTFT under a users load) longer than the context it relaxes.
             w = self.workload
             tokens = _whole(target, value)
-            output = min(w.output_tokens, max(1, tokens - w.prompt_tokens))
-            prompt = min(w.prompt_tokens, max(1, tokens - output))
+            share = min(1.0, tokens / max(1, w.prompt_tokens + w.output_tokens))
+            prompt = min(w.prompt_tokens, max(1, round(w.prompt_tokens * share)))
+            output = min(w.output_tokens, max(1, tokens - prompt))
             return dataclasses.replace(self, workload=dataclasses.replace(w, context_tokens=tokens, prompt_tokens=prompt, output_tokens=output))
         if target == "max_usd_per_hour":
             return dataclasses.replace(self, max_usd_per_hour=value)
@@ -125,7 +128,9 @@ def diagnosis_candidates(problem: Problem, s: Scenario, shapes: list[Shape] | No
 
     out = every(w)
     one_user = dataclasses.replace(w, users=1)
-    tiny = dataclasses.replace(w, context_tokens=w.prompt_tokens + 1, output_tokens=1, kv_fill=1.0 / (w.prompt_tokens + 1))
+    # Memory held at one token a sequence, the requests themselves unchanged (their
+    # prompts' queue depends on their lengths, not on the KV they hold).
+    tiny = dataclasses.replace(w, kv_fill=1.0 / w.context_tokens)
     out += every(one_user, frozenset({"users"}))
     out += every(tiny, frozenset({"context_tokens"}))
     out += every(dataclasses.replace(tiny, users=1), frozenset({"users", "context_tokens"}))

@@ -40,6 +40,8 @@ def token_costs(ev: Evaluation, usd_per_hour: float, replicas: int, gpus: int) -
     # The prompt's matmul and attention FLOPs at their rates; pipeline stages each prefill
     # their own layers, and batched prompts keep them all busy.
     prefill_s = pre.compute_time_s / ev.deployment.pp / max(1, ev.workload.prompt_tokens)
+    if ev.deployment.dp_ep:  # each data-parallel rank prefills prompts of its own at once
+        prefill_s = pre.batched_compute_time_s / max(1, ev.workload.prompt_tokens)
     dec = est.decode
     decode_s = dec.coefficients.decode_only_s(dec.batch) / dec.batch
     tdp = ev.deployment.device.tdp_w

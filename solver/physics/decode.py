@@ -93,6 +93,8 @@ class DecodeCoefficients:
     its front end)."""
     request_overhead_s: float = 0.0
     """The serving front end's time per request, in TTFT only (never in a step)."""
+    prefill_servers: int = 1
+    """Prompts prefilled at once: one, or each data-parallel attention rank its own."""
     prefill_budget_tokens: int = 0
     """Tokens a step may process (the engine's max_num_batched_tokens); 0 when isolated."""
     comm_pieces: tuple[CommSegment, ...] = ()
@@ -224,11 +226,25 @@ class DecodeCoefficients:
         """What a request spends outside the prompt queue: its later tokens' steps and the front end."""
         return max(0, self.output_tokens - 1) * self.tpot_s(batch) + self.request_overhead_s
 
+    def prompt_capacity_s(self, batch: int) -> float:
+        """The replica time one prompt takes from the others: its share of the steps'
+        token budget (several prompts share a step's chunk), or its own pass (isolated);
+        over the ranks that prefill at once."""
+        if self.prefill_budget_tokens:
+            chunk = max(1, self.prefill_budget_tokens - batch)
+            s = self.prompt_tokens / chunk * self.step_s(batch, min(chunk, self.prompt_tokens))
+        else:
+            s = self.prefill_gpu_s
+        return s / max(1, self.prefill_servers)
+
     def ttft_under_load_s(self, batch: int) -> float:
         """TTFT with `batch` users on the replica, each sending its next request when its
-        last one ends (a closed loop): its own prompt, the prompts queued ahead of it
-        (`queued_prompt_s`), and the front end."""
-        return queued_prompt_s(self.prompt_service_s(batch), batch, self.delay_s(batch)) + self.request_overhead_s
+        last one ends (a closed loop): the wait for the prompts queued ahead of it
+        (`queued_prompt_s` at each prompt's capacity share, less its own), its own
+        prompt's time, and the front end."""
+        capacity = self.prompt_capacity_s(batch)
+        wait = queued_prompt_s(capacity, batch, self.delay_s(batch)) - capacity
+        return max(0.0, wait) + self.prompt_service_s(batch) + self.request_overhead_s
 
     def max_batch(self, max_tpot_s: float, upper: int) -> int:
         """Largest batch (≤ upper) whose step meets `max_tpot_s`; 0 if none. Every
@@ -334,7 +350,12 @@ def _prompts(d: Deployment, w: Workload | None) -> dict:
     if w is None:
         return {}
     new = w.prompt_tokens - cached_prompt_tokens(d, w)
-    return {"prompt_tokens": new, "output_tokens": w.output_tokens, "prefill_gpu_s": estimate_prefill(d, w).gpu_time_s}
+    return {
+        "prompt_tokens": new,
+        "output_tokens": w.output_tokens,
+        "prefill_gpu_s": estimate_prefill(d, w).gpu_time_s,
+        "prefill_servers": d.tp if d.dp_ep else 1,
+    }
 
 
 def _continuous(d: Deployment, w: Workload | None) -> dict:
@@ -349,8 +370,11 @@ def _continuous(d: Deployment, w: Workload | None) -> dict:
     linear = linear_flops(d.model.active_params, new) + experts * (1 / d.weights.expert_compute_share - 1)
     per_token = (linear + attention_flops(d, p, cached)) / new / d.tp
     budget = d.engine.max_num_batched_tokens if d.engine else 8192
+    # a request's prompt is spread over the steps of its life: with speculative decoding
+    # fewer of them, each yielding (1 − α^(k+1)) / (1 − α) tokens
+    steps = max(1, w.output_tokens) / (d.speculation.expected_tokens if d.speculation else 1.0)
     return {
-        "prefill_tokens_per_sequence": new / max(1, w.output_tokens),
+        "prefill_tokens_per_sequence": new / steps,
         "prefill_flops_per_token": per_token,
         "prefill_budget_tokens": budget,
     }

@@ -338,7 +338,9 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
     sequence holds its own tokens beyond it (`shared_kv_tokens`)."""
     batch = d.batch_per_replica(w)
     shared = shared_kv_tokens(d, w)
-    per_seq = per_gpu_kv_bytes_per_sequence(d, max(1, w.resident_tokens - shared))
+    # a sequence whose prompt missed the cache holds its own copy of the prefix
+    hits = round(shared * w.prefix_hit_rate)
+    per_seq = per_gpu_kv_bytes_per_sequence(d, max(1, w.resident_tokens - hits))
     shared_bytes = per_gpu_kv_bytes_per_sequence(d, shared) if shared else 0.0
     if shared and d.dp_ep:  # each data-parallel rank caches the prefix for its own sequences
         shared_bytes = kv_bytes_per_sequence(d.model, d.kv, shared)

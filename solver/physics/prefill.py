@@ -108,6 +108,15 @@ class PrefillEstimate:
         return (dense * self._dense_share + self.expert_flops / self.expert_compute_share) / self.effective_flops_per_s
 
     @property
+    def batched_compute_time_s(self) -> float:
+        """The prompt's matmuls and attention when the group's ranks all prefill (prompts
+        of their own under data-parallel attention): the dense part over every rank."""
+        dense = self.linear_flops - self.expert_flops
+        linear = (dense + self.expert_flops / self.expert_compute_share) / self.effective_flops_per_s
+        peak = self.attention_peak_flops_per_s or self.peak_flops_per_s
+        return linear + self.attention_flops / (self.tp * peak * (self.attention_efficiency or self.compute_efficiency))
+
+    @property
     def expert_time_s(self) -> float:
         """Of linear_time_s, the routed experts' GEMMs."""
         return self.expert_flops / self.expert_compute_share / self.effective_flops_per_s
@@ -169,7 +178,9 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         weight_bytes_read=_weights_read(d, new),
         bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,
         bandwidth_efficiency=d.factors.bandwidth_efficiency * bandwidth_share(d),
-        comm=estimate_comm(d, new),
+        # dp_ep: the prompt's tokens all sit on its own rank, which sends each to its
+        # experts (the all-to-all per token is per replica token, a 1/g share per GPU)
+        comm=estimate_comm(d, new * d.tp if d.dp_ep else new),
         step_overhead_s=fixed_step_s(d),
         attention_peak_flops_per_s=d.device.dense_flops_per_s[attn_dtype],
         attention_compute_dtype=attn_dtype,

@@ -105,6 +105,10 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -
     # Under traffic the batch is the requests a replica holds on average; the engine
     # runs with the limit the screen and the simulation assumed (its max_num_seqs).
     batch = c.traffic.at_load_seqs if c.traffic is not None else c.batch
+    if d.dp_ep and engine not in ("vllm", "sglang"):
+        raise InputError(
+            "--engine", engine, "the plan runs data-parallel attention with expert parallelism (dp_ep): deploy emits it for vllm and sglang"
+        )
     if engine == "llama.cpp":
         dep.argv = _llama_server(dep, model, d, batch, max_model_len, weights, kv, ckpt, table, same_engine, e)
     else:
@@ -119,7 +123,11 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -
         if engine == "vllm":  # on by default in V1; said, since the plan counts on it
             dep.argv += ["--enable-prefix-caching"]
         if engine == "llama.cpp":
-            notes.append("llama-server keeps no shared prefix across slots: the plan prefills every prompt whole")
+            planned = d.engine is None or d.engine.prefix_caching
+            notes.append(
+                "llama-server keeps no shared prefix across slots: it prefills every prompt whole"
+                + (", which the plan's TTFT and memory did not count (solve with engine: llama.cpp to plan for it)" if planned else "")
+            )
         elif c.replicas > 1:
             notes.append(
                 f"each replica caches the shared {w.shared_prefix_tokens:,}-token prefix on its first request and holds it once "

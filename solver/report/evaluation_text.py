@@ -333,7 +333,7 @@ def render_text(ev: Evaluation) -> str:
         budget = c.prefill_budget_tokens
         chunk = max(1, budget - dec.batch)
         own = (
-            f"the prompt in chunks of {min(chunk, pre.prompt_tokens):,} tokens ({budget:,}-token step budget less {dec.batch} decoding), "
+            f"the prompt in chunks of {min(chunk, c.prompt_tokens):,} tokens ({budget:,}-token step budget less {dec.batch} decoding), "
             f"one chunk per step (continuous batching), {fmt_seconds(c.prompt_service_s(dec.batch))}"
             if budget
             else f"the prompt in a pass of its own, {fmt_seconds(c.prompt_service_s(dec.batch))}"

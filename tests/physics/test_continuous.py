@@ -37,10 +37,14 @@ def test_ttft_under_load_is_chunks_of_the_step_budget(build_deployment):
     c = cont.coefficients
     assert c.prefill_budget_tokens == 8192
     assert c.prompt_service_s(32) == pytest.approx(3 * c.step_s(32, 8160))
-    # behind the other 31 users' prompts (closed loop), and the server's front end once
+    # behind the other 31 users' prompts (closed loop): each takes 20,000 / 8,160 of a
+    # step's budget from the others (prompts share a step's chunk), so the wait is the
+    # queue's at that share less its own; then its own 3 steps, and the front end once
     front = d.factors.request_overhead_s
     delay = 255 * c.tpot_s(32) + front
-    assert cont.ttft_under_load_s == pytest.approx(queued_prompt_s(3 * c.step_s(32, 8160), 32, delay) + front)
+    share = 20_000 / 8160 * c.step_s(32, 8160)
+    wait = queued_prompt_s(share, 32, delay) - share
+    assert cont.ttft_under_load_s == pytest.approx(wait + 3 * c.step_s(32, 8160) + front)
     # More users leave less room per step: TTFT grows with the load.
     more = estimate_decode(d.replace(), dataclasses.replace(w, users=2000, batching="continuous"), batch=2000)
     assert more.ttft_under_load_s > cont.ttft_under_load_s
