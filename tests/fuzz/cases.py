@@ -66,14 +66,17 @@ class Case:
 
 
 def _paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
-    """Every path in a nested document, leaves and branches alike."""
-    out = [prefix]
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            out += _paths(v, prefix + (k,))
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc):
-            out += _paths(v, prefix + (i,))
+    """Every path in a nested document, leaves and branches alike, in document order;
+    without recursion, since "deep" mutations stack hundreds of levels."""
+    out: list[tuple] = []
+    stack: list[tuple[Any, tuple]] = [(doc, prefix)]
+    while stack:
+        node, path = stack.pop()
+        out.append(path)
+        if isinstance(node, dict):
+            stack.extend((v, path + (k,)) for k, v in reversed(list(node.items())))
+        elif isinstance(node, list):
+            stack.extend((v, path + (i,)) for i, v in reversed(list(enumerate(node))))
     return out
 
 
