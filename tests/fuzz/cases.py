@@ -65,12 +65,17 @@ class Case:
     what: str = ""
 
 
+MAX_PATHS = 100_000
+"""A mutation picks among the first paths only: "wrap" and "duplicate_list" share
+subtrees, so a few rounds can make the paths (not the document) run to millions."""
+
+
 def _paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
-    """Every path in a nested document, leaves and branches alike, in document order;
-    without recursion, since "deep" mutations stack hundreds of levels."""
+    """Every path in a nested document (the first MAX_PATHS), leaves and branches alike,
+    in document order; without recursion, since "deep" mutations stack hundreds of levels."""
     out: list[tuple] = []
     stack: list[tuple[Any, tuple]] = [(doc, prefix)]
-    while stack:
+    while stack and len(out) < MAX_PATHS:
         node, path = stack.pop()
         out.append(path)
         if isinstance(node, dict):
