@@ -360,6 +360,12 @@ def render_text(ev: Evaluation) -> str:
             ("decode", f"{fmt_rate(dec.comm.allreduce_bytes, 'B')} each by {dec.comm.algorithm}  → {fmt_seconds(dec.comm.tp_time_s)} per step"),
             ("prefill", f"{fmt_rate(pre.comm.allreduce_bytes, 'B')} each by {pre.comm.algorithm}  → {fmt_seconds(pre.comm.tp_time_s)} per prompt"),
         ]
+        if d.dp_ep:  # no all-reduces: a dispatch and a combine per MoE layer
+            rows[1:] = [
+                ("all-to-alls", f"2 per MoE layer × {d.model.moe_layers} (dispatch and combine: the tokens to their experts and back)"),
+                ("decode", f"→ {fmt_seconds(dec.comm.tp_time_s)} per step"),
+                ("prefill", f"→ {fmt_seconds(pre.comm.tp_time_s)} per prompt (its tokens all leave its own rank)"),
+            ]
         if d.pp > 1:
             rows.append(("pipeline", f"{d.pp - 1} stage boundaries → {fmt_seconds(dec.comm.pp_time_s)} per decode step"))
         rows.append(("note", iv.note))
