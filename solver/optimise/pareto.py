@@ -322,7 +322,9 @@ def _rate_frontier(problem: Problem) -> Frontier:
             continue
         price = c.shape.device.price.usd_per_gpu_hour if c.shape.device.price else 0.0
         top = min(math.ceil(target / per - 1e-9), gpu_cap // c.shape.gpus_per_replica)
-        for r in range(1, top + 1):
+        # the frontier keeps its MAX_POINTS dearest steps: a shape's cheaper counts below
+        # its MAX_POINTS largest never reach them (tens of thousands under a large max_gpus)
+        for r in range(max(1, top - MAX_POINTS + 1), top + 1):
             plan = dataclasses.replace(c, replicas=r)
             cost = price * max(0, r * c.shape.gpus_per_replica - c.shape.owned)
             options.append((cost, min(target, r * per), plan))
