@@ -12,6 +12,7 @@ import json
 import math
 import random
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,16 +73,26 @@ subtrees, so a few rounds can make the paths (not the document) run to millions.
 
 def _paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
     """Every path in a nested document (the first MAX_PATHS), leaves and branches alike,
-    in document order; without recursion, since "deep" mutations stack hundreds of levels."""
-    out: list[tuple] = []
-    stack: list[tuple[Any, tuple]] = [(doc, prefix)]
-    while stack and len(out) < MAX_PATHS:
-        node, path = stack.pop()
-        out.append(path)
+    in document order; without recursion, since "deep" mutations stack hundreds of
+    levels, and a child at a time, since "duplicate_list" makes lists of millions."""
+    out: list[tuple] = [prefix]
+
+    def children(node: Any, path: tuple) -> Iterator[tuple[Any, tuple]]:
         if isinstance(node, dict):
-            stack.extend((v, path + (k,)) for k, v in reversed(list(node.items())))
-        elif isinstance(node, list):
-            stack.extend((v, path + (i,)) for i, v in reversed(list(enumerate(node))))
+            return ((v, path + (k,)) for k, v in node.items())
+        if isinstance(node, list):
+            return ((v, path + (n,)) for n, v in enumerate(node))
+        return iter(())
+
+    stack = [children(doc, prefix)]
+    while stack and len(out) < MAX_PATHS:
+        step = next(stack[-1], None)
+        if step is None:
+            stack.pop()
+            continue
+        node, path = step
+        out.append(path)
+        stack.append(children(node, path))
     return out
 
 
