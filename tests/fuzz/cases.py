@@ -66,8 +66,8 @@ class Case:
     what: str = ""
 
 
-MAX_PATHS = 100_000
-"""A mutation picks among the first paths only: "wrap" and "duplicate_list" share
+MAX_PATHS = 20_000
+"""A mutation picks among the first paths only (each can be hundreds of keys long): "wrap" and "duplicate_list" share
 subtrees, so a few rounds can make the paths (not the document) run to millions."""
 
 
