@@ -77,6 +77,11 @@ class Engine:
     """Its KV blocks are kept and matched by prefix, so prompts that share a prefix
     prefill it once and hold it once (vLLM V1, SGLang, TensorRT-LLM's block reuse)."""
     prefix_caching_source: str = ""
+    disaggregation: bool = False
+    """It serves prompts and decoding on separate instances, the KV cache sent between
+    them (vLLM's KV connectors, SGLang's --disaggregation-mode, TensorRT-LLM's
+    disaggregated trtllm-serve)."""
+    disaggregation_source: str = ""
 
     def __post_init__(self) -> None:
         check_name("engine", self.name)

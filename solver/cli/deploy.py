@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING, Any
 
 from solver.cli.common import catalog_for, problem_from
 from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK
+
+if TYPE_CHECKING:
+    from solver.report.launch import Launch
 
 
 def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -70,51 +74,73 @@ def run(args: argparse.Namespace) -> int:
         from solver.physics.memory import deployment_weights_bytes
         from solver.report.deploy_k8s import manifests, to_yaml
 
-        docs = manifests(
-            dep, name=f"{c.shape.deployment.model.name}-{engine}", image=args.image, weights_bytes=deployment_weights_bytes(c.shape.deployment)
-        )
+        name = f"{c.shape.deployment.model.name}-{engine}"
+        weights = deployment_weights_bytes(c.shape.deployment)
+        if dep.prefill is not None:  # one workload per pool
+            docs = manifests(dep.prefill, name=f"{name}-prefill", image=args.image, weights_bytes=weights)
+            docs += manifests(dep, name=f"{name}-decode", image=args.image, weights_bytes=weights)
+        else:
+            docs = manifests(dep, name=name, image=args.image, weights_bytes=weights)
         if args.format == "json":
             print(json.dumps(docs, indent=2))
         else:
-            print(
-                "# " + f"plan-opt deploy: {dep.replicas} replica(s) × {dep.nodes_per_replica} node(s) × "
-                f"{dep.gpus_per_node} × {c.shape.device.display_name} — {dep.engine}, {dep.model_id}"
-            )
+            if dep.prefill is not None and c.prefill is not None:
+                pre = dep.prefill
+                print(
+                    f"# plan-opt deploy: prefill pool {pre.replicas} replica(s) × {pre.gpus_per_replica} × {c.prefill.shape.device.display_name}, "
+                    f"decode pool {dep.replicas} replica(s) × {dep.gpus_per_replica} × {c.shape.device.display_name} — {dep.engine}, {dep.model_id}"
+                )
+            else:
+                print(
+                    "# " + f"plan-opt deploy: {dep.replicas} replica(s) × {dep.nodes_per_replica} node(s) × "
+                    f"{dep.gpus_per_node} × {c.shape.device.display_name} — {dep.engine}, {dep.model_id}"
+                )
             for n in dep.notes:
                 print(f"# {n}")
             sys.stdout.write(to_yaml(docs))
         return EXIT_OK
     if args.format == "json":
-        ck = dep.checkpoint
-        print(
-            json.dumps(
-                {
-                    "engine": dep.engine,
-                    "command": dep.argv,
-                    "replicas": dep.replicas,
-                    "gpus_per_replica": dep.gpus_per_replica,
-                    "nodes_per_replica": dep.nodes_per_replica,
-                    "gpus_per_node": dep.gpus_per_node,
-                    "model": dep.model_id,
-                    "checkpoint": None
-                    if ck is None
-                    else {"hf_id": ck.hf_id, "format": ck.format, "variant": ck.variant, "container": ck.container, "source": ck.source},
-                    "launch": [{"node": s.node, "command": s.argv} for s in dep.steps],
-                    "notes": dep.notes,
-                },
-                indent=2,
-            )
-        )
+        out = _launch_json(dep)
+        if dep.prefill is not None:
+            out["serving"] = "disaggregated"
+            out["prefill"] = _launch_json(dep.prefill)
+            out["router"] = None if dep.router is None else dep.router.argv
+        print(json.dumps(out, indent=2))
     else:
-        print(
-            f"# {dep.replicas} replica(s) × {dep.gpus_per_replica} × {c.shape.device.display_name} — {dep.engine}"
-            + (f", {dep.nodes_per_replica} nodes of {dep.gpus_per_node} per replica" if dep.nodes_per_replica > 1 else "")
-        )
-        if dep.nodes_per_replica > 1:
-            for s in dep.steps:
-                print(f"[{s.node}] {s.command}")
-        else:
-            print(dep.command)
-        for n in dep.notes:
-            print(f"# {n}")
+        pools = [(dep.prefill, c.prefill.shape.device.display_name if c.prefill else "")] if dep.prefill is not None else []
+        pools.append((dep, c.shape.device.display_name))
+        for launch, device in pools:
+            role = f"{launch.role} pool: " if launch.role else ""
+            print(
+                f"# {role}{launch.replicas} replica(s) × {launch.gpus_per_replica} × {device} — {launch.engine}"
+                + (f", {launch.nodes_per_replica} nodes of {launch.gpus_per_node} per replica" if launch.nodes_per_replica > 1 else "")
+            )
+            if launch.nodes_per_replica > 1:
+                for s in launch.steps:
+                    print(f"[{s.node}] {s.command}")
+            else:
+                print(launch.command)
+            for n in launch.notes:
+                print(f"# {n}")
+        if dep.router is not None:
+            print("# router: one in front of both pools")
+            print(dep.router.command)
     return EXIT_OK
+
+
+def _launch_json(dep: Launch) -> dict[str, Any]:
+    ck = dep.checkpoint
+    return {
+        "engine": dep.engine,
+        "command": dep.argv,
+        "replicas": dep.replicas,
+        "gpus_per_replica": dep.gpus_per_replica,
+        "nodes_per_replica": dep.nodes_per_replica,
+        "gpus_per_node": dep.gpus_per_node,
+        "model": dep.model_id,
+        "checkpoint": None
+        if ck is None
+        else {"hf_id": ck.hf_id, "format": ck.format, "variant": ck.variant, "container": ck.container, "source": ck.source},
+        "launch": [{"node": s.node, "command": s.argv} for s in dep.steps],
+        "notes": dep.notes,
+    }

@@ -65,6 +65,19 @@ class Relaxation:
     note: str
 
 
+@dataclass(frozen=True)
+class ServingComparison:
+    """With search.serving both ways: the best plan of each, and why the chosen one wins."""
+
+    chosen: str
+    """aggregated or disaggregated."""
+    aggregated_plan: str | None
+    aggregated_objective: float | None
+    disaggregated_plan: str | None
+    disaggregated_objective: float | None
+    reason: str
+
+
 @dataclass
 class SolveResult:
     problem: Problem
@@ -91,6 +104,8 @@ class SolveResult:
     explained: bool = True
     gpu_cap_defaulted: bool = False
     """search.max_gpus was unset and the cheapest plan exceeded its default, so it applies."""
+    serving: ServingComparison | None = None
+    """With search.serving [aggregated, disaggregated]: the best of each (explain/serving.py)."""
     traffic_check: Check | None = None
     """Under traffic: the chosen plan's simulation (explain/traffic.py)."""
     traffic_unmet: str = ""

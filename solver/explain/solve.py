@@ -19,6 +19,7 @@ from solver.explain.records import (
 )
 from solver.explain.runners_up import runners_up
 from solver.explain.sensitivity import better_weights, sensitivity
+from solver.explain.serving import compare_serving
 from solver.explain.traffic import verified, verify_runners_up
 from solver.explain.validate import validate
 from solver.optimise.candidates import Candidate
@@ -65,6 +66,7 @@ def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
                 for r in result.constraints
             ]
         if explain:
+            compare_serving(problem, s, result)
             sensitivity(problem, s, result)
             runners_up(problem, s, result)
             if problem.workload.traffic is not None:
@@ -80,6 +82,8 @@ def explain_plan(problem: Problem, s: Scenario, result: SolveResult) -> None:
     d = c.shape.deployment.replace(replicas=c.replicas)
     if c.traffic is not None:  # evaluated at the requests a replica holds on average
         ev = evaluate(d, dataclasses.replace(s.workload, users=c.batch * c.replicas), Targets(), with_remedies=False)
+    elif c.prefill is not None:  # the decode pool decodes only: no prompt chunks in its steps
+        ev = evaluate(d, dataclasses.replace(s.workload, batching="isolated"), dataclasses.replace(s.targets, max_ttft_s=None), with_remedies=False)
     else:
         ev = evaluate(d, s.workload, s.targets, with_remedies=False)
     result.plan = ev
@@ -149,6 +153,8 @@ def explain_plan(problem: Problem, s: Scenario, result: SolveResult) -> None:
         )
     if s.max_gpus is not None:
         rows.append(ConstraintRow("max_gpus", LABELS["max_gpus"], float(c.gpus), float(s.max_gpus), "GPUs", float(s.max_gpus - c.gpus)))
+    if c.prefill is not None:
+        rows = [_disaggregated_row(r, c, s) for r in rows]
     result.constraints = rows
     result.batch_capped_by = "memory" if c.max_batch_memory <= c.max_batch_tpot else "max_tpot"
     if c.traffic is not None:
@@ -179,6 +185,32 @@ def _at_percentile(row: ConstraintRow, c: Candidate, s: Scenario, result: SolveR
         return dataclasses.replace(
             row, note=f"{c.batch} requests per replica on average (Little's law); KV for {c.max_batch_memory} sequences at the mean length"
         )
+    return row
+
+
+def _disaggregated_row(row: ConstraintRow, c: Candidate, s: Scenario) -> ConstraintRow:
+    """Under disaggregated serving the TTFT is the prefill pool's, and the KV crosses the network."""
+    pool = c.prefill
+    assert pool is not None
+    load, tr = pool.load, pool.transfer
+    if row.name == "max_ttft":
+        t = s.targets.max_ttft_s
+        return dataclasses.replace(
+            row,
+            value=c.ttft_s,
+            slack=None if t is None else t - c.ttft_s,
+            note=f"prefill pool: {pool.replicas} × {pool.shape.label}, {load.users_per_replica} users per replica; "
+            f"queued {fmt_seconds(load.wait_s)} + prompt {fmt_seconds(load.service_s)} + KV transfer {fmt_seconds(load.transfer_s)} "
+            f"+ first step {fmt_seconds(load.first_step_s)} + front end {fmt_seconds(load.request_overhead_s)}",
+        )
+    if row.name == "interconnect":
+        return dataclasses.replace(
+            row,
+            note=f"{row.note}; each prompt's KV ({tr.bytes_per_request / 1e9:,.2f} GB) crosses {tr.link} at "
+            f"{tr.bandwidth_bytes_per_s / 1e9:,.0f} GB/s per GPU in {fmt_seconds(tr.time_s)}",
+        )
+    if row.name == "max_tpot":
+        return dataclasses.replace(row, note=row.note.replace("decode is", "decode-only steps are", 1))
     return row
 
 

@@ -9,12 +9,16 @@ plan they solve."""
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from solver.optimise.candidates import Candidate
 from solver.optimise.problem import Problem
-from solver.physics.deployment import Targets
+from solver.physics.deployment import Targets, Workload
+from solver.physics.disaggregation import kv_transfer, link_load_ok, prefill_pool_load
 from solver.physics.evaluate import evaluate
+from solver.physics.prefill import estimate_prefill
 from solver.traffic.verify import Check
 
 
@@ -52,12 +56,16 @@ def validate(problem: Problem, c: Candidate, check: Check | None = None) -> list
     if c.replicas * c.batch < w.users:
         bad("users", f"{c.replicas} replicas × {c.batch} sequences hold fewer than the {w.users} users")
 
-    ev = evaluate(d.replace(replicas=c.replicas), w, t, with_remedies=False)
+    if c.prefill is not None:  # the decode pool decodes only; the TTFT is the prefill pool's
+        w = dataclasses.replace(w, batching="isolated")
+    ev = evaluate(d.replace(replicas=c.replicas), w, t if c.prefill is None else dataclasses.replace(t, max_ttft_s=None), with_remedies=False)
     if not ev.valid:
         bad("split", "; ".join(ev.refusals))
         return out
     est = ev.estimates
     ttft = ev.estimates.ttft_s
+    if c.prefill is not None:
+        ttft = _prefill_pool_checks(problem, c, w, est.decode.tpot_s, bad)
     batch = est.decode.batch
     if est.memory.max_batch < batch:
         bad("memory", f"{batch} sequences per replica, but memory holds {est.memory.max_batch}")
@@ -71,14 +79,68 @@ def validate(problem: Problem, c: Candidate, check: Check | None = None) -> list
         bad("max_gpus", f"{c.gpus} GPUs exceed {problem.max_gpus}")
     if c.gpus - c.rented > c.shape.owned:
         bad("inventory", f"{c.gpus - c.rented} owned GPUs used, {c.shape.owned} owned")
-    price = d.device.price.usd_per_gpu_hour if d.device.price else 0.0
-    rent = c.rented * price
+    rent = buy = 0.0
+    gpus: dict[str, tuple[int, int, float, float]] = {}
+    for shape, n in c.pools:  # two pools of one device share its owned GPUs
+        dev = shape.device
+        had = gpus.get(dev.name, (0, shape.owned, dev.price.usd_per_gpu_hour if dev.price else 0.0, dev.purchase_usd or 0.0))
+        gpus[dev.name] = (had[0] + n, *had[1:])
+    for n, owned, price, purchase in gpus.values():
+        rent += max(0, n - owned) * price
+        buy += max(0, n - owned) * purchase
+    if sum(n for n, *_ in gpus.values()) != c.gpus:
+        bad("gpus", f"the pools hold {sum(n for n, *_ in gpus.values())} GPUs, the plan claims {c.gpus}")
+    if abs(rent - c.cost_usd_per_hour) > 1e-6:
+        bad("cost", f"the pools rent at ${rent:,.2f}/h, the plan claims ${c.cost_usd_per_hour:,.2f}/h")
     if problem.max_usd_per_hour is not None and rent > problem.max_usd_per_hour + 1e-9:
         bad("max_usd_per_hour", f"${rent:,.2f}/h exceeds ${problem.max_usd_per_hour:,.2f}/h")
-    buy = c.rented * (d.device.purchase_usd or 0.0)
     if problem.max_purchase_usd is not None and buy > problem.max_purchase_usd + 1e-6:
         bad("max_purchase_usd", f"${buy:,.0f} exceeds ${problem.max_purchase_usd:,.0f}")
     return out
+
+
+def _prefill_pool_checks(problem: Problem, c: Candidate, w: Workload, tpot_s: float, bad: Callable[[str, str], None]) -> float:
+    """A disaggregated plan's prefill pool, re-derived: its shape searched and runnable,
+    a prompt's KV in its memory, its queue (the closed form, decode.queued_prompt_s) not
+    saturated, the KV over the link; returns the TTFT it gives."""
+    pool = c.prefill
+    assert pool is not None
+    p, dd = pool.shape.deployment, c.shape.deployment
+    spec = problem.spec
+    if p.device.name not in {dev.name for dev in problem.devices}:
+        bad("search.gpus", f"the prefill pool's {p.device.name} is not among the devices searched")
+    if (p.weights.name, p.kv.name) != (dd.weights.name, dd.kv.name):
+        bad("formats", f"the pools serve different formats: {p.weights.name}/{p.kv.name} and {dd.weights.name}/{dd.kv.name}")
+    if p.tp not in spec.search.tp:
+        bad("search.tp", f"the prefill pool's TP {p.tp} is not among {spec.search.tp}")
+    ev = evaluate(p.replace(replicas=pool.replicas), dataclasses.replace(w, users=pool.replicas), Targets(), with_remedies=False)
+    if not ev.valid:
+        bad("split", "the prefill pool: " + "; ".join(ev.refusals))
+        return math.inf
+    if ev.estimates.memory.max_batch < 1:
+        bad("memory", f"a prefill replica ({pool.shape.label}) holds no sequence beside its weights")
+    transfer = kv_transfer(p, dd, w.prompt_tokens)
+    if transfer is None:
+        bad("interconnect", "no network joins the pools")
+        return math.inf
+    prefill = estimate_prefill(p, w)
+    load = prefill_pool_load(
+        w.users,
+        pool.replicas,
+        prefill.gpu_time_s,
+        p.tp if p.dp_ep else 1,
+        tpot_s,
+        w.output_tokens,
+        transfer.time_s,
+        dd.factors.request_overhead_s,
+    )
+    if load.saturated:
+        bad("prefill", f"{load.users_per_replica} users per prefill replica saturate it (prompt {prefill.gpu_time_s * 1e3:.1f} ms)")
+    if not link_load_ok(w.users, load, transfer, pool.gpus, c.replicas * c.shape.gpus_per_replica):
+        bad("interconnect", "the prompts' KV exceeds the pools' network")
+    if abs(load.ttft_s - c.ttft_s) > 1e-6 * max(1.0, load.ttft_s):
+        bad("max_ttft", f"the pools give a TTFT of {load.ttft_s * 1e3:.3f} ms, the plan claims {c.ttft_s * 1e3:.3f} ms")
+    return load.ttft_s
 
 
 def _sixteen(names: list[str]) -> set[str]:

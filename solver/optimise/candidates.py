@@ -21,6 +21,7 @@ from solver.optimise.targets import TIME_TOLERANCE, ceil_us, time_us
 from solver.physics.costs import plan_tco
 from solver.physics.decode import DecodeCoefficients
 from solver.physics.deployment import Targets, Workload
+from solver.physics.disaggregation import KvTransfer, PrefillPoolLoad
 from solver.traffic.screen import TrafficSizing
 
 _T = TypeVar("_T")
@@ -50,7 +51,27 @@ class cached_property(Generic[_T]):  # noqa: N801 (used as functools' is)
         return value
 
 
-__all__ = ["Candidate", "candidates", "ceil_us"]  # ceil_us: the rounding enumerate.py shares
+__all__ = ["Candidate", "PrefillPool", "candidates", "ceil_us"]  # ceil_us: the rounding enumerate.py shares
+
+
+@dataclass(frozen=True)
+class PrefillPool:
+    """Disaggregated serving: the replicas that only prefill, and what the plan's TTFT
+    is made of (physics/disaggregation.py). The candidate's own shape is then the decode pool."""
+
+    shape: Shape
+    physics: ShapePhysics
+    replicas: int
+    load: PrefillPoolLoad
+    transfer: KvTransfer
+
+    @property
+    def gpus(self) -> int:
+        return self.replicas * self.shape.gpus_per_replica
+
+    @property
+    def ttft_s(self) -> float:
+        return self.load.ttft_s
 
 
 @dataclass(frozen=True)
@@ -75,6 +96,27 @@ class Candidate:
     """Under traffic: the TTFT at its percentile, as the screen puts it at this load."""
     traffic: TrafficSizing | None = None
     """Under traffic: how the replicas were sized (the screen's figures)."""
+    prefill: PrefillPool | None = None
+    """Disaggregated serving: the prefill pool (this candidate's shape and replicas are the decode pool)."""
+
+    @property
+    def serving(self) -> str:
+        return "aggregated" if self.prefill is None else "disaggregated"
+
+    @cached_property
+    def pools(self) -> tuple[tuple[Shape, int], ...]:
+        """(shape, GPUs) of each pool, the decode pool (or the only one) first."""
+        own = ((self.shape, self.replicas * self.shape.gpus_per_replica),)
+        return own if self.prefill is None else (*own, (self.prefill.shape, self.prefill.gpus))
+
+    @cached_property
+    def _by_device(self) -> tuple[tuple[Shape, int, int], ...]:
+        """(a shape of the device, GPUs of it, GPUs of it rented), per device: two pools
+        of one device share its owned GPUs."""
+        gpus: dict[str, list] = {}
+        for shape, n in self.pools:
+            gpus.setdefault(shape.device.name, [shape, 0])[1] += n
+        return tuple((shape, n, max(0, n - shape.owned)) for shape, n in gpus.values())
 
     @property
     def decode(self) -> DecodeCoefficients:
@@ -87,27 +129,39 @@ class Candidate:
 
     @cached_property
     def gpus(self) -> int:
-        return self.replicas * self.shape.gpus_per_replica
+        return self.replicas * self.shape.gpus_per_replica + (self.prefill.gpus if self.prefill else 0)
 
     @cached_property
     def rented(self) -> int:
         """GPUs beyond those owned."""
-        return max(0, self.gpus - self.shape.owned)
+        return sum(r for _, _, r in self._by_device)
 
     @cached_property
     def cost_usd_per_hour(self) -> float:
-        price = self.shape.device.price
-        return self.rented * price.usd_per_gpu_hour if price and self.rented else 0.0
+        total = 0.0
+        for shape, _, rented in self._by_device:
+            price = shape.device.price
+            total += rented * price.usd_per_gpu_hour if price and rented else 0.0
+        return total
 
     @cached_property
     def purchase_usd(self) -> float:
-        p = self.shape.device.purchase_usd
-        return self.rented * p if p and self.rented else 0.0
+        total = 0.0
+        for shape, _, rented in self._by_device:
+            p = shape.device.purchase_usd
+            total += rented * p if p and rented else 0.0
+        return total
 
     @cached_property
     def _tco(self) -> tuple[float, str]:
-        price = self.shape.device.price
-        return plan_tco(self.gpus, self.gpus - self.rented, self.shape.costs, price.usd_per_gpu_hour if price else None)
+        total, how = 0.0, set()
+        for shape, n, rented in self._by_device:
+            price = shape.device.price
+            cost, acquired = plan_tco(n, n - rented, shape.costs, price.usd_per_gpu_hour if price else None)
+            total += cost
+            how.add(acquired)
+        how.discard("")
+        return total, " and ".join(sorted(how))
 
     @property
     def tco_usd_per_hour(self) -> float:
@@ -121,6 +175,8 @@ class Candidate:
 
     @cached_property
     def ttft_s(self) -> float:
+        if self.prefill is not None:
+            return self.prefill.ttft_s
         if self.ttft_at_load_s is not None:
             return self.ttft_at_load_s
         dec = self.physics.decode
@@ -156,7 +212,8 @@ class Candidate:
 
     @cached_property
     def interconnect_excess(self) -> int:
-        return 0 if self.physics.interconnect_ok else 1
+        ok = self.physics.interconnect_ok and (self.prefill is None or self.prefill.physics.interconnect_ok)
+        return 0 if ok else 1
 
     @cached_property
     def cost_cents(self) -> int:
@@ -223,8 +280,15 @@ def candidates(
         from solver.optimise.traffic_candidates import traffic_candidates
 
         return traffic_candidates(problem, w, t, shapes if shapes is not None else problem.shapes, relaxed, variants=batch_variants)
+    from solver.optimise.disaggregated import disaggregated_candidates, serves_disaggregated
+
+    searched = shapes if shapes is not None else problem.shapes
     out: list[Candidate] = []
-    for shape in shapes if shapes is not None else problem.shapes:
+    if serves_disaggregated(problem, w):
+        out += disaggregated_candidates(problem, w, t, searched, relaxed, variants=batch_variants, ignore_caps=ignore_tpot_cap)
+    if "aggregated" not in problem.spec.search.serving:
+        return out
+    for shape in searched:
         ph = problem.physics(shape, w)
         dec = ph.decode
         if not ph.valid or dec is None:

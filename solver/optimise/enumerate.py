@@ -17,6 +17,7 @@ from solver.optimise.model import Limits
 from solver.optimise.problem import Problem, Shape
 from solver.physics import validity
 from solver.physics.costs import plan_tco
+from solver.physics.deployment import Targets
 from solver.physics.evaluate import evaluate
 
 
@@ -98,3 +99,87 @@ def exhaustive(problem: Problem) -> Found | None:
 def _tco_cents(gpus: int, owned_used: int, shape: Shape, price: Price | None) -> int:
     usd, _ = plan_tco(gpus, owned_used, shape.costs, price.usd_per_gpu_hour if price else None)
     return 10**12 if math.isinf(usd) else math.ceil(round(usd * 100, 6))
+
+
+@dataclass(frozen=True)
+class FoundPair:
+    prefill: Shape
+    prefill_replicas: int
+    decode: Shape
+    decode_replicas: int
+    cost_cents: int
+    gpus: int
+    ttft_s: float
+
+
+def exhaustive_disaggregated(problem: Problem) -> FoundPair | None:
+    """The cheapest disaggregated plan by brute force (min_cost, no owned GPUs): every
+    decode shape at every replica count, evaluated as a decode-only replica, with every
+    prefill shape of its formats at every replica count, its queue in the closed form
+    (decode.queued_prompt_s). Shares no code with optimise/disaggregated.py beyond the
+    physics. Returns the least (cost, GPUs)."""
+    import dataclasses
+
+    from solver.physics.disaggregation import kv_transfer, link_load_ok, prefill_pool_load
+    from solver.physics.memory import estimate_memory
+    from solver.physics.prefill import estimate_prefill
+
+    w, t = problem.workload, problem.targets
+    iso = dataclasses.replace(w, batching="isolated")
+    limit_us = None if t.max_ttft_s is None else math.floor(t.max_ttft_s * 1e6 + 1e-6)
+    tpot_limit_us = None if t.max_tpot_s is None else math.floor(t.max_tpot_s * 1e6 + 1e-6)
+
+    def usable(shape: Shape) -> bool:
+        d = shape.deployment
+        return d.speculation is None and not validity.refusals(d, iso) and not validity.check(d, iso)
+
+    def price(shape: Shape) -> float:
+        p = shape.deployment.device.price
+        return p.usd_per_gpu_hour if p else 0.0
+
+    prefills = []
+    for p_shape in problem.shapes:
+        p = p_shape.deployment
+        if usable(p_shape) and p.platform.scale_out is not None and estimate_memory(p, iso).max_batch >= 1:
+            prefills.append((p_shape, estimate_prefill(p, iso).gpu_time_s))
+    best: FoundPair | None = None
+    for d_shape in problem.shapes:
+        d = d_shape.deployment
+        if not usable(d_shape):
+            continue
+        last = None
+        for y in range(1, w.users + 1):
+            batch = math.ceil(w.users / y)
+            if batch == last:
+                continue
+            last = batch
+            ev = evaluate(d.replace(replicas=y), iso, Targets(), with_remedies=False)
+            if not ev.estimates.memory.fits:
+                continue
+            tpot = ev.estimates.decode.tpot_s
+            if tpot_limit_us is not None and ceil_us(tpot) > tpot_limit_us:
+                continue
+            for p_shape, service in prefills:
+                p = p_shape.deployment
+                if (p.weights.name, p.kv.name) != (d.weights.name, d.kv.name):
+                    continue
+                transfer = kv_transfer(p, d, w.prompt_tokens)
+                if transfer is None:
+                    continue
+                for x in range(1, w.users + 1):
+                    load = prefill_pool_load(
+                        w.users, x, service, p.tp if p.dp_ep else 1, tpot, w.output_tokens, transfer.time_s, d.factors.request_overhead_s
+                    )
+                    if load.saturated or (limit_us is not None and ceil_us(load.ttft_s) > limit_us):
+                        continue
+                    px, dy = x * p.tp * p.pp, y * d.tp * d.pp
+                    if not link_load_ok(w.users, load, transfer, px, dy):
+                        continue
+                    gpus = px + dy
+                    cents = math.ceil(round((px * price(p_shape) + dy * price(d_shape)) * 100, 6))
+                    if problem.max_gpus is not None and gpus > problem.max_gpus:
+                        break
+                    if best is None or (cents, gpus) < (best.cost_cents, best.gpus):
+                        best = FoundPair(p_shape, x, d_shape, y, cents, gpus, load.ttft_s)
+                    break  # more prefill replicas only cost more
+    return best

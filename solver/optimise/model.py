@@ -196,14 +196,15 @@ def status_name(code: cp_model.CpSolverStatus) -> str:
 
 def tie_key(c: Candidate, objective: str, prefer: str = "quality") -> tuple[int, ...]:
     """The objective, then (prefer quality) the better weight and KV formats, then lower TPOT,
-    lower TTFT, fewer GPUs, catalog order, larger batch; prefer speed puts the formats
+    lower TTFT, fewer GPUs, aggregated before disaggregated, catalog order, larger batch; prefer speed puts the formats
     after the latencies, and then a solve's plan is never dominated on the Pareto
     frontier of cost against latency."""
     d = c.shape.deployment
     q = (-d.weights.quality_rank, -d.kv.quality_rank)
     speed = (c.tpot_us, c.ttft_us)
     order = (*q, *speed) if prefer == "quality" else (*speed, *q)
-    return (PRIMARY[objective](c), *order, c.gpus, c.shape.index, -c.batch)
+    pool = (1, c.prefill.shape.index, c.prefill.replicas) if c.prefill is not None else (0, -1, 0)  # aggregated first: one pool to run
+    return (PRIMARY[objective](c), *order, c.gpus, pool[0], c.shape.index, *pool[1:], -c.batch)
 
 
 def prune(cands: list[Candidate], limits: Limits, objective: str, prefer: str = "quality") -> list[Candidate]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from solver.bisect import largest_true
 from solver.catalog import Device, Ownership, Pricing
@@ -14,6 +15,7 @@ from solver.physics import validity
 from solver.physics.costs import GpuHourCosts
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.deployment import Deployment, Targets, Workload
+from solver.physics.disaggregation import KvTransfer, kv_transfer
 from solver.physics.memory import estimate_memory
 from solver.physics.prefill import estimate_prefill
 from solver.spec.solve_spec import Spec
@@ -105,6 +107,9 @@ class Problem:
     """Shapes the spec allows that are never built (an engine rule refuses them)."""
     _physics: dict[tuple[int, int, int, int, str, int, float], ShapePhysics] = field(default_factory=dict)
     _caps: dict[tuple[object, ...], int] = field(default_factory=dict)
+    _transfers: dict[tuple[int, int, int], KvTransfer | None] = field(default_factory=dict)
+    _pools: dict[tuple, Any] = field(default_factory=dict)
+    """Disaggregated serving: the prefill pools paired with each decode option (optimise/disaggregated.py)."""
     _traffic: dict[tuple, ShapeScreen] = field(default_factory=dict)
     """Under traffic: each shape's screen (optimise/traffic_candidates.py), memoised."""
     simulations: int = 0
@@ -154,6 +159,13 @@ class Problem:
             got = _shape_physics(shape, workload)
             self._physics[key] = got
         return got
+
+    def kv_transfer(self, prefill: Shape, decode: Shape, prompt_tokens: int) -> KvTransfer | None:
+        """A prompt's KV from a prefill replica of one shape to a decode replica of another (memoised)."""
+        key = (prefill.index, decode.index, prompt_tokens)
+        if key not in self._transfers:
+            self._transfers[key] = kv_transfer(prefill.deployment, decode.deployment, prompt_tokens)
+        return self._transfers[key]
 
     def tpot_cap(self, physics: ShapePhysics, workload: Workload, max_tpot_s: float, upper: int) -> int:
         """Most sequences per replica meeting `max_tpot_s` (memoised: re-solves that

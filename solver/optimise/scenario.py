@@ -109,7 +109,18 @@ def objective_value(problem: Problem, c: Candidate) -> float:
 
 
 def plan_label(c: Candidate) -> str:
-    return f"{c.replicas} × {c.shape.label} ({c.gpus} GPU{'s' if c.gpus != 1 else ''}, batch {c.batch})"
+    gpus = f"{c.gpus} GPU{'s' if c.gpus != 1 else ''}"
+    if c.prefill is not None:
+        pool = c.prefill
+        return f"{pool.replicas} × {pool.shape.label} prefill + {c.replicas} × {c.shape.label} decode ({gpus}, batch {c.batch})"
+    return f"{c.replicas} × {c.shape.label} ({gpus}, batch {c.batch})"
+
+
+def with_serving(problem: Problem, serving: str) -> Problem:
+    """The problem with search.serving one way only (aggregated or disaggregated); the
+    physics memoised so far is shared."""
+    search = problem.spec.search.model_copy(update={"serving": [serving]})
+    return dataclasses.replace(problem, spec=problem.spec.model_copy(update={"search": search}))
 
 
 def with_default_gpu_cap(problem: Problem) -> Problem:

@@ -209,6 +209,11 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
     excluded: dict[str, str] = {}
     skipped: list[Skipped] = []
     shapes: list[Shape] = []
+    if spec.search.serving == ["disaggregated"] and devices:
+        engine = resolve_engine(spec.engine, catalog, devices[0])
+        if not engine.disaggregation:
+            able = ", ".join(e.name for e in catalog.engines if e.disaggregation)
+            raise InputError("search.serving", "disaggregated", f"{engine.display_name} has no prefill/decode split (engines with one: {able})")
     for device in devices:
         own = owned.get(device.name, 0)
         if needs_price(spec) and device.price is None and not own:

@@ -265,8 +265,8 @@ def queued_prompt_s(service_s: float, users: int, delay_s: float) -> float:
     n = max(1, users)
     if service_s <= 0 or n == 1:
         return max(0.0, service_s)
-    if delay_s <= 0:
-        return n * service_s
+    if delay_s <= service_s * 1e-12:  # ρ past what a float holds: the saturated limit, N·S − Z
+        return n * service_s - max(0.0, delay_s)
     log_rho = math.log(service_s / delay_s)
     if n <= SMALL_QUEUE:  # a plain loop beats numpy's call overhead here
         log_terms: list[float] = []

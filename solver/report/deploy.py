@@ -66,8 +66,74 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -
         raise ValueError("no plan to deploy")
     if engine not in ENGINES:
         raise InputError("--engine", engine, f"deploy emits {', '.join(ENGINES)}")
+    # Under traffic the batch is the requests a replica holds on average; the engine
+    # runs with the limit the screen and the simulation assumed (its max_num_seqs).
+    batch = c.traffic.at_load_seqs if c.traffic is not None else c.batch
+    pool = c.prefill
+    if pool is None:
+        return _pool_launch(result, engine, variant, c.shape.deployment, c.replicas, batch)
+    if engine not in ("vllm", "sglang"):
+        raise InputError("--engine", engine, "the plan serves prefill and decode on separate pools: deploy emits it for vllm and sglang")
+    dep = _pool_launch(result, engine, variant, c.shape.deployment, c.replicas, batch, _role_flags(engine, "decode"))
+    pre = _pool_launch(result, engine, variant, pool.shape.deployment, pool.replicas, pool.load.users_per_replica, _role_flags(engine, "prefill"))
+    _disaggregate(dep, pre, result, engine)
+    return dep
+
+
+SGLANG_BOOTSTRAP_PORT = 8998
+
+
+def _role_flags(engine: str, role: str) -> list[str]:
+    """How each pool's engine is told its role and the KV transfer."""
+    if engine == "vllm":  # NIXL: the decode instance pulls each prompt's KV from the prefill instance's GPUs
+        return ["--kv-transfer-config", json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, separators=(",", ":"), sort_keys=True)]
+    out = ["--disaggregation-mode", role, "--disaggregation-transfer-backend", "mooncake"]
+    return out + (["--disaggregation-bootstrap-port", str(SGLANG_BOOTSTRAP_PORT)] if role == "prefill" else [])
+
+
+def _disaggregate(dep: Launch, pre: Launch, result: SolveResult, engine: str) -> None:
+    """The plan's two pools, the decode replicas (`dep`) and the prefill replicas (`pre`),
+    and what routes a request through both."""
+    pool = result.solution.chosen.prefill
+    assert pool is not None
+    pre.role, dep.role = "prefill", "decode"
+    if engine == "vllm":
+        dep.notes.append(
+            "requests reach the pools through a P/D proxy that sends each prompt to a prefill replica with max_tokens 1, then "
+            "the request to a decode replica with the KV's handle (vLLM's nixl_integration toy_proxy_server.py, llm-d or Dynamo)"
+        )
+    else:
+        router = [
+            "python3",
+            "-m",
+            "sglang_router.launch_router",
+            "--pd-disaggregation",
+            "--prefill",
+            "http://$PREFILL_IP:30000",
+            str(SGLANG_BOOTSTRAP_PORT),
+            "--decode",
+            "http://$DECODE_IP:30000",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "8000",
+        ]
+        dep.router = LaunchStep("router", router, "sglang_router")
+        dep.notes.append("the router takes a --prefill URL (with its bootstrap port) per prefill replica and a --decode URL per decode replica")
+    t = pool.transfer
+    dep.notes.append(
+        f"each prompt's KV ({t.bytes_per_request / 1e9:,.2f} GB) crosses {t.link} between the pools: give the engines the RDMA "
+        "devices (UCX_NET_DEVICES for NIXL, --disaggregation-ib-device for Mooncake); over TCP the transfer is several times slower"
+    )
+    dep.prefill = pre
+
+
+def _pool_launch(
+    result: SolveResult, engine: str, variant: str, d: Plan, replicas: int, batch: int, role_flags: tuple[str, ...] | list[str] = ()
+) -> Launch:
+    """One pool's replica (the plan's only pool, or one of a disaggregated plan's two)."""
+    c = result.solution.chosen
     table = flag_table()[engine]
-    d = c.shape.deployment
     w = result.problem.workload
     model, device = d.model, d.device
     notes: list[str] = []
@@ -77,7 +143,7 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -
     how = table["weights"].get(weights)
     if how is None:
         raise _refuse(engine, "weights in", weights, table, "weights")
-    gpus = c.shape.gpus_per_replica
+    gpus = d.tp * d.pp
     per_node = min(gpus, d.platform.gpus_per_node)
     nodes = math.ceil(gpus / d.platform.gpus_per_node)
     if nodes > 1 and table["multi_node"] is None:
@@ -92,7 +158,7 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -
     dep = Launch(
         engine,
         [],
-        c.replicas,
+        replicas,
         gpus,
         notes,
         nodes,
@@ -102,9 +168,6 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -
         port=table["port"],
         health_path=table["health_path"],
     )
-    # Under traffic the batch is the requests a replica holds on average; the engine
-    # runs with the limit the screen and the simulation assumed (its max_num_seqs).
-    batch = c.traffic.at_load_seqs if c.traffic is not None else c.batch
     if d.dp_ep and engine not in ("vllm", "sglang"):
         raise InputError(
             "--engine", engine, "the plan runs data-parallel attention with expert parallelism (dp_ep): deploy emits it for vllm and sglang"
@@ -128,14 +191,15 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -
                 "llama-server keeps no shared prefix across slots: it prefills every prompt whole"
                 + (", which the plan's TTFT and memory did not count (solve with engine: llama.cpp to plan for it)" if planned else "")
             )
-        elif c.replicas > 1:
+        elif replicas > 1:
             notes.append(
                 f"each replica caches the shared {w.shared_prefix_tokens:,}-token prefix on its first request and holds it once "
                 "(as the plan does): any load balancer will do"
             )
+    dep.argv += role_flags
     dep.steps = _steps(dep, engine, nodes)
-    if c.replicas > 1:
-        notes.append(f"start {c.replicas} replicas, each on its own {gpus} GPU(s), behind a load balancer")
+    if replicas > 1 and c.prefill is None:
+        notes.append(f"start {replicas} replicas, each on its own {gpus} GPU(s), behind a load balancer")
     return dep
 
 

@@ -53,6 +53,12 @@ class Launch:
     vendor: str = "NVIDIA"
     port: int = 8000
     health_path: str = "/health"
+    role: str = ""
+    """Disaggregated serving: prefill or decode ('' for a plan of one pool)."""
+    prefill: Launch | None = None
+    """Disaggregated serving: the prefill pool's launch (this one is the decode pool's)."""
+    router: LaunchStep | None = None
+    """What routes each request through a prefill and a decode replica, where the engine ships one."""
 
     @property
     def command(self) -> str:
@@ -76,7 +82,12 @@ def check_flags(dep: Launch) -> list[str]:
     command of the launch (empty: all fine)."""
     tables = flag_table()
     bad = []
-    for step in dep.steps or [LaunchStep("node", dep.argv, dep.engine)]:
+    steps = list(dep.steps or [LaunchStep("node", dep.argv, dep.engine)])
+    if dep.prefill is not None:
+        steps += dep.prefill.steps or [LaunchStep("node", dep.prefill.argv, dep.prefill.engine)]
+    if dep.router is not None:
+        steps.append(dep.router)
+    for step in steps:
         table = tables[step.tool]["flags"]
         argv = step.argv
         skip = len(tables[step.tool]["command"].split())  # `python -m sglang.launch_server`

@@ -16,7 +16,7 @@ from pydantic import Field
 from solver.explain.exclusions import by_device, exclusions
 from solver.explain.records import SensitivityRow, SolveResult
 from solver.optimise.scenario import objective_value
-from solver.physics.costs import plan_tco, token_costs
+from solver.physics.costs import TokenCosts, plan_tco, token_costs
 from solver.report import strict_json
 from solver.report.speculative_json import SpeculativeOut, speculative_out
 from solver.report.strict_json import SolveModel
@@ -69,6 +69,28 @@ class OwnershipOut(SolveModel):
     hosting_usd_per_kw_month: float
 
 
+class PrefillPoolOut(SolveModel):
+    """Disaggregated serving: the replicas that only prefill (the plan's own gpu, tp and
+    replicas are then the decode pool's)."""
+
+    gpu: str
+    gpu_display_name: str
+    platform: str
+    tp: int
+    pp: int
+    parallelism: str
+    replicas: int
+    gpus: int
+    users_per_replica: int = Field(description="Closed-loop users whose prompts one prefill replica serves.")
+    prompt_s: float = Field(description="One prompt on an idle prefill replica, the GPUs' time.")
+    queued_s: float = Field(description="A prompt's wait behind the others at the plan's load (machine-repairman queue).")
+    kv_transfer_bytes: float = Field(description="One prompt's KV cache, whole, sent to the decode pool.")
+    kv_transfer_s: float
+    kv_link: str = Field(description="The network the KV crosses (the pools on separate nodes).")
+    kv_link_bandwidth_bytes_per_s: float = Field(description="Per GPU per direction.")
+    first_step_s: float = Field(description="The decode pool's first step, in TTFT (the first token streams from the decode replica).")
+
+
 class PlanOut(SolveModel):
     gpu: str
     gpu_display_name: str
@@ -98,6 +120,12 @@ class PlanOut(SolveModel):
     parallelism: str = Field(
         default="tp", description="tp: every layer split over the tp GPUs; dp_ep: data-parallel attention and the experts split over them."
     )
+    serving: str = Field(
+        default="aggregated",
+        description="aggregated (every replica prefills and decodes) or disaggregated: then gpu, tp, replicas, batch and the "
+        "memory figures are the decode pool's, prefill_pool the other pool, and gpus and the costs both pools'.",
+    )
+    prefill_pool: PrefillPoolOut | None = Field(default=None, description="Disaggregated serving: the prefill pool.")
     memory_needed_bytes: float = Field(description="Per GPU.")
     memory_usable_bytes: float = Field(description="Per GPU.")
     engine: str
@@ -174,6 +202,17 @@ class ExcludedShapesOut(SolveModel):
     count: int = Field(description="Shapes (split × weights × KV cache) it leaves out.")
 
 
+class ServingOut(SolveModel):
+    """With search.serving [aggregated, disaggregated]: the best plan each way and why the chosen one wins."""
+
+    chosen: str
+    aggregated_plan: str | None
+    aggregated_objective: float | None = Field(description="None: no aggregated plan meets the spec.")
+    disaggregated_plan: str | None
+    disaggregated_objective: float | None = Field(description="None: no disaggregated plan meets the spec.")
+    reason: str
+
+
 class SolveOut(SolveModel):
     """`plan-opt solve --format json`: strict JSON, where a figure that is unbounded or not set is null, never Infinity or NaN."""
 
@@ -206,6 +245,9 @@ class SolveOut(SolveModel):
     )
     shapes_searched: int
     devices_searched: int
+    serving: ServingOut | None = Field(
+        default=None, description="With search.serving [aggregated, disaggregated]: the best plan each way (None: one way searched)."
+    )
     traffic: TrafficOut | None = Field(default=None, description="With workload.requests_per_s: the plan under traffic, screened and simulated.")
     traffic_unmet: str = Field(default="", description="With workload.requests_per_s and no plan: why no screened plan passed its simulation.")
     refused_by_simulation: list[str] = Field(
@@ -224,6 +266,51 @@ def _plan_tco(c: Candidate, objective: str) -> tuple[float | None, str]:
             c.gpus, c.gpus - c.rented, c.shape.costs, price.usd_per_gpu_hour if price else None, "buy" if objective == "min_purchase" else "rent"
         )
     return (None if math.isinf(usd) else usd), how
+
+
+def _disaggregated_token_costs(c: Candidate, usd_per_hour: float, costs: TokenCosts) -> TokenCosts:
+    """Each pool's tokens at its own share of the plan's cost (by its GPUs at their
+    price): a prompt token a prefill replica's time, an output token a decode replica's."""
+    pool = c.prefill
+    assert pool is not None
+    list_usd = [n * (shape.device.price.usd_per_gpu_hour if shape.device.price else 0.0) for shape, n in c.pools]
+    total = sum(list_usd)
+    shares = [x / total for x in list_usd] if total else [n / c.gpus for _, n in c.pools]
+    decode_usd_per_s = usd_per_hour * shares[0] / 3600 / c.replicas
+    prefill_usd_per_s = usd_per_hour * shares[1] / 3600 / pool.replicas
+    dec = pool.physics.decode
+    prefill_s = pool.load.capacity_s / max(1, dec.prompt_tokens if dec is not None else 1)  # a replica's time per prompt token
+    return dataclasses.replace(
+        costs,
+        usd_per_million_input_tokens=prefill_usd_per_s * prefill_s * 1e6,
+        usd_per_million_output_tokens=decode_usd_per_s * costs.decode_s_per_output_token * 1e6,
+        prefill_s_per_prompt_token=prefill_s,
+    )
+
+
+def _prefill_pool_out(c: Candidate) -> PrefillPoolOut | None:
+    pool = c.prefill
+    if pool is None:
+        return None
+    d, load, tr = pool.shape.deployment, pool.load, pool.transfer
+    return PrefillPoolOut(
+        gpu=d.device.name,
+        gpu_display_name=d.device.display_name,
+        platform=d.platform.name,
+        tp=d.tp,
+        pp=d.pp,
+        parallelism=d.parallelism,
+        replicas=pool.replicas,
+        gpus=pool.gpus,
+        users_per_replica=load.users_per_replica,
+        prompt_s=load.service_s,
+        queued_s=load.wait_s,
+        kv_transfer_bytes=tr.bytes_per_request,
+        kv_transfer_s=tr.time_s,
+        kv_link=tr.link,
+        kv_link_bandwidth_bytes_per_s=tr.bandwidth_bytes_per_s,
+        first_step_s=load.first_step_s,
+    )
 
 
 def _price_out(price: Price) -> PriceOut:
@@ -285,7 +372,10 @@ def to_output(r: SolveResult) -> SolveOut:
         est = ev.estimates
         d = ev.deployment
         tco, acquired = _plan_tco(c, p.objective)
-        costs = token_costs(ev, tco if tco is not None else c.cost_usd_per_hour, c.replicas, c.gpus)
+        usd = tco if tco is not None else c.cost_usd_per_hour
+        costs = token_costs(ev, usd, c.replicas, c.gpus)
+        if c.prefill is not None:
+            costs = _disaggregated_token_costs(c, usd, costs)
         hc, own = c.shape.costs, p.ownership
         ttft_s, capped_by = est.ttft_s, r.batch_capped_by
         # build_problem gives every shape its costs and the problem its ownership;
@@ -311,8 +401,10 @@ def to_output(r: SolveResult) -> SolveOut:
             cost_usd_per_hour=0.0 if acquired == "bought" else round(c.cost_usd_per_hour, 6),
             purchase_usd=round(c.purchase_usd, 2),
             tpot_s=c.tpot_s if c.traffic is not None else est.decode.tpot_s,
-            ttft_s=c.ttft_s if c.traffic is not None else ttft_s,
-            idle_ttft_s=est.prefill.ttft_s,
+            ttft_s=c.ttft_s if c.traffic is not None or c.prefill is not None else ttft_s,
+            idle_ttft_s=est.prefill.ttft_s if c.prefill is None else c.prefill.ttft_s - c.prefill.load.wait_s,
+            serving=c.serving,
+            prefill_pool=_prefill_pool_out(c),
             prefix_cached_tokens=est.prefill.cached_tokens,
             speculative=speculative_out(ev),
             shared_kv_bytes=est.memory.shared_kv_bytes,
@@ -342,7 +434,18 @@ def to_output(r: SolveResult) -> SolveOut:
             batch_capped_by=capped_by,
             replicas_forced_by=r.replicas_forced_by,
         )
+    sv = r.serving
     return SolveOut(
+        serving=None
+        if sv is None
+        else ServingOut(
+            chosen=sv.chosen,
+            aggregated_plan=sv.aggregated_plan,
+            aggregated_objective=sv.aggregated_objective,
+            disaggregated_plan=sv.disaggregated_plan,
+            disaggregated_objective=sv.disaggregated_objective,
+            reason=sv.reason,
+        ),
         spec=spec,
         status=r.solution.status,
         proven_optimal=r.solution.proven_optimal,

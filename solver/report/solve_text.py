@@ -157,21 +157,39 @@ def render(r: SolveResult, markdown: bool = False) -> str:
         split = f"data-parallel attention × EP {pl.tp}" if pl.parallelism == "dp_ep" else f"TP {pl.tp}" + (f" × PP {pl.pp}" if pl.pp > 1 else "")
         parts = [f"{n} {what}" for n, what in ((pl.gpus_owned_used, "owned"), (pl.gpus_rented, "rented"), (pl.gpus_bought, "bought")) if n]
         own = f" ({', '.join(parts)})" if pl.gpus_owned_used or pl.gpus_bought else ""
-        lines.append(h("Plan"))
+        pp_pool = pl.prefill_pool
+        lines.append(h("Plan" + (" (disaggregated: a prefill pool and a decode pool)" if pp_pool else "")))
+        if pp_pool:
+            p_split = (
+                f"data-parallel attention × EP {pp_pool.tp}"
+                if pp_pool.parallelism == "dp_ep"
+                else f"TP {pp_pool.tp}" + (f" × PP {pp_pool.pp}" if pp_pool.pp > 1 else "")
+            )
+            lines.append(
+                f"prefill: {pp_pool.replicas} × {pp_pool.gpu_display_name}, {p_split} — {pp_pool.gpus} GPUs on {pp_pool.platform}, "
+                f"{pp_pool.users_per_replica:,} users' prompts per replica"
+            )
         lines.append(
-            f"{pl.replicas} × {pl.gpu_display_name}, {split}, weights {pl.weights}, KV cache {pl.kv_cache}"
+            ("decode: " if pp_pool else "")
+            + f"{pl.replicas} × {pl.gpu_display_name}, {split}, weights {pl.weights}, KV cache {pl.kv_cache}"
             + (f", speculative decoding ({pl.speculative.draft})" if pl.speculative else "")
             + " — "
-            f"{pl.gpus} GPU{'s' if pl.gpus != 1 else ''}{own}, ${pl.cost_usd_per_hour:,.2f}/hour"
+            + (f"{pl.replicas * pl.tp * pl.pp} GPUs on {pl.platform}\nin all: " if pp_pool else "")
+            + f"{pl.gpus} GPU{'s' if pl.gpus != 1 else ''}{own}, ${pl.cost_usd_per_hour:,.2f}/hour"
             + (f", ${pl.purchase_usd:,.0f} to buy" if p.max_purchase_usd or p.objective == "min_purchase" or pl.gpus_bought else "")
         )
         if o.traffic:
             lines.append(f"{pl.batch_per_replica:,} requests per replica on average on {pl.platform}")
         else:
             lines.append(
-                f"{pl.batch_per_replica:,} users per replica on {pl.platform}; TPOT {fmt_seconds(pl.tpot_s)}, "
+                f"{pl.batch_per_replica:,} users per {'decode ' if pp_pool else ''}replica on {pl.platform}; TPOT {fmt_seconds(pl.tpot_s)}, "
                 f"TTFT {fmt_seconds(pl.ttft_s)}, {pl.tokens_per_s:,.0f} tokens/s in all"
             )
+            if pp_pool:
+                lines.append(
+                    f"each prompt's KV cache ({pp_pool.kv_transfer_bytes / GB:,.2f} GB) goes from its prefill replica to a decode replica over "
+                    f"{pp_pool.kv_link} ({pp_pool.kv_link_bandwidth_bytes_per_s / GB:,.0f} GB/s per GPU) in {fmt_seconds(pp_pool.kv_transfer_s)}"
+                )
         lines.append(_tco_line(pl))
         joules = f"; {pl.output_tokens_per_joule:,.2f} output tokens per joule at board power" if pl.output_tokens_per_joule else ""
         if not o.traffic:  # under traffic the cost per token is the rate's (below)
@@ -227,6 +245,14 @@ def render(r: SolveResult, markdown: bool = False) -> str:
                 )
             elif pl.replicas > 1:
                 lines.append(f"- replicas: ⌈{s.users:,} users / {cap:,} per replica⌉ = {pl.replicas}, forced by {pl.replicas_forced_by}")
+        if pp_pool:
+            lines.append(
+                f"- prefill pool: ⌈{s.users:,} users / {pp_pool.users_per_replica:,} per replica⌉ = {pp_pool.replicas}: each replica's "
+                f"prompts queue {fmt_seconds(pp_pool.queued_s)} before their {fmt_seconds(pp_pool.prompt_s)} on it"
+                + (", within the TTFT target" if s.max_ttft_s else ", the most it keeps up with")
+            )
+        if o.serving:
+            lines.append(f"- serving: {o.serving.reason}")
         if pl.speculative:
             sp = pl.speculative
             lines.append(

@@ -86,6 +86,8 @@ class FleetSpec(SpecModel):
 
     @model_validator(mode="after")
     def _names(self) -> Self:
+        if "disaggregated" in self.search.serving:
+            raise ValueError("search.serving: a fleet is planned with aggregated replicas only (plan a disaggregated service with `plan-opt solve`)")
         names = [w.name for w in self.workloads]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:

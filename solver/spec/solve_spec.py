@@ -103,6 +103,13 @@ class SearchIn(SpecModel):
         description="How a replica's GPUs share a mixture-of-experts model: tp (every layer split), dp_ep (data-parallel "
         "attention, expert-parallel experts over the tp GPUs), or both; dense models are always tp.",
     )
+    serving: list[Literal["aggregated", "disaggregated"]] = Field(
+        default=["aggregated"],
+        min_length=1,
+        description="aggregated (every replica prefills and decodes), disaggregated (a prefill pool and a decode pool, "
+        "each its own GPU type, split and replica count, the KV cache sent between them over the network), or both, "
+        "the cheaper winning; a users workload only.",
+    )
     speculative: list[bool] = Field(
         default=[True, False],
         min_length=1,
@@ -253,6 +260,19 @@ def parse_spec(data: object, lines: dict | None = None, source: str | None = Non
             spec.speculative.method,
             "is planned for a users workload; under requests_per_s the simulator does not draft tokens yet (give users)",
         ).located(lines, source)
+    if "disaggregated" in spec.search.serving:
+        if spec.workload.requests_per_s is not None:
+            raise InputError(
+                "search.serving",
+                "disaggregated",
+                "is planned for a users workload; under requests_per_s the simulator does not run two pools yet (give users)",
+            ).located(lines, source)
+        if spec.speculative is not None and False not in spec.search.speculative and spec.search.serving == ["disaggregated"]:
+            raise InputError(
+                "search.serving",
+                "disaggregated",
+                "plans no speculative decoding (its decode pool does not draft): allow search.speculative: [false] or aggregated serving",
+            ).located(lines, source)
     return spec
 
 

@@ -1,0 +1,287 @@
+"""Candidate plans of disaggregated serving: a decode pool (a shape, its batch and
+replica count) paired with a prefill pool (a shape of the same weight and KV formats,
+on any device, and the fewest replicas whose prompt queue meets the TTFT target).
+
+The pairs enter the same CP-SAT model as the aggregated plans (one boolean per
+candidate, exactly one chosen), so one solve compares both ways of serving and every
+constraint, budget and explanation reads them alike. Only the fewest prefill replicas
+are paired: more cost more and change nothing else a constraint reads but the TTFT,
+which the fewest already meet.
+
+Pruning, exact (a dropped pair is never better than a kept one on any coefficient the
+model or its tie-break reads): a prefill shape another of the same formats beats on
+every figure the pairing reads is dropped before pairing (the better one meets the TTFT
+with no more replicas, each no dearer); and for each decode option, a prefill pool whose
+lower bounds (the fewest replicas the queue's saturation allows, the TTFT with no wait)
+are already matched by a pool paired with it is not sized at all. GPUs the user owns
+are free up to their count, so pools of owned devices are never pruned.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.optimise.candidates import Candidate, PrefillPool, _batches
+from solver.optimise.problem import Problem, Shape, ShapePhysics
+from solver.optimise.targets import TIME_TOLERANCE
+from solver.physics.costs import plan_tco
+from solver.physics.deployment import Targets, Workload
+from solver.physics.disaggregation import (
+    KvTransfer,
+    PrefillPoolLoad,
+    kv_share_on_gpu,
+    link_load_ok,
+    size_prefill_pool,
+)
+
+
+def serves_disaggregated(problem: Problem, w: Workload) -> bool:
+    """Whether the spec asks for disaggregated plans and this workload can have them
+    (a users workload, an engine with a prefill/decode split)."""
+    if "disaggregated" not in problem.spec.search.serving or w.traffic is not None or not problem.shapes:
+        return False
+    e = problem.shapes[0].deployment.engine
+    return e is None or e.disaggregation
+
+
+@dataclass(frozen=True)
+class _Option:
+    """A shape that can prefill, with what its pool costs per replica."""
+
+    shape: Shape
+    physics: ShapePhysics
+    service_s: float
+    servers: int
+    per_replica: tuple[float, float, float, float]
+    """(cents per hour, GPUs, purchase dollars, TCO cents per hour) of one replica."""
+
+    @property
+    def owned(self) -> bool:
+        return self.shape.owned > 0
+
+
+def _prefill_options(problem: Problem, w: Workload, shapes: list[Shape]) -> dict[tuple[str, str], list[_Option]]:
+    """Per (weights, KV) format, the shapes that can prefill a prompt (its KV fits; no
+    draft: a prefill replica does not decode), dominated ones dropped."""
+    by_format: dict[tuple[str, str], list[tuple[_Option, tuple[float, ...]]]] = {}
+    for shape in shapes:
+        d = shape.deployment
+        if d.speculation is not None or d.platform.scale_out is None:
+            continue
+        ph = problem.physics(shape, w)
+        if not ph.valid or not ph.interconnect_ok or ph.decode is None or ph.max_batch_memory < 1:
+            continue
+        dec = ph.decode
+        link = d.platform.scale_out
+        n = shape.gpus_per_replica
+        rent = d.device.price.usd_per_gpu_hour if d.device.price else None
+        per = (100 * n * (rent or 0.0), float(n), n * (d.device.purchase_usd or 0.0), 100 * plan_tco(n, 0, shape.costs, rent)[0])
+        opt = _Option(shape, ph, dec.prefill_gpu_s, dec.prefill_servers, per)
+        key: tuple[float, ...] = (
+            dec.prefill_gpu_s,
+            dec.prefill_gpu_s / max(1, dec.prefill_servers),
+            kv_share_on_gpu(d) / link.bandwidth_bytes_per_s,
+            1.0 / link.bandwidth_bytes_per_s,
+            link.latency_s,
+            *per,
+        )
+        by_format.setdefault((d.weights.name, d.kv.name), []).append((opt, key))
+    out: dict[tuple[str, str], list[_Option]] = {}
+    for fmt, rows in by_format.items():
+        free = [r for r in rows if not r[0].owned]
+        keys = np.asarray([k for _, k in free], dtype=float)
+        kept = []
+        for opt, row in free:
+            v = np.asarray(row)
+            if not (np.all(keys <= v, axis=1) & np.any(keys < v, axis=1)).any():
+                kept.append(opt)
+        out[fmt] = kept + [o for o, _ in rows if o.owned]
+    return out
+
+
+DIAGNOSIS_BATCHES = 16
+"""Decode batches per shape offered to the diagnosis, spread over the distinct ones:
+each pairs with every prefill shape, so every batch would make the pairs millions."""
+
+
+def disaggregated_candidates(
+    problem: Problem,
+    w: Workload,
+    t: Targets,
+    shapes: list[Shape],
+    relaxed: frozenset[str] = frozenset(),
+    *,
+    variants: bool = False,
+    ignore_caps: bool = False,
+) -> list[Candidate]:
+    """Every decode-pool option (a shape at its largest batch, or every batch with
+    `variants`) with the fewest replicas of each undominated prefill shape of its formats.
+    `ignore_caps` (the diagnosis): batches past the TPOT cap, and prefill pools sized
+    without the TTFT target, so that either target can be switched off by assumption."""
+    decode_w = dataclasses.replace(w, batching="isolated")  # a decode-only replica mixes no prompts into its steps
+    options_key = (
+        "options",
+        decode_w.resident_tokens,
+        decode_w.prompt_tokens,
+        decode_w.output_tokens,
+        decode_w.shared_prefix_tokens,
+        decode_w.prefix_hit_rate,
+        *(s.index for s in shapes),
+    )
+    prefill = problem._pools.get(options_key)
+    if prefill is None:
+        prefill = problem._pools[options_key] = _prefill_options(problem, decode_w, shapes)
+    max_ttft_s = None if ignore_caps else t.max_ttft_s
+    dims = _dims(problem)
+    out: list[Candidate] = []
+    for shape in shapes:
+        d = shape.deployment
+        options = prefill.get((d.weights.name, d.kv.name))
+        if d.speculation is not None or not options:
+            continue
+        ph = problem.physics(shape, decode_w)
+        dec = ph.decode
+        if not ph.valid or dec is None:
+            continue
+        b_mem = ph.max_batch_memory
+        upper = max(b_mem, 1)
+        if t.max_tpot_s is None or ignore_caps:
+            b_tpot = upper
+        else:
+            b_tpot = problem.tpot_cap(ph, decode_w, t.max_tpot_s * (1 + TIME_TOLERANCE), upper)
+        if min(b_mem, b_tpot) < 1 and not ignore_caps:
+            continue  # not one sequence fits, or meets the TPOT: no pairing makes it a plan
+        batches = _batches(min(b_mem, b_tpot), w.users, variants)
+        if ignore_caps and len(batches) > DIAGNOSIS_BATCHES:
+            batches = [batches[round(i * (len(batches) - 1) / (DIAGNOSIS_BATCHES - 1))] for i in range(DIAGNOSIS_BATCHES)]
+        pair_key = (shape.index, w.prompt_tokens, dims, *(o.shape.index for o in options))
+        pairing = problem._pools.get(pair_key)
+        if pairing is None:
+            transfers = [problem.kv_transfer(o.shape, shape, w.prompt_tokens) for o in options]
+            pairing = problem._pools[pair_key] = _Pairing.of(options, transfers, dims)
+        seen: set[int] = set()
+        for b in batches:
+            replicas = math.ceil(w.users / b)
+            if replicas in seen:
+                continue
+            seen.add(replicas)
+            batch = math.ceil(w.users / replicas)
+            tpot = dec.tpot_s(batch)
+            key = (pair_key, replicas, tpot, max_ttft_s, w.users, w.output_tokens)
+            pools = problem._pools.get(key)
+            if pools is None:
+                pools = problem._pools[key] = _pools(w, max_ttft_s, pairing, shape, replicas, tpot)
+            for pool in pools:
+                out.append(Candidate(shape, ph, batch, replicas, w.users, b_tpot, tpot, relaxed, 10**9, t, prefill=pool))
+    return out
+
+
+def _dims(problem: Problem) -> tuple[int, ...]:
+    """The figures of a pool a plan's choice can turn on: its cost (the objective or the
+    budget), GPUs (a cap, the tie-break), purchase and TCO where the spec prices them."""
+    objective = problem.objective
+    out = [0, 1]
+    if objective == "min_purchase" or problem.max_purchase_usd is not None:
+        out.append(2)
+    if objective == "min_tco":
+        out.append(3)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class _Pairing:
+    """One decode shape's prefill options as arrays, for the bounds of every batch at once."""
+
+    options: list[_Option]
+    transfers: list[KvTransfer | None]
+    transfer_s: np.ndarray
+    capacity_s: np.ndarray
+    per_replica: np.ndarray
+    """Options × dims: each figure `dims` names, for one replica."""
+    free: np.ndarray
+    """Options whose pools may be pruned (a network to send over, no owned GPUs)."""
+    key: tuple[int, ...]
+    rows: list[list[float]]
+    """per_replica as lists (the pruning loop compares them in Python: a handful a decode option)."""
+    free_indices: list[int]
+
+    @classmethod
+    def of(cls, options: list[_Option], transfers: list[KvTransfer | None], dims: tuple[int, ...]) -> _Pairing:
+        rows = [[o.per_replica[k] for k in dims] for o in options]
+        free = [t is not None and not o.owned for o, t in zip(options, transfers)]
+        return cls(
+            options,
+            transfers,
+            np.array([t.time_s if t else 0.0 for t in transfers]),
+            np.array([o.service_s / max(1, o.servers) for o in options]),
+            np.array(rows, dtype=float).reshape(len(options), len(dims)),
+            np.array(free),
+            tuple(o.shape.index for o in options),
+            rows,
+            [i for i, f in enumerate(free) if f],
+        )
+
+
+def _pools(w: Workload, max_ttft_s: float | None, pairing: _Pairing, d_shape: Shape, d_replicas: int, tpot_s: float) -> list[PrefillPool]:
+    """The prefill pools worth pairing with one decode option: each option's fewest
+    replicas, less those another pool matches on every figure of the pairing's `dims`
+    (_Option.per_replica). Every pool meets the TTFT target; of pools equal on all of
+    them, the one whose bound sorts first is kept (TTFT is not compared)."""
+    overhead = d_shape.deployment.factors.request_overhead_s
+    options, transfers = pairing.options, pairing.transfers
+    delay = pairing.transfer_s + w.output_tokens * tpot_s + overhead
+    # the fewest replicas the queue's saturation allows, N / ⌊1 + Z / S⌋: a lower bound on any TTFT target's
+    most = np.clip(np.floor(1 + delay / np.maximum(pairing.capacity_s, 1e-300) + 1e-12), 1, w.users)
+    bound = np.ceil(w.users / most)[:, None] * pairing.per_replica
+    out: list[PrefillPool] = []
+    shared = d_shape.owned > 0 or any(o.owned and o.shape.device.name == d_shape.device.name for o in options)
+    for i, (o, transfer) in enumerate(zip(options, transfers)):
+        if transfer is not None and (shared or not pairing.free[i]):  # owned GPUs are free up to their count: never pruned
+            pool = _size(w, max_ttft_s, o, transfer, d_shape, d_replicas, tpot_s, float(delay[i]), overhead)
+            if pool is not None:
+                out.append(pool)
+    if shared:
+        return out
+    bounds = bound.tolist()
+    rows = pairing.rows
+    kept: list[list[float]] = []
+    for i in sorted(pairing.free_indices, key=bounds.__getitem__):
+        b = bounds[i]
+        if any(all(k <= x for k, x in zip(vec, b)) for vec in kept):
+            continue  # a pool already paired is at least as good as this one could be
+        o, transfer = options[i], transfers[i]
+        assert transfer is not None
+        pool = _size(w, max_ttft_s, o, transfer, d_shape, d_replicas, tpot_s, float(delay[i]), overhead)
+        if pool is None:
+            continue
+        vec = [pool.replicas * x for x in rows[i]]
+        if any(all(k <= x for k, x in zip(prev, vec)) for prev in kept):
+            continue
+        kept.append(vec)
+        out.append(pool)
+    return out
+
+
+def _size(
+    w: Workload,
+    max_ttft_s: float | None,
+    o: _Option,
+    transfer: KvTransfer,
+    d_shape: Shape,
+    d_replicas: int,
+    tpot_s: float,
+    delay_s: float,
+    overhead_s: float,
+) -> PrefillPool | None:
+    sized = size_prefill_pool(w.users, o.service_s, o.servers, delay_s, transfer.time_s + tpot_s + overhead_s, max_ttft_s, TIME_TOLERANCE)
+    if sized is None:
+        return None
+    x, per, wait = sized
+    load = PrefillPoolLoad(per, o.service_s, o.service_s / max(1, o.servers), delay_s, wait, transfer.time_s, tpot_s, overhead_s)
+    if not link_load_ok(w.users, load, transfer, x * o.shape.gpus_per_replica, d_replicas * d_shape.gpus_per_replica):
+        return None
+    return PrefillPool(o.shape, o.physics, x, load, transfer)

@@ -1,0 +1,149 @@
+"""Disaggregated serving in the optimiser: CP-SAT's cheapest pair of pools against brute
+force, never dearer than aggregated serving when both are allowed, and the cases where
+each way wins for a reason known in advance."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from solver.errors import InputError
+from solver.explain.solve import solve
+from solver.explain.validate import validate
+from solver.optimise.enumerate import exhaustive, exhaustive_disaggregated
+from solver.report.deploy import emit
+from solver.report.launch import check_flags
+from solver.report.solve_json import to_output
+from tests.solve_helpers import problem_of
+
+
+@st.composite
+def small_specs(draw, serving):
+    prompt = draw(st.sampled_from([512, 2048, 8192]))
+    ttft = draw(st.sampled_from([None, "1s", "3s", "10s"]))
+    spec = {
+        "model": draw(st.sampled_from(["llama-3.1-8b", "qwen2.5-7b", "mixtral-8x7b"])),
+        "workload": {
+            "users": draw(st.integers(1, 24)),
+            "prompt_tokens": prompt,
+            "output_tokens": draw(st.sampled_from([64, 256, 1024])),
+            "batching": draw(st.sampled_from(["isolated", "continuous"])),
+        },
+        "sla": {k: v for k, v in (("max_ttft", ttft), ("max_tpot", draw(st.sampled_from([None, "20ms", "50ms"])))) if v},
+        "search": {
+            "gpus": draw(st.lists(st.sampled_from(["l40s", "a100-80gb", "h100-sxm", "mi300x"]), min_size=1, max_size=2, unique=True)),
+            "tp": draw(st.lists(st.sampled_from([1, 2]), min_size=1, max_size=2, unique=True)),
+            "weights": draw(st.lists(st.sampled_from(["bf16", "fp8"]), min_size=1, max_size=2, unique=True)),
+            "kv_cache": ["bf16"],
+            "serving": serving,
+        },
+    }
+    return spec
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_specs(["disaggregated"]))
+def test_the_cheapest_pair_of_pools_equals_brute_force(spec):
+    problem = problem_of(spec)
+    got = solve(problem, explain=False).solution
+    want = exhaustive_disaggregated(problem)
+    if want is None:
+        assert not got.feasible, spec
+        return
+    assert got.feasible and got.status == "optimal", spec
+    c = got.chosen
+    assert c.prefill is not None
+    assert c.cost_cents == want.cost_cents, (spec, c.prefill.shape.label, c.prefill.replicas, c.shape.label, c.replicas, want)
+    assert validate(problem, c) == []
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_specs(["aggregated", "disaggregated"]))
+def test_with_both_ways_allowed_the_plan_is_never_dearer_than_either(spec):
+    problem = problem_of(spec)
+    got = solve(problem, explain=False).solution
+    agg, dis = exhaustive(problem), exhaustive_disaggregated(problem)
+    if agg is None and dis is None:
+        assert not got.feasible, spec
+        return
+    assert got.feasible, spec
+    best = min(x for x in (agg.key[0] if agg else None, dis.cost_cents if dis else None) if x is not None)
+    assert got.chosen.cost_cents == best, spec
+
+
+# --------------------------------------------------------------------------- which way wins, and why
+
+LONG_PROMPTS = {
+    # 8k-token prompts, 512-token answers, under continuous batching: on an aggregated
+    # replica every decode step carries its users' prompt chunks (8192/512 = 16 prompt
+    # tokens per sequence per step), so a tight TPOT leaves few users per replica.
+    "model": "llama-3.1-70b",
+    "workload": {"users": 128, "prompt_tokens": 8192, "output_tokens": 512, "batching": "continuous"},
+    "sla": {"max_ttft": "3s", "max_tpot": "20ms"},
+    "search": {"gpus": ["h100-sxm", "h200"], "weights": ["fp8"], "kv_cache": ["fp8"], "serving": ["aggregated", "disaggregated"]},
+}
+
+
+def test_long_prompts_under_a_tight_tpot_split_the_pools():
+    problem = problem_of(LONG_PROMPTS)
+    r = solve(problem)
+    c = r.solution.chosen
+    assert c.serving == "disaggregated"
+    assert r.serving is not None and r.serving.chosen == "disaggregated"
+    assert r.serving.aggregated_objective is not None and r.serving.disaggregated_objective is not None
+    assert r.serving.disaggregated_objective < r.serving.aggregated_objective
+    # The decode replica's step is decode alone: no prompt tokens mixed in.
+    dec = c.decode
+    assert dec.prefill_tokens_per_sequence == 0
+    # ... whereas the same shape aggregated carries 16 prompt tokens per sequence per step
+    mixed = problem.physics(c.shape, problem.workload).decode
+    assert mixed.prefill_tokens_per_sequence == pytest.approx(8192 / 512)
+    assert mixed.tpot_s(c.batch) > c.tpot_s
+    assert "disaggregated wins" in r.serving.reason
+    # the plan's GPUs are both pools', its TTFT the prefill pool's
+    pool = c.prefill
+    assert c.gpus == c.replicas * c.shape.gpus_per_replica + pool.replicas * pool.shape.gpus_per_replica
+    assert c.ttft_s <= 3.0
+    out = to_output(r)
+    assert out.plan.serving == "disaggregated" and out.plan.prefill_pool.replicas == pool.replicas
+    assert out.plan.ttft_s == pytest.approx(c.ttft_s)
+
+
+def test_short_prompts_and_a_loose_target_stay_aggregated():
+    # 256-token prompts, isolated batching: a decode step carries no prompt work, and a
+    # second pool only adds GPUs.
+    spec = {
+        "model": "llama-3.1-8b",
+        "workload": {"users": 32, "prompt_tokens": 256, "output_tokens": 512},
+        "sla": {"max_ttft": "2s", "max_tpot": "50ms"},
+        "search": {"gpus": ["l40s"], "weights": ["bf16"], "kv_cache": ["bf16"], "serving": ["aggregated", "disaggregated"]},
+    }
+    r = solve(problem_of(spec))
+    assert r.solution.chosen.serving == "aggregated"
+    assert r.serving is not None and r.serving.chosen == "aggregated"
+    assert r.serving.reason.startswith("aggregated wins")
+
+
+def test_deploy_emits_both_pools_with_their_roles_and_kv_transfer():
+    r = solve(problem_of(LONG_PROMPTS), explain=False)
+    for engine in ("vllm", "sglang"):
+        dep = emit(r, engine)
+        assert dep.prefill is not None and dep.prefill.role == "prefill" and dep.role == "decode"
+        assert dep.prefill.replicas == r.solution.chosen.prefill.replicas and dep.replicas == r.solution.chosen.replicas
+        assert check_flags(dep) == []
+        if engine == "vllm":
+            assert "--kv-transfer-config" in dep.argv and "--kv-transfer-config" in dep.prefill.argv
+        else:
+            assert dep.argv[dep.argv.index("--disaggregation-mode") + 1] == "decode"
+            assert dep.prefill.argv[dep.prefill.argv.index("--disaggregation-mode") + 1] == "prefill"
+            assert dep.router is not None and "--pd-disaggregation" in dep.router.argv
+    with pytest.raises(InputError, match="vllm and sglang"):
+        emit(r, "llama.cpp")
+
+
+def test_the_spec_refuses_what_disaggregation_cannot_plan():
+    with pytest.raises(InputError, match="simulator does not run two pools"):
+        problem_of({**LONG_PROMPTS, "workload": {"requests_per_s": 2, "prompt_tokens": 8192, "output_tokens": 512}, "sla": {"ttft": {"p99": "3s"}}})
+    with pytest.raises(InputError, match="llama.cpp has no prefill/decode split"):
+        problem_of({**LONG_PROMPTS, "engine": "llama.cpp", "search": {**LONG_PROMPTS["search"], "gpus": ["rtx-4090"], "serving": ["disaggregated"]}})
