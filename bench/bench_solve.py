@@ -54,7 +54,7 @@ def scaled(problem, k: int):
             devices.append(nd)
         for sh in problem.shapes:
             dep = dataclasses.replace(sh.deployment, device=renamed[sh.device.name])
-            shapes.append(Shape(len(shapes), dep, sh.domain, sh.owned))
+            shapes.append(Shape(len(shapes), dep, sh.domain, sh.owned, sh.costs))
     return Problem(problem.spec, shapes, problem.workload, problem.targets, devices, problem.excluded)
 
 
@@ -122,6 +122,54 @@ def main() -> None:
         base = base or t
         print(f"  {k}x devices ({len(pk.shapes):5d} shapes)  {t * 1e3:8.1f} ms   {t / base:5.2f}x")
     bench_pareto_and_fleet(args.runs)
+    bench_disaggregated(args.runs)
+
+
+def bench_disaggregated(runs: int) -> None:
+    """specs/long-prompts-disaggregated.yaml in-process: the CP-SAT path with aggregated
+    plans only and with the pairs of pools too, and how the pairs and the time grow with
+    the catalog (1x, 2x, 4x the devices). The copies of a device are dearer by 0.1 % and
+    otherwise alike, so their prefill shapes are dominated and pruned: the growth shown is
+    the pruned one (without pruning, pairs grow as decode options × prefill shapes)."""
+    import yaml
+
+    from solver.catalog import default_catalog
+    from solver.optimise.candidates import candidates
+    from solver.optimise.model import optimise
+    from solver.optimise.scenario import scenario_of, with_serving
+    from solver.optimise.shapes import build_problem
+    from solver.spec.solve_spec import parse_spec
+
+    spec = yaml.safe_load((ROOT / "specs" / "long-prompts-disaggregated.yaml").read_text())
+    problem = build_problem(parse_spec(spec), default_catalog())
+    s = scenario_of(problem)
+
+    def path(p):
+        p._physics.clear()
+        p._caps.clear()
+        p._pools.clear()
+        p._transfers.clear()
+        cands = candidates(p)
+        return len(cands), optimise(cands, s.limits(), p.objective)
+
+    aggregated = with_serving(problem, "aggregated")
+    n_agg, sol_agg = path(aggregated)
+    n_both, sol_both = path(problem)
+    t_agg = median_time(lambda: path(aggregated), runs)
+    t_both = median_time(lambda: path(problem), runs)
+    print(f"disaggregated serving, specs/long-prompts-disaggregated.yaml ({len(problem.shapes)} shapes), physics included:")
+    print(f"  aggregated only       {n_agg:6d} candidates  {t_agg * 1e3:8.1f} ms  ${sol_agg.chosen.cost_usd_per_hour:,.2f}/h")
+    print(
+        f"  both ways             {n_both:6d} candidates  {t_both * 1e3:8.1f} ms  ${sol_both.chosen.cost_usd_per_hour:,.2f}/h ({sol_both.chosen.serving})"
+    )
+    print("growth with the catalog (both ways):")
+    base = None
+    for k in (1, 2, 4):
+        pk = scaled(problem, k)
+        n, _ = path(pk)
+        t = median_time(lambda pk=pk: path(pk), runs)
+        base = base or t
+        print(f"  {k}x devices ({len(pk.shapes):5d} shapes, {n:6d} candidates)  {t * 1e3:8.1f} ms   {t / base:5.2f}x")
 
 
 TEN = [

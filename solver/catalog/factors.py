@@ -13,6 +13,7 @@ calibration file and a spec's overrides alike:
 | request_overhead_s | 0 to 1 s | the serving front end's time per request; fitted ≤ 0.2 s |
 | runtime_overhead_bytes, reserved_bytes, tp_overhead_bytes | 0 to 1e15 bytes (1,000 TB) | more than any device holds |
 | activation_peak_scale | 0 to 10 | a scale on the profiled peak |
+| expert_load_imbalance | 1 to 8 | the busiest expert-parallel GPU's routed tokens over the mean: at least 1 |
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ STEP_OVERHEAD = Bound(0, 1, quantity="seconds", shown="0 to 1 s")
 SMALL_OVERHEAD = Bound(0, 0.01, quantity="seconds", shown="0 to 10 ms")
 OVERHEAD_BYTES = Bound(0, 1e15, integer=True, quantity="bytes", shown="0 to 1e15 bytes (1,000 TB)")
 PEAK_SCALE = Bound(0, 10)
+IMBALANCE = Bound(1, 8)
 
 MemoryShare = Annotated[float, MEMORY_SHARE]
 Efficiency = Annotated[float, EFFICIENCY]
@@ -37,6 +39,7 @@ StepOverhead = Annotated[float, STEP_OVERHEAD]
 SmallOverhead = Annotated[float, SMALL_OVERHEAD]
 OverheadBytes = Annotated[int, OVERHEAD_BYTES]
 PeakScale = Annotated[float, PEAK_SCALE]
+Imbalance = Annotated[float, IMBALANCE]
 
 # --------------------------------------------------------------------------- factors
 
@@ -82,6 +85,11 @@ class Factors:
     buffers): vLLM's non-torch memory grows by it there at TP > 1; 0 to 1e15."""
     activation_peak_scale: PeakScale = 1.0
     """Scale on the engine's profiled activation peak (0: ignore it, as the seed does); 0 to 10."""
+    expert_load_imbalance: Imbalance = 1.0
+    """Under expert parallelism (dp_ep), the busiest GPU's routed tokens over the mean:
+    a step waits for it, so its experts' FLOPs and its all-to-all traffic scale by this.
+    1: every expert equally loaded (a load balancer such as DeepSeek's EPLB replicating
+    the hot experts; an assumption, not a measurement); 1 to 8."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,7 @@ class FactorOverrides:
     reserved_bytes: OverheadBytes | None = None
     tp_overhead_bytes: OverheadBytes | None = None
     activation_peak_scale: PeakScale | None = None
+    expert_load_imbalance: Imbalance | None = None
 
     def apply(self, base: Factors) -> Factors:
         changes = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}

@@ -33,6 +33,7 @@ from solver.physics.kernels import (
     attention_flops_per_token,
     bandwidth_share,
     expert_hit_fraction,
+    expert_imbalance,
     fixed_step_s,
     linear_flops,
     overlaps,
@@ -311,7 +312,8 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         num_experts=m.num_experts,
         experts_per_token=m.experts_per_token,
         kv_bytes_per_sequence=kv_bytes_per_sequence(m, d.kv, context_tokens) * (1 / d.tp if d.dp_ep else kv_shard_fraction(m, d.tp)),
-        linear_flops_per_sequence=2.0 * m.active_params / d.tp,
+        # under expert parallelism the step waits for the busiest GPU's experts
+        linear_flops_per_sequence=2.0 * (m.active_params + routed_active_params(m) * (expert_imbalance(d) - 1)) / d.tp,
         attention_flops_per_sequence=attention_flops_per_token(d, context_tokens) / d.tp,
         bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,
         bandwidth_efficiency=d.factors.bandwidth_efficiency,
@@ -367,7 +369,7 @@ def _continuous(d: Deployment, w: Workload | None) -> dict:
     new = p - cached  # what the prefix cache leaves to compute
     # the routed experts' FLOPs at their grouped GEMMs' share, as in a prefill
     experts = linear_flops(routed_active_params(d.model), new)
-    linear = linear_flops(d.model.active_params, new) + experts * (1 / d.weights.expert_compute_share - 1)
+    linear = linear_flops(d.model.active_params, new) + experts * (expert_imbalance(d) / d.weights.expert_compute_share - 1)
     per_token = (linear + attention_flops(d, p, cached)) / new / d.tp
     budget = d.engine.max_num_batched_tokens if d.engine else 8192
     # a request's prompt is spread over the steps of its life: with speculative decoding

@@ -196,7 +196,8 @@ def all_to_all(d: Deployment) -> tuple[float, float]:
     ring = tp_ring(d.platform, g)
     custom = d.platform.allreduce.custom
     latency = custom.one_shot_latency_s if custom is not None else 2 * ring.hop_latency_s
-    per_token_bytes = m.experts_per_token * m.hidden_size * ACTIVATION_BYTES * (g - 1) / g / g
+    # the busiest GPU sends and receives `expert_load_imbalance` times the mean
+    per_token_bytes = m.experts_per_token * m.hidden_size * ACTIVATION_BYTES * (g - 1) / g / g * d.factors.expert_load_imbalance
     calls = 2 * m.moe_layers
     return calls * latency, calls * per_token_bytes / ring.bandwidth_bytes_per_s
 

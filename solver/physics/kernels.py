@@ -82,6 +82,12 @@ def attention_flops_per_token(d: Deployment, context_tokens: int) -> float:
     return per_layer_key * keys
 
 
+def expert_imbalance(d: Deployment) -> float:
+    """How much more routed work the busiest GPU gets than the mean: the factor under
+    expert parallelism, 1 otherwise (TP splits every expert over every GPU evenly)."""
+    return d.factors.expert_load_imbalance if d.dp_ep else 1.0
+
+
 def routed_active_params(m: Model) -> float:
     """The routed experts' parameters one token uses: k of E experts' worth."""
     if not m.is_moe:

@@ -33,6 +33,7 @@ from solver.physics.kernels import (
     attention_flops,
     bandwidth_share,
     expert_hit_fraction,
+    expert_imbalance,
     fixed_step_s,
     linear_flops,
     overlaps,
@@ -79,6 +80,8 @@ class PrefillEstimate:
     """Of prompt_tokens, those the prefix cache supplies: not computed, still attended to."""
     draft_flops: float = 0.0
     """A speculative draft prefills the prompt too: 2 × its active parameters × tokens."""
+    expert_imbalance: float = 1.0
+    """Under expert parallelism, the busiest GPU's routed tokens over the mean (its experts' FLOPs scale by it)."""
     dense_ranks: int = 0
     """GPUs that share the prompt's attention and dense matmuls: tp, or one under
     data-parallel attention (0: tp); the routed experts spread over tp either way."""
@@ -105,21 +108,21 @@ class PrefillEstimate:
     @property
     def linear_time_s(self) -> float:
         dense = self.linear_flops - self.expert_flops
-        return (dense * self._dense_share + self.expert_flops / self.expert_compute_share) / self.effective_flops_per_s
+        return (dense * self._dense_share + self.expert_flops * self.expert_imbalance / self.expert_compute_share) / self.effective_flops_per_s
 
     @property
     def batched_compute_time_s(self) -> float:
         """The prompt's matmuls and attention when the group's ranks all prefill (prompts
         of their own under data-parallel attention): the dense part over every rank."""
         dense = self.linear_flops - self.expert_flops
-        linear = (dense + self.expert_flops / self.expert_compute_share) / self.effective_flops_per_s
+        linear = (dense + self.expert_flops * self.expert_imbalance / self.expert_compute_share) / self.effective_flops_per_s
         peak = self.attention_peak_flops_per_s or self.peak_flops_per_s
         return linear + self.attention_flops / (self.tp * peak * (self.attention_efficiency or self.compute_efficiency))
 
     @property
     def expert_time_s(self) -> float:
         """Of linear_time_s, the routed experts' GEMMs."""
-        return self.expert_flops / self.expert_compute_share / self.effective_flops_per_s
+        return self.expert_flops * self.expert_imbalance / self.expert_compute_share / self.effective_flops_per_s
 
     @property
     def draft_time_s(self) -> float:
@@ -187,6 +190,7 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         attention_efficiency=d.factors.compute_efficiency * d.kv.compute_share,
         overlapped=overlaps(d),
         expert_flops=linear_flops(routed_active_params(d.model), new),
+        expert_imbalance=expert_imbalance(d),
         expert_compute_share=d.weights.expert_compute_share,
         request_overhead_s=d.factors.request_overhead_s,
         cached_tokens=cached,

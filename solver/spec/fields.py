@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BeforeValidator, Field, model_validator
 
 from solver.catalog import ComputeDtype
-from solver.catalog.factors import Efficiency, MemoryShare, OverheadBytes, PeakScale, SmallOverhead, StepOverhead
+from solver.catalog.factors import Efficiency, Imbalance, MemoryShare, OverheadBytes, PeakScale, SmallOverhead, StepOverhead
 from solver.catalog.types import Bound
 from solver.spec.quantities import (
     BANDWIDTH,
@@ -289,6 +289,10 @@ class FactorsIn(SpecModel):
     reserved_bytes: OverheadBytes | None = Field(default=None, description="Device memory the driver keeps, 0 to 1e15 bytes.")
     tp_overhead_bytes: OverheadBytes | None = Field(default=None, description="Memory per GPU of a TP group on NVLink SHARP, 0 to 1e15 bytes.")
     activation_peak_scale: PeakScale | None = Field(default=None, description="Scale on the engine's profiled activation peak, 0 to 10.")
+    expert_load_imbalance: Imbalance | None = Field(
+        default=None,
+        description="Under dp_ep: the busiest GPU's routed tokens over the mean, 1 to 8 (default 1: experts equally loaded, as with a load balancer).",
+    )
 
 
 class PrecisionOverrides(SpecModel):

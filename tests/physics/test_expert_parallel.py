@@ -116,3 +116,48 @@ def test_the_solver_takes_dp_ep_where_it_is_cheaper_and_deploy_says_how():
         from solver.spec.solve_spec import parse_spec
 
         parse_spec({**spec, "search": {**spec["search"], "parallelism": ["ep"]}})
+
+
+def _dp_imbalanced(imbalance):
+    from solver.catalog import default_catalog
+    from solver.spec.evaluate_input import parse_input
+    from solver.spec.resolve import resolve
+
+    data = {
+        "model": "deepseek-r1",
+        "hardware": {"gpu": "h200", "tp": 8, "parallelism": "dp_ep"},
+        "precision": {"weights": "fp8", "kv_cache": "fp8"},
+        "workload": {"users": 256, "prompt_tokens": 1000, "output_tokens": 1000},
+        "overrides": {"factors": {"expert_load_imbalance": imbalance}},
+    }
+    return resolve(parse_input(data), default_catalog())
+
+
+def test_an_uneven_expert_load_slows_the_busiest_gpu_by_its_factor():
+    # 1.5: the busiest GPU gets 1.5 × the mean of the routed tokens. Its experts' FLOPs and
+    # its all-to-all bytes grow by 1.5; the dense layers and attention do not.
+    from solver.physics.decode import decode_coefficients
+    from solver.physics.kernels import routed_active_params
+
+    even, w, _ = _dp_imbalanced(1.0)
+    busy, _, _ = _dp_imbalanced(1.5)
+    fixed0, per0 = all_to_all(even)
+    fixed1, per1 = all_to_all(busy)
+    assert fixed1 == pytest.approx(fixed0) and per1 == pytest.approx(1.5 * per0)
+    p0, p1 = estimate_prefill(even, w), estimate_prefill(busy, w)
+    assert p1.expert_time_s == pytest.approx(1.5 * p0.expert_time_s)
+    assert p1.linear_time_s - p0.linear_time_s == pytest.approx(0.5 * p0.expert_time_s)
+    m = even.model
+    d0, d1 = decode_coefficients(even, 2000), decode_coefficients(busy, 2000)
+    assert d0.linear_flops_per_sequence == pytest.approx(2 * m.active_params / 8)
+    assert d1.linear_flops_per_sequence - d0.linear_flops_per_sequence == pytest.approx(2 * 0.5 * routed_active_params(m) / 8)
+
+
+def test_the_imbalance_is_expert_parallelisms_alone(build_deployment):
+    # Under TP every expert is split over every GPU: no GPU is busier than another.
+    even, w, _ = build_deployment("deepseek-r1", "h200", tp=8, prompt=1000, output=1000, weights="fp8", kv="fp8")
+    busy, _, _ = build_deployment(
+        "deepseek-r1", "h200", tp=8, prompt=1000, output=1000, weights="fp8", kv="fp8", overrides={"factors": {"expert_load_imbalance": 2.0}}
+    )
+    assert estimate_prefill(busy, w).gpu_time_s == pytest.approx(estimate_prefill(even, w).gpu_time_s)
+    assert estimate_decode(busy, w).tpot_s == pytest.approx(estimate_decode(even, w).tpot_s)
