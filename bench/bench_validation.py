@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -38,6 +39,7 @@ from validation_points import (  # noqa: E402
     load_points,
     measured,
     out_of_reach,
+    out_of_scope,
     predict,
     source_key,
     speculation_of,
@@ -180,6 +182,77 @@ def spec_report(points: list[dict]) -> None:
                 print(f"    {p['id'][:58]:<58} speed-up measured {s[0]:5.2f} predicted {s[1]:5.2f}")
 
 
+def _open_loop(p: dict, tpot_at, rate_per_replica: float, output: int) -> tuple[int, float]:
+    """The sequences a replica decodes at once under `rate_per_replica` (Little's law over
+    the decode span, rate × output × TPOT, solved by iteration) and the TPOT there."""
+    batch, tpot = 1, tpot_at(1)
+    for _ in range(50):
+        nxt = max(1, math.ceil(rate_per_replica * output * tpot))
+        if nxt == batch:
+            break
+        batch, tpot = nxt, tpot_at(nxt)
+    return batch, tpot
+
+
+def predict_serving(p: dict) -> float | None:
+    """A run of conditions.serving: the decode instance's mean ITL, decode-only at the
+    batch its share of the rate brings (disaggregated), or with the prompts' chunks in its
+    steps (aggregated, continuous batching); a disaggregated mean TTFT: the prefill
+    instance an M/D/1 queue of its prompts (Poisson arrivals, one length), then the KV's
+    transfer, the decode instance's first step and the front end."""
+    from solver.physics.disaggregation import kv_transfer
+    from solver.physics.prefill import estimate_prefill
+
+    cond = _cond(p)
+    rate = float(cond["request_rate"])
+    prompt, output = int(cond["prompt_tokens"]), int(cond["output_tokens"])
+    way = cond["serving"]
+    replicas = int(cond.get("decode_replicas", 1) if way == "disaggregated" else cond.get("replicas", 1))
+    batching = "isolated" if way == "disaggregated" else "continuous"
+
+    def tpot_at(b: int) -> float:
+        d, w, t = deployment_for(p, b, prompt, output, batching=batching)
+        w = dataclasses.replace(w, kv_fill=min(1.0, (prompt + output / 2) / w.context_tokens))
+        return evaluate(d, w, t, with_remedies=False).decode.tpot_s
+
+    batch, tpot = _open_loop(p, tpot_at, rate / replicas, output)
+    if kind_of(p) in ("tpot", "tpot1"):
+        return tpot * 1e3
+    if kind_of(p) != "ttft" or way != "disaggregated":
+        return None
+    d, w, _ = deployment_for(p, 1, prompt, output)
+    service = estimate_prefill(d, w).gpu_time_s
+    rho = rate / int(cond.get("prefill_replicas", 1)) * service
+    if rho >= 1:
+        return None  # the prefill instance is saturated: its queue has no steady state
+    wait = rho * service / (2 * (1 - rho))
+    transfer = kv_transfer(d, d, prompt)
+    return (wait + service + (transfer.time_s if transfer else 0.0) + tpot + d.factors.request_overhead_s) * 1e3
+
+
+def disagg_report(points: list[dict]) -> None:
+    """Runs that compare disaggregated serving with the same GPUs aggregated (either half:
+    none is fitted on): each figure's error, and the ratio of the two ways' mean ITL —
+    what disaggregation buys — measured and predicted."""
+    rows = [(p, predict_serving(p)) for p in points if _cond(p).get("serving") in ("aggregated", "disaggregated") and not out_of_scope(p)]
+    rows = [(p, got) for p, got in rows if got is not None]
+    if not rows:
+        return
+    print(f"disaggregated serving: {len(rows)} figures of runs against the same GPUs aggregated (either half: none is fitted on)")
+    for kind, name in (("tpot", "  mean ITL"), ("ttft", "  mean TTFT, disaggregated")):
+        apes = [abs(g - measured(p)) / measured(p) for p, g in rows if kind_of(p) == kind]
+        if apes:
+            print(_row(name, apes))
+    itl = {(source_key(p), p.get("tp"), _cond(p).get("request_rate"), _cond(p)["serving"]): (measured(p), g) for p, g in rows if kind_of(p) == "tpot"}
+    for (src, tp, rate, way), (m_dis, g_dis) in sorted(itl.items(), key=str):
+        if way != "disaggregated" or (src, tp, rate, "aggregated") not in itl:
+            continue
+        m_agg, g_agg = itl[(src, tp, rate, "aggregated")]
+        print(f"    TP {tp} at {rate:g} requests/s: ITL disaggregated / aggregated measured {m_dis / m_agg:5.2f} predicted {g_dis / g_agg:5.2f}")
+    for p, g in rows:
+        print(f"    {p['id'][:58]:<58} {kind_of(p):<5} measured {measured(p):8.2f} predicted {g:8.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--verbose", action="store_true", help="one line per point")
@@ -239,6 +312,7 @@ def main() -> None:
             c = f"{calibrated[pid]:10.2f}" if pid in calibrated else "         —"
             print(f"  {pid[:64]:<64} {kind:<10} measured {meas:10.2f} predicted {pred:10.2f} LOO {c}")
     spec_report(points)
+    disagg_report(points)
     if theirs:
         print(f"beside aiconfigurator 0.12.0 on the {args.split} points it covers (median APE):")
         print(f"  {'metric':<12} {'n':>3} {'plan-opt':>9} {'aiconfigurator':>15}")

@@ -151,6 +151,11 @@ class Term:
     """A TTFT measured through the engine's HTTP server: the front end's time is in it."""
     engine: str = ""
     """The engine itself (group may be the pooled "serving")."""
+    chunk_share: float = 0.0
+    """Continuous batching: the share of steps that carry a prompt chunk (linear_s and
+    comm_s are then the steps without one; DecodeCoefficients.chunk_mix)."""
+    linear_chunk_s: float = 0.0
+    comm_chunk_s: float = 0.0
 
 
 def _unit_shares(d):
@@ -235,6 +240,17 @@ def terms_of(p: dict, catalog) -> Term | None:
         )
     dec = ev.decode
     c = dec.coefficients
+    mix = c.chunk_mix(dec.batch)
+    steps = (0.0, c.linear_compute_time_s(dec.batch), dec.comm_time_s, 0.0, 0.0)
+    if mix is not None:  # some steps carry a prompt's chunk, the rest none (as the physics' mean step)
+        f, chunk = mix
+        steps = (
+            f,
+            c.linear_compute_time_s(dec.batch, 0.0),
+            c.comm_time_s(dec.batch, 0.0),
+            c.linear_compute_time_s(dec.batch, chunk),
+            c.comm_time_s(dec.batch, chunk),
+        )
     return Term(
         p["id"],
         "tpot",
@@ -244,15 +260,18 @@ def terms_of(p: dict, catalog) -> Term | None:
         meas / 1e3,
         dec.weights_time_s,
         _sixteen_fraction(d),
-        c.linear_compute_time_s(dec.batch),
+        steps[1],
         dec.kv_time_s,
         c.attention_compute_time_s(dec.batch),
-        dec.comm_time_s,
+        steps[2],
         layers,
         dec.batch,
         c.overlapped,
         src,
         d.model.moe_layers,
+        chunk_share=steps[0],
+        linear_chunk_s=steps[3],
+        comm_chunk_s=steps[4],
     )
 
 
@@ -289,6 +308,9 @@ class Model:
                 "moe_layers",
                 "expert_fraction",
                 "served",
+                "chunk_share",
+                "linear_chunk_s",
+                "comm_chunk_s",
             )
         }
         self.is_ttft = np.array([t.kind == "ttft" for t in terms])
@@ -317,6 +339,10 @@ class Model:
 
         # decode: the GEMMs at the weights' utilisation (no format share in decode), attention likewise
         tpot = kernel(weights, a["linear_s"] / c) + kernel(a["kv_s"] / e, a["attention_s"] / c) + fixed + a["batch"] * s2
+        # continuous batching: a share of the steps carry a prompt's chunk (the mean step's mix)
+        chunked = kernel(weights, a["linear_chunk_s"] / c) + kernel(a["kv_s"] / e, a["attention_s"] / c) + fixed
+        chunked += a["comm_chunk_s"] - a["comm_s"] + a["batch"] * s2
+        tpot = (1 - a["chunk_share"]) * tpot + a["chunk_share"] * chunked
         # prefill: GEMMs at utilisation × the format's share (the experts' at their share of
         # that), attention in the KV dtype's share, and the front end where it was measured
         x = self._vec("sx", self.widx, self.formats)
@@ -345,8 +371,12 @@ class Model:
         that are mostly FLOPs (or are prefills). Six high-load points of one kind can
         trade the two against each other freely and extrapolate to batch 1 badly."""
         mine = [t for t in self.terms if t.group == group]
-        reads = sum(1 for t in mine if t.kind != "ttft" and t.weights_s + t.kv_s >= t.linear_s + t.attention_s)
-        flops = sum(1 for t in mine if t.kind == "ttft" or t.weights_s + t.kv_s < t.linear_s + t.attention_s)
+
+        def linear(t: Term) -> float:  # the mean step's matmuls
+            return (1 - t.chunk_share) * t.linear_s + t.chunk_share * t.linear_chunk_s
+
+        reads = sum(1 for t in mine if t.kind != "ttft" and t.weights_s + t.kv_s >= linear(t) + t.attention_s)
+        flops = sum(1 for t in mine if t.kind == "ttft" or t.weights_s + t.kv_s < linear(t) + t.attention_s)
         return reads >= MIN_SENSITIVE and flops >= MIN_SENSITIVE
 
     def has_points_for(self, key: str) -> bool:

@@ -300,6 +300,8 @@ def out_of_reach(p: dict) -> str | None:
     scope = out_of_scope(p)
     if scope:
         return scope
+    if cond.get("serving") in ("aggregated", "disaggregated"):
+        return "disaggregation runs (reported apart)"  # bench_validation.py disagg_report; never fitted on
     if kind == "ttft" and ((_num(cond.get("concurrency"), 1) or 1) > 1 or cond.get("scenario") == "Server" or cond.get("request_rate")):
         return "queueing"
     if kind == "ttft" and cond.get("enable_prefix_caching"):

@@ -168,6 +168,28 @@ class DecodeCoefficients:
         return self.comm_fixed_s + (batch + k) * self.comm_per_sequence_s
 
     def step_s(self, batch: int, prefill_tokens: float | None = None) -> float:
+        """A step carrying `prefill_tokens` prompt tokens; by default the mean step of
+        continuous batching: a prompt arrives whole in chunks of what the step's token
+        budget leaves, so a share f = (mean prompt tokens a step) / chunk of the steps
+        carry a chunk and the rest none — the mean of the two steps, not the step at the
+        mean (a chunk's FLOPs do not hide under the weight read the way a few tokens do)."""
+        mix = self.chunk_mix(batch) if prefill_tokens is None else None
+        if mix is not None:
+            f, chunk = mix
+            return (1 - f) * self._step(batch, 0.0) + f * self._step(batch, chunk)
+        return self._step(batch, prefill_tokens)
+
+    def chunk_mix(self, batch: int) -> tuple[float, int] | None:
+        """Continuous batching: (share of steps that carry a prompt chunk, the chunk's
+        tokens), or None when every step carries prompt tokens (the mean is a chunk or more)
+        or none do (isolated)."""
+        if not (self.prefill_tokens_per_sequence and self.prefill_budget_tokens):
+            return None
+        mean = batch * self.prefill_tokens_per_sequence
+        chunk = min(max(1, self.prefill_budget_tokens - batch), self.prompt_tokens or self.prefill_budget_tokens)
+        return (mean / chunk, chunk) if mean < chunk else None
+
+    def _step(self, batch: int, prefill_tokens: float | None = None) -> float:
         return (
             self.gemm_time_s(batch, prefill_tokens)
             + self.attention_time_s(batch)

@@ -48,3 +48,24 @@ def test_ttft_under_load_is_chunks_of_the_step_budget(build_deployment):
     # More users leave less room per step: TTFT grows with the load.
     more = estimate_decode(d.replace(), dataclasses.replace(w, users=2000, batching="continuous"), batch=2000)
     assert more.ttft_under_load_s > cont.ttft_under_load_s
+
+
+def test_the_mean_step_mixes_steps_with_a_prompt_chunk_and_steps_without(build_deployment):
+    import dataclasses
+
+    # 4 users, each request an 8,192-token prompt over 512 output steps: on average a step
+    # carries 4 × 8192 / 512 = 64 prompt tokens — but prompts arrive whole, in chunks of
+    # what vLLM's 8,192-token budget leaves beside the 4 decoders (8,188 tokens). So a
+    # share 64 / 8188 of the steps carry a chunk and the rest none: the mean step is the
+    # mix of those two, not the step at 64 tokens (whose FLOPs hide under the weight read).
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=4, prompt=8192, output=512)
+    c = estimate_decode(d, dataclasses.replace(w, batching="continuous")).coefficients
+    assert c.prefill_budget_tokens == 8192
+    assert c.chunk_mix(4) == (pytest.approx(64 / 8188), 8188)
+    f = 64 / 8188
+    assert c.step_s(4) == pytest.approx((1 - f) * c.step_s(4, 0) + f * c.step_s(4, 8188))
+    assert c.step_s(4) > c.step_s(4, 64)  # a chunk's matmuls are compute-bound, 64 tokens' are not
+    # Past a chunk a step on average (here 600 users: 9,600 prompt tokens a step) every
+    # step carries prompt tokens: the step at the mean.
+    assert c.chunk_mix(600) is None
+    assert c.step_s(600) == pytest.approx(c.step_s(600, 600 * 16))
