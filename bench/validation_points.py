@@ -200,8 +200,9 @@ def deployment_for(
         tp = count  # llama.cpp spreads one model over every GPU (as its split mode says)
         engine.setdefault("split_mode", "layer")
     hardware: dict = {"gpu": p["gpu"], "tp": tp}
-    if dp_ep(p):
-        hardware["parallelism"] = "dp_ep"
+    layout = parallelism_of(p)
+    if layout != "tp":
+        hardware["parallelism"] = layout
     device = catalog.device(p["gpu"])
     need = tp
     if need > 1:  # the first of the device's platforms that holds the group
@@ -291,6 +292,21 @@ def dp_ep(p: dict) -> bool:
     return bool(cond.get("enable_attention_dp")) and _num(cond.get("ep")) == tp and tp > 1
 
 
+def parallelism_of(p: dict) -> str:
+    """How the run split its MoE model: dp_ep (above); tp_ep, tensor-parallel attention
+    with the experts split over expert-parallel ranks (an EP size above 1 and below or at
+    tp: TensorRT-LLM's TEP layouts, EP 2/4/8 within TP 8 — the experts' bytes per GPU are
+    1/tp either way, whatever TP splits inside them); else tp."""
+    if dp_ep(p):
+        return "dp_ep"
+    cond = _cond(p)
+    tp = p.get("tp", 1) or 1
+    ep = _num(cond.get("ep"))
+    if ep and 1 < ep <= tp and not cond.get("enable_attention_dp") and tp % ep == 0:
+        return "tp_ep"
+    return "tp"
+
+
 def out_of_reach(p: dict) -> str | None:
     """Why the physics does not model this point (None: it does)."""
     cond = _cond(p)
@@ -308,7 +324,7 @@ def out_of_reach(p: dict) -> str | None:
         return "prefix-cached"
     if cond.get("split_mode") not in (None, "layer", "row"):
         return "llama.cpp split mode not modelled"
-    if ((_num(cond.get("ep"), 1) or 1) > 1 or cond.get("enable_attention_dp")) and not dp_ep(p):
+    if ((_num(cond.get("ep"), 1) or 1) > 1 or cond.get("enable_attention_dp")) and parallelism_of(p) == "tp":
         return "expert or attention data parallelism"  # TP attention with EP, or a layout not stated: not modelled
     spec, note = cond.get("speculative_decoding"), str(p.get("note", ""))
     if str(spec).lower() not in ("none", "false", "off", "no", "") or (

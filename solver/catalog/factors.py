@@ -86,7 +86,7 @@ class Factors:
     activation_peak_scale: PeakScale = 1.0
     """Scale on the engine's profiled activation peak (0: ignore it, as the seed does); 0 to 10."""
     expert_load_imbalance: Imbalance = 1.0
-    """Under expert parallelism (dp_ep), the busiest GPU's routed tokens over the mean:
+    """Under expert parallelism (dp_ep, tp_ep), the busiest GPU's routed tokens over the mean:
     a step waits for it, so its experts' FLOPs and its all-to-all traffic scale by this.
     1: every expert equally loaded (a load balancer such as DeepSeek's EPLB replicating
     the hot experts; an assumption, not a measurement); 1 to 8."""

@@ -63,7 +63,7 @@ class Shape:
         d = self.deployment
         pp = f" PP{d.pp}" if d.pp > 1 else ""
         draft = f" +{d.speculation.method}" if d.speculation else ""
-        split = f"DP{d.tp}-EP{d.tp}" if d.dp_ep else f"TP{d.tp}"
+        split = f"DP{d.tp}-EP{d.tp}" if d.dp_ep else f"TP{d.tp}-EP{d.tp}" if d.parallelism == "tp_ep" else f"TP{d.tp}"
         return f"{d.device.name} {split}{pp} {d.weights.name}/{d.kv.name}{draft}"
 
 

@@ -128,11 +128,19 @@ class Deployment:
     GPUs each run attention and the dense layers whole for their own share of the
     sequences (data-parallel attention: the KV, MLA's latent too, is not replicated) and
     hold 1/tp of the routed experts, the tokens sent to their experts and back by an
-    all-to-all per MoE layer (expert parallelism)."""
+    all-to-all per MoE layer (expert parallelism). tp_ep: attention and the dense layers
+    split over the tp GPUs as tp, the routed experts whole, 1/tp of them on each GPU
+    (expert parallelism inside the TP group: the same bytes per GPU and the same
+    all-reduces, the busiest GPU's experts by the load imbalance)."""
 
     @property
     def dp_ep(self) -> bool:
         return self.parallelism == "dp_ep"
+
+    @property
+    def expert_parallel(self) -> bool:
+        """The routed experts split whole over the GPUs (dp_ep or tp_ep), not each one by TP."""
+        return self.parallelism in ("dp_ep", "tp_ep")
 
     @property
     def gpus(self) -> int:

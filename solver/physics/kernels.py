@@ -85,7 +85,7 @@ def attention_flops_per_token(d: Deployment, context_tokens: int) -> float:
 def expert_imbalance(d: Deployment) -> float:
     """How much more routed work the busiest GPU gets than the mean: the factor under
     expert parallelism, 1 otherwise (TP splits every expert over every GPU evenly)."""
-    return d.factors.expert_load_imbalance if d.dp_ep else 1.0
+    return d.factors.expert_load_imbalance if d.expert_parallel else 1.0
 
 
 def routed_active_params(m: Model) -> float:

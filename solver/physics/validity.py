@@ -30,19 +30,26 @@ DP_EP_ENGINES = ("vllm", "sglang", "trtllm")
 --ep-size), TensorRT-LLM (enable_attention_dp, moe_expert_parallel_size)."""
 
 
+TP_EP_ENGINES = ("vllm", "sglang", "trtllm")
+"""Engines with expert parallelism inside a tensor-parallel group: vLLM
+(--enable-expert-parallel without --data-parallel-size), SGLang (--tp with --ep-size),
+TensorRT-LLM (moe_expert_parallel_size with tensor-parallel attention)."""
+
+
 def _dp_ep(d: Deployment) -> list[tuple[str, str]]:
-    m, g = d.model, d.tp
+    m, g, name = d.model, d.tp, d.parallelism
     out = []
     if not m.is_moe:
-        out.append(("split", f"dp_ep splits routed experts; {m.display_name} has none"))
+        out.append(("split", f"{name} splits routed experts; {m.display_name} has none"))
     elif m.num_experts % g:
-        out.append(("split", f"dp_ep over {g} GPUs does not divide the model's {m.num_experts} routed experts"))
+        out.append(("split", f"{name} over {g} GPUs does not divide the model's {m.num_experts} routed experts"))
     if g < 2:
-        out.append(("split", "dp_ep needs 2 GPUs or more (one GPU is tp 1)"))
+        out.append(("split", f"{name} needs 2 GPUs or more (one GPU is tp 1)"))
     if d.pp > 1:
-        out.append(("split", "dp_ep is planned with pp 1"))
-    if d.engine is not None and d.engine.name not in DP_EP_ENGINES:
-        out.append(("split", f"{d.engine.display_name} has no data-parallel attention (engines with it: {', '.join(DP_EP_ENGINES)})"))
+        out.append(("split", f"{name} is planned with pp 1"))
+    engines, what = (DP_EP_ENGINES, "data-parallel attention") if d.dp_ep else (TP_EP_ENGINES, "expert parallelism")
+    if d.engine is not None and d.engine.name not in engines:
+        out.append(("split", f"{d.engine.display_name} has no {what} (engines with it: {', '.join(engines)})"))
     return out
 
 
@@ -52,8 +59,9 @@ def check(d: Deployment, w: Workload) -> list[tuple[str, str]]:
     m, dev, plat = d.model, d.device, d.platform
     out: list[tuple[str, str]] = []
     tp, pp = d.tp, d.pp
-    if d.dp_ep:
+    if d.expert_parallel:
         out += _dp_ep(d)
+    if d.dp_ep:
         tp = 1  # attention and the dense layers run whole on each GPU: no head or column split
     if m.num_attention_heads % tp:
         out.append(("split", f"tp={tp} does not divide the model's {m.num_attention_heads} attention heads"))
@@ -63,7 +71,9 @@ def check(d: Deployment, w: Workload) -> list[tuple[str, str]]:
             out.append(("split", f"tp={tp} does not divide the model's {kv} KV heads"))
         if tp > kv and tp % kv:
             out.append(("split", f"tp={tp} exceeds the model's {kv} KV heads and is not a multiple of them"))
-    mlp = m.moe_intermediate_size if m.is_moe and m.moe_intermediate_size else m.intermediate_size
+    # the MLP columns split by TP: the experts' (each split over the group), or under
+    # expert parallelism only the dense layers' (the experts stay whole)
+    mlp = m.moe_intermediate_size if m.is_moe and m.moe_intermediate_size and not d.expert_parallel else m.intermediate_size
     if mlp % tp:
         out.append(("split", f"tp={tp} does not divide the MLP intermediate size {mlp}"))
     elif d.weights.group_size and (mlp // tp) % d.weights.group_size:

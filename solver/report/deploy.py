@@ -168,10 +168,9 @@ def _pool_launch(
         port=table["port"],
         health_path=table["health_path"],
     )
-    if d.dp_ep and engine not in ("vllm", "sglang"):
-        raise InputError(
-            "--engine", engine, "the plan runs data-parallel attention with expert parallelism (dp_ep): deploy emits it for vllm and sglang"
-        )
+    if d.expert_parallel and engine not in ("vllm", "sglang"):
+        what = "data-parallel attention with expert parallelism" if d.dp_ep else "expert parallelism"
+        raise InputError("--engine", engine, f"the plan runs {what} ({d.parallelism}): deploy emits it for vllm and sglang")
     if engine == "llama.cpp":
         dep.argv = _llama_server(dep, model, d, batch, max_model_len, weights, kv, ckpt, table, same_engine, e)
     else:
@@ -316,6 +315,8 @@ def _vllm(
         argv += ["--data-parallel-size", str(tp), "--enable-expert-parallel"]
     elif tp > 1:
         argv += ["--tensor-parallel-size", str(tp)]
+        if d.parallelism == "tp_ep":  # the experts whole, split over the TP group
+            argv += ["--enable-expert-parallel"]
     if pp > 1:
         argv += ["--pipeline-parallel-size", str(pp)]
     if nodes > 1:
@@ -354,6 +355,8 @@ def _sglang(
         argv += ["--tp", str(d.tp)]
     if d.dp_ep:  # SGLang: --tp the GPUs, --dp as many attention ranks, the experts over them
         argv += ["--dp", str(d.tp), "--enable-dp-attention", "--ep-size", str(d.tp)]
+    elif d.parallelism == "tp_ep":  # tensor-parallel attention, the experts over the same GPUs
+        argv += ["--ep-size", str(d.tp)]
     if d.pp > 1:
         argv += ["--pp-size", str(d.pp)]
     argv += ["--context-length", str(max_model_len), "--mem-fraction-static", f"{d.factors.memory_utilization:g}"]

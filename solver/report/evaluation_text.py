@@ -109,7 +109,13 @@ def render_text(ev: Evaluation) -> str:
     header = [
         (
             "split",
-            (f"DP attention {d.tp} × EP {d.tp}" if d.dp_ep else f"TP {d.tp} × PP {d.pp}")
+            (
+                f"DP attention {d.tp} × EP {d.tp}"
+                if d.dp_ep
+                else f"TP {d.tp} × EP {d.tp} (the experts whole, split over the TP group) × PP {d.pp}"
+                if d.parallelism == "tp_ep"
+                else f"TP {d.tp} × PP {d.pp}"
+            )
             + f" per replica, {d.replicas} replica(s) = {d.gpus} GPU(s) on {d.platform.display_name}"
             + (
                 " (llama.cpp --split-mode layer: the GPUs hold whole layers and run in turn)"

@@ -118,7 +118,9 @@ class PlanOut(SolveModel):
     shared_kv_bytes: float = Field(default=0.0, description="Per GPU: the shared prefix's KV, held once for all of a replica's sequences.")
     speculative: SpeculativeOut | None = Field(default=None, description="Speculative decoding (None: one token a step).")
     parallelism: str = Field(
-        default="tp", description="tp: every layer split over the tp GPUs; dp_ep: data-parallel attention and the experts split over them."
+        default="tp",
+        description="tp: every layer split over the tp GPUs; dp_ep: data-parallel attention and the experts split over them; "
+        "tp_ep: tensor-parallel attention and the experts whole, split over them.",
     )
     serving: str = Field(
         default="aggregated",

@@ -154,7 +154,13 @@ def render(r: SolveResult, markdown: bool = False) -> str:
 
     if o.plan:
         pl = o.plan
-        split = f"data-parallel attention × EP {pl.tp}" if pl.parallelism == "dp_ep" else f"TP {pl.tp}" + (f" × PP {pl.pp}" if pl.pp > 1 else "")
+        split = (
+            f"data-parallel attention × EP {pl.tp}"
+            if pl.parallelism == "dp_ep"
+            else f"TP {pl.tp} × EP {pl.tp}"
+            if pl.parallelism == "tp_ep"
+            else f"TP {pl.tp}"
+        ) + (f" × PP {pl.pp}" if pl.pp > 1 else "")
         parts = [f"{n} {what}" for n, what in ((pl.gpus_owned_used, "owned"), (pl.gpus_rented, "rented"), (pl.gpus_bought, "bought")) if n]
         own = f" ({', '.join(parts)})" if pl.gpus_owned_used or pl.gpus_bought else ""
         pp_pool = pl.prefill_pool

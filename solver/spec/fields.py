@@ -130,10 +130,11 @@ class HardwareIn(SpecModel):
     tp: Degree = Field(default=1, description=f"Tensor-parallel degree, {DEGREE}.")
     pp: Degree = Field(default=1, description=f"Pipeline-parallel degree, {DEGREE}.")
     platform: Name | None = Field(default=None, description="How the GPUs connect; default the device's first platform.")
-    parallelism: Literal["tp", "dp_ep"] = Field(
+    parallelism: Literal["tp", "dp_ep", "tp_ep"] = Field(
         default="tp",
         description="tp: every layer split over the tp GPUs; dp_ep (mixture-of-experts models): data-parallel attention "
-        "on each of the tp GPUs and the routed experts split over them (expert parallelism).",
+        "on each of the tp GPUs and the routed experts split over them (expert parallelism); tp_ep: tensor-parallel "
+        "attention and the routed experts whole, split over the tp GPUs.",
     )
 
     @model_validator(mode="after")
@@ -291,7 +292,7 @@ class FactorsIn(SpecModel):
     activation_peak_scale: PeakScale | None = Field(default=None, description="Scale on the engine's profiled activation peak, 0 to 10.")
     expert_load_imbalance: Imbalance | None = Field(
         default=None,
-        description="Under dp_ep: the busiest GPU's routed tokens over the mean, 1 to 8 (default 1: experts equally loaded, as with a load balancer).",
+        description="Under dp_ep or tp_ep: the busiest GPU's routed tokens over the mean, 1 to 8 (default 1: experts equally loaded, as with a load balancer).",
     )
 
 

@@ -97,11 +97,12 @@ class SearchIn(SpecModel):
     min_weights_quality: FormatName | None = Field(
         default=None, description="A weight format: only formats at least as good (catalogs/precisions.yaml quality_rank) are searched."
     )
-    parallelism: list[Literal["tp", "dp_ep"]] = Field(
+    parallelism: list[Literal["tp", "dp_ep", "tp_ep"]] = Field(
         default=["tp"],
         min_length=1,
         description="How a replica's GPUs share a mixture-of-experts model: tp (every layer split), dp_ep (data-parallel "
-        "attention, expert-parallel experts over the tp GPUs), or both; dense models are always tp.",
+        "attention, expert-parallel experts over the tp GPUs), tp_ep (tensor-parallel attention, the experts whole, "
+        "split over the tp GPUs), or several; dense models are always tp.",
     )
     serving: list[Literal["aggregated", "disaggregated"]] = Field(
         default=["aggregated"],

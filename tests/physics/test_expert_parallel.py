@@ -161,3 +161,43 @@ def test_the_imbalance_is_expert_parallelisms_alone(build_deployment):
     )
     assert estimate_prefill(busy, w).gpu_time_s == pytest.approx(estimate_prefill(even, w).gpu_time_s)
     assert estimate_decode(busy, w).tpot_s == pytest.approx(estimate_decode(even, w).tpot_s)
+
+
+def _tp_ep(imbalance=1.0, parallelism="tp_ep", model="deepseek-r1"):
+    from solver.catalog import default_catalog
+    from solver.spec.evaluate_input import parse_input
+    from solver.spec.resolve import resolve
+
+    data = {
+        "model": model,
+        "hardware": {"gpu": "h200", "tp": 8, "parallelism": parallelism},
+        "precision": {"weights": "fp8", "kv_cache": "fp8"},
+        "workload": {"users": 64, "prompt_tokens": 1000, "output_tokens": 1000},
+        "overrides": {"factors": {"expert_load_imbalance": imbalance}},
+    }
+    return resolve(parse_input(data), default_catalog())
+
+
+def test_tp_attention_with_expert_parallel_experts_reads_and_reduces_as_tp():
+    # tp_ep: attention and the dense layers split as TP, each GPU holding 1/8 of the
+    # experts whole instead of 1/8 of each: the same bytes per GPU, the same KV (MLA's
+    # latent on every rank), the same two all-reduces a layer. Balanced, it is TP.
+    from solver.physics.decode import estimate_decode
+
+    ep, w, _ = _tp_ep()
+    tp, _, _ = _tp_ep(parallelism="tp")
+    assert per_gpu_weights_bytes(ep) == pytest.approx(per_gpu_weights_bytes(tp))
+    assert estimate_memory(ep, w).kv_bytes == pytest.approx(estimate_memory(tp, w).kv_bytes)
+    assert estimate_decode(ep, w).tpot_s == pytest.approx(estimate_decode(tp, w).tpot_s)
+    assert estimate_prefill(ep, w).ttft_s == pytest.approx(estimate_prefill(tp, w).ttft_s)
+    assert all_to_all(ep) == (0.0, 0.0)  # no dispatch: the MoE output is all-reduced, as TP's
+    # The busiest GPU's experts set the pace once the load is uneven: 1.5 × their FLOPs.
+    busy, _, _ = _tp_ep(1.5)
+    assert estimate_prefill(busy, w).expert_time_s == pytest.approx(1.5 * estimate_prefill(ep, w).expert_time_s)
+
+
+def test_tp_ep_is_for_mixture_of_experts_models_with_experts_to_split():
+    d, w, _ = _tp_ep()
+    assert not [r for r in check(d, w) if r[0] == "split"]
+    dense, w70, _ = _tp_ep(model="llama-3.1-70b")
+    assert any("splits routed experts" in r for _, r in check(dense, w70))

@@ -317,3 +317,25 @@ def test_a_plan_that_counts_on_the_prefix_cache_turns_it_on():
     dep = emit(r, "vllm")
     assert "--enable-prefix-caching" in dep.argv and check_flags(dep) == []
     assert "--enable-prefix-caching" not in emit(_plan(weights=["fp8"], kv_cache=["fp8"]), "vllm").argv
+
+
+@pytest.mark.parametrize("layout", ["tp_ep", "dp_ep"])
+def test_expert_parallel_plans_launch_with_their_layout(layout):
+    # Qwen3-30B-A3B on 4 × H100, the experts split over the GPUs: vLLM --enable-expert-parallel
+    # beside --tensor-parallel-size (tp_ep) or --data-parallel-size (dp_ep); SGLang --ep-size
+    # beside --tp (and --dp with DP attention).
+    spec = {
+        "model": "qwen3-30b-a3b",
+        "workload": {"users": 32, "context_tokens": 8192, "output_tokens": 512},
+        "search": {"gpus": ["h100-sxm"], "tp": [4], "weights": ["bf16"], "kv_cache": ["bf16"], "parallelism": [layout]},
+    }
+    r = solve(problem_of(spec), explain=False)
+    assert r.solution.chosen.shape.deployment.parallelism == layout
+    v, s = emit(r, "vllm"), emit(r, "sglang")
+    assert check_flags(v) == [] and check_flags(s) == []
+    assert "--enable-expert-parallel" in v.argv
+    assert ("--tensor-parallel-size" in v.argv) == (layout == "tp_ep") and ("--data-parallel-size" in v.argv) == (layout == "dp_ep")
+    assert s.argv[s.argv.index("--ep-size") + 1] == "4" and s.argv[s.argv.index("--tp") + 1] == "4"
+    assert ("--enable-dp-attention" in s.argv) == (layout == "dp_ep")
+    with pytest.raises(InputError, match="expert parallelism"):
+        emit(r, "llama.cpp")
