@@ -30,6 +30,7 @@ from solver.cli import (
     listing,
     pareto,
     schema,
+    serve,
     simulate,
     solve,
 )
@@ -193,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"plan-opt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (solve, simulate, pareto, fleet, deploy, evaluate, calibrate, schema, listing):
+    for command in (solve, simulate, pareto, fleet, deploy, evaluate, calibrate, schema, listing, serve):
         command.add(sub)
     return parser
 

@@ -1,0 +1,1 @@
+"""The HTTP API of `plan-opt serve` (an edge, as the CLI is)."""

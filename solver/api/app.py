@@ -1,0 +1,292 @@
+"""`plan-opt serve`: the commands as an HTTP API. Each endpoint takes the same spec as
+the CLI, in YAML or JSON, and answers the same JSON as `--format json`; a bad input is
+a 422 naming the field, the value and what is allowed, as the CLI's one line does.
+
+A request may not make the server read its own disk: a model given as a config.json
+path and a workload's lengths_file are refused (send a catalog model, or its figures in
+overrides.model). Every request is bounded: the body's size, the solver's time (the
+spec's own limit, at most the server's), and the requests in flight (past the limit a
+request waits its time limit for a place, then gets a 503).
+"""
+
+import dataclasses
+import json
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from solver.errors import InputError
+
+DEFAULT_MAX_BODY_BYTES = 1 << 20
+DEFAULT_TIME_LIMIT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may take."""
+
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S
+    """The solver's limit per solve, and the wait for a place when the server is full."""
+    concurrency: int = 2
+
+
+class Refused(Exception):
+    """A request the server will not run, with its HTTP status."""
+
+    def __init__(self, status: int, field: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.field, self.message = status, field, message
+
+
+def error_body(field: str, value: object, message: str, line: int | None = None) -> dict[str, Any]:
+    return {"error": {"field": field, "value": None if value is None else str(value)[:200], "message": message, "line": line}}
+
+
+def parse_body(body: bytes, limits: Limits, what: str) -> tuple[dict, dict]:
+    """The request's YAML or JSON (YAML reads both) as a mapping, with its lines."""
+    from solver.catalog.yaml_lines import load_yaml_text
+
+    if len(body) > limits.max_body_bytes:
+        raise Refused(413, "body", f"{len(body):,} bytes: a request holds at most {limits.max_body_bytes:,}")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("body", None, "not UTF-8 text") from None
+    data, lines = load_yaml_text(text, source="request")
+    if not isinstance(data, dict):
+        raise InputError(what, None, f"expected a YAML or JSON mapping (the {what} file's contents)", source="request", line=1)
+    return data, lines
+
+
+def _no_local_files(data: dict, catalog: Any, prefix: str = "") -> None:
+    """A model must come from the catalog, and no lengths file may be named: the
+    server's disk is not the caller's."""
+    model = data.get("model")
+    if isinstance(model, str):
+        try:
+            catalog.model(model)
+        except InputError:
+            raise InputError(
+                f"{prefix}model",
+                model,
+                "over HTTP a model is a catalog name or a Hugging Face id the catalog knows (`plan-opt list models`); "
+                "a config.json path would be read from the server's disk, which a request may not name",
+            ) from None
+    workload = data.get("workload")
+    if isinstance(workload, dict) and workload.get("lengths_file") is not None:
+        raise InputError(
+            f"{prefix}workload.lengths_file",
+            workload["lengths_file"],
+            "over HTTP no file may be named (it would be read from the server's disk); give the lengths as distributions",
+        )
+    for i, w in enumerate(data.get("workloads") or []):
+        if isinstance(w, dict):
+            _no_local_files(w, catalog, f"{prefix}workloads[{i}].")
+
+
+def _capped(spec: Any, limits: Limits) -> Any:
+    """The spec with its solver time limit at most the server's."""
+    if spec.solver.time_limit_s <= limits.time_limit_s:
+        return spec
+    return spec.model_copy(update={"solver": spec.solver.model_copy(update={"time_limit_s": limits.time_limit_s})})
+
+
+PROBLEMS = 32
+"""Problems kept (the physics of their shapes memoised): a re-solve that moves only the
+targets reuses them — the "what if I relax TPOT by 10 %" loop answers in milliseconds."""
+_problems: OrderedDict[str, Any] = OrderedDict()
+_problems_lock = threading.Lock()
+
+
+def _problem(spec: Any, lines: dict) -> Any:
+    """The spec's problem, from the cache when only its targets, its solver limit or its
+    Pareto and tie-break settings differ from one built before: those change no shape
+    and no physics (a workload from a rate is rebuilt: Little's law reads the targets)."""
+    from solver.catalog import default_catalog
+    from solver.optimise.shapes import build_problem
+    from solver.spec.resolve import targets_of
+
+    key = json.dumps(spec.model_dump(mode="json", exclude={"sla", "solver", "pareto", "prefer"}), sort_keys=True)
+    with _problems_lock:
+        cached = _problems.get(key)
+        if cached is not None:
+            _problems.move_to_end(key)
+    if cached is not None and spec.workload.requests_per_s is None:
+        return dataclasses.replace(cached, spec=spec, targets=targets_of(spec.sla))
+    try:
+        problem = build_problem(spec, default_catalog())
+    except InputError as exc:
+        raise exc.located(lines, "request") from None
+    with _problems_lock:
+        _problems[key] = problem
+        while len(_problems) > PROBLEMS:
+            _problems.popitem(last=False)
+    return problem
+
+
+def run_solve(data: dict, lines: dict, limits: Limits, explain: bool = True) -> tuple[int, str]:
+    from solver.catalog import default_catalog
+    from solver.explain.solve import solve
+    from solver.report.solve_json import to_json
+    from solver.spec.solve_spec import parse_spec
+
+    _no_local_files(data, default_catalog())
+    spec = _capped(parse_spec(data, lines, "request"), limits)
+    result = solve(_problem(spec, lines), explain=explain)
+    if result.violations:
+        raise RuntimeError("the plan breaks " + "; ".join(f"{v.rule}: {v.detail}" for v in result.violations))
+    return 200, to_json(result)
+
+
+def run_evaluate(data: dict, lines: dict, limits: Limits) -> tuple[int, str]:
+    from solver.catalog import default_catalog
+    from solver.physics.evaluate import evaluate
+    from solver.report.evaluation_json import to_dict
+    from solver.spec.evaluate_input import parse_input
+    from solver.spec.resolve import resolve
+
+    catalog = default_catalog()
+    _no_local_files(data, catalog)
+    if isinstance(data.get("engine"), str):  # `engine: vllm` is short for {name: vllm}
+        data = {**data, "engine": {"name": data["engine"]}}
+    inp = parse_input(data, lines, "request")
+    deployment, workload, targets = resolve(inp, catalog)
+    ev = evaluate(deployment, workload, targets, precisions=catalog.precisions.entries)
+    return 200, json.dumps(to_dict(ev), indent=2)
+
+
+def run_pareto(data: dict, lines: dict, limits: Limits, axes: str | None = None) -> tuple[int, str]:
+    from solver.catalog import default_catalog
+    from solver.cli.pareto import DEFAULT_AXES, _axes
+    from solver.optimise.pareto import frontiers
+    from solver.report.pareto_report import to_json
+    from solver.spec.solve_spec import parse_spec
+
+    _no_local_files(data, default_catalog())
+    spec = _capped(parse_spec(data, lines, "request"), limits)
+    return 200, to_json(frontiers(_problem(spec, lines), _axes(axes or DEFAULT_AXES, spec)))
+
+
+def run_fleet(data: dict, lines: dict, limits: Limits) -> tuple[int, str]:
+    from pydantic import ValidationError
+
+    from solver.catalog import default_catalog
+    from solver.optimise.fleet_classes import build_classes
+    from solver.optimise.fleet_traffic import solve_fleet_verified
+    from solver.report.fleet_report import to_json
+    from solver.spec.fleet_spec import FleetSpec
+
+    catalog = default_catalog()
+    _no_local_files(data, catalog)
+    try:
+        fs = FleetSpec.model_validate(data)
+    except ValidationError as exc:
+        raise InputError.from_validation(exc, lines, source="request") from None
+    if fs.solver.time_limit_s > limits.time_limit_s:
+        fs = fs.model_copy(update={"solver": fs.solver.model_copy(update={"time_limit_s": limits.time_limit_s})})
+    try:
+        classes = build_classes(fs, catalog)
+    except InputError as exc:
+        raise exc.located(lines, "request") from None
+    return 200, to_json(solve_fleet_verified(fs, classes))
+
+
+class Gate:
+    """At most `limits.concurrency` requests run at once; the next waits up to the
+    time limit for a place."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self._slots = threading.BoundedSemaphore(limits.concurrency)
+
+    def run(self, fn: Any, *args: Any, **kwargs: Any) -> tuple[int, str]:
+        if not self._slots.acquire(timeout=self.limits.time_limit_s):
+            raise Refused(503, "server", f"busy: {self.limits.concurrency} requests in flight for {self.limits.time_limit_s:g} s; try again")
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self._slots.release()
+
+
+def create_app(limits: Limits | None = None) -> Any:
+    """The FastAPI application (imported only here: the CLI's other commands never load it)."""
+    from fastapi import FastAPI, Query, Request
+    from fastapi.responses import JSONResponse, Response
+
+    limits = limits or Limits()
+    gate = Gate(limits)
+    app = FastAPI(
+        title="plan-opt",
+        summary="The cheapest hardware that serves a language model at your latency targets, and which limit decided it.",
+        description=__doc__,
+        version="0.1.0",
+    )
+    body_doc = {"requestBody": {"content": {"application/yaml": {"schema": {"type": "string"}}, "application/json": {"schema": {"type": "object"}}}}}
+
+    def answer(fn: Any, request_body: bytes | None, what: str, *args: Any) -> Response:
+        started = time.monotonic()
+        try:
+            if request_body is None:
+                raise Refused(413, "body", f"over {limits.max_body_bytes:,} bytes: a request holds at most that")
+            data, lines = parse_body(request_body, limits, what)
+            status, text = gate.run(fn, data, lines, limits, *args)
+        except Refused as exc:
+            return JSONResponse(error_body(exc.field, None, exc.message), status_code=exc.status)
+        except InputError as exc:
+            return JSONResponse(error_body(exc.field, exc.value, exc.message(), exc.line), status_code=422)
+        except Exception as exc:  # a bug, not the caller's input: said in one line, the server stays up
+            return JSONResponse(error_body("server", None, f"internal error: {type(exc).__name__}: {exc} (please report it)"), status_code=500)
+        return Response(text, status_code=status, media_type="application/json", headers={"x-plan-opt-seconds": f"{time.monotonic() - started:.3f}"})
+
+    @app.get("/health")
+    def health() -> dict[str, Any]:
+        return {
+            "ok": True,
+            "limits": {"max_body_bytes": limits.max_body_bytes, "time_limit_s": limits.time_limit_s, "concurrency": limits.concurrency},
+        }
+
+    @app.post("/solve", openapi_extra=body_doc, summary="plan-opt solve: the cheapest plan and why (the JSON of --format json)")
+    async def solve(request: Request, explain: bool = Query(True, description="false: the plan only (--no-explain)")) -> Response:
+        body = await _read(request, limits.max_body_bytes)
+        return await _threaded(answer, run_solve, body, "spec", explain)
+
+    @app.post("/evaluate", openapi_extra=body_doc, summary="plan-opt evaluate: one configuration, step by step")
+    async def evaluate_(request: Request) -> Response:
+        body = await _read(request, limits.max_body_bytes)
+        return await _threaded(answer, run_evaluate, body, "input")
+
+    @app.post("/pareto", openapi_extra=body_doc, summary="plan-opt pareto: the frontiers of cost against latency")
+    async def pareto(request: Request, axes: str | None = Query(None, description="as --axes, e.g. tpot,ttft,rate")) -> Response:
+        body = await _read(request, limits.max_body_bytes)
+        return await _threaded(answer, run_pareto, body, "spec", axes)
+
+    @app.post("/fleet", openapi_extra=body_doc, summary="plan-opt fleet: one fleet for several workloads")
+    async def fleet(request: Request) -> Response:
+        body = await _read(request, limits.max_body_bytes)
+        return await _threaded(answer, run_fleet, body, "fleet")
+
+    return app
+
+
+async def _read(request: Any, limit: int) -> bytes | None:
+    """The body, or None as soon as it passes `limit` bytes (never read whole first)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _threaded(fn: Any, *args: Any) -> Any:
+    """The CPU-bound work off the event loop, so /health and the gate keep answering."""
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(fn, *args)

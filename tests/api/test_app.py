@@ -1,0 +1,131 @@
+"""`plan-opt serve`: the HTTP API answers what the CLI answers, byte for byte (the
+golden files), names a bad input's field and line in a 422, and bounds every request:
+no local files, the body's size, the solver's time, the requests in flight."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("httpx")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from solver.api.app import Gate, Limits, Refused, create_app  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "tests" / "golden"
+
+
+@pytest.fixture(scope="module")
+def client():
+    return TestClient(create_app(Limits(concurrency=2)))
+
+
+def _golden(name: str) -> str:
+    text = (GOLDEN / f"{name}.json").read_text()
+    return text[: text.rindex("\nexit ")]
+
+
+@pytest.mark.parametrize("spec", ["chat-llama70b", "long-prompts-disaggregated", "impossible"])
+def test_solve_answers_the_clis_json(client, spec):
+    r = client.post("/solve", content=(ROOT / "specs" / f"{spec}.yaml").read_bytes())
+    assert r.status_code == 200
+    assert r.text.rstrip("\n") == _golden(f"solve-{spec}")
+
+
+def test_a_warm_problem_with_other_targets_answers_as_a_fresh_one(client):
+    import yaml
+
+    text = (ROOT / "specs" / "chat-llama70b.yaml").read_text()
+    spec = yaml.safe_load(text)
+    relaxed = {**spec, "sla": {"max_ttft": "2s", "max_tpot": "80ms"}}
+    first = client.post("/solve", json=relaxed)  # builds (or reuses) the problem with other targets
+    assert first.status_code == 200 and first.json()["spec"]["max_tpot_s"] == pytest.approx(0.08)
+    again = client.post("/solve", content=text)  # the cached problem, the spec's own targets
+    assert again.text.rstrip("\n") == _golden("solve-chat-llama70b")
+
+
+def test_evaluate_pareto_and_fleet_answer_the_clis_json(client):
+    for endpoint, path, golden in (
+        ("/evaluate", ROOT / "examples" / "seed-step1-llama8b-rtx4090.yaml", "evaluate-seed-step1-llama8b-rtx4090"),
+        ("/pareto", ROOT / "specs" / "chat-llama70b.yaml", "pareto-chat-llama70b"),
+        ("/fleet", ROOT / "specs" / "fleet-split-shapes.yaml", "fleet-fleet-split-shapes"),
+    ):
+        r = client.post(endpoint, content=path.read_bytes())
+        assert r.status_code == 200, (endpoint, r.text[:300])
+        assert r.text.rstrip("\n") == _golden(golden), endpoint
+
+
+def test_a_bad_input_is_a_422_naming_the_field_the_value_and_the_line(client):
+    r = client.post("/solve", content="model: llama-3.1-8b\nworkload: {users: -1, context_tokens: 100, prompt_tokens: 10}\n")
+    assert r.status_code == 422
+    e = r.json()["error"]
+    assert (e["field"], e["value"], e["line"]) == ("workload.users", "-1", 2)
+    assert "whole number from 1" in e["message"]
+    r = client.post("/solve", content="[1, 2]")
+    assert r.status_code == 422 and "mapping" in r.json()["error"]["message"]
+    r = client.post("/solve", content="model: [unclosed\n")
+    assert r.status_code == 422 and r.json()["error"]["field"] == "yaml"
+
+
+def test_a_request_may_not_name_a_file_on_the_server(client, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text("{}")
+    for model in (str(config), "./config.json"):
+        r = client.post("/solve", json={"model": model, "workload": {"users": 1, "context_tokens": 100, "prompt_tokens": 10}})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "model" and "server's disk" in r.json()["error"]["message"]
+    fleet = {"workloads": [{"name": "a", "model": str(config), "workload": {"users": 1, "context_tokens": 100, "prompt_tokens": 10}}]}
+    r = client.post("/fleet", json=fleet)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "workloads[0].model"
+    rate = {"model": "llama-3.1-8b", "workload": {"requests_per_s": 1, "lengths_file": "/etc/passwd"}}
+    r = client.post("/solve", json=rate)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "workload.lengths_file"
+
+
+def test_the_body_is_bounded():
+    small = TestClient(create_app(Limits(max_body_bytes=2048)))
+    r = small.post("/solve", content=b"# " + b"x" * 4096)
+    assert r.status_code == 413 and "2,048" in r.json()["error"]["message"]
+
+
+def test_the_solver_time_is_the_servers_at_most(client):
+    from solver.api.app import _capped
+    from solver.spec.solve_spec import parse_spec
+
+    spec = parse_spec(
+        {"model": "llama-3.1-8b", "workload": {"users": 1, "context_tokens": 100, "prompt_tokens": 10}, "solver": {"time_limit_s": 600}}
+    )
+    assert _capped(spec, Limits(time_limit_s=5)).solver.time_limit_s == 5
+    assert _capped(spec, Limits(time_limit_s=900)).solver.time_limit_s == 600
+
+
+def test_past_the_concurrency_a_request_waits_its_time_limit_then_gets_a_503():
+    gate = Gate(Limits(concurrency=1, time_limit_s=0.2))
+    inside, release = threading.Event(), threading.Event()
+
+    def slow():
+        inside.set()
+        release.wait(5)
+        return 200, "{}"
+
+    t = threading.Thread(target=gate.run, args=(slow,))
+    t.start()
+    inside.wait(5)
+    started = time.monotonic()
+    with pytest.raises(Refused) as exc:
+        gate.run(lambda: (200, "{}"))
+    assert exc.value.status == 503 and 0.15 < time.monotonic() - started < 2
+    release.set()
+    t.join(5)
+    assert gate.run(lambda: (200, "ok")) == (200, "ok")  # the place is free again
+
+
+def test_the_api_describes_itself(client):
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/solve", "/evaluate", "/pareto", "/fleet", "/health"} <= set(paths)
+    assert client.get("/health").json()["ok"] is True
