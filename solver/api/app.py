@@ -194,6 +194,58 @@ def run_fleet(data: dict, lines: dict, limits: Limits) -> tuple[int, str]:
     return 200, to_json(solve_fleet_verified(fs, classes))
 
 
+def run_simulate(data: dict, lines: dict, limits: Limits, plan: dict[str, Any]) -> tuple[int, str]:
+    """`plan-opt simulate`: the query's gpu, tp, weights, kv_cache narrow the search as
+    the flags do; replicas, requests, seed and routing as theirs."""
+    from types import SimpleNamespace
+
+    from pydantic import ValidationError
+
+    from solver.catalog import default_catalog
+    from solver.cli.simulate import MAX_REPLICAS, _as_flag, _narrowed, _why_none
+    from solver.explain.solve import solve
+    from solver.report.simulate_report import to_dict
+    from solver.spec.solve_spec import MAX_SIMULATED_REQUESTS, Spec, parse_spec
+    from solver.traffic.verify import Settings, simulate_plan
+
+    _no_local_files(data, default_catalog())
+    spec = _capped(parse_spec(data, lines, "request"), limits)
+    if spec.workload.requests_per_s is None:
+        raise InputError("workload.requests_per_s", None, "simulate serves a request rate: give workload.requests_per_s (and percentile targets)")
+    args = SimpleNamespace(**{k: plan.get(k) for k in ("gpu", "tp", "weights", "kv_cache")})
+    if plan.get("replicas") is not None and not 1 <= plan["replicas"] <= MAX_REPLICAS:
+        raise InputError("replicas", plan["replicas"], f"must be a whole number from 1 to {MAX_REPLICAS:,}")
+    sim = spec.simulation
+    settings = Settings(
+        plan.get("requests") or sim.requests, sim.seed if plan.get("seed") is None else plan["seed"], plan.get("routing") or sim.routing
+    )
+    if not 100 <= settings.requests <= MAX_SIMULATED_REQUESTS:
+        raise InputError("requests", settings.requests, f"must be a whole number from 100 to {MAX_SIMULATED_REQUESTS:,}")
+    if not 0 <= settings.seed < 2**32:
+        raise InputError("seed", settings.seed, "must be a whole number from 0 to 4,294,967,295")
+
+    def as_query(exc: InputError) -> InputError:  # an error in a list the query narrowed names the query's parameter
+        named = _as_flag(exc, args)  # type: ignore[arg-type]
+        return named.relabel(named.field.removeprefix("--").replace("-", "_")) if named is not exc else exc
+
+    try:
+        if any(getattr(args, a) is not None for a in ("gpu", "tp", "weights", "kv_cache")):
+            try:
+                spec = Spec.model_validate(_narrowed(spec.model_dump(mode="json", exclude_unset=True), args))  # type: ignore[arg-type]
+            except ValidationError as exc:
+                raise InputError.from_validation(exc) from None
+        problem = _problem(spec, lines)
+    except InputError as exc:
+        raise as_query(exc) from None
+    result = solve(problem, explain=False)
+    if not result.feasible:
+        raise InputError("spec", None, f"no plan meets the spec: {_why_none(problem)}")
+    c = result.solution.chosen
+    replicas = plan.get("replicas") or c.replicas
+    check = simulate_plan(c.shape.deployment, problem.workload, problem.targets, replicas, settings)
+    return 200, json.dumps(to_dict(check, f"{replicas} × {c.shape.label}", settings), indent=2, allow_nan=False)
+
+
 class Gate:
     """At most `limits.concurrency` requests run at once; the next waits up to the
     time limit for a place."""
@@ -262,6 +314,33 @@ def create_app(limits: Limits | None = None) -> Any:
     async def pareto(request: Request, axes: str | None = Query(None, description="as --axes, e.g. tpot,ttft,rate")) -> Response:
         body = await _read(request, limits.max_body_bytes)
         return await _threaded(answer, run_pareto, body, "spec", axes)
+
+    @app.post("/simulate", openapi_extra=body_doc, summary="plan-opt simulate: a plan under the spec's request rate, request by request")
+    async def simulate(
+        request: Request,
+        gpu: str | None = Query(None, description="as --gpu: simulate this device instead of solve's plan"),
+        tp: int | None = Query(None, description="as --tp"),
+        weights: str | None = Query(None, description="as --weights"),
+        kv_cache: str | None = Query(None, description="as --kv-cache"),
+        replicas: int | None = Query(None, description="as --replicas"),
+        requests: int | None = Query(None, description="as --requests"),
+        seed: int | None = Query(None, description="as --seed"),
+        routing: str | None = Query(None, description="as --routing: round_robin or jsq"),
+    ) -> Response:
+        body = await _read(request, limits.max_body_bytes)
+        plan = {
+            "gpu": gpu,
+            "tp": tp,
+            "weights": weights,
+            "kv_cache": kv_cache,
+            "replicas": replicas,
+            "requests": requests,
+            "seed": seed,
+            "routing": routing,
+        }
+        if routing not in (None, "round_robin", "jsq"):
+            return JSONResponse(error_body("routing", routing, "routing = " + routing + ": round_robin or jsq"), status_code=422)
+        return await _threaded(answer, run_simulate, body, "spec", plan)
 
     @app.post("/fleet", openapi_extra=body_doc, summary="plan-opt fleet: one fleet for several workloads")
     async def fleet(request: Request) -> Response:

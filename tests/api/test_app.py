@@ -129,3 +129,20 @@ def test_the_api_describes_itself(client):
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/solve", "/evaluate", "/pareto", "/fleet", "/health"} <= set(paths)
     assert client.get("/health").json()["ok"] is True
+
+
+def test_simulate_answers_the_clis_json_and_names_a_bad_query(client):
+    body = (ROOT / "specs" / "chat-70b-at-20-rps.yaml").read_bytes()
+    r = client.post("/simulate", content=body)
+    assert r.status_code == 200
+    import sys
+
+    sys.path.insert(0, str(GOLDEN))
+    import record  # the golden files' runner: the CLI in-process
+
+    cli = record.run(["simulate", "specs/chat-70b-at-20-rps.yaml", "--format", "json"])
+    assert r.text.rstrip("\n") == cli[: cli.rindex("\nexit ")]
+    r = client.post("/simulate?gpu=nope", content=body)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "gpu"
+    r = client.post("/simulate", content=(ROOT / "specs" / "chat-llama70b.yaml").read_bytes())
+    assert r.status_code == 422 and r.json()["error"]["field"] == "workload.requests_per_s"
