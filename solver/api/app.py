@@ -15,6 +15,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from solver.errors import InputError
@@ -59,6 +60,51 @@ def parse_body(body: bytes, limits: Limits, what: str) -> tuple[dict, dict]:
     if not isinstance(data, dict):
         raise InputError(what, None, f"expected a YAML or JSON mapping (the {what} file's contents)", source="request", line=1)
     return data, lines
+
+
+MAX_SETS = 16
+
+
+def with_sets(data: dict, sets: list[str] | None) -> dict:
+    """The spec with each `PATH=VALUE` applied (the page's sliders move a target this
+    way: `sla.max_tpot=40ms`); VALUE is read as YAML, as evaluate's --set reads it."""
+    from solver.catalog.yaml_lines import load_yaml_text
+
+    if not sets:
+        return data
+    if len(sets) > MAX_SETS:
+        raise InputError("set", f"{len(sets)} settings", f"at most {MAX_SETS} in one request")
+    out = json.loads(json.dumps(data))  # a deep copy of plain data
+    for item in sets:
+        if "=" not in item:
+            raise InputError("set", item, "expected PATH=VALUE, e.g. sla.max_tpot=40ms")
+        path, raw = item.split("=", 1)
+        keys = [k for k in path.strip().split(".") if k]
+        if not keys or len(keys) > 8:
+            raise InputError("set", item, "PATH is dotted field names, e.g. sla.max_tpot (at most 8)")
+        value, _ = load_yaml_text(raw, source="set")
+        node = out
+        for k in keys[:-1]:
+            child = node.get(k)
+            if not isinstance(child, dict):
+                child = {}
+                node[k] = child
+            node = child
+        node[keys[-1]] = value
+    return out
+
+
+def run_validate(data: dict, lines: dict, limits: Limits) -> tuple[int, str]:
+    """The spec checked as solve reads it (the pydantic models the JSON Schema is
+    printed from) and against the catalog, without solving: the page's editor calls it
+    as the user types."""
+    from solver.catalog import default_catalog
+    from solver.spec.solve_spec import parse_spec
+
+    _no_local_files(data, default_catalog())
+    spec = parse_spec(data, lines, "request")
+    _problem(spec, lines)
+    return 200, json.dumps({"ok": True})
 
 
 def _no_local_files(data: dict, catalog: Any, prefix: str = "") -> None:
@@ -266,7 +312,8 @@ class Gate:
 def create_app(limits: Limits | None = None) -> Any:
     """The FastAPI application (imported only here: the CLI's other commands never load it)."""
     from fastapi import FastAPI, Query, Request
-    from fastapi.responses import JSONResponse, Response
+    from fastapi.responses import FileResponse, JSONResponse, Response
+    from fastapi.staticfiles import StaticFiles
 
     limits = limits or Limits()
     gate = Gate(limits)
@@ -278,12 +325,14 @@ def create_app(limits: Limits | None = None) -> Any:
     )
     body_doc = {"requestBody": {"content": {"application/yaml": {"schema": {"type": "string"}}, "application/json": {"schema": {"type": "object"}}}}}
 
-    def answer(fn: Any, request_body: bytes | None, what: str, *args: Any) -> Response:
+    def answer(fn: Any, request_body: bytes | None, what: str, *args: Any, sets: list[str] | None = None) -> Response:
         started = time.monotonic()
         try:
             if request_body is None:
                 raise Refused(413, "body", f"over {limits.max_body_bytes:,} bytes: a request holds at most that")
             data, lines = parse_body(request_body, limits, what)
+            if sets:
+                data = with_sets(data, sets)
             status, text = gate.run(fn, data, lines, limits, *args)
         except Refused as exc:
             return JSONResponse(error_body(exc.field, None, exc.message), status_code=exc.status)
@@ -293,6 +342,14 @@ def create_app(limits: Limits | None = None) -> Any:
             return JSONResponse(error_body("server", None, f"internal error: {type(exc).__name__}: {exc} (please report it)"), status_code=500)
         return Response(text, status_code=status, media_type="application/json", headers={"x-plan-opt-seconds": f"{time.monotonic() - started:.3f}"})
 
+    static = Path(__file__).resolve().parent / "static"
+
+    @app.get("/", include_in_schema=False)
+    def page() -> Response:
+        return FileResponse(static / "index.html", media_type="text/html")
+
+    app.mount("/static", StaticFiles(directory=static), name="static")
+
     @app.get("/health")
     def health() -> dict[str, Any]:
         return {
@@ -301,9 +358,18 @@ def create_app(limits: Limits | None = None) -> Any:
         }
 
     @app.post("/solve", openapi_extra=body_doc, summary="plan-opt solve: the cheapest plan and why (the JSON of --format json)")
-    async def solve(request: Request, explain: bool = Query(True, description="false: the plan only (--no-explain)")) -> Response:
+    async def solve(
+        request: Request,
+        explain: bool = Query(True, description="false: the plan only (--no-explain)"),
+        set: list[str] | None = Query(None, description="PATH=VALUE applied to the spec first, e.g. sla.max_tpot=40ms (repeatable)"),  # noqa: A002
+    ) -> Response:
         body = await _read(request, limits.max_body_bytes)
-        return await _threaded(answer, run_solve, body, "spec", explain)
+        return await _threaded(lambda: answer(run_solve, body, "spec", explain, sets=set))
+
+    @app.post("/validate", openapi_extra=body_doc, summary="the spec checked as solve reads it, without solving: {ok: true} or a 422")
+    async def validate(request: Request) -> Response:
+        body = await _read(request, limits.max_body_bytes)
+        return await _threaded(answer, run_validate, body, "spec")
 
     @app.post("/evaluate", openapi_extra=body_doc, summary="plan-opt evaluate: one configuration, step by step")
     async def evaluate_(request: Request) -> Response:
@@ -311,9 +377,13 @@ def create_app(limits: Limits | None = None) -> Any:
         return await _threaded(answer, run_evaluate, body, "input")
 
     @app.post("/pareto", openapi_extra=body_doc, summary="plan-opt pareto: the frontiers of cost against latency")
-    async def pareto(request: Request, axes: str | None = Query(None, description="as --axes, e.g. tpot,ttft,rate")) -> Response:
+    async def pareto(
+        request: Request,
+        axes: str | None = Query(None, description="as --axes, e.g. tpot,ttft,rate"),
+        set: list[str] | None = Query(None, description="PATH=VALUE applied to the spec first (repeatable)"),  # noqa: A002
+    ) -> Response:
         body = await _read(request, limits.max_body_bytes)
-        return await _threaded(answer, run_pareto, body, "spec", axes)
+        return await _threaded(lambda: answer(run_pareto, body, "spec", axes, sets=set))
 
     @app.post("/simulate", openapi_extra=body_doc, summary="plan-opt simulate: a plan under the spec's request rate, request by request")
     async def simulate(
