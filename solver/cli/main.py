@@ -33,6 +33,7 @@ from solver.cli import (
     serve,
     simulate,
     solve,
+    sweep,
 )
 from solver.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 
@@ -194,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"plan-opt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (solve, simulate, pareto, fleet, deploy, evaluate, calibrate, schema, listing, serve):
+    for command in (solve, simulate, pareto, fleet, sweep, deploy, evaluate, calibrate, schema, listing, serve):
         command.add(sub)
     return parser
 
