@@ -357,7 +357,14 @@ def create_app(limits: Limits | None = None) -> Any:
             "limits": {"max_body_bytes": limits.max_body_bytes, "time_limit_s": limits.time_limit_s, "concurrency": limits.concurrency},
         }
 
-    @app.post("/solve", openapi_extra=body_doc, summary="plan-opt solve: the cheapest plan and why (the JSON of --format json)")
+    from solver.report.solve_json import SolveOut
+
+    @app.post(
+        "/solve",
+        openapi_extra=body_doc,
+        response_model=SolveOut,  # the schema `plan-opt schema --result` prints, published; the body is solve's own JSON
+        summary="plan-opt solve: the cheapest plan and why (the JSON of --format json)",
+    )
     async def solve(
         request: Request,
         explain: bool = Query(True, description="false: the plan only (--no-explain)"),

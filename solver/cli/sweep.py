@@ -159,16 +159,21 @@ def _on_ray(pending: list, base: dict, folder: str, explain: bool, address: str)
         import ray
     except ImportError:
         raise InputError("--ray", address, "needs Ray: pip install 'plan-opt[sweep]'") from None
-    if not ray.is_initialized():
+    ours = not ray.is_initialized()  # started here: shut down here (a local instance's processes with it)
+    if ours:
         if address == "local":
             ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
         else:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
-    task = ray.remote(solve_row)
-    refs = {task.remote(base, settings, folder, explain): (i, sid, settings) for i, sid, settings in pending}
-    waiting = list(refs)
-    while waiting:
-        ready, waiting = ray.wait(waiting, num_returns=min(len(waiting), 16), timeout=None)
-        for ref in ready:
-            i, sid, settings = refs[ref]
-            yield i, sid, settings, ray.get(ref)
+    try:
+        task = ray.remote(solve_row)
+        refs = {task.remote(base, settings, folder, explain): (i, sid, settings) for i, sid, settings in pending}
+        waiting = list(refs)
+        while waiting:
+            ready, waiting = ray.wait(waiting, num_returns=min(len(waiting), 16), timeout=None)
+            for ref in ready:
+                i, sid, settings = refs[ref]
+                yield i, sid, settings, ray.get(ref)
+    finally:
+        if ours:
+            ray.shutdown()
