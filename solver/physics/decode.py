@@ -22,8 +22,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from solver.bisect import largest_true
 from solver.physics.compute import matmul_dtype, peak_flops_per_s
 from solver.physics.deployment import Deployment, Workload, cached_prompt_tokens
@@ -300,6 +298,8 @@ def queued_prompt_s(service_s: float, users: int, delay_s: float) -> float:
         top = max(0.0, max(log_terms))
         rest = sum(math.exp(t - top) for t in log_terms)
     else:
+        import numpy as np  # here, not at the top: evaluate's start does without its import (80 ms)
+
         js = np.arange(n, 0, -1, dtype=float)  # N − k + 1 for k = 1 … N
         arr = np.cumsum(np.log(js) + log_rho)  # log N!/(N − k)!·ρᵏ
         top = max(0.0, float(arr.max()))
