@@ -22,6 +22,8 @@ def test_wheel_carries_the_catalogs_and_loads_them(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     for f in ("devices.yaml", "models.yaml", "platforms.yaml", "precisions.yaml"):
         assert f"solver/catalogs/{f}" in names
+    for f in ("index.html", "app.js", "style.css"):  # the page `plan-opt serve` answers at /
+        assert f"solver/api/static/{f}" in names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     probe = "import solver.catalog.load as c; cat = c.load_catalog(); assert 'site' in str(c.catalog_dir()), c.catalog_dir(); print(len(cat.devices))"
