@@ -1,0 +1,83 @@
+"""Cross-validation of the fit inside the FIT split, grouped by source: the fit split's
+campaigns dealt into K folds (seeded), each fold predicted from a fit on the others
+(bench/fit_defaults.py's fit_model, its fallbacks for groups a fold's training lacks),
+and the held-out median error printed per kind — for the fixed-cost caps the fit uses
+and for others given on the command line. This is how a cap or threshold of the fit is
+chosen without looking at the test split.
+
+    python bench/fit_cv.py [--folds 5] [--seed 0] [--caps 2.5e-3:2e-5 1e-3:1e-5 5e-3:4e-5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fit_defaults as fit  # noqa: E402
+from validation_points import load_points  # noqa: E402
+
+from solver.catalog import default_catalog  # noqa: E402
+
+
+def held_out(terms: list, folds: list[set[str]]) -> dict[str, list[float]]:
+    errs: dict[str, list[float]] = {"tpot": [], "ttft": []}
+    for fold in folds:
+        train = [t for t in terms if t.source not in fold]
+        test = [t for t in terms if t.source in fold]
+        if not test:
+            continue
+        with contextlib.redirect_stdout(io.StringIO()):
+            model = fit.fit_model(train)
+        fitted = {k[0] for k in model.free(fit.MIN_POINTS, fit.MIN_FORMAT_POINTS) if isinstance(k[0], tuple) and k[0] != fit.SERVED}
+        check = fit.Model(test)
+        for key in list(check.values):
+            owner, name = key
+            if isinstance(owner, tuple) and owner != fit.SERVED:
+                src = owner if owner in fitted else fit.fallback(owner, fitted)
+                if src is not None and (src, name) in model.values:
+                    check.values[key] = model.values[(src, name)]
+            elif key in model.values:
+                check.values[key] = model.values[key]
+        ape = np.abs(check.predict() / check.arr["measured_s"] - 1)
+        for t, e in zip(test, ape):
+            errs["ttft" if t.kind == "ttft" else "tpot"].append(float(e))
+    return errs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--caps", nargs="*", default=[], metavar="S0:S1", help="step and per-layer caps to compare, seconds")
+    args = ap.parse_args()
+    points = [p for p in load_points() if p.get("split") == "fit"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        terms = fit.fit_terms(points, default_catalog())
+    sources = sorted({t.source for t in terms})
+    random.Random(args.seed).shuffle(sources)
+    folds = [set(sources[i :: args.folds]) for i in range(args.folds)]
+    current = (fit.BOUNDS["s0"][1], fit.BOUNDS["s1"][1])
+    caps = [current] + [tuple(float(x) for x in c.split(":")) for c in args.caps]
+    print(f"{len(terms)} fit-split terms from {len(sources)} campaigns, {args.folds} folds by campaign (seed {args.seed}); held-out median error:")
+    for s0, s1 in caps:
+        fit.BOUNDS["s0"], fit.BOUNDS["s1"] = (0.0, s0), (0.0, s1)
+        errs = held_out(terms, folds)
+        both = errs["tpot"] + errs["ttft"]
+        mark = "  (the fit's caps)" if (s0, s1) == current else ""
+        print(
+            f"  caps {s0 * 1e3:4.1f} ms + {s1 * 1e6:4.0f} µs/layer: TPOT {np.median(errs['tpot']):6.1%} (n {len(errs['tpot'])})  "
+            f"TTFT {np.median(errs['ttft']):6.1%} (n {len(errs['ttft'])})  all {np.median(both):6.1%}{mark}"
+        )
+    fit.BOUNDS["s0"], fit.BOUNDS["s1"] = (0.0, current[0]), (0.0, current[1])
+
+
+if __name__ == "__main__":
+    main()
