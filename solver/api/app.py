@@ -213,7 +213,11 @@ def run_pareto(data: dict, lines: dict, limits: Limits, axes: str | None = None)
 
     _no_local_files(data, default_catalog())
     spec = _capped(parse_spec(data, lines, "request"), limits)
-    return 200, to_json(frontiers(_problem(spec, lines), _axes(axes or DEFAULT_AXES, spec)))
+    try:
+        chosen = _axes(axes or DEFAULT_AXES, spec)
+    except InputError as exc:
+        raise exc.relabel("axes") from None
+    return 200, to_json(frontiers(_problem(spec, lines), chosen))
 
 
 def run_fleet(data: dict, lines: dict, limits: Limits) -> tuple[int, str]:
@@ -333,6 +337,9 @@ def create_app(limits: Limits | None = None) -> Any:
             data, lines = parse_body(request_body, limits, what)
             if sets:
                 data = with_sets(data, sets)
+                # a field a setting replaced is not on the line the body had it on
+                gone = [tuple(x.split("=", 1)[0].strip().split(".")) for x in sets]
+                lines = {k: v for k, v in lines.items() if not any(tuple(k[: len(g)]) == g for g in gone)}
             status, text = gate.run(fn, data, lines, limits, *args)
         except Refused as exc:
             return JSONResponse(error_body(exc.field, None, exc.message), status_code=exc.status)
@@ -341,6 +348,18 @@ def create_app(limits: Limits | None = None) -> Any:
         except Exception as exc:  # a bug, not the caller's input: said in one line, the server stays up
             return JSONResponse(error_body("server", None, f"internal error: {type(exc).__name__}: {exc} (please report it)"), status_code=500)
         return Response(text, status_code=status, media_type="application/json", headers={"x-plan-opt-seconds": f"{time.monotonic() - started:.3f}"})
+
+    from fastapi.exceptions import RequestValidationError
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_query(request: Request, exc: RequestValidationError) -> Response:
+        """A query parameter of the wrong type, said as every other bad input is."""
+        err = exc.errors()[0] if exc.errors() else {}
+        loc = [str(x) for x in err.get("loc", ()) if x not in ("query", "body")]
+        field = ".".join(loc) or "request"
+        value = err.get("input")
+        message = f"{field} = {value}: {err.get('msg', 'invalid')}" if value is not None else f"{field}: {err.get('msg', 'invalid')}"
+        return JSONResponse(error_body(field, value, message), status_code=422)
 
     static = Path(__file__).resolve().parent / "static"
 

@@ -146,3 +146,22 @@ def test_simulate_answers_the_clis_json_and_names_a_bad_query(client):
     assert r.status_code == 422 and r.json()["error"]["field"] == "gpu"
     r = client.post("/simulate", content=(ROOT / "specs" / "chat-llama70b.yaml").read_bytes())
     assert r.status_code == 422 and r.json()["error"]["field"] == "workload.requests_per_s"
+
+
+def test_a_bad_query_parameter_is_said_as_every_other_bad_input(client):
+    body = (ROOT / "specs" / "chat-llama70b.yaml").read_bytes()
+    r = client.post("/solve?explain=maybe", content=body)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "explain" and "maybe" in r.json()["error"]["message"]
+    r = client.post("/pareto?axes=bogus", content=body)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "axes"
+    r = client.post("/solve?set=nope", content=body)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "set"
+
+
+def test_a_setting_moves_a_target_and_its_error_is_not_put_on_the_bodys_line(client):
+    body = (ROOT / "specs" / "chat-llama70b.yaml").read_bytes()
+    r = client.post("/solve?explain=false&set=sla.max_tpot=80ms", content=body)
+    assert r.status_code == 200 and r.json()["spec"]["max_tpot_s"] == pytest.approx(0.08)
+    line = 1 + body.decode().split("\n").index("  max_tpot: 50ms")
+    r = client.post("/solve?set=sla.max_tpot=-5ms", content=body)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "sla.max_tpot" and r.json()["error"]["line"] != line
