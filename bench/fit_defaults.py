@@ -558,6 +558,16 @@ def main() -> None:
         if shares:
             precisions[f] = shares
             lines.append(f"  format {f:<10} " + "  ".join(f"{k} {v:.3f}" for k, v in shares.items()))
+    for p in catalog.precisions:
+        # A float format below 8 bits with no points of its own (NVFP4, MXFP4) takes FP8's
+        # prefill shares: its GEMMs run on the same tensor cores at a peak doubled again,
+        # and the share FP8 reaches of its doubled peak is the only evidence there is — the
+        # prior 1 would assume a peak no measured format reaches. Decode keeps its prior.
+        if p.compute == "fp4" and p.name not in precisions and "fp8" in precisions:
+            shares = {k: v for k, v in precisions["fp8"].items() if k in ("compute_share", "expert_compute_share")}
+            if shares:
+                precisions[p.name] = shares
+                lines.append(f"  format {p.name:<10} " + "  ".join(f"{k} {v:.3f}" for k, v in shares.items()) + "  (fp8's: no points of its own)")
     print("\n".join(lines))
     by_group: dict = {}
     for t, err in zip(terms, end_err):
