@@ -69,6 +69,7 @@ def with_sets(data: dict, sets: list[str] | None) -> dict:
     """The spec with each `PATH=VALUE` applied (the page's sliders move a target this
     way: `sla.max_tpot=40ms`); VALUE is read as YAML, as evaluate's --set reads it."""
     from solver.catalog.yaml_lines import load_yaml_text
+    from solver.spec.paths import set_path
 
     if not sets:
         return data
@@ -83,14 +84,7 @@ def with_sets(data: dict, sets: list[str] | None) -> dict:
         if not keys or len(keys) > 8:
             raise InputError("set", item, "PATH is dotted field names, e.g. sla.max_tpot (at most 8)")
         value, _ = load_yaml_text(raw, source="set")
-        node = out
-        for k in keys[:-1]:
-            child = node.get(k)
-            if not isinstance(child, dict):
-                child = {}
-                node[k] = child
-            node = child
-        node[keys[-1]] = value
+        set_path(out, ".".join(keys), value)
     return out
 
 

@@ -24,18 +24,6 @@ def catalog_for(args: argparse.Namespace) -> Catalog:
     return with_calibration(default_catalog(), getattr(args, "calibration", None))
 
 
-def set_path(data: dict[str, object], path: str, value: object) -> None:
-    keys = path.split(".")
-    node = data
-    for k in keys[:-1]:
-        child = node.get(k)
-        if not isinstance(child, dict):
-            child = {}
-            node[k] = child
-        node = child
-    node[keys[-1]] = value
-
-
 def problem_from(spec: Spec, lines: dict[tuple, int], path: str, catalog: Catalog) -> Problem:
     """The spec's problem; an error a catalog lookup raises names the spec's file and line."""
     from pathlib import Path

@@ -7,8 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from solver.cli.common import catalog_for, set_path
+from solver.cli.common import catalog_for
 from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK, InputError
+from solver.spec.paths import set_path
 
 EVALUATE_EPILOG = """\
 Input: a YAML file, flags, or both (flags win). The file's fields:

@@ -15,6 +15,7 @@ from pydantic import Field, ValidationError, model_validator
 from solver.catalog.yaml_lines import load_yaml_file
 from solver.errors import InputError
 from solver.spec.fields import SpecModel
+from solver.spec.paths import set_path
 
 MAX_SCENARIOS = 1_000_000
 MAX_DEPTH = 8
@@ -91,15 +92,7 @@ def with_settings(base: dict[str, Any], settings: dict[str, Any]) -> dict[str, A
     """The base spec with each dotted field set (a copy; the base is not changed)."""
     out = json.loads(json.dumps(base, default=str))
     for path, value in settings.items():
-        keys = path.split(".")
-        node = out
-        for k in keys[:-1]:
-            child = node.get(k)
-            if not isinstance(child, dict):
-                child = {}
-                node[k] = child
-            node = child
-        node[keys[-1]] = value
+        set_path(out, path, value)
     return out
 
 
