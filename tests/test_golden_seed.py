@@ -17,7 +17,14 @@ from solver.physics.prefill import estimate_prefill
 # The seed counts the whole card: no runtime overhead, no driver share, no activation peak.
 SEED_NO_OVERHEAD = {"memory_utilization": 1.0, "runtime_overhead_bytes": 0, "reserved_bytes": 0, "activation_peak_scale": 0, "tp_overhead_bytes": 0}
 # Nor any fixed cost per forward pass.
-SEED_NO_FIXED_COST = {"step_overhead_s": 0, "layer_overhead_s": 0, "sequence_overhead_s": 0, "expert_layer_overhead_s": 0, "request_overhead_s": 0}
+SEED_NO_FIXED_COST = {
+    "step_overhead_s": 0,
+    "layer_overhead_s": 0,
+    "sequence_overhead_s": 0,
+    "expert_layer_overhead_s": 0,
+    "tp_rank_overhead_s": 0,
+    "request_overhead_s": 0,
+}
 
 
 def test_step1_70b_weights_in_16bit_are_140_gb(catalog):

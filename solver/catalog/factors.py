@@ -10,6 +10,7 @@ calibration file and a spec's overrides alike:
 | bandwidth_efficiency, compute_efficiency | 0.01 to 1 | achieved / peak: never above it; below 1 % is a slip (1e-300 gave a TPOT of 1e291 s) |
 | step_overhead_s | 0 to 1 s | a fixed cost per forward pass; measured ≤ 2.5 ms |
 | layer_, sequence_, expert_layer_overhead_s | 0 to 10 ms | per layer or sequence per pass; measured ≤ 20 µs |
+| tp_rank_overhead_s | 0 to 10 ms | per pass per TP rank beyond the first; fitted ≈ 0.2 ms |
 | request_overhead_s | 0 to 1 s | the serving front end's time per request; fitted ≤ 0.2 s |
 | runtime_overhead_bytes, reserved_bytes, tp_overhead_bytes | 0 to 1e15 bytes (1,000 TB) | more than any device holds |
 | activation_peak_scale | 0 to 10 | a scale on the profiled peak |
@@ -71,6 +72,11 @@ class Factors:
     """Further fixed cost per mixture-of-experts layer per forward pass: the router,
     top-k, token permutation and the grouped expert GEMMs are kernels of their own,
     latency-bound at small batches; 0 to 10 ms."""
+    tp_rank_overhead_s: SmallOverhead = 0.0
+    """Further fixed cost of every pass per tensor-parallel rank beyond the first: the
+    engine hands each step's batch to every rank's worker and the ranks meet at every
+    collective, so a wider group waits longer on its slowest rank (vLLM V1's broadcast
+    of the scheduler output to its TP workers, NCCL's launch skew); 0 to 10 ms."""
     request_overhead_s: StepOverhead = 0.0
     """The serving front end's time per request before its first token, beside the
     GPU's work: HTTP, tokenisation, scheduling, streaming the token back. Counted in
@@ -106,6 +112,7 @@ class FactorOverrides:
     layer_overhead_s: SmallOverhead | None = None
     sequence_overhead_s: SmallOverhead | None = None
     expert_layer_overhead_s: SmallOverhead | None = None
+    tp_rank_overhead_s: SmallOverhead | None = None
     request_overhead_s: StepOverhead | None = None
     reserved_bytes: OverheadBytes | None = None
     tp_overhead_bytes: OverheadBytes | None = None

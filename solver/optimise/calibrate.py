@@ -42,6 +42,7 @@ class FittedFactors(TypedDict, total=False):
     bandwidth_efficiency: float
     step_overhead_s: float
     layer_overhead_s: float
+    tp_rank_overhead_s: float
     sequence_overhead_s: float
     compute_efficiency: float
 
@@ -116,9 +117,21 @@ def fit_decode(xs: list[float], ys: list[float]) -> FittedFactors:
         slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
         overhead = my - slope * mx
         if slope > 1 and overhead >= 0:
-            return {"bandwidth_efficiency": min(1.0, 1 / slope), "step_overhead_s": overhead, "layer_overhead_s": 0.0, "sequence_overhead_s": 0.0}
+            return {
+                "bandwidth_efficiency": min(1.0, 1 / slope),
+                "step_overhead_s": overhead,
+                "layer_overhead_s": 0.0,
+                "tp_rank_overhead_s": 0.0,
+                "sequence_overhead_s": 0.0,
+            }
     slope = sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
-    return {"bandwidth_efficiency": min(1.0, 1 / slope), "step_overhead_s": 0.0, "layer_overhead_s": 0.0, "sequence_overhead_s": 0.0}
+    return {
+        "bandwidth_efficiency": min(1.0, 1 / slope),
+        "step_overhead_s": 0.0,
+        "layer_overhead_s": 0.0,
+        "tp_rank_overhead_s": 0.0,
+        "sequence_overhead_s": 0.0,
+    }
 
 
 def _one_prompt_s(m: Measurement, ev: Evaluation) -> float:

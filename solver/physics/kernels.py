@@ -59,9 +59,10 @@ def overlaps(d: Deployment) -> bool:
 
 
 def fixed_step_s(d: Deployment) -> float:
-    """A forward pass's fixed cost: once per pass, and once per layer (every stage's)."""
+    """A forward pass's fixed cost: once per pass, once per layer (every stage's), and
+    once per TP rank beyond the first (the step handed to each rank's worker)."""
     f, m = d.factors, d.model
-    return f.step_overhead_s + f.layer_overhead_s * m.num_layers + f.expert_layer_overhead_s * m.moe_layers
+    return f.step_overhead_s + f.layer_overhead_s * m.num_layers + f.expert_layer_overhead_s * m.moe_layers + f.tp_rank_overhead_s * (d.tp - 1)
 
 
 def attention_flops_per_token(d: Deployment, context_tokens: int) -> float:

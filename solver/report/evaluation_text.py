@@ -86,9 +86,10 @@ def _fixed(d: Deployment, seconds: float, batch: int = 0) -> str:
     f = d.factors
     per_seq = f" + {fmt_seconds(f.sequence_overhead_s)} × {batch} sequences" if batch and f.sequence_overhead_s else ""
     moe = f" + {fmt_seconds(f.expert_layer_overhead_s)} × {d.model.moe_layers} MoE layers" if d.model.moe_layers and f.expert_layer_overhead_s else ""
+    ranks = f" + {fmt_seconds(f.tp_rank_overhead_s)} × {d.tp - 1} further TP ranks" if d.tp > 1 and f.tp_rank_overhead_s else ""
     return (
         f"{fmt_seconds(seconds)} = {fmt_seconds(f.step_overhead_s)} per pass + {fmt_seconds(f.layer_overhead_s)} × "
-        f"{d.model.num_layers} layers{moe}{per_seq} (scheduling, sampling, launches)"
+        f"{d.model.num_layers} layers{moe}{ranks}{per_seq} (scheduling, sampling, launches)"
     )
 
 

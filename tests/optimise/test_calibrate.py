@@ -15,7 +15,14 @@ from solver.optimise.calibrate import fit
 from solver.spec.measurements import read_csv
 from tests.conftest import build
 
-TRUE = {"bandwidth_efficiency": 0.7, "step_overhead_s": 0.002, "layer_overhead_s": 0.0, "sequence_overhead_s": 0.0, "compute_efficiency": 0.6}
+TRUE = {
+    "bandwidth_efficiency": 0.7,
+    "step_overhead_s": 0.002,
+    "layer_overhead_s": 0.0,
+    "tp_rank_overhead_s": 0.0,
+    "sequence_overhead_s": 0.0,
+    "compute_efficiency": 0.6,
+}
 ROWS = [  # model, tp, batch, prompt: bandwidth-bound decode, compute-bound prefill
     ("llama-3.1-8b", 1, 1, 4096),
     ("llama-3.1-8b", 1, 8, 2048),

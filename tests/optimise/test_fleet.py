@@ -195,48 +195,53 @@ SPLIT = {
 }
 
 
-def _split_caps(classes) -> tuple[int, int]:
-    """The users a TP 1 A100 and a TP 2 pair hold at the 30 ms target (the physics' caps,
-    which move with the fitted factors: 21 and 54, then 21 and 55). The tests below need
-    the regime where one of each holds the 70 users and neither alone does on 3 GPUs."""
-    caps = dict((o.gpus_per_replica, o.cap) for o in classes[0].options)
+def _split() -> tuple[dict, int, int, int]:
+    """The spec, its users and the users a TP 1 A100 and a TP 2 pair hold at the 30 ms
+    target (the physics' caps, which move with the fitted factors: 21 and 54 once, 24 and
+    60 now). The users are set to the fewest that three TP 1 replicas and one pair cannot
+    hold alone — max(3 × one, two) + 1 — so one of each (3 GPUs) serves them and no single
+    shape does on fewer than 4."""
+    caps = dict((o.gpus_per_replica, o.cap) for o in fleet(SPLIT)[1][0].options)
     one, two = caps[1], caps[2]
-    assert one + two >= 70 and 3 * one < 70 and two < 70, caps  # the scenario's premise
-    return one, two
+    users = max(3 * one, two) + 1
+    assert users <= one + two, caps  # the scenario's premise: a split holds them on 3 GPUs
+    w = SPLIT["workloads"][0]
+    spec = {**SPLIT, "workloads": [{**w, "workload": {**w["workload"], "users": users}}]}
+    return spec, users, one, two
 
 
-def _routed_users(one: int, two: int) -> tuple[int, int]:
-    """70 users in proportion to capacity, the larger remainder rounded up."""
-    a, b = 70 * one / (one + two), 70 * two / (one + two)
+def _routed_users(users: int, one: int, two: int) -> tuple[int, int]:
+    """The users in proportion to capacity, the larger remainder rounded up."""
+    a, b = users * one / (one + two), users * two / (one + two)
     return (math.ceil(a), math.floor(b)) if a % 1 >= b % 1 else (math.floor(a), math.ceil(b))
 
 
 def test_a_service_split_across_shapes_gets_router_weights_and_single_shape_forbids_it():
-    fs, classes = fleet(SPLIT)
-    one, two = _split_caps(classes)
+    spec, n, one, two = _split()
+    fs, classes = fleet(spec)
     split = solve_fleet(fs, classes)
-    # One of each holds one + two ≥ 70 users on 3 GPUs ($6/h at $2); one shape alone
-    # needs 4 GPUs: TP 1 ⌈70/one⌉ ≥ 4 replicas, or TP 2 ⌈70/two⌉ = 2 replicas of 2.
+    # One of each holds one + two ≥ n users on 3 GPUs ($6/h at $2); one shape alone needs
+    # 4 GPUs: TP 1 ⌈n/one⌉ ≥ 4 replicas, or TP 2 ⌈n/two⌉ = 2 replicas of 2.
     assert sorted((a.option.gpus_per_replica, a.replicas) for a in split.assignments) == [(1, 1), (2, 1)]
     assert split.cost_usd_per_hour == pytest.approx(6.0)
-    # Users in proportion to capacity (caps 21 and 54: 70 × 21/75 = 19.6 and 50.4, the
-    # larger remainder (.6) rounded up: 20 and 50, i.e. 2/7 and 5/7 of the users).
+    # Users in proportion to capacity (caps 21 and 54 at 70 users: 70 × 21/75 = 19.6 and
+    # 50.4, the larger remainder (.6) rounded up: 20 and 50, i.e. 2/7 and 5/7).
     gpus_of = {a.option.label: a.option.gpus_per_replica for a in split.assignments}
     route = {gpus_of[x.plan]: x for x in split.routes["chat"]}
-    users = _routed_users(one, two)
+    users = _routed_users(n, one, two)
     assert (route[1].users, route[2].users) == users
-    assert route[1].users_share == pytest.approx(users[0] / 70) and route[2].users_share == pytest.approx(users[1] / 70)
+    assert route[1].users_share == pytest.approx(users[0] / n) and route[2].users_share == pytest.approx(users[1] / n)
     # Requests by Little's law: λ = users / (TTFT + 6,144 output tokens × TPOT).
     opt = {o.gpus_per_replica: o for o in classes[0].options}
     lam = {g: route[g].users / (opt[g].ttft_s + 6144 * opt[g].tpot_s) for g in (1, 2)}
     assert route[1].request_share == pytest.approx(lam[1] / (lam[1] + lam[2]))
 
-    one = solve_fleet(*fleet({**SPLIT, "single_shape": True}))
-    assert len(one.assignments) == 1 and sum(one.gpus.values()) == 4
-    assert one.cost_usd_per_hour == pytest.approx(8.0)  # 4 GPUs × $2: $2/h more than the split
-    assert one.routes == {}
+    single = solve_fleet(*fleet({**spec, "single_shape": True}))
+    assert len(single.assignments) == 1 and sum(single.gpus.values()) == 4
+    assert single.cost_usd_per_hour == pytest.approx(8.0)  # 4 GPUs × $2: $2/h more than the split
+    assert single.routes == {}
     # A workload's own setting wins over the fleet's.
-    mixed_ok = {**SPLIT, "single_shape": True, "workloads": [{**SPLIT["workloads"][0], "single_shape": False}]}
+    mixed_ok = {**spec, "single_shape": True, "workloads": [{**spec["workloads"][0], "single_shape": False}]}
     assert solve_fleet(*fleet(mixed_ok)).cost_usd_per_hour == pytest.approx(6.0)
 
 
@@ -247,12 +252,13 @@ def test_the_report_names_the_router_and_its_weights(tmp_path, capsys):
 
     from solver.cli.main import main
 
+    spec, n, one, two = _split()
     f = tmp_path / "f.yaml"
-    f.write_text(yaml.safe_dump(SPLIT))
+    f.write_text(yaml.safe_dump(spec))
     assert main(["fleet", str(f)]) == 0
     out = capsys.readouterr().out
-    users = _routed_users(*_split_caps(fleet(SPLIT)[1]))
-    shares = [f"{100 * u / 70:.1f}%" for u in users]  # 28.6 % and 71.4 % at caps 21 and 54
+    users = _routed_users(n, one, two)
+    shares = [f"{100 * u / n:.1f}%" for u in users]  # 28.6 % and 71.4 % at caps 21 and 54 and 70 users
     assert "Routing" in out and "weighted router" in out and all(x in out for x in shares)
     assert main(["fleet", str(f), "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)

@@ -32,12 +32,26 @@ def test_one_token_prompt_is_bounded_by_reading_the_weights(build_deployment):
 
 
 def test_fixed_cost_per_pass_and_per_layer(build_deployment):
-    # 2 ms per pass and 50 µs per layer × 80 layers = 6 ms beside the FLOPs.
-    over = {"factors": {"step_overhead_s": "2ms", "layer_overhead_s": "50us", "compute_efficiency": 0.5, "request_overhead_s": 0}}
+    # 2 ms per pass and 50 µs per layer × 80 layers = 6 ms beside the FLOPs; at TP 4,
+    # 100 µs for each of the 3 ranks beyond the first = 0.3 ms more.
+    over = {
+        "factors": {
+            "step_overhead_s": "2ms",
+            "layer_overhead_s": "50us",
+            "tp_rank_overhead_s": 0,
+            "compute_efficiency": 0.5,
+            "request_overhead_s": 0,
+        }
+    }
     d, w, _ = build_deployment("llama-3.1-70b", "h100-sxm", tp=4, users=1, prompt=2048, output=1, overrides=over)
     pre = estimate_prefill(d, w)
     assert pre.step_overhead_s == pytest.approx(2e-3 + 80 * 50e-6)
     assert pre.ttft_s == pytest.approx(pre.gemm_time_s + pre.attention_time_s + pre.comm_time_s + 6e-3)
+    over["factors"]["tp_rank_overhead_s"] = "100us"
+    d, w, _ = build_deployment("llama-3.1-70b", "h100-sxm", tp=4, users=1, prompt=2048, output=1, overrides=over)
+    assert estimate_prefill(d, w).step_overhead_s == pytest.approx(6e-3 + 3 * 100e-6)
+    d, w, _ = build_deployment("llama-3.1-70b", "h100-sxm", tp=1, users=1, prompt=8, output=1, weights="int4-awq", overrides=over)
+    assert estimate_prefill(d, w).step_overhead_s == pytest.approx(6e-3)  # one GPU: no rank beyond the first
 
 
 def test_the_front_end_adds_to_ttft_and_to_no_gpu_time(build_deployment):

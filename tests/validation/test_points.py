@@ -131,6 +131,7 @@ def test_catalog_fitted_factors_are_what_the_fit_points_give(fitted):
         "s1": "layer_overhead_s",
         "s2": "sequence_overhead_s",
         "s3": "expert_layer_overhead_s",
+        "s4": "tp_rank_overhead_s",
     }
     shares = {"sb": "bandwidth_share", "sc": "compute_share", "sx": "expert_compute_share"}
     for (owner, key), value in fitted.items():
