@@ -152,16 +152,22 @@ class Candidate:
             total += rented * p if p and rented else 0.0
         return total
 
+    def acquisition(self, acquire: str = "cheaper") -> tuple[float, int, int]:
+        """(TCO per hour, GPUs bought, GPUs rented) beyond those owned, device by device
+        (a disaggregated plan's pools may be two): `acquire` as physics/costs.plan_tco."""
+        total, bought, rented = 0.0, 0, 0
+        for shape, n, extra in self._by_device:
+            price = shape.device.price
+            cost, how = plan_tco(n, n - extra, shape.costs, price.usd_per_gpu_hour if price else None, acquire)
+            total += cost
+            bought += extra if how == "bought" else 0
+            rented += extra if how == "rented" else 0
+        return total, bought, rented
+
     @cached_property
     def _tco(self) -> tuple[float, str]:
-        total, how = 0.0, set()
-        for shape, n, rented in self._by_device:
-            price = shape.device.price
-            cost, acquired = plan_tco(n, n - rented, shape.costs, price.usd_per_gpu_hour if price else None)
-            total += cost
-            how.add(acquired)
-        how.discard("")
-        return total, " and ".join(sorted(how))
+        total, bought, rented = self.acquisition()
+        return total, " and ".join(w for w, n in (("bought", bought), ("rented", rented)) if n)
 
     @property
     def tco_usd_per_hour(self) -> float:
@@ -226,6 +232,15 @@ class Candidate:
     @cached_property
     def purchase_dollars(self) -> int:
         return math.ceil(round(self.purchase_usd, 6))
+
+
+def tpot_batch_cap(problem: Problem, ph: ShapePhysics, w: Workload, t: Targets, ignore: bool) -> int:
+    """Most sequences per replica the TPOT target allows, searched up to the memory cap
+    (that cap itself without a target, or when the caller ignores it)."""
+    upper = max(ph.max_batch_memory, 1)
+    if t.max_tpot_s is None or ignore:
+        return upper
+    return problem.tpot_cap(ph, w, t.max_tpot_s * (1 + TIME_TOLERANCE), upper)  # physics' ≤, as meets_time
 
 
 MAX_BATCH_VARIANTS = 256
@@ -295,10 +310,7 @@ def candidates(
             continue
         b_mem = ph.max_batch_memory
         upper = max(b_mem, 1)
-        if t.max_tpot_s is None or ignore_tpot_cap:
-            b_tpot = upper
-        else:
-            b_tpot = problem.tpot_cap(ph, w, t.max_tpot_s * (1 + TIME_TOLERANCE), upper)  # physics' ≤, as meets_time
+        b_tpot = tpot_batch_cap(problem, ph, w, t, ignore_tpot_cap)
         cap = min(b_mem, b_tpot) if not ignore_tpot_cap else b_mem
         b_ttft = 10**9
         if dec.prompt_tokens and t.max_ttft_s is not None and not ignore_tpot_cap:

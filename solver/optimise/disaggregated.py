@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.optimise.candidates import Candidate, PrefillPool, _batches
+from solver.optimise.candidates import Candidate, PrefillPool, _batches, tpot_batch_cap
 from solver.optimise.problem import Problem, Shape, ShapePhysics
 from solver.optimise.targets import TIME_TOLERANCE
 from solver.physics.costs import plan_tco
@@ -148,11 +148,7 @@ def disaggregated_candidates(
         if not ph.valid or dec is None:
             continue
         b_mem = ph.max_batch_memory
-        upper = max(b_mem, 1)
-        if t.max_tpot_s is None or ignore_caps:
-            b_tpot = upper
-        else:
-            b_tpot = problem.tpot_cap(ph, decode_w, t.max_tpot_s * (1 + TIME_TOLERANCE), upper)
+        b_tpot = tpot_batch_cap(problem, ph, decode_w, t, ignore_caps)
         if min(b_mem, b_tpot) < 1 and not ignore_caps:
             continue  # not one sequence fits, or meets the TPOT: no pairing makes it a plan
         batches = _batches(min(b_mem, b_tpot), w.users, variants)

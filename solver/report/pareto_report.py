@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from solver.errors import InputError
 from solver.optimise.clock import WORK_FACTOR
 from solver.optimise.pareto import KNEE_MIN_DEPTH, Frontier, ParetoPoint
-from solver.physics.costs import plan_tco
 from solver.report import strict_json
 from solver.units import fmt_seconds
 
@@ -46,7 +45,7 @@ def _point_costs(c: Candidate) -> dict[str, float | str | None]:
     hosting, the rest rented), the offer it is priced at, and a million output tokens at
     steady throughput (a sequence's share of the decode step)."""
     price = c.shape.device.price
-    tco, _ = plan_tco(c.gpus, c.gpus - c.rented, c.shape.costs, price.usd_per_gpu_hour if price else None, "rent")
+    tco = c.acquisition("rent")[0]
     dec = c.physics.decode
     assert dec is not None, "a candidate is built only on a shape with a decode step"
     step = dec.decode_only_s(c.batch)

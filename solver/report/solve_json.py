@@ -16,7 +16,7 @@ from pydantic import Field
 from solver.explain.exclusions import by_device, exclusions
 from solver.explain.records import SensitivityRow, SolveResult
 from solver.optimise.scenario import objective_value
-from solver.physics.costs import TokenCosts, plan_tco, token_costs
+from solver.physics.costs import TokenCosts, token_costs
 from solver.report import strict_json
 from solver.report.speculative_json import SpeculativeOut, speculative_out
 from solver.report.strict_json import SolveModel
@@ -257,17 +257,13 @@ class SolveOut(SolveModel):
     )
 
 
-def _plan_tco(c: Candidate, objective: str) -> tuple[float | None, str]:
-    """The plan's TCO as the objective acquires its GPUs: min_tco the cheaper of renting
-    and buying, min_purchase buying, otherwise renting."""
-    if objective == "min_tco":
-        usd, how = c.tco_usd_per_hour, c.acquired_by
-    else:
-        price = c.shape.device.price
-        usd, how = plan_tco(
-            c.gpus, c.gpus - c.rented, c.shape.costs, price.usd_per_gpu_hour if price else None, "buy" if objective == "min_purchase" else "rent"
-        )
-    return (None if math.isinf(usd) else usd), how
+def _plan_tco(c: Candidate, objective: str) -> tuple[float | None, str, int, int]:
+    """The plan's TCO as the objective acquires its GPUs — min_tco the cheaper of renting
+    and buying, min_purchase buying, otherwise renting — with how (rented, bought, both
+    or "") and the GPUs bought and rented."""
+    usd, bought, rented = c.acquisition({"min_tco": "cheaper", "min_purchase": "buy"}.get(objective, "rent"))
+    how = " and ".join(w for w, n in (("bought", bought), ("rented", rented)) if n)
+    return (None if math.isinf(usd) else usd), how, bought, rented
 
 
 def _disaggregated_token_costs(c: Candidate, usd_per_hour: float, costs: TokenCosts) -> TokenCosts:
@@ -373,7 +369,7 @@ def to_output(r: SolveResult) -> SolveOut:
         ev = r.plan
         est = ev.estimates
         d = ev.deployment
-        tco, acquired = _plan_tco(c, p.objective)
+        tco, acquired, bought, rented = _plan_tco(c, p.objective)
         usd = tco if tco is not None else c.cost_usd_per_hour
         costs = token_costs(ev, usd, c.replicas, c.gpus)
         if c.prefill is not None:
@@ -393,14 +389,14 @@ def to_output(r: SolveResult) -> SolveOut:
             replicas=c.replicas,
             gpus=c.gpus,
             gpus_owned_used=c.gpus - c.rented,
-            gpus_rented=0 if acquired == "bought" else c.rented,
-            gpus_bought=c.rented if acquired == "bought" else 0,
+            gpus_rented=rented if tco is not None else c.rented,
+            gpus_bought=bought,
             weights=d.weights.name,
             kv_cache=d.kv.name,
             batch_per_replica=c.batch,
             max_batch_memory=c.max_batch_memory,
             max_batch_tpot=c.max_batch_tpot,
-            cost_usd_per_hour=0.0 if acquired == "bought" else round(c.cost_usd_per_hour, 6),
+            cost_usd_per_hour=round(c.cost_usd_per_hour, 6) if rented or not bought else 0.0,
             purchase_usd=round(c.purchase_usd, 2),
             tpot_s=c.tpot_s if c.traffic is not None else est.decode.tpot_s,
             ttft_s=c.ttft_s if c.traffic is not None or c.prefill is not None else ttft_s,
@@ -417,7 +413,7 @@ def to_output(r: SolveResult) -> SolveOut:
             kv_capacity_blocks=est.memory.kv_capacity_blocks,
             max_concurrency=round(est.memory.max_concurrency, 4),
             tokens_per_s=est.decode.tokens_per_s * c.replicas,
-            price=_price_out(d.device.price) if c.rented and d.device.price and acquired == "rented" else None,
+            price=_price_out(d.device.price) if rented and d.device.price else None,
             tco_usd_per_hour=None if tco is None else round(tco, 6),
             acquired_by=acquired,
             ownership=OwnershipOut(

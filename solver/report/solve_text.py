@@ -38,14 +38,16 @@ def _tco_line(pl: PlanOut) -> str:
     parts = []
     if pl.gpus_owned_used:
         parts.append(f"{pl.gpus_owned_used} owned at ${run:,.2f}/GPU-hour (power + hosting)")
-    if pl.acquired_by == "bought":
-        capital = o.capital_usd_per_gpu_hour
-        assert capital is not None, "GPUs are bought only where the device has a purchase price"
+    capital = o.capital_usd_per_gpu_hour
+    if pl.gpus_bought and capital is None:  # bought for the other pool: its device has a purchase price, this one not
+        parts.append(f"{pl.gpus_bought} bought")
+    elif pl.gpus_bought:
+        assert capital is not None
         parts.append(
             f"{pl.gpus_bought} bought at ${capital + run:,.2f}/GPU-hour "
             f"(${capital:,.2f} purchase over {o.life_years:g} years + ${run:,.2f} power and hosting)"
         )
-    elif pl.acquired_by == "rented":
+    if pl.gpus_rented and pl.acquired_by:
         parts.append(f"{pl.gpus_rented} rented")
     power = "" if o.power_usd_per_gpu_hour is not None else " (no board power in the catalog: power and hosting not counted)"
     return f"total cost of ownership ${pl.tco_usd_per_hour:,.2f}/hour: " + ", ".join(parts) + power

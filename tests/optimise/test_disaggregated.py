@@ -147,3 +147,15 @@ def test_the_spec_refuses_what_disaggregation_cannot_plan():
         problem_of({**LONG_PROMPTS, "workload": {"requests_per_s": 2, "prompt_tokens": 8192, "output_tokens": 512}, "sla": {"ttft": {"p99": "3s"}}})
     with pytest.raises(InputError, match="llama.cpp has no prefill/decode split"):
         problem_of({**LONG_PROMPTS, "engine": "llama.cpp", "search": {**LONG_PROMPTS["search"], "gpus": ["rtx-4090"], "serving": ["disaggregated"]}})
+
+
+def test_a_plan_of_two_pools_costs_each_pools_gpus_at_their_devices_price():
+    # Cost and TCO are summed device by device: a prefill pool on one GPU type and a
+    # decode pool on another each rent at their own price (no GPUs owned here).
+    problem = problem_of({**LONG_PROMPTS, "search": {**LONG_PROMPTS["search"], "serving": ["disaggregated"]}})
+    c = solve(problem, explain=False).solution.chosen
+    want = sum(n * shape.device.price.usd_per_gpu_hour for shape, n in c.pools)
+    assert c.cost_usd_per_hour == pytest.approx(want)
+    tco, bought, rented = c.acquisition("rent")
+    assert tco == pytest.approx(want) and bought == 0 and rented == c.gpus
+    assert to_output(solve(problem, explain=False)).plan.gpus_rented == c.gpus
