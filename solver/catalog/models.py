@@ -34,6 +34,10 @@ class CheckpointLayout:
     sixteen_bit: tuple[TensorGroup, ...] = ()
     sixteen_bit_layers: NonNegInt = 0
     """Whole transformer blocks kept in 16-bit (the first and last ones)."""
+    hf_ids: tuple[str, ...] = ()
+    """The published checkpoints stored this way. Another checkpoint in the same format
+    (`overrides.model.checkpoint`: NVIDIA's ModelOpt, AMD's Quark) stores every linear
+    layer of every block in it."""
 
 
 @dataclass(frozen=True)

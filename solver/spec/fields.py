@@ -271,6 +271,11 @@ class ModelOverrides(SpecModel):
         default=None, description=f"Parameters each token uses (mixture-of-experts models only; a dense model uses all), {PARAMS}."
     )
     weights_bytes: MemoryBytes | None = Field(default=None, description=f"Whole-model weight bytes, e.g. a checkpoint's size, {MEMORY_BYTES}.")
+    checkpoint: Name | None = Field(
+        default=None,
+        description="The published checkpoint served, by Hugging Face id, where the model has more than one in a format "
+        "(its `published` list in catalogs/models.yaml): its layout of 16-bit tensors sets the weights' bytes, and deploy serves it.",
+    )
 
 
 class FactorsIn(SpecModel):

@@ -51,6 +51,8 @@ def resolve_model(name: str, overrides: ModelOverrides, catalog: Catalog, base_d
     """The model by name or config.json, with the spec's parameter counts applied."""
     model = _resolve_model(name, catalog, base_dir)
     mo = overrides
+    if mo.checkpoint is not None:
+        model = served_checkpoint(model, mo.checkpoint)
     if mo.total_params is None and mo.active_params is None:
         return model
     total = int(mo.total_params if mo.total_params is not None else model.total_params)
@@ -71,6 +73,19 @@ def resolve_model(name: str, overrides: ModelOverrides, catalog: Catalog, base_d
             field, value, f"{model.name} is a mixture of experts: its active parameters ({active:,}) must be fewer than its total ({total:,})"
         )
     return dataclasses.replace(model, total_params=total, active_params=active)
+
+
+def served_checkpoint(model: Model, hf_id: str) -> Model:
+    """The model as one of its published checkpoints stores it: the layouts of 16-bit
+    tensors that name it (none: every linear layer in the checkpoint's format), and that
+    checkpoint alone in its format, so that deploy serves it."""
+    chosen = next((c for c in model.published if c.hf_id.lower() == hf_id.lower()), None)
+    if chosen is None:
+        listed = ", ".join(c.hf_id for c in model.published) or "none"
+        raise InputError("overrides.model.checkpoint", hf_id, f"not a published checkpoint of {model.name}; the catalog lists: {listed}")
+    layouts = tuple(c for c in model.checkpoints if c.format != chosen.format or chosen.hf_id in c.hf_ids)
+    published = tuple(c for c in model.published if c.format != chosen.format or c is chosen)
+    return dataclasses.replace(model, checkpoints=layouts, published=published)
 
 
 def override_device(device: Device, go: GpuOverrides) -> Device:

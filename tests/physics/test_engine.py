@@ -118,6 +118,31 @@ def test_the_405b_fp8_checkpoint_keeps_attention_and_two_blocks_in_bf16(catalog)
     assert weights_bytes(m, catalog.precision("fp8")) == pytest.approx(expected)
 
 
+def test_another_fp8_checkpoint_of_the_405b_stores_every_block_s_linear_layers_in_fp8(catalog):
+    # NVIDIA's ModelOpt checkpoint: "Only the weights and activations of the linear
+    # operators within transformers blocks are quantized" — attention and all 126 blocks
+    # in FP8 (1 byte), the embeddings and LM head (2 × 128,256 × 16,384) in BF16.
+    from solver.spec.fields import ModelOverrides
+    from solver.spec.resolve import resolve_model
+
+    embeddings = 2 * 128256 * 16384
+    m = resolve_model("llama-3.1-405b", ModelOverrides(checkpoint="nvidia/Llama-3.1-405B-Instruct-FP8"), catalog, None)
+    assert weights_bytes(m, catalog.precision("fp8")) == pytest.approx(embeddings * 2 + (m.total_params - embeddings) * 1)
+    # naming Meta's own keeps Meta's layout (the default)
+    meta = resolve_model("llama-3.1-405b", ModelOverrides(checkpoint="meta-llama/Llama-3.1-405B-Instruct-FP8"), catalog, None)
+    assert weights_bytes(meta, catalog.precision("fp8")) == weights_bytes(catalog.model("llama-3.1-405b"), catalog.precision("fp8"))
+
+
+def test_a_checkpoint_the_catalog_does_not_list_is_refused_with_the_ones_it_does(catalog):
+    from solver.errors import InputError
+    from solver.spec.fields import ModelOverrides
+    from solver.spec.resolve import resolve_model
+
+    with pytest.raises(InputError) as e:
+        resolve_model("llama-3.1-405b", ModelOverrides(checkpoint="someone/llama-405b-fp8"), catalog, None)
+    assert e.value.field == "overrides.model.checkpoint" and "nvidia/Llama-3.1-405B-Instruct-FP8" in str(e.value)
+
+
 def test_two_rtx_3090s_run_a_70b_q4_k_m_at_the_published_speed(build_deployment):
     # XiongjieDai/GPU-Benchmarks-on-LLM-Inference (README at aa72e0e, llama-bench tg512):
     # "3090 24GB * 2 | 70B Q4_K_M | 16.57" tokens/s. A point of the fit split, so this

@@ -173,6 +173,18 @@ def test_405b_serves_the_instruct_checkpoint_and_meta_s_fp8():
     assert fp8.argv[2] == "meta-llama/Llama-3.1-405B-Instruct-FP8" and "--quantization" not in fp8.argv
 
 
+def test_the_checkpoint_the_spec_names_is_the_one_served():
+    spec = {
+        "model": "llama-3.1-405b",
+        "workload": {"users": 16, "context_tokens": 8192, "prompt_tokens": 1024},
+        "sla": {"max_tpot": "200ms"},
+        "search": {"gpus": ["h200"], "tp": [8], "weights": ["fp8"], "kv_cache": ["fp8"]},
+        "overrides": {"model": {"checkpoint": "nvidia/Llama-3.1-405B-Instruct-FP8"}},
+    }
+    dep = emit(_solve(spec), "vllm")
+    assert dep.argv[2] == "nvidia/Llama-3.1-405B-Instruct-FP8" and "--quantization" not in dep.argv
+
+
 def test_runtime_fp8_only_when_no_fp8_checkpoint_is_published():
     dep = emit(_plan(weights=["fp8"], kv_cache=["fp8"]), "vllm")  # Meta publishes no FP8 70B
     assert dep.argv[2] == "meta-llama/Llama-3.1-70B-Instruct" and _flag(dep.argv, "--quantization") == "fp8"
