@@ -6,6 +6,8 @@ and for others given on the command line. This is how a cap or threshold of the 
 chosen without looking at the test split.
 
     python bench/fit_cv.py [--folds 5] [--seed 0] [--caps 2.5e-3:2e-5 1e-3:1e-5 5e-3:4e-5]
+
+--folds 0 leaves one campaign out at a time (no seed: every campaign is a fold).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def held_out(terms: list, folds: list[set[str]]) -> dict[str, list[float]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--folds", type=int, default=5, help="campaign folds; 0: leave one campaign out")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--caps", nargs="*", default=[], metavar="S0:S1", help="step and per-layer caps to compare, seconds")
     args = ap.parse_args()
@@ -62,11 +64,15 @@ def main() -> None:
     with contextlib.redirect_stdout(io.StringIO()):
         terms = fit.fit_terms(points, default_catalog())
     sources = sorted({t.source for t in terms})
-    random.Random(args.seed).shuffle(sources)
-    folds = [set(sources[i :: args.folds]) for i in range(args.folds)]
+    if args.folds <= 0:
+        folds = [{s} for s in sources]
+    else:
+        random.Random(args.seed).shuffle(sources)
+        folds = [set(sources[i :: args.folds]) for i in range(args.folds)]
     current = (fit.BOUNDS["s0"][1], fit.BOUNDS["s1"][1])
     caps = [current] + [tuple(float(x) for x in c.split(":")) for c in args.caps]
-    print(f"{len(terms)} fit-split terms from {len(sources)} campaigns, {args.folds} folds by campaign (seed {args.seed}); held-out median error:")
+    how = "each campaign left out in turn" if args.folds <= 0 else f"{args.folds} folds by campaign (seed {args.seed})"
+    print(f"{len(terms)} fit-split terms from {len(sources)} campaigns, {how}; held-out median error:")
     for s0, s1 in caps:
         fit.BOUNDS["s0"], fit.BOUNDS["s1"] = (0.0, s0), (0.0, s1)
         errs = held_out(terms, folds)

@@ -271,17 +271,21 @@ def test_k8s_multi_node_replica_is_a_leader_worker_set():
     assert pvc["spec"]["resources"]["requests"]["storage"] == "756Gi"  # ceil(811e9 / 2**30) = ceil(755.3)
 
 
-def test_k8s_single_node_replicas_are_a_deployment_with_the_vendor_s_gpu(capsys):
+def test_k8s_single_node_replicas_are_a_deployment_with_the_vendor_s_gpu(capsys, tmp_path):
     import yaml
 
     from tests.k8s_schema import check
 
-    assert main(["deploy", str(ROOT / "specs" / "latency-critical-8b.yaml"), "--emit", "k8s"]) == 0
+    spec = yaml.safe_load((ROOT / "specs" / "latency-critical-8b.yaml").read_text())
+    spec["search"]["gpus"] = ["mi300x"]  # an AMD plan: its GPU resource is amd.com/gpu
+    path = tmp_path / "amd.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    assert main(["deploy", str(path), "--emit", "k8s"]) == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
     assert all(check(d) == [] for d in docs)
     dep = next(d for d in docs if d["kind"] == "Deployment")
     c = dep["spec"]["template"]["spec"]["containers"][0]
-    assert c["resources"]["limits"] == {"amd.com/gpu": 1}  # the spec's plan: 1 x Instinct MI300X
+    assert c["resources"]["limits"] == {"amd.com/gpu": 1}  # the plan: 1 x Instinct MI300X
     assert c["image"] == "rocm/vllm:latest"
 
 

@@ -6,6 +6,7 @@ fitted on it."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -100,6 +101,10 @@ def test_a_group_is_fitted_alone_only_when_its_points_separate_reads_from_flops(
     flop_bound = [term(i + 3, 0.001, 0.01) for i in range(3)]
     assert fit_defaults.Model(read_bound + flop_bound).identifiable(("vllm", "hbm"))
     assert not fit_defaults.Model(read_bound[:2] + flop_bound * 2).identifiable(("vllm", "hbm"))
+    # points at one TP size above 1 cannot tell a per-rank cost from a bandwidth share
+    at_tp8 = [dataclasses.replace(t, tp=8) for t in read_bound + flop_bound]
+    assert not fit_defaults.Model(at_tp8).identifiable(("vllm", "hbm"))
+    assert fit_defaults.Model(at_tp8 + [dataclasses.replace(read_bound[0], tp=1)]).identifiable(("vllm", "hbm"))
 
 
 def test_a_github_source_is_its_repository_revision_or_thread():
