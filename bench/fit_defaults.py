@@ -12,6 +12,7 @@ What is fitted, and from what (every other figure is a sourced catalog fact):
   and 26.8 → 25.1 % on seeds 1 and 0 with it) — from batch-1
   and batched decode TPOT and from single-prompt TTFT points of that engine and kind;
 - per quantised weight format: the share of 16-bit bandwidth its decode kernels reach
+  (FP8's held at 1, see HELD)
   and the share of 16-bit utilisation its prefill GEMMs reach (16-bit is the reference);
 - the runtime's memory beside weights, KV and activations: the median non-torch memory
   the fit split's vLLM logs print on one GPU, and how much more they print per GPU of a
@@ -100,7 +101,7 @@ UNIT = {
 # stated as one. Likewise the cost per layer is capped at 20 µs (about ten kernel
 # launches of 2 µs each, what a layer costs without CUDA graphs).
 BOUNDS = {
-    "e": (0.15, 0.9),  # the best streaming kernels reach about 90 % of HBM's peak; see E_MAX_NOTE
+    "e": (0.15, 0.9),  # the best streaming kernels reach about 90 % of HBM's peak; see HELD
     "c": (0.05, 1.0),
     "s0": (0.0, 0.0025),
     "s1": (0.0, 2e-5),
@@ -112,7 +113,9 @@ BOUNDS = {
     "sx": (0.1, 1.0),
     "r": (0.0, 0.2),
 }
-E_MAX_NOTE = """FP8's decode share is held at its prior 1: FP8 weights are streamed by the same
+
+HELD = {("fp8", "sb")}
+"""FP8's decode share is held at its prior 1: FP8 weights are streamed by the same
 GEMV path as 16-bit ones, at half the bytes. Left free on the fit split of 2026-12-01 (566
 points, 20 campaigns), it traded against the bandwidth efficiency: 16-bit reads at 95-100 %
 of peak and FP8 reads at 62 % of that, which no kernel does (most FP8 decode points are
@@ -122,8 +125,6 @@ peak (with the share held, TensorRT-LLM's went to the bound of 1 without the cap
 moved the error below by under 0.1 point). Leave-one-campaign-out median error
 (bench/fit_cv.py --folds 0, 338 terms): share free and no cap, 21.2 % (TPOT 16.0 %, TTFT
 37.5 %); held and capped, 17.2 % (TPOT 14.8 %, TTFT 25.6 %)."""
-HELD = {("fp8", "sb")}
-"""Format shares the fit leaves at their prior (E_MAX_NOTE)."""
 PRIOR = {"e": 0.8, "c": 0.5, "s0": 0.0, "s1": 0.0, "s2": 0.0, "s3": 0.0, "s4": 0.0, "sb": 1.0, "sc": 1.0, "sx": 1.0, "r": 0.0}
 GROUP_KEYS = ("e", "c", "s0", "s1", "s2", "s3", "s4")
 SERVING_KEYS = ("r",)

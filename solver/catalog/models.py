@@ -130,6 +130,12 @@ class Model:
             raise ValueError("sliding_layers exceeds num_layers")
         if self.sliding_layers and self.sliding_window is None:
             raise ValueError("sliding_layers needs sliding_window")
+        for layout in self.checkpoints:
+            stored = {c.hf_id for c in self.published if c.format == layout.format}
+            stray = [h for h in layout.hf_ids if h not in stored]
+            if stray:
+                # a misspelt id would silently stand for "every layer in the format"
+                raise ValueError(f"checkpoints[{layout.format}].hf_ids: {', '.join(stray)} is not a published {layout.format} checkpoint")
 
     @property
     def is_moe(self) -> bool:

@@ -83,7 +83,11 @@ def served_checkpoint(model: Model, hf_id: str) -> Model:
     if chosen is None:
         listed = ", ".join(c.hf_id for c in model.published) or "none"
         raise InputError("overrides.model.checkpoint", hf_id, f"not a published checkpoint of {model.name}; the catalog lists: {listed}")
-    layouts = tuple(c for c in model.checkpoints if c.format != chosen.format or chosen.hf_id in c.hf_ids)
+    layouts = tuple(
+        c if c.format != chosen.format else dataclasses.replace(c, hf_ids=(chosen.hf_id,))
+        for c in model.checkpoints
+        if c.format != chosen.format or chosen.hf_id in c.hf_ids
+    )
     published = tuple(c for c in model.published if c.format != chosen.format or c is chosen)
     return dataclasses.replace(model, checkpoints=layouts, published=published)
 

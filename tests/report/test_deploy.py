@@ -213,6 +213,21 @@ def test_catalog_refuses_a_published_checkpoint_in_an_unknown_format(tmp_path):
         load_catalog(tmp_path, use_cache=False)
 
 
+def test_catalog_refuses_a_layout_naming_a_checkpoint_it_does_not_publish(tmp_path):
+    import shutil
+
+    from solver.catalog import catalog_dir, load_catalog
+
+    for f in catalog_dir().glob("*.yaml"):
+        shutil.copy(f, tmp_path / f.name)
+    models = tmp_path / "models.yaml"
+    text = models.read_text()
+    assert "hf_ids: [meta-llama/Llama-3.1-405B-Instruct-FP8," in text
+    models.write_text(text.replace("hf_ids: [meta-llama/Llama-3.1-405B-Instruct-FP8,", "hf_ids: [meta-llama/Llama-3.1-405B-Instrukt-FP8,"))
+    with pytest.raises(InputError, match="Instrukt"):
+        load_catalog(tmp_path, use_cache=False)
+
+
 # --------------------------------------------------------------------------- multi-node and Kubernetes (item 11)
 
 
