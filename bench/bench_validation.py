@@ -35,6 +35,7 @@ from validation_points import (  # noqa: E402
     _cond,
     batch_of,
     deployment_for,
+    does_not_fit,
     kind_of,
     load_points,
     measured,
@@ -267,7 +268,7 @@ def main() -> None:
         why = out_of_reach(p)
         got = None if why else predict(p)
         if got is None:
-            why = why or "not in the catalog"
+            why = why or ("weights larger than the GPU as recorded" if does_not_fit(p) else "not in the catalog")
             reasons[why] = reasons.get(why, 0) + 1
             continue
         ours[p["id"]] = (got, measured(p), kind_of(p))

@@ -58,6 +58,7 @@ from validation_points import (  # noqa: E402
     source_key,
     speculation_of,
     tokens,
+    too_big,
 )
 
 from solver.catalog import default_catalog  # noqa: E402
@@ -227,7 +228,7 @@ def terms_of(p: dict, catalog) -> Term | None:
         ev = evaluate(d, w, t, with_remedies=False)
     except (InputError, KeyError, ValueError):
         return None
-    if not ev.valid:
+    if not ev.valid or too_big(ev):
         return None
     group = (d.engine.name, d.device.memory_kind if d.device.vendor == "NVIDIA" else f"{d.device.vendor.lower()}.{d.device.memory_kind}")
     src = source_key(p)

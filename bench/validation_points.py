@@ -200,11 +200,14 @@ def deployment_for(
         tp = count  # llama.cpp spreads one model over every GPU (as its split mode says)
         engine.setdefault("split_mode", "layer")
     hardware: dict = {"gpu": p["gpu"], "tp": tp}
+    pp = int(_num(p.get("pp") or _cond(p).get("pipeline_parallel_size"), 1) or 1)
+    if pp > 1:
+        hardware["pp"] = pp
     layout = parallelism_of(p)
     if layout != "tp":
         hardware["parallelism"] = layout
     device = catalog.device(p["gpu"])
-    need = tp
+    need = tp * pp
     if need > 1:  # the first of the device's platforms that holds the group
         for name in device.platforms:
             plat = catalog.platform(name)
@@ -378,6 +381,23 @@ def _saturated_batch(p: dict, prompt: int, output: int, factors, catalog) -> int
     return min(ev.memory.max_batch, d.engine.max_num_seqs)
 
 
+def too_big(ev) -> bool:
+    """The weights alone outgrow the GPU as the run is recorded: a mislabelled run (a
+    recipe's "TP 1" for a 410 GB checkpoint on a 288 GB GPU), not a prediction to score.
+    (A run that only just misses the physics' whole budget, KV and activations with it,
+    stays: it ran, and the budget is what is off.)"""
+    return ev.valid and ev.memory.weights_bytes > ev.memory.device_bytes
+
+
+def does_not_fit(p: dict, catalog=None) -> bool:
+    """Whether predict's None for p is too_big's."""
+    try:
+        d, w, t = deployment_for(p, 1, 16, 16, catalog=catalog)
+        return too_big(evaluate(d, w, t, with_remedies=False))
+    except (InputError, KeyError, ValueError):
+        return False
+
+
 def predict(p: dict, factors: dict | None = None, catalog=None) -> float | None:
     """plan-opt's figure for point p in the unit of `measured`; None when the point is
     out of reach (model, GPU or format not in the catalog, or the physics refuses)."""
@@ -397,7 +417,7 @@ def predict(p: dict, factors: dict | None = None, catalog=None) -> float | None:
             if cond.get("block_size"):
                 d = d.replace(engine=dataclasses.replace(d.engine, block_size_tokens=cond["block_size"]))
             ev = evaluate(d, w, t, with_remedies=False)
-            return float(ev.memory.kv_capacity_tokens) if ev.valid else None
+            return float(ev.memory.kv_capacity_tokens) if ev.valid and not too_big(ev) else None
         prompt = tokens(p, "prompt_tokens", 128)
         output = tokens(p, "output_tokens", 128)
         if kind == "ttft":
@@ -405,7 +425,7 @@ def predict(p: dict, factors: dict | None = None, catalog=None) -> float | None:
             if not served_ttft(p):  # measured without the server: no front end in it
                 d = d.replace(factors=dataclasses.replace(d.factors, request_overhead_s=0.0))
             ev = evaluate(d, w, t, with_remedies=False)
-            return ev.prefill.ttft_s * 1e3 if ev.valid else None
+            return ev.prefill.ttft_s * 1e3 if ev.valid and not too_big(ev) else None
         batch = batch_of(p) or _saturated_batch(p, prompt, output, factors, catalog)
         if not batch:
             return None
@@ -414,7 +434,7 @@ def predict(p: dict, factors: dict | None = None, catalog=None) -> float | None:
         # Sequences hold their prompt and, on average, half their output while decoding.
         w = dataclasses.replace(w, kv_fill=min(1.0, (prompt + output / 2) / w.context_tokens))
         ev = evaluate(d, w, t, with_remedies=False)
-        if not ev.valid:
+        if not ev.valid or too_big(ev):
             return None
         if kind in ("tpot1", "tpot"):
             return ev.decode.tpot_s * 1e3

@@ -26,6 +26,7 @@ from solver.spec.resolve import (
     apply_factors,
     band_of,
     check_engine_fits,
+    checkpoint_formats,
     engine_factors,
     override_device,
     resolve_engine,
@@ -194,6 +195,16 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
                 spec.search.min_weights_quality,
                 f"no format in search.weights is as good (quality_rank ≥ {floor.quality_rank}); "
                 f"allowed: {', '.join(p.name for p in catalog.precisions if p.quality_rank >= floor.quality_rank and 'weights' in p.use)}",
+            )
+    allowed = checkpoint_formats(model, mo.checkpoint)
+    if allowed is not None:
+        asked = ", ".join(p.name for p in weights)
+        weights = [p for p in weights if p.name in allowed]
+        if not weights:
+            raise InputError(
+                "overrides.model.checkpoint",
+                mo.checkpoint,
+                f"stores {allowed[0]} weights, which search.weights ({asked}) does not allow; add {allowed[0]} to search.weights, or drop the checkpoint",
             )
     kvs = [_looked_up(functools.partial(catalog.precision, p, "kv"), f"search.kv_cache[{i}]") for i, p in enumerate(spec.search.kv_cache)]
     owned = {catalog.device(n).name: c for n, c in spec.inventory.items()}

@@ -92,6 +92,20 @@ def served_checkpoint(model: Model, hf_id: str) -> Model:
     return dataclasses.replace(model, checkpoints=layouts, published=published)
 
 
+SIXTEEN_BIT = ("bf16", "fp16")
+
+
+def checkpoint_formats(model: Model, hf_id: str | None) -> tuple[str, ...] | None:
+    """The weight formats a plan of the named checkpoint may use: the one it stores (bf16
+    and fp16 alike: same size and speed); None when no checkpoint is named. A plan in
+    another format would not serve the checkpoint at all, so the override would do
+    nothing: callers refuse that rather than ignore the name."""
+    if hf_id is None:
+        return None
+    fmt = next(c.format for c in model.published if c.hf_id.lower() == hf_id.lower())
+    return SIXTEEN_BIT if fmt in SIXTEEN_BIT else (fmt,)
+
+
 def override_device(device: Device, go: GpuOverrides) -> Device:
     """The device with any catalog figure the spec gives instead."""
     if go.memory_bytes is None and go.memory_bandwidth_bytes_per_s is None and not go.dense_flops_per_s:
@@ -192,6 +206,13 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
         raise InputError("hardware.tp", hw.tp, f"platform {platform.name} holds one device{hint}")
 
     weights = catalog.precision(inp.precision.weights, "weights")
+    allowed = checkpoint_formats(model, mo.checkpoint)
+    if allowed is not None and weights.name not in allowed:
+        raise InputError(
+            "overrides.model.checkpoint",
+            mo.checkpoint,
+            f"stores {allowed[0]} weights, but precision.weights is {weights.name}; set precision.weights: {allowed[0]}, or drop the checkpoint",
+        )
     shares = inp.overrides.precision.model_dump(exclude_none=True)
     weights = dataclasses.replace(weights, **shares) if shares else weights
     kv = catalog.precision(inp.precision.kv_cache, "kv")

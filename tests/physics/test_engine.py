@@ -177,3 +177,42 @@ def test_llama_cpp_kernels_add_their_read_and_their_flops(build_deployment):
     d2, w2, _ = build_deployment("llama-3.1-8b", "rtx-4090", users=1, prompt=512, output=1, weights="int4-awq", kv="fp16", overrides=over)
     pre2 = estimate_prefill(d2, w2)
     assert pre2.gemm_time_s == pytest.approx(max(pre2.linear_time_s, pre2.weights_time_s))
+
+
+def test_a_named_checkpoint_restricts_a_search_to_the_format_it_stores():
+    # nvidia/Llama-3.1-405B-Instruct-FP8 stores FP8 weights: a search over bf16 and fp8
+    # builds fp8 shapes only (a bf16 plan would not serve the checkpoint named).
+    spec = {
+        "model": "llama-3.1-405b",
+        "workload": {"users": 8, "context_tokens": 4096, "prompt_tokens": 1024},
+        "sla": {"max_tpot": "100ms"},
+        "search": {"gpus": ["h200"], "tp": [8], "weights": ["bf16", "fp8"], "kv_cache": ["bf16"]},
+        "overrides": {"model": {"checkpoint": "nvidia/Llama-3.1-405B-Instruct-FP8"}},
+    }
+    assert {sh.deployment.weights.name for sh in problem_of(spec).shapes} == {"fp8"}
+
+
+def test_a_named_checkpoint_in_a_format_the_spec_does_not_allow_is_refused(catalog):
+    from solver.spec.evaluate_input import parse_input
+    from solver.spec.resolve import resolve
+
+    spec = {
+        "model": "llama-3.1-405b",
+        "workload": {"users": 8, "context_tokens": 4096, "prompt_tokens": 1024},
+        "sla": {"max_tpot": "100ms"},
+        "search": {"gpus": ["h200"], "tp": [8], "weights": ["bf16"], "kv_cache": ["bf16"]},
+        "overrides": {"model": {"checkpoint": "nvidia/Llama-3.1-405B-Instruct-FP8"}},
+    }
+    with pytest.raises(InputError) as e:
+        problem_of(spec)
+    assert e.value.field == "overrides.model.checkpoint" and "stores fp8 weights" in str(e.value) and "search.weights (bf16)" in str(e.value)
+    one = {
+        "model": "llama-3.1-405b",
+        "hardware": {"gpu": "h200", "tp": 8},
+        "precision": {"weights": "bf16"},
+        "workload": {"users": 1, "prompt_tokens": 128, "output_tokens": 128},
+        "overrides": {"model": {"checkpoint": "nvidia/Llama-3.1-405B-Instruct-FP8"}},
+    }
+    with pytest.raises(InputError) as e:
+        resolve(parse_input(one), catalog)
+    assert e.value.field == "overrides.model.checkpoint" and "precision.weights is bf16" in str(e.value)

@@ -164,3 +164,45 @@ def test_test_points_cannot_move_the_fit(fitted):
         if p["split"] == "test":
             p["measured"]["value"] *= 3
     assert _fitted_from(altered) == fitted
+
+
+def test_a_run_recorded_on_gpus_its_weights_cannot_fit_is_not_scored():
+    # A vLLM recipe's "--tensor-parallel-size 1" for Llama-3.1-405B in FP8 on one MI355X:
+    # 405 billion parameters at 1 byte are over 405 GB, the GPU holds 288 GB. The run
+    # cannot have been as recorded, so it is not a prediction to score (or to fit).
+    p = {
+        "id": "x",
+        "metric": "decode_tpot_batched",
+        "engine": "vllm",
+        "model": "llama-3.1-405b",
+        "gpu": "mi355x",
+        "tp": 1,
+        "weights": "fp8",
+        "kv_cache": "fp8",
+        "conditions": {"concurrency": 64, "prompt_tokens": 8192, "output_tokens": 1024},
+        "measured": {"value": 59.72, "unit": "ms_per_token"},
+        "as_of": "2025-11-27",
+    }
+    assert vp.predict(p) is None and vp.does_not_fit(p)
+    at_tp8 = {**p, "tp": 8}
+    assert vp.predict(at_tp8) is not None and not vp.does_not_fit(at_tp8)
+
+
+def test_a_pipeline_parallel_run_is_predicted_over_its_stages():
+    # vLLM --pipeline-parallel-size 4 on four GPUs: four stages, a quarter of the layers each.
+    p = {
+        "id": "x",
+        "metric": "decode_tpot_batch1",
+        "engine": "vllm",
+        "model": "qwen3-235b-a22b",
+        "gpu": "rtx-pro-6000",
+        "count": 4,
+        "tp": 1,
+        "weights": "fp8",
+        "kv_cache": "bf16",
+        "conditions": {"concurrency": 1, "prompt_tokens": 1024, "output_tokens": 256, "pipeline_parallel_size": 4},
+        "measured": {"value": 21.19, "unit": "ms_per_token"},
+        "as_of": "2025-11-27",
+    }
+    d, _, _ = vp.deployment_for(p, 1, 1024, 256)
+    assert (d.tp, d.pp) == (1, 4)
