@@ -6,6 +6,7 @@ and for others given on the command line. This is how a cap or threshold of the 
 chosen without looking at the test split.
 
     python bench/fit_cv.py [--folds 5] [--seed 0] [--caps 2.5e-3:2e-5 1e-3:1e-5 5e-3:4e-5]
+                           [--unhidden 0 0.3 0.6 1]
 
 --folds 0 leaves one campaign out at a time (no seed: every campaign is a fold).
 """
@@ -59,6 +60,7 @@ def main() -> None:
     ap.add_argument("--folds", type=int, default=5, help="campaign folds; 0: leave one campaign out")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--caps", nargs="*", default=[], metavar="S0:S1", help="step and per-layer caps to compare, seconds")
+    ap.add_argument("--unhidden", nargs="*", type=float, default=[], metavar="SHARE", help="kernels' unhidden shares to compare (at the fit's caps)")
     args = ap.parse_args()
     points = [p for p in load_points() if p.get("split") == "fit"]
     with contextlib.redirect_stdout(io.StringIO()):
@@ -83,6 +85,16 @@ def main() -> None:
             f"TTFT {np.median(errs['ttft']):6.1%} (n {len(errs['ttft'])})  all {np.median(both):6.1%}{mark}"
         )
     fit.BOUNDS["s0"], fit.BOUNDS["s1"] = (0.0, current[0]), (0.0, current[1])
+    chosen = fit.UNHIDDEN
+    for share in args.unhidden:
+        fit.UNHIDDEN = share
+        errs = held_out(terms, folds)
+        both = errs["tpot"] + errs["ttft"]
+        mark = "  (the fit's)" if share == chosen else ""
+        print(
+            f"  unhidden share {share:4.2f}: TPOT {np.median(errs['tpot']):6.1%}  TTFT {np.median(errs['ttft']):6.1%}  all {np.median(both):6.1%}{mark}"
+        )
+    fit.UNHIDDEN = chosen
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ calibration file and a spec's overrides alike:
 | runtime_overhead_bytes, reserved_bytes, tp_overhead_bytes | 0 to 1e15 bytes (1,000 TB) | more than any device holds |
 | activation_peak_scale | 0 to 10 | a scale on the profiled peak |
 | expert_load_imbalance | 1 to 8 | the busiest expert-parallel GPU's routed tokens over the mean: at least 1 |
+| unhidden_share | 0 to 1 | of a kernel's shorter part, reads or math, the share not hidden under the longer: 0 the roofline's max, 1 their sum |
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ SMALL_OVERHEAD = Bound(0, 0.01, quantity="seconds", shown="0 to 10 ms")
 OVERHEAD_BYTES = Bound(0, 1e15, integer=True, quantity="bytes", shown="0 to 1e15 bytes (1,000 TB)")
 PEAK_SCALE = Bound(0, 10)
 IMBALANCE = Bound(1, 8)
+SHARE = Bound(0, 1)
 
 MemoryShare = Annotated[float, MEMORY_SHARE]
 Efficiency = Annotated[float, EFFICIENCY]
@@ -41,6 +43,7 @@ SmallOverhead = Annotated[float, SMALL_OVERHEAD]
 OverheadBytes = Annotated[int, OVERHEAD_BYTES]
 PeakScale = Annotated[float, PEAK_SCALE]
 Imbalance = Annotated[float, IMBALANCE]
+Share = Annotated[float, SHARE]
 
 # --------------------------------------------------------------------------- factors
 
@@ -96,6 +99,12 @@ class Factors:
     a step waits for it, so its experts' FLOPs and its all-to-all traffic scale by this.
     1: every expert equally loaded (a load balancer such as DeepSeek's EPLB replicating
     the hot experts; an assumption, not a measurement); 1 to 8."""
+    unhidden_share: Share = 0.0
+    """Of a kernel's shorter part (its weight or KV reads, or its math), the share that
+    does not hide under the longer: a kernel takes max(read, math) + this × min(read,
+    math). 0 is the roofline's max (the seed); 1 their sum, as an engine that does not
+    overlap them (llama.cpp) always runs. Real GEMMs sit between: near the ridge point
+    neither the memory pipe nor the tensor cores run at their best; 0 to 1."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +127,7 @@ class FactorOverrides:
     tp_overhead_bytes: OverheadBytes | None = None
     activation_peak_scale: PeakScale | None = None
     expert_load_imbalance: Imbalance | None = None
+    unhidden_share: Share | None = None
 
     def apply(self, base: Factors) -> Factors:
         changes = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}

@@ -93,7 +93,7 @@ def decode_xy(ev: Evaluation) -> tuple[float, float] | None:
         return x, dec.comm_time_s + c.compute_time_s(dec.batch)
     if dec.bound != "bandwidth":
         return None
-    return x, dec.comm_time_s
+    return x, dec.comm_time_s + c.unhidden_share * c.compute_time_s(dec.batch)  # the math that does not hide
 
 
 def prefill_xy(ev: Evaluation) -> tuple[float, float] | None:
@@ -105,7 +105,7 @@ def prefill_xy(ev: Evaluation) -> tuple[float, float] | None:
         return pre.compute_time_s * ev.deployment.factors.compute_efficiency, rest + pre.weights_time_s
     if pre.bound != "compute":
         return None
-    return pre.compute_time_s * ev.deployment.factors.compute_efficiency, rest
+    return pre.compute_time_s * ev.deployment.factors.compute_efficiency, rest + pre.unhidden_share * pre.weights_time_s
 
 
 def fit_decode(xs: list[float], ys: list[float]) -> FittedFactors:

@@ -33,6 +33,7 @@ from solver.physics.kernels import (
     expert_hit_fraction,
     expert_imbalance,
     fixed_step_s,
+    kernel_time_s,
     linear_flops,
     overlaps,
     routed_active_params,
@@ -74,6 +75,8 @@ class DecodeCoefficients:
     """Share of the 16-bit GEMV bandwidth the weight format's kernels reach."""
     overlapped: bool = True
     """A kernel takes the larger of its memory and compute times (True) or their sum."""
+    unhidden_share: float = 0.0
+    """Overlapped: of the shorter of the two, the share added to the larger (Factors)."""
     step_overhead_s: float = 0.0
     """Fixed cost of every step: per step plus per layer."""
     sequence_overhead_s: float = 0.0
@@ -149,7 +152,7 @@ class DecodeCoefficients:
         return self.linear_compute_time_s(batch, prefill_tokens) + self.attention_compute_time_s(batch)
 
     def _kernel(self, memory_s: float, compute_s: float) -> float:
-        return max(memory_s, compute_s) if self.overlapped else memory_s + compute_s
+        return kernel_time_s(memory_s, compute_s, self.overlapped, self.unhidden_share)
 
     def gemm_time_s(self, batch: int, prefill_tokens: float | None = None) -> float:
         """The matmul kernels: each reads its weights once for the whole batch."""
@@ -346,6 +349,7 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         comm_per_sequence_s=estimate_comm(d, 1).time_s - comm0,
         weight_bandwidth_share=bandwidth_share(d),
         overlapped=overlaps(d),
+        unhidden_share=d.factors.unhidden_share,
         comm_pieces=comm_segments(d),
         step_overhead_s=fixed_step_s(d),
         sequence_overhead_s=d.factors.sequence_overhead_s,

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.deployment import Deployment, Workload
 from solver.physics.interconnect import comm_time_from_segments
-from solver.physics.kernels import attention_flops, expert_hit_fraction
+from solver.physics.kernels import attention_flops, expert_hit_fraction, kernel_time_s
 from solver.physics.prefill import estimate_prefill
 
 
@@ -83,10 +83,10 @@ class IterationModel:
         else:
             weights_s = self._prefill_weights_s(max(1, round(k)))
             linear_s = k * self.prefill_linear_s_per_token
-        gemm_s = max(weights_s, linear_s) if c.overlapped else weights_s + linear_s
+        gemm_s = kernel_time_s(weights_s, linear_s, c.overlapped, c.unhidden_share)
         kv_s = decode_context_tokens * self.kv_s_per_token
         attend_s = decode_context_tokens * self.decode_attention_s_per_token
-        attention_s = (max(kv_s, attend_s) if c.overlapped else kv_s + attend_s) + prefill_attention_tokens * self.prefill_attention_s_per_pair
+        attention_s = kernel_time_s(kv_s, attend_s, c.overlapped, c.unhidden_share) + prefill_attention_tokens * self.prefill_attention_s_per_pair
         comm_s = comm_time_from_segments(c.comm_pieces, b + k) if c.comm_pieces else c.comm_fixed_s + (b + k) * c.comm_per_sequence_s
         return gemm_s + attention_s + comm_s + c.step_overhead_s + b * c.sequence_overhead_s
 

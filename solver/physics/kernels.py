@@ -58,6 +58,15 @@ def overlaps(d: Deployment) -> bool:
     return d.engine is None or d.engine.overlaps_memory_and_compute
 
 
+def kernel_time_s(memory_s: float, compute_s: float, overlapped: bool, unhidden_share: float) -> float:
+    """A kernel's time from its reads and its math: the longer, plus the share of the
+    shorter that does not hide under it (Factors.unhidden_share); their sum where the
+    engine does not overlap them."""
+    if not overlapped:
+        return memory_s + compute_s
+    return max(memory_s, compute_s) + unhidden_share * min(memory_s, compute_s)
+
+
 def fixed_step_s(d: Deployment) -> float:
     """A forward pass's fixed cost: once per pass, once per layer (every stage's), and
     once per TP rank beyond the first (the step handed to each rank's worker)."""

@@ -35,6 +35,7 @@ from solver.physics.kernels import (
     expert_hit_fraction,
     expert_imbalance,
     fixed_step_s,
+    kernel_time_s,
     linear_flops,
     overlaps,
     routed_active_params,
@@ -70,6 +71,8 @@ class PrefillEstimate:
     """Utilisation of the attention kernels (0: the matmuls')."""
     overlapped: bool = True
     """The matmuls take the larger of their read and their FLOPs (True) or the sum."""
+    unhidden_share: float = 0.0
+    """Overlapped: of the shorter of the two, the share added to the larger (Factors)."""
     expert_flops: float = 0.0
     """Of linear_flops, the routed experts': 2 × routed active parameters × prompt tokens."""
     expert_compute_share: float = 1.0
@@ -148,9 +151,7 @@ class PrefillEstimate:
     @property
     def gemm_time_s(self) -> float:
         """The matmuls, never faster than one read of the weights."""
-        if not self.overlapped:
-            return self.linear_time_s + self.weights_time_s
-        return max(self.linear_time_s, self.weights_time_s)
+        return kernel_time_s(self.weights_time_s, self.linear_time_s, self.overlapped, self.unhidden_share)
 
     @property
     def comm_time_s(self) -> float:
@@ -189,6 +190,7 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         attention_compute_dtype=attn_dtype,
         attention_efficiency=d.factors.compute_efficiency * d.kv.compute_share,
         overlapped=overlaps(d),
+        unhidden_share=d.factors.unhidden_share,
         expert_flops=linear_flops(routed_active_params(d.model), new),
         expert_imbalance=expert_imbalance(d),
         expert_compute_share=d.weights.expert_compute_share,

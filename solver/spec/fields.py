@@ -11,6 +11,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from solver.catalog import ComputeDtype
 from solver.catalog.factors import Efficiency, Imbalance, MemoryShare, OverheadBytes, PeakScale, SmallOverhead, StepOverhead
+from solver.catalog.factors import Share as UnhiddenShare
 from solver.catalog.types import Bound
 from solver.spec.quantities import (
     BANDWIDTH,
@@ -301,6 +302,10 @@ class FactorsIn(SpecModel):
     expert_load_imbalance: Imbalance | None = Field(
         default=None,
         description="Under dp_ep or tp_ep: the busiest GPU's routed tokens over the mean, 1 to 8 (default 1: experts equally loaded, as with a load balancer).",
+    )
+    unhidden_share: UnhiddenShare | None = Field(
+        default=None,
+        description="Of a kernel's shorter part, reads or math, the share not hidden under the longer: max + share × min, 0 to 1 (0: the roofline's max).",
     )
 
 

@@ -38,6 +38,20 @@ def test_the_step_is_a_sum_of_kernels_not_the_larger_of_memory_and_compute(build
     assert dec.tpot_s == pytest.approx(weights_s + kv_s)
 
 
+def test_the_shorter_of_a_kernels_read_and_math_adds_its_unhidden_share(build_deployment):
+    # The same step with unhidden_share 0.5: each kernel is max + 0.5 × min. The GEMMs'
+    # math: 64 × 2 × 8,030,261,248 FLOP = 1.028 TFLOP at 989.5 TFLOP/s (1.04 ms); the
+    # attention's: 64 × 4 × 32 heads × 128 × 32 layers × 32,768 keys = 1.100 TFLOP (1.11 ms).
+    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, "unhidden_share": 0.5, **NO_FIXED}}
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=64, context=32_768, output=256, overrides=over)
+    dec = estimate_decode(d, w)
+    weights_s, kv_s = 15_009_849_344 / 3.35e12, 64 * 4_294_967_296 / 3.35e12
+    linear_s = 64 * 2 * 8_030_261_248 / 989.5e12
+    attention_s = 64 * 4 * 32 * 128 * 32 * 32_768 / 989.5e12
+    assert dec.gemm_time_s == pytest.approx(weights_s + 0.5 * linear_s)
+    assert dec.attention_time_s == pytest.approx(kv_s + 0.5 * attention_s)
+
+
 def test_a_fixed_cost_per_step_and_per_layer_is_added(build_deployment):
     # 1 ms per step and 20 µs per layer × 32 layers = 1.64 ms on top of the kernels.
     over = {
