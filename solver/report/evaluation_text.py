@@ -77,9 +77,14 @@ def _band(value: float, rel: float) -> str:
     return f"; band {fmt_seconds(value * (1 - rel))} – {fmt_seconds(value * (1 + rel))} (calibration residuals)"
 
 
-def _combine(overlapped: bool) -> str:
-    """How a kernel's read and compute combine: overlapped, or one after the other."""
-    return "max" if overlapped else "sum"
+def _combine(overlapped: bool, unhidden_share: float, parts: str) -> str:
+    """How a kernel's read and compute combine: overlapped (with the share of the shorter
+    that does not hide, Factors.unhidden_share), or one after the other."""
+    if not overlapped:
+        return f"sum({parts})"
+    if unhidden_share:
+        return f"max({parts}) + {unhidden_share:.2f} unhidden share × min"
+    return f"max({parts})"
 
 
 def _fixed(d: Deployment, seconds: float, batch: int = 0) -> str:
@@ -256,8 +261,14 @@ def render_text(ev: Evaluation) -> str:
             if dec.prefill_tokens
             else []
         ),
-        ("GEMMs", f"{_combine(dec.coefficients.overlapped)}(weights read, matmul FLOPs)  → {fmt_seconds(dec.gemm_time_s)}"),
-        ("attention", f"{_combine(dec.coefficients.overlapped)}(KV read, attention FLOPs)  → {fmt_seconds(dec.attention_time_s)}"),
+        (
+            "GEMMs",
+            f"{_combine(dec.coefficients.overlapped, dec.coefficients.unhidden_share, 'weights read, matmul FLOPs')}  → {fmt_seconds(dec.gemm_time_s)}",
+        ),
+        (
+            "attention",
+            f"{_combine(dec.coefficients.overlapped, dec.coefficients.unhidden_share, 'KV read, attention FLOPs')}  → {fmt_seconds(dec.attention_time_s)}",
+        ),
         ("communication", _comm(dec.comm_time_s, d)),
         ("fixed cost", _fixed(d, dec.step_overhead_s, dec.batch)),
         (
@@ -301,7 +312,15 @@ def render_text(ev: Evaluation) -> str:
             f"{fmt_seconds(pre.linear_time_s)} linear + {fmt_seconds(pre.attention_time_s)} attention "
             f"({pre.attention_compute_dtype}, the KV cache's) = {fmt_seconds(pre.compute_time_s)}",
         ),
-        ("weights read", f"{fmt_seconds(pre.weights_time_s)} (floor for the matmuls of short prompts)"),
+        (
+            "weights read",
+            f"{fmt_seconds(pre.weights_time_s)} (floor for the matmuls of short prompts)"
+            + (
+                f"; GEMMs max(read, linear) + {pre.unhidden_share:.2f} unhidden share × min = {fmt_seconds(pre.gemm_time_s)}"
+                if pre.overlapped and pre.unhidden_share
+                else ""
+            ),
+        ),
         ("communication", _comm(pre.comm_time_s, d)),
         ("fixed cost", _fixed(d, pre.step_overhead_s)),
         ("idle TTFT", f"{fmt_seconds(pre.ttft_s)} ({pre.bound}-bound, one prompt on an idle replica)" + _band(pre.ttft_s, d.band[1])),

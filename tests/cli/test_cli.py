@@ -253,3 +253,19 @@ def test_interconnect_step_names_the_allreduce_algorithm(capsys):
     assert ic["allreduce_algorithm"] == "custom one-shot" and ic["prefill_allreduce_algorithm"] == "NVLS"
     code, out, _ = run([*flags[:6], "1", *flags[7:], "--format", "json"], capsys)
     assert json.loads(out)["interconnect"]["allreduce_algorithm"] is None  # TP 1
+
+
+def test_evaluate_names_the_unhidden_share_where_a_kernel_has_one(capsys, tmp_path):
+    # Llama-3.1-8B at 64 users on an H100: with unhidden_share 0.5 each kernel is
+    # max(read, math) + 0.5 × min, and the report says so beside the times.
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "model: llama-3.1-8b\nhardware: {gpu: h100-sxm}\nworkload: {users: 64, prompt_tokens: 1024, output_tokens: 256}\n"
+        "overrides: {factors: {unhidden_share: 0.5}}\n"
+    )
+    code, out, _ = run(["evaluate", spec], capsys)
+    assert code == 0
+    assert "GEMMs          max(weights read, matmul FLOPs) + 0.50 unhidden share × min" in out
+    assert "GEMMs max(read, linear) + 0.50 unhidden share × min" in out
+    code, out, _ = run(["evaluate", SEED], capsys)
+    assert "unhidden" not in out  # the default: the roofline's max, said as max(...)
