@@ -64,6 +64,14 @@ class _Option:
         return self.shape.owned > 0
 
 
+def _per_replica(shape: Shape) -> tuple[float, float, float, float]:
+    """(cents per hour, GPUs, purchase dollars, TCO cents per hour) of one replica, rented."""
+    d = shape.deployment
+    n = shape.gpus_per_replica
+    rent = d.device.price.usd_per_gpu_hour if d.device.price else None
+    return (100 * n * (rent or 0.0), float(n), n * (d.device.purchase_usd or 0.0), 100 * plan_tco(n, 0, shape.costs, rent)[0])
+
+
 def _prefill_options(problem: Problem, w: Workload, shapes: list[Shape]) -> dict[tuple[str, str], list[_Option]]:
     """Per (weights, KV) format, the shapes that can prefill a prompt (its KV fits; no
     draft: a prefill replica does not decode), dominated ones dropped."""
@@ -77,9 +85,7 @@ def _prefill_options(problem: Problem, w: Workload, shapes: list[Shape]) -> dict
             continue
         dec = ph.decode
         link = d.platform.scale_out
-        n = shape.gpus_per_replica
-        rent = d.device.price.usd_per_gpu_hour if d.device.price else None
-        per = (100 * n * (rent or 0.0), float(n), n * (d.device.purchase_usd or 0.0), 100 * plan_tco(n, 0, shape.costs, rent)[0])
+        per = _per_replica(shape)
         opt = _Option(shape, ph, dec.prefill_gpu_s, dec.prefill_servers, per)
         key: tuple[float, ...] = (
             dec.prefill_gpu_s,
@@ -151,7 +157,10 @@ def disaggregated_candidates(
         b_tpot = tpot_batch_cap(problem, ph, decode_w, t, ignore_caps)
         if min(b_mem, b_tpot) < 1 and not ignore_caps:
             continue  # not one sequence fits, or meets the TPOT: no pairing makes it a plan
-        batches = _batches(min(b_mem, b_tpot), w.users, variants)
+        # A decode pool's first step is in every TTFT: under a TTFT target more decode
+        # replicas (a smaller batch, a shorter step) can be what lets a prefill pool meet
+        # it, so every batch is offered then, not the largest alone.
+        batches = _batches(min(b_mem, b_tpot), w.users, variants or max_ttft_s is not None)
         if ignore_caps and len(batches) > DIAGNOSIS_BATCHES:
             batches = [batches[round(i * (len(batches) - 1) / (DIAGNOSIS_BATCHES - 1))] for i in range(DIAGNOSIS_BATCHES)]
         pair_key = (shape.index, w.prompt_tokens, dims, *(o.shape.index for o in options))
@@ -160,20 +169,73 @@ def disaggregated_candidates(
             transfers = [problem.kv_transfer(o.shape, shape, w.prompt_tokens) for o in options]
             pairing = problem._pools[pair_key] = _Pairing.of(options, transfers, dims)
         seen: set[int] = set()
-        for b in batches:
+        ordered = sorted(batches, reverse=True)
+        fastest_s = dec.tpot_s(math.ceil(w.users / math.ceil(w.users / ordered[-1])))
+        per_decode = [_per_replica(shape)[k] for k in dims]
+        offered: list[list[float]] = []  # the pairs offered at larger batches, on dims
+        for b in ordered:
             replicas = math.ceil(w.users / b)
             if replicas in seen:
                 continue
             seen.add(replicas)
             batch = math.ceil(w.users / replicas)
             tpot = dec.tpot_s(batch)
+            if (
+                not variants
+                and offered
+                and not _smaller_batches_may_pay(w, max_ttft_s, pairing, shape, replicas, per_decode, tpot, fastest_s, offered)
+            ):
+                break
             key = (pair_key, replicas, tpot, max_ttft_s, w.users, w.output_tokens)
             pools = problem._pools.get(key)
             if pools is None:
                 pools = problem._pools[key] = _pools(w, max_ttft_s, pairing, shape, replicas, tpot)
+            row = {o.shape.index: r for o, r in zip(pairing.options, pairing.rows)}
             for pool in pools:
+                vec = [replicas * x + pool.replicas * y for x, y in zip(per_decode, row[pool.shape.index])]
+                if not variants and _dominated(vec, offered):
+                    continue  # a pair at a larger batch is no dearer on any figure a plan is chosen by
+                offered.append(vec)
                 out.append(Candidate(shape, ph, batch, replicas, w.users, b_tpot, tpot, relaxed, 10**9, t, prefill=pool))
     return out
+
+
+def _dominated(vec: list[float], offered: list[list[float]]) -> bool:
+    return any(all(k <= x for k, x in zip(prev, vec)) for prev in offered)
+
+
+def _smaller_batches_may_pay(
+    w: Workload,
+    max_ttft_s: float | None,
+    pairing: _Pairing,
+    d_shape: Shape,
+    replicas: int,
+    per_decode: list[float],
+    tpot_s: float,
+    fastest_s: float,
+    offered: list[list[float]],
+) -> bool:
+    """Whether a decode pool of `replicas` or more replicas, with steps of `tpot_s` down
+    to `fastest_s`, could make a pair that no pair offered at a larger batch matches on
+    every figure of `dims`. A shorter step shortens the TTFT (its first step) but also
+    each user's loop (output × step), so a replica's users return sooner: the fewest
+    prefill replicas any such pool can need is sized with the shortest first step and the
+    longest loop, a lower bound (so is `replicas` on the decode side). When every prefill
+    shape's bound is matched, smaller batches add decode replicas for nothing."""
+    overhead = d_shape.deployment.factors.request_overhead_s
+    for i, (o, transfer) in enumerate(zip(pairing.options, pairing.transfers)):
+        if transfer is None:
+            continue
+        delay = float(pairing.transfer_s[i]) + w.output_tokens * tpot_s + overhead
+        row = pairing.rows[i]
+        # first the saturation's bound (no queue sizing), which settles most options
+        most = min(w.users, math.floor(1 + delay / max(float(pairing.capacity_s[i]), 1e-300) + 1e-12))
+        if _dominated([replicas * x + math.ceil(w.users / max(1, most)) * y for x, y in zip(per_decode, row)], offered):
+            continue
+        best = size_prefill_pool(w.users, o.service_s, o.servers, delay, transfer.time_s + fastest_s + overhead, max_ttft_s, TIME_TOLERANCE)
+        if best is not None and not _dominated([replicas * x + best[0] * y for x, y in zip(per_decode, row)], offered):
+            return True
+    return False
 
 
 def _dims(problem: Problem) -> tuple[int, ...]:
