@@ -14,7 +14,10 @@ every figure the pairing reads is dropped before pairing (the better one meets t
 with no more replicas, each no dearer); and for each decode option, a prefill pool whose
 lower bounds (the fewest replicas the queue's saturation allows, the TTFT with no wait)
 are already matched by a pool paired with it is not sized at all. GPUs the user owns
-are free up to their count, so pools of owned devices are never pruned.
+are free up to their count, so pools of owned devices are never pruned. Under a TTFT
+target the decode pools are offered at smaller batches too (their first step is in the
+TTFT), each pair kept only when no pair of a larger batch matches it on every figure,
+and the descent stops when a lower bound on every smaller batch's pairs is matched.
 """
 
 from __future__ import annotations
@@ -124,8 +127,9 @@ def disaggregated_candidates(
     variants: bool = False,
     ignore_caps: bool = False,
 ) -> list[Candidate]:
-    """Every decode-pool option (a shape at its largest batch, or every batch with
-    `variants`) with the fewest replicas of each undominated prefill shape of its formats.
+    """Every decode-pool option (a shape at its largest batch; every batch with `variants`,
+    or under a TTFT target the smaller ones while they may pay, _smaller_batches_may_pay)
+    with the fewest replicas of each undominated prefill shape of its formats.
     `ignore_caps` (the diagnosis): batches past the TPOT cap, and prefill pools sized
     without the TTFT target, so that either target can be switched off by assumption."""
     decode_w = dataclasses.replace(w, batching="isolated")  # a decode-only replica mixes no prompts into its steps
