@@ -206,3 +206,28 @@ def test_a_pipeline_parallel_run_is_predicted_over_its_stages():
     }
     d, _, _ = vp.deployment_for(p, 1, 1024, 256)
     assert (d.tp, d.pp) == (1, 4)
+
+
+def test_a_served_run_with_more_requests_in_flight_than_the_kv_holds_runs_what_fits():
+    # vLLM at 512 requests in flight for Llama-3.1-8B on one H100 with 8k prompts: about
+    # 55 GB of KV at 131,072 B a token holds some 48 sequences of 8,704 tokens, so the engine runs that many and
+    # queues the rest; the step is the step of the sequences it admits.
+    base = {
+        "id": "x",
+        "metric": "decode_tpot_batched",
+        "engine": "vllm",
+        "model": "llama-3.1-8b",
+        "gpu": "h100-sxm",
+        "tp": 1,
+        "weights": "bf16",
+        "kv_cache": "bf16",
+        "measured": {"value": 50.0, "unit": "ms_per_token"},
+        "as_of": "2025-11-27",
+    }
+    crowd = {**base, "conditions": {"concurrency": 512, "prompt_tokens": 8192, "output_tokens": 1024}}
+    d, w, t = vp.deployment_for(crowd, 512, 8192, 1024, batching="continuous")
+    w = dataclasses.replace(w, kv_fill=min(1.0, (8192 + 512) / w.context_tokens))
+    held = vp.evaluate(d, w, t, with_remedies=False).memory.max_batch
+    assert 30 <= held <= 60
+    fits = {**base, "conditions": {"concurrency": held, "prompt_tokens": 8192, "output_tokens": 1024}}
+    assert vp.predict(crowd) == pytest.approx(vp.predict(fits))
