@@ -154,6 +154,9 @@ def _pool_launch(
 
     gguf = bool(how.get("gguf"))
     ckpt, more = choose_checkpoint(model, weights, gguf, variant)
+    named = result.problem.spec.overrides.model.checkpoint
+    if ckpt is not None and named is not None and ckpt.hf_id.lower() == named.lower():
+        more = [f"serving {ckpt.hf_id}, the checkpoint overrides.model.checkpoint names ({ckpt.variant})"]
     notes += more
     dep = Launch(
         engine,

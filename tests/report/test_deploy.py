@@ -183,6 +183,13 @@ def test_the_checkpoint_the_spec_names_is_the_one_served():
     }
     dep = emit(_solve(spec), "vllm")
     assert dep.argv[2] == "nvidia/Llama-3.1-405B-Instruct-FP8" and "--quantization" not in dep.argv
+    # naming Meta's base FP8 checkpoint serves it, and the note says it was named, not
+    # that no instruct one is published (Meta publishes one)
+    spec["overrides"]["model"]["checkpoint"] = "meta-llama/Llama-3.1-405B-FP8"
+    dep = emit(_solve(spec), "vllm")
+    assert dep.argv[2] == "meta-llama/Llama-3.1-405B-FP8"
+    assert any("overrides.model.checkpoint names (base)" in n for n in dep.notes)
+    assert not any("no instruct" in n for n in dep.notes)
 
 
 def test_runtime_fp8_only_when_no_fp8_checkpoint_is_published():
