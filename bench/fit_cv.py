@@ -1,12 +1,13 @@
 """Cross-validation of the fit inside the FIT split, grouped by source: the fit split's
 campaigns dealt into K folds (seeded), each fold predicted from a fit on the others
 (bench/fit_defaults.py's fit_model, its fallbacks for groups a fold's training lacks),
-and the held-out median error printed per kind — for the fixed-cost caps the fit uses
-and for others given on the command line. This is how a cap or threshold of the fit is
-chosen without looking at the test split.
+and the held-out median error printed per kind, over all terms, and as the median of
+the campaigns' own medians (each campaign counted once) — for the fixed-cost caps the
+fit uses and for others given on the command line. This is how a cap or threshold of the
+fit is chosen without looking at the test split.
 
     python bench/fit_cv.py [--folds 5] [--seed 0] [--caps 2.5e-3:2e-5 1e-3:1e-5 5e-3:4e-5]
-                           [--unhidden 0 0.3 0.6 1]
+                           [--unhidden 0 0.3 0.6 1] [--balance 0 0.5 1]
 
 --folds 0 leaves one campaign out at a time (no seed: every campaign is a fold).
 """
@@ -31,7 +32,7 @@ from solver.catalog import default_catalog  # noqa: E402
 
 
 def held_out(terms: list, folds: list[set[str]]) -> dict[str, list[float]]:
-    errs: dict[str, list[float]] = {"tpot": [], "ttft": []}
+    errs: dict[str, list[float]] = {"tpot": [], "ttft": [], "campaign": []}
     for fold in folds:
         train = [t for t in terms if t.source not in fold]
         test = [t for t in terms if t.source in fold]
@@ -52,6 +53,10 @@ def held_out(terms: list, folds: list[set[str]]) -> dict[str, list[float]]:
         ape = np.abs(check.predict() / check.arr["measured_s"] - 1)
         for t, e in zip(test, ape):
             errs["ttft" if t.kind == "ttft" else "tpot"].append(float(e))
+        by_source: dict[str, list[float]] = {}
+        for t, e in zip(test, ape):
+            by_source.setdefault(t.source, []).append(float(e))
+        errs["campaign"] += [float(np.median(v)) for v in by_source.values()]
     return errs
 
 
@@ -61,6 +66,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--caps", nargs="*", default=[], metavar="S0:S1", help="step and per-layer caps to compare, seconds")
     ap.add_argument("--unhidden", nargs="*", type=float, default=[], metavar="SHARE", help="kernels' unhidden shares to compare (at the fit's caps)")
+    ap.add_argument(
+        "--balance", nargs="*", type=float, default=[], metavar="ALPHA", help="campaign balance of the loss to compare (fit_defaults.BALANCE)"
+    )
     args = ap.parse_args()
     points = [p for p in load_points() if p.get("split") == "fit"]
     with contextlib.redirect_stdout(io.StringIO()):
@@ -82,7 +90,7 @@ def main() -> None:
         mark = "  (the fit's caps)" if (s0, s1) == current else ""
         print(
             f"  caps {s0 * 1e3:4.1f} ms + {s1 * 1e6:4.0f} µs/layer: TPOT {np.median(errs['tpot']):6.1%} (n {len(errs['tpot'])})  "
-            f"TTFT {np.median(errs['ttft']):6.1%} (n {len(errs['ttft'])})  all {np.median(both):6.1%}{mark}"
+            f"TTFT {np.median(errs['ttft']):6.1%} (n {len(errs['ttft'])})  all {np.median(both):6.1%}  campaigns' medians {np.median(errs['campaign']):6.1%}{mark}"
         )
     fit.BOUNDS["s0"], fit.BOUNDS["s1"] = (0.0, current[0]), (0.0, current[1])
     chosen = fit.UNHIDDEN
@@ -95,6 +103,17 @@ def main() -> None:
             f"  unhidden share {share:4.2f}: TPOT {np.median(errs['tpot']):6.1%}  TTFT {np.median(errs['ttft']):6.1%}  all {np.median(both):6.1%}{mark}"
         )
     fit.UNHIDDEN = chosen
+    chosen = fit.BALANCE
+    for alpha in args.balance:
+        fit.BALANCE = alpha
+        errs = held_out(terms, folds)
+        both = errs["tpot"] + errs["ttft"]
+        mark = "  (the fit's)" if alpha == chosen else ""
+        print(
+            f"  campaign balance {alpha:4.2f}: TPOT {np.median(errs['tpot']):6.1%}  TTFT {np.median(errs['ttft']):6.1%}  all {np.median(both):6.1%}"
+            f"  median of campaigns' medians {np.median(errs['campaign']):6.1%}{mark}"
+        )
+    fit.BALANCE = chosen
 
 
 if __name__ == "__main__":
