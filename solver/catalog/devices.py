@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 from typing import Annotated, Literal
@@ -14,6 +15,7 @@ from solver.catalog.types import (
     FORBID,
     ComputeDtype,
     Count,
+    Fraction,
     LinkKind,
     Name,
     Positive,
@@ -58,6 +60,11 @@ class Device:
     fp16_accumulate_flops_per_s: Positive | None = None
     """FP16 matmuls with FP16 accumulate, where faster than with FP32 accumulate
     (GeForce: twice): what an engine that accumulates in FP16 (llama.cpp) reaches."""
+    matmul_share: dict[ComputeDtype, Fraction] = dataclasses.field(default_factory=dict)
+    """Per dtype, the share of dense_flops_per_s the best measured matmuls reach on this
+    device (maximum achievable matmul FLOPS over the peak); absent = not measured (see
+    physics/compute.matmul_share for which figure a dtype without its own takes)."""
+    matmul_source: str | None = None
 
     def __post_init__(self) -> None:
         check_name("device", self.name)
@@ -65,6 +72,11 @@ class Device:
             raise ValueError("pcie_p2p: false needs pcie_p2p_source")
         if not self.dense_flops_per_s:
             raise ValueError("dense_flops_per_s needs at least one precision")
+        if self.matmul_share and not self.matmul_source:
+            raise ValueError("matmul_share needs matmul_source")
+        for dtype in self.matmul_share:
+            if dtype not in self.dense_flops_per_s:
+                raise ValueError(f"matmul_share names {dtype}, which dense_flops_per_s does not list")
         if self.purchase_usd is not None and not self.purchase_source:
             raise ValueError("purchase_usd needs purchase_source")
 

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 
 from solver.bisect import largest_true
-from solver.physics.compute import matmul_dtype, peak_flops_per_s
+from solver.physics.compute import matmul_dtype, matmul_flops_per_s
 from solver.physics.deployment import Deployment, Workload, cached_prompt_tokens
 from solver.physics.interconnect import CommEstimate, CommSegment, comm_segments, comm_time_from_segments, estimate_comm
 from solver.physics.kernels import (
@@ -65,7 +65,7 @@ class DecodeCoefficients:
     """One token attending to its context, per TP rank."""
     bandwidth_bytes_per_s: float
     bandwidth_efficiency: float
-    peak_flops_per_s: float
+    matmul_flops_per_s: float
     compute_dtype: str
     compute_efficiency: float
     comm_fixed_s: float
@@ -126,7 +126,7 @@ class DecodeCoefficients:
         return self.bandwidth_bytes_per_s * self.bandwidth_efficiency
 
     def _flops_rate(self) -> float:
-        return self.peak_flops_per_s * self.compute_efficiency
+        return self.matmul_flops_per_s * self.compute_efficiency
 
     def weights_time_s(self, batch: int) -> float:
         return self.weight_bytes(batch) / (self._bandwidth() * self.weight_bandwidth_share)
@@ -342,7 +342,7 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         attention_flops_per_sequence=attention_flops_per_token(d, context_tokens) / d.tp,
         bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,
         bandwidth_efficiency=d.factors.bandwidth_efficiency,
-        peak_flops_per_s=peak_flops_per_s(d.device, d.weights, d.engine),
+        matmul_flops_per_s=matmul_flops_per_s(d.device, d.weights, d.engine),
         compute_dtype=matmul_dtype(d.device, d.weights),
         compute_efficiency=d.factors.compute_efficiency,
         comm_fixed_s=comm0,
@@ -454,8 +454,8 @@ class DecodeEstimate:
         return self.coefficients.bandwidth_efficiency
 
     @property
-    def peak_flops_per_s(self) -> float:
-        return self.coefficients.peak_flops_per_s
+    def matmul_flops_per_s(self) -> float:
+        return self.coefficients.matmul_flops_per_s
 
     @property
     def compute_dtype(self) -> str:

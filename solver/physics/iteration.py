@@ -79,7 +79,7 @@ class IterationModel:
             weights_s = (c.dense_weight_bytes + c.routed_weight_bytes * hit) / (
                 c.bandwidth_bytes_per_s * c.bandwidth_efficiency * c.weight_bandwidth_share
             )
-            linear_s = b * c.linear_flops_per_sequence / (c.peak_flops_per_s * c.compute_efficiency) + k * self.prefill_linear_s_per_token
+            linear_s = b * c.linear_flops_per_sequence / (c.matmul_flops_per_s * c.compute_efficiency) + k * self.prefill_linear_s_per_token
         else:
             weights_s = self._prefill_weights_s(max(1, round(k)))
             linear_s = k * self.prefill_linear_s_per_token
@@ -96,7 +96,7 @@ def iteration_model(d: Deployment, w: Workload) -> IterationModel:
     ctx = max(1, w.context_tokens)
     dec = decode_coefficients(d, ctx)
     bw = dec.bandwidth_bytes_per_s * dec.bandwidth_efficiency
-    rate = dec.peak_flops_per_s * dec.compute_efficiency
+    rate = dec.matmul_flops_per_s * dec.compute_efficiency
     pre = estimate_prefill(d, w)
     cached = pre.cached_tokens
     p = max(1, w.prompt_tokens)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solver.physics.compute import compute_dtype, matmul_dtype, peak_flops_per_s
+from solver.physics.compute import compute_dtype, dtype_flops_per_s, matmul_dtype, matmul_flops_per_s
 from solver.physics.deployment import Deployment, Workload, cached_prompt_tokens
 from solver.physics.interconnect import CommEstimate, estimate_comm
 from solver.physics.kernels import (
@@ -52,7 +52,7 @@ class PrefillEstimate:
     attention_flops: float
     """Whole model: the quadratic attention term."""
     tp: int
-    peak_flops_per_s: float
+    matmul_flops_per_s: float
     """Per GPU, the matmuls' dtype."""
     compute_dtype: str
     compute_efficiency: float
@@ -64,7 +64,7 @@ class PrefillEstimate:
     comm: CommEstimate
     step_overhead_s: float = 0.0
     """The fixed cost of a forward pass: per pass plus per layer."""
-    attention_peak_flops_per_s: float = 0.0
+    attention_matmul_flops_per_s: float = 0.0
     """Per GPU, attention's dtype (0: the matmuls')."""
     attention_compute_dtype: str = ""
     attention_efficiency: float = 0.0
@@ -96,11 +96,11 @@ class PrefillEstimate:
     @property
     def effective_flops_per_s(self) -> float:
         """The TP group's usable matmul throughput: tp × peak × utilisation."""
-        return self.tp * self.peak_flops_per_s * self.compute_efficiency
+        return self.tp * self.matmul_flops_per_s * self.compute_efficiency
 
     @property
     def attention_flops_per_s(self) -> float:
-        peak = self.attention_peak_flops_per_s or self.peak_flops_per_s
+        peak = self.attention_matmul_flops_per_s or self.matmul_flops_per_s
         return (self.dense_ranks or self.tp) * peak * (self.attention_efficiency or self.compute_efficiency)
 
     @property
@@ -119,7 +119,7 @@ class PrefillEstimate:
         of their own under data-parallel attention): the dense part over every rank."""
         dense = self.linear_flops - self.expert_flops
         linear = (dense + self.expert_flops * self.expert_imbalance / self.expert_compute_share) / self.effective_flops_per_s
-        peak = self.attention_peak_flops_per_s or self.peak_flops_per_s
+        peak = self.attention_matmul_flops_per_s or self.matmul_flops_per_s
         return linear + self.attention_flops / (self.tp * peak * (self.attention_efficiency or self.compute_efficiency))
 
     @property
@@ -176,7 +176,7 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         linear_flops=linear_flops(d.model.active_params, new),
         attention_flops=attention_flops(d, p, cached),
         tp=d.tp,
-        peak_flops_per_s=peak_flops_per_s(d.device, d.weights, d.engine),
+        matmul_flops_per_s=matmul_flops_per_s(d.device, d.weights, d.engine),
         compute_dtype=matmul_dtype(d.device, d.weights),
         compute_efficiency=d.factors.compute_efficiency * d.weights.compute_share,
         weight_bytes_read=_weights_read(d, new),
@@ -186,7 +186,7 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         # experts (the all-to-all per token is per replica token, a 1/g share per GPU)
         comm=estimate_comm(d, new * d.tp if d.dp_ep else new),
         step_overhead_s=fixed_step_s(d),
-        attention_peak_flops_per_s=d.device.dense_flops_per_s[attn_dtype],
+        attention_matmul_flops_per_s=dtype_flops_per_s(d.device, attn_dtype),
         attention_compute_dtype=attn_dtype,
         attention_efficiency=d.factors.compute_efficiency * d.kv.compute_share,
         overlapped=overlaps(d),

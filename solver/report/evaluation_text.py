@@ -4,7 +4,10 @@ verdict per constraint, and remedies when one fails."""
 from __future__ import annotations
 
 import math
+from typing import cast
 
+from solver.catalog import ComputeDtype, Device
+from solver.physics.compute import matmul_share
 from solver.physics.deployment import Deployment, shared_kv_tokens
 from solver.physics.evaluate import Evaluation, Verdict
 from solver.physics.memory import MemoryEstimate, kv_bytes_per_token_per_layer
@@ -100,6 +103,14 @@ def _fixed(d: Deployment, seconds: float, batch: int = 0) -> str:
 
 def _comm(seconds: float, d: Deployment) -> str:
     return fmt_seconds(seconds) if d.tp * d.pp > 1 else "none (one GPU per replica)"
+
+
+def _matmul_rate(dev: Device, dtype: str, rate_flops_per_s: float) -> str:
+    """The matmuls' rate, and where the device's measured share of its peak set it."""
+    share = matmul_share(dev, cast(ComputeDtype, dtype))
+    if share == 1.0:
+        return f"{fmt_rate(rate_flops_per_s, 'FLOP/s')} {dtype}"
+    return f"{fmt_rate(rate_flops_per_s / share, 'FLOP/s')} {dtype} × {share:.3f} measured matmul share = {fmt_rate(rate_flops_per_s, 'FLOP/s')}"
 
 
 def _rows(rows: list[tuple[str, str]], indent: str = "  ") -> list[str]:
@@ -249,7 +260,7 @@ def render_text(ev: Evaluation) -> str:
         ("bandwidth", f"{dec.bandwidth_bytes_per_s / GB:,.0f} GB/s × {dec.bandwidth_efficiency:.2f} efficiency = {eff_bw / GB:,.0f} GB/s"),
         (
             "compute",
-            f"{fmt_rate(dec.flops, 'FLOP')} per step{per_gpu} at {fmt_rate(dec.peak_flops_per_s, 'FLOP/s')} {dec.compute_dtype} × {dec.compute_efficiency:.2f}  → {fmt_seconds(dec.compute_time_s)}",
+            f"{fmt_rate(dec.flops, 'FLOP')} per step{per_gpu} at {_matmul_rate(dev, dec.compute_dtype, dec.matmul_flops_per_s)} × {dec.compute_efficiency:.2f}  → {fmt_seconds(dec.compute_time_s)}",
         ),
         *(
             [
@@ -305,7 +316,7 @@ def render_text(ev: Evaluation) -> str:
         ),
         (
             "throughput",
-            f"{fmt_rate(pre.peak_flops_per_s, 'FLOP/s')} {pre.compute_dtype} × {pre.compute_efficiency:.2f} utilisation × TP {pre.tp} = {fmt_rate(pre.effective_flops_per_s, 'FLOP/s')}",
+            f"{_matmul_rate(dev, pre.compute_dtype, pre.matmul_flops_per_s)} × {pre.compute_efficiency:.2f} utilisation × TP {pre.tp} = {fmt_rate(pre.effective_flops_per_s, 'FLOP/s')}",
         ),
         (
             "compute time",

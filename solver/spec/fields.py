@@ -264,6 +264,11 @@ class GpuOverrides(SpecModel):
     memory_bytes: MemoryBytes | None = Field(default=None, description=f"Device memory, {MEMORY_BYTES}.")
     memory_bandwidth_bytes_per_s: Bandwidth | None = Field(default=None, description=f"Peak memory bandwidth, {BANDWIDTH}.")
     dense_flops_per_s: dict[ComputeDtype, Flops] | None = Field(default=None, description=f"Dense tensor throughput per data type, {FLOPS}.")
+    matmul_share: dict[ComputeDtype, Share] | None = Field(
+        default=None,
+        description=f"Per data type, the share of the dense throughput the best measured matmuls reach on this GPU, {SHARE} "
+        "(catalogs/devices.yaml `matmul_share`; 1 runs matmuls at the datasheet peak × the utilisation factor).",
+    )
 
 
 class ModelOverrides(SpecModel):
@@ -285,7 +290,9 @@ class FactorsIn(SpecModel):
     memory_utilization: MemoryShare | None = Field(default=None, description="Share of device memory the engine may use, 0.01 to 1.")
     runtime_overhead_bytes: OverheadBytes | None = Field(default=None, description="Per-GPU engine memory beside weights and KV, 0 to 1e15 bytes.")
     bandwidth_efficiency: Efficiency | None = Field(default=None, description="Achieved / peak memory bandwidth in decode, 0.01 to 1.")
-    compute_efficiency: Efficiency | None = Field(default=None, description="Achieved / peak dense tensor throughput, 0.01 to 1.")
+    compute_efficiency: Efficiency | None = Field(
+        default=None, description="Achieved / the device's matmul rate (dense peak × its measured matmul share), 0.01 to 1."
+    )
     step_overhead_s: StepOverhead | None = Field(default=None, description="Fixed cost of every forward pass, 0 to 1 s.")
     layer_overhead_s: SmallOverhead | None = Field(default=None, description="Fixed cost per layer per forward pass, 0 to 10 ms.")
     sequence_overhead_s: SmallOverhead | None = Field(default=None, description="Fixed cost per sequence per decode step, 0 to 10 ms.")

@@ -108,8 +108,14 @@ def checkpoint_formats(model: Model, hf_id: str | None) -> tuple[str, ...] | Non
 
 def override_device(device: Device, go: GpuOverrides) -> Device:
     """The device with any catalog figure the spec gives instead."""
-    if go.memory_bytes is None and go.memory_bandwidth_bytes_per_s is None and not go.dense_flops_per_s:
+    if go.memory_bytes is None and go.memory_bandwidth_bytes_per_s is None and not go.dense_flops_per_s and not go.matmul_share:
         return device
+    flops = {**device.dense_flops_per_s, **(go.dense_flops_per_s or {})}
+    for dtype, share in (go.matmul_share or {}).items():
+        if dtype not in flops:
+            raise InputError(
+                f"overrides.gpu.matmul_share.{dtype}", share, f"{device.name} has no {dtype} throughput; give one of {', '.join(sorted(flops))}"
+            )
     return dataclasses.replace(
         device,
         memory_bytes=int(go.memory_bytes) if go.memory_bytes is not None else device.memory_bytes,
@@ -117,6 +123,8 @@ def override_device(device: Device, go: GpuOverrides) -> Device:
             go.memory_bandwidth_bytes_per_s if go.memory_bandwidth_bytes_per_s is not None else device.memory_bandwidth_bytes_per_s
         ),
         dense_flops_per_s={**device.dense_flops_per_s, **go.dense_flops_per_s} if go.dense_flops_per_s else device.dense_flops_per_s,
+        matmul_share={**device.matmul_share, **go.matmul_share} if go.matmul_share else device.matmul_share,
+        matmul_source=device.matmul_source or ("the spec's overrides" if go.matmul_share else None),
     )
 
 

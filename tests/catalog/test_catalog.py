@@ -305,3 +305,15 @@ def test_each_new_device_resolves_by_its_alias(catalog):
         assert alias in catalog.device(name).aliases, name
         assert catalog.device(alias).name == name, alias
         assert catalog.device(alias.upper().replace("-", " ")).name == name, alias  # case and punctuation fold
+
+
+def test_a_matmul_share_needs_its_source_and_a_dtype_the_device_lists(catalog):
+    import dataclasses
+
+    import pytest
+
+    h100 = catalog.device("h100-sxm")
+    with pytest.raises(ValueError, match="matmul_share needs matmul_source"):
+        dataclasses.replace(h100, matmul_source=None)
+    with pytest.raises(ValueError, match="fp4, which dense_flops_per_s does not list"):
+        dataclasses.replace(h100, matmul_share={"fp4": 0.5})

@@ -269,3 +269,26 @@ def test_evaluate_names_the_unhidden_share_where_a_kernel_has_one(capsys, tmp_pa
     assert "GEMMs max(read, linear) + 0.50 unhidden share × min" in out
     code, out, _ = run(["evaluate", SEED], capsys)
     assert "unhidden" not in out  # the default: the roofline's max, said as max(...)
+
+
+def test_evaluate_shows_the_measured_matmul_share_beside_the_peak(capsys, tmp_path):
+    # H100 SXM BF16: 989.5 TFLOP/s × 0.803 (794.5 measured) = 794.6 TFLOP/s.
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "model: llama-3.1-8b\nhardware: {gpu: h100-sxm}\nprecision: {weights: bf16}\nworkload: {users: 1, prompt_tokens: 1024, output_tokens: 64}\n"
+    )
+    code, out, _ = run(["evaluate", spec], capsys)
+    assert code == 0
+    assert "989.5 TFLOP/s bf16 × 0.803 measured matmul share = 794.6 TFLOP/s" in out
+
+
+def test_a_matmul_share_for_a_dtype_the_gpu_lacks_is_refused(capsys, tmp_path):
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "model: llama-3.1-8b\nhardware: {gpu: a100-80gb}\nworkload: {users: 1, prompt_tokens: 1024, output_tokens: 64}\n"
+        "overrides: {gpu: {matmul_share: {fp8: 0.7}}}\n"
+    )
+    code, _, err = run(["evaluate", spec], capsys)
+    assert code == 2
+    assert "overrides.gpu.matmul_share.fp8 = 0.7: a100-80gb has no fp8 throughput" in err
+    assert "Traceback" not in err

@@ -150,23 +150,24 @@ def test_bandwidth_binds_when_tpot_caps_the_batch():
 
 def test_compute_binds_when_ttft_forces_a_wider_tp_group():
     # Llama-3.1-70B fp8 on H100 SXM, one user (no prompt queues behind another), an
-    # 8,192-token prompt, TTFT ≤ 500 ms.
+    # 8,192-token prompt, TTFT ≤ 650 ms.
     # FLOPs: 2 × 70.55e9 × 8192 = 1.156e15 linear + 4 × 64 × 128 × 80 × 8192·8193/2
-    # = 8.80e13 attention = 1.244e15; at 1,979 TFLOP/s × 0.5 per GPU:
-    #   TP 2: 0.629 s (+48 ms all-reduce) > 0.5 s;  TP 4: 0.314 s (+74 ms) < 0.5 s.
+    # = 8.80e13 attention = 1.244e15; at 1,979 TFLOP/s × 0.709 (the share of FP8 peak an
+    # H100's measured matmuls reach: 1,402.6 TFLOP/s) × 0.5 = 701.6 TFLOP/s per GPU:
+    #   TP 2: 0.887 s (+48 ms all-reduce) > 0.65 s;  TP 4: 0.443 s (+74 ms) < 0.65 s.
     # Memory alone would take TP 2 (TP 1 has no room for the KV beside 70.6 GB of weights).
     spec = {
         "model": "llama-3.1-70b",
         "workload": {"users": 1, "prompt_tokens": 8192, "output_tokens": 256},
-        "sla": {"max_ttft": "500ms"},
+        "sla": {"max_ttft": "650ms"},
         "search": {"gpus": ["h100-sxm"], "weights": ["fp8"], "kv_cache": ["fp8"]},
         "overrides": PINNED,
-    }  # the derivation's factors; FP8 GEMMs' fitted share (0.91) keeps TP 4 under 0.5 s
+    }  # the derivation's factors; FP8 GEMMs' fitted share is 1 (catalogs/fitted.yaml)
     r = solve(problem_of(spec))
     c = r.solution.candidate
     assert c.shape.deployment.tp == 4 and c.replicas == 1
-    assert 0.3 < c.ttft_s < 0.5
-    assert "max_ttft" in r.binding_targets  # at 750 ms, TP 2 suffices and costs half
+    assert 0.5 < c.ttft_s < 0.54
+    assert "max_ttft" in r.binding_targets  # relaxed by half (975 ms), TP 2 suffices and costs half
     relaxed = next(x for x in r.sensitivity if x.target == "max_ttft" and x.change == "relaxed 50%")
     assert "TP2" in relaxed.plan and relaxed.delta < 0
 

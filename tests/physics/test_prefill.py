@@ -76,35 +76,74 @@ def test_routed_experts_run_at_the_formats_expert_share(build_deployment):
     m = d.model
     routed_active = (m.total_params - m.active_params) / (1 - 8 / 128) * 8 / 128
     assert pre.expert_flops == pytest.approx(2 * routed_active * 4096)
-    rate = 989.5e12 * 0.5  # BF16 dense, TP 1
+    rate = 989.5e12 * 0.803 * 0.5  # BF16 dense × the H100 SXM's measured matmul share, TP 1
     dense_s = (2 * m.active_params * 4096 - pre.expert_flops) / rate
     assert pre.linear_time_s == pytest.approx(dense_s + pre.expert_flops / 0.25 / rate)
     assert pre.expert_time_s == pytest.approx(pre.expert_flops / 0.25 / rate)
 
 
 def test_attention_runs_in_the_kv_dtype_not_the_weights(build_deployment):
-    # FP8 weights on an H100 run their GEMMs at 1,979 TFLOP/s, but attention over a
-    # 16-bit cache at the 989.5 TFLOP/s BF16 rate: 4 × 32 × 128 × 32 × 4096·4097/2 FLOP.
+    # FP8 weights on an H100 run their GEMMs at 1,979 TFLOP/s × 0.709 (its measured FP8
+    # matmuls: 1,402.6 TFLOP/s in stas00's MAMF table), but attention over a 16-bit cache
+    # at the BF16 rate, 989.5 × 0.803 (794.5 measured): 4 × 32 × 128 × 32 × 4096·4097/2 FLOP.
     over = {"factors": {"compute_efficiency": 0.5}, "precision": {"compute_share": 1.0}}
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=4096, output=1, weights="fp8", overrides=over)
     pre = estimate_prefill(d, w)
-    assert pre.peak_flops_per_s == 1979e12
+    assert pre.matmul_flops_per_s == pytest.approx(1979e12 * 0.709)
     assert pre.attention_compute_dtype == "bf16"
-    assert pre.attention_time_s == pytest.approx(4 * 32 * 128 * 32 * (4096 * 4097 / 2) / (989.5e12 * 0.5 * 1.0))
+    assert pre.attention_time_s == pytest.approx(4 * 32 * 128 * 32 * (4096 * 4097 / 2) / (989.5e12 * 0.803 * 0.5 * 1.0))
 
 
 def test_fp8_weights_use_fp8_tensor_cores_where_they_exist(build_deployment):
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=2048, output=1, weights="fp8")
-    assert estimate_prefill(d, w).peak_flops_per_s == 1979e12
-    # An A100 has no FP8 tensor cores: FP8 weights run as weight-only kernels at FP16 rate.
+    assert estimate_prefill(d, w).matmul_flops_per_s == pytest.approx(1979e12 * 0.709)  # 1,402.6 measured
+    # An A100 has no FP8 tensor cores: FP8 weights run as weight-only kernels at FP16 rate,
+    # 312 TFLOP/s × 0.869 (271.2 measured in stas00's MAMF table).
     d, w, _ = build_deployment("llama-3.1-8b", "a100-80gb", users=1, prompt=2048, output=1, weights="fp8")
     pre = estimate_prefill(d, w)
-    assert (pre.compute_dtype, pre.peak_flops_per_s) == ("fp16", 312e12)
+    assert pre.compute_dtype == "fp16"
+    assert pre.matmul_flops_per_s == pytest.approx(312e12 * 0.869)
 
 
 def test_tensor_parallel_multiplies_throughput(build_deployment):
     d, w, _ = build_deployment("llama-3.1-70b", "h100-sxm", tp=4, users=1, prompt=8192, output=1, overrides={"factors": {"compute_efficiency": 0.5}})
     pre = estimate_prefill(d, w)
-    assert pre.effective_flops_per_s == 4 * 989.5e12 * 0.5
+    assert pre.effective_flops_per_s == pytest.approx(4 * 989.5e12 * 0.803 * 0.5)
     flops = 2 * 70_553_706_496 * 8192 + 4 * 64 * 128 * 80 * (8192 * 8193 // 2)
-    assert pre.compute_time_s == pytest.approx(flops / (4 * 989.5e12 * 0.5))
+    assert pre.compute_time_s == pytest.approx(flops / (4 * 989.5e12 * 0.803 * 0.5))
+
+
+# ------------------------------------------------------------------ measured matmul share
+# A device's matmuls reach a share of its datasheet peak (catalogs/devices.yaml
+# matmul_share, from the maximum achievable matmul FLOPS stas00/ml-engineering's table
+# measures): MI300X BF16 668.4 of 1,307.4 TFLOP/s = 0.511, H100 SXM 794.5 of 989.5 = 0.803.
+
+
+def test_an_mi300x_prefills_at_its_measured_matmul_rate_not_its_datasheet_peak(build_deployment):
+    # Llama-3.1-8B bf16, one 2,048-token prompt, utilisation 0.5: linear FLOPs
+    # 2 × 8,030,261,248 × 2,048 at 1,307.4e12 × 0.511 × 0.5 = 334.0 TFLOP/s = 98.5 ms.
+    over = {"factors": {"compute_efficiency": 0.5}, "precision": {"compute_share": 1.0}}
+    d, w, _ = build_deployment("llama-3.1-8b", "mi300x", users=1, prompt=2048, output=1, weights="bf16", overrides=over)
+    pre = estimate_prefill(d, w)
+    assert pre.effective_flops_per_s == pytest.approx(1307.4e12 * 0.511 * 0.5)
+    assert pre.linear_time_s == pytest.approx(2 * 8_030_261_248 * 2048 / (1307.4e12 * 0.511 * 0.5))
+    # The same prompt on an H100 SXM: 989.5e12 × 0.803 × 0.5 = 397.3 TFLOP/s, faster
+    # than the MI300X although its datasheet peak is 24 % lower.
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=2048, output=1, weights="bf16", overrides=over)
+    assert estimate_prefill(d, w).effective_flops_per_s == pytest.approx(989.5e12 * 0.803 * 0.5)
+
+
+def test_a_dtype_without_its_own_measurement_takes_the_nearest_measured_one(catalog):
+    from solver.physics.compute import matmul_share
+
+    h100, mi300x, rtx4090 = catalog.device("h100-sxm"), catalog.device("mi300x"), catalog.device("rtx-4090")
+    assert matmul_share(h100, "fp16") == 0.803  # fp16 and bf16 are one tensor rate
+    assert matmul_share(h100, "int8") == 0.709  # 8-bit integer at FP8's measured share
+    assert matmul_share(mi300x, "fp8") == 0.511  # no FP8 measurement: the 16-bit share
+    assert matmul_share(rtx4090, "fp16") == 1.0  # not measured: the datasheet figure
+
+
+def test_a_spec_can_set_the_matmul_share(build_deployment):
+    over = {"factors": {"compute_efficiency": 0.5}, "gpu": {"matmul_share": {"bf16": 1.0}}}
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=2048, output=1, weights="bf16", overrides=over)
+    assert estimate_prefill(d, w).effective_flops_per_s == 989.5e12 * 0.5
