@@ -44,13 +44,15 @@ def run(args: argparse.Namespace) -> int:
     if args.what == "prices":
         return _list_prices(cat, args)
     if args.what == "devices":
-        print(f"{'name':<18} {'memory':>22} {'bandwidth':>11} {'fp16 dense':>12}  {'$/GPU-h':>8}  display name")
+        print(f"{'name':<18} {'memory':>22} {'bandwidth':>11} {'fp16 dense':>12} {'measured':>8}  {'$/GPU-h':>8}  display name")
         for d in cat.devices:
             fp16 = d.dense_flops_per_s.get("fp16") or d.dense_flops_per_s.get("bf16")
             price = f"{d.price.usd_per_gpu_hour:.2f}" if d.price else "—"
             mem = f"{d.memory_bytes / GB:.1f} GB/{d.memory_bytes / GiB:.1f} GiB"
             fp16s = f"{fp16 / 1e12:,.0f} TFLOP/s" if fp16 else "—"
-            print(f"{d.name:<18} {mem:>22} {d.memory_bandwidth_bytes_per_s / 1e9:>6,.0f} GB/s {fp16s:>12}  {price:>8}  {d.display_name}")
+            share = d.matmul_share.get("bf16") or d.matmul_share.get("fp16")  # of the 16-bit peak its matmuls reach
+            shares = f"{share:.0%}" if share else "—"
+            print(f"{d.name:<18} {mem:>22} {d.memory_bandwidth_bytes_per_s / 1e9:>6,.0f} GB/s {fp16s:>12} {shares:>8}  {price:>8}  {d.display_name}")
     elif args.what == "models":
         print(f"{'name':<18} {'params':>9} {'active':>8} {'layers':>6} {'attn':>4}  hf id")
         for m in cat.models:
