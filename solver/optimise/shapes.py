@@ -64,7 +64,7 @@ def _apply_overrides(device: Device, spec: Spec, catalog: Catalog) -> Device:
     for name, o in spec.overrides.gpus.items():
         if catalog.device(name).name != device.name:
             continue
-        device = override_device(device, o)
+        device = override_device(device, o, f"overrides.gpus.{name}")
         changes: dict = {}
         if o.price_usd_per_gpu_hour is not None:
             changes["price"] = Price(

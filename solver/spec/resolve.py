@@ -106,15 +106,16 @@ def checkpoint_formats(model: Model, hf_id: str | None) -> tuple[str, ...] | Non
     return SIXTEEN_BIT if fmt in SIXTEEN_BIT else (fmt,)
 
 
-def override_device(device: Device, go: GpuOverrides) -> Device:
-    """The device with any catalog figure the spec gives instead."""
+def override_device(device: Device, go: GpuOverrides, field: str = "overrides.gpu") -> Device:
+    """The device with any catalog figure the spec gives instead (`field`: where the spec
+    gives them, for the message when one cannot apply)."""
     if go.memory_bytes is None and go.memory_bandwidth_bytes_per_s is None and not go.dense_flops_per_s and not go.matmul_share:
         return device
     flops = {**device.dense_flops_per_s, **(go.dense_flops_per_s or {})}
     for dtype, share in (go.matmul_share or {}).items():
         if dtype not in flops:
             raise InputError(
-                f"overrides.gpu.matmul_share.{dtype}", share, f"{device.name} has no {dtype} throughput; give one of {', '.join(sorted(flops))}"
+                f"{field}.matmul_share.{dtype}", share, f"{device.name} has no {dtype} throughput; give one of {', '.join(sorted(flops))}"
             )
     return dataclasses.replace(
         device,

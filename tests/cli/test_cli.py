@@ -292,6 +292,14 @@ def test_a_matmul_share_for_a_dtype_the_gpu_lacks_is_refused(capsys, tmp_path):
     assert code == 2
     assert "overrides.gpu.matmul_share.fp8 = 0.7: a100-80gb has no fp8 throughput" in err
     assert "Traceback" not in err
+    # The same in a solve spec's per-GPU overrides names that field.
+    spec.write_text(
+        "model: llama-3.1-8b\nworkload: {users: 4, prompt_tokens: 512, output_tokens: 128}\nsearch: {gpus: [a100-80gb]}\n"
+        "overrides: {gpus: {a100-80gb: {matmul_share: {fp8: 0.7}}}}\n"
+    )
+    code, _, err = run(["solve", spec], capsys)
+    assert code == 2
+    assert "overrides.gpus.a100-80gb.matmul_share.fp8 = 0.7: a100-80gb has no fp8 throughput" in err
 
 
 def test_list_devices_shows_the_share_of_peak_measured_matmuls_reach(capsys):
