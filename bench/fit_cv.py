@@ -60,6 +60,14 @@ def held_out(terms: list, folds: list[set[str]]) -> dict[str, list[float]]:
     return errs
 
 
+def _summary(errs: dict[str, list[float]]) -> str:
+    both = errs["tpot"] + errs["ttft"]
+    return (
+        f"TPOT {np.median(errs['tpot']):6.1%} (n {len(errs['tpot'])})  TTFT {np.median(errs['ttft']):6.1%} (n {len(errs['ttft'])})  "
+        f"all {np.median(both):6.1%}  campaigns' medians {np.median(errs['campaign']):6.1%}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--folds", type=int, default=5, help="campaign folds; 0: leave one campaign out")
@@ -86,34 +94,17 @@ def main() -> None:
     for s0, s1 in caps:
         fit.BOUNDS["s0"], fit.BOUNDS["s1"] = (0.0, s0), (0.0, s1)
         errs = held_out(terms, folds)
-        both = errs["tpot"] + errs["ttft"]
         mark = "  (the fit's caps)" if (s0, s1) == current else ""
-        print(
-            f"  caps {s0 * 1e3:4.1f} ms + {s1 * 1e6:4.0f} µs/layer: TPOT {np.median(errs['tpot']):6.1%} (n {len(errs['tpot'])})  "
-            f"TTFT {np.median(errs['ttft']):6.1%} (n {len(errs['ttft'])})  all {np.median(both):6.1%}  campaigns' medians {np.median(errs['campaign']):6.1%}{mark}"
-        )
+        print(f"  caps {s0 * 1e3:4.1f} ms + {s1 * 1e6:4.0f} µs/layer: {_summary(errs)}{mark}")
     fit.BOUNDS["s0"], fit.BOUNDS["s1"] = (0.0, current[0]), (0.0, current[1])
-    chosen = fit.UNHIDDEN
-    for share in args.unhidden:
-        fit.UNHIDDEN = share
-        errs = held_out(terms, folds)
-        both = errs["tpot"] + errs["ttft"]
-        mark = "  (the fit's)" if share == chosen else ""
-        print(
-            f"  unhidden share {share:4.2f}: TPOT {np.median(errs['tpot']):6.1%}  TTFT {np.median(errs['ttft']):6.1%}  all {np.median(both):6.1%}{mark}"
-        )
-    fit.UNHIDDEN = chosen
-    chosen = fit.BALANCE
-    for alpha in args.balance:
-        fit.BALANCE = alpha
-        errs = held_out(terms, folds)
-        both = errs["tpot"] + errs["ttft"]
-        mark = "  (the fit's)" if alpha == chosen else ""
-        print(
-            f"  campaign balance {alpha:4.2f}: TPOT {np.median(errs['tpot']):6.1%}  TTFT {np.median(errs['ttft']):6.1%}  all {np.median(both):6.1%}"
-            f"  median of campaigns' medians {np.median(errs['campaign']):6.1%}{mark}"
-        )
-    fit.BALANCE = chosen
+    for name, label, values in (("UNHIDDEN", "unhidden share", args.unhidden), ("BALANCE", "campaign balance", args.balance)):
+        chosen = getattr(fit, name)
+        for value in values:
+            setattr(fit, name, value)
+            errs = held_out(terms, folds)
+            mark = "  (the fit's)" if value == chosen else ""
+            print(f"  {label} {value:4.2f}: {_summary(errs)}{mark}")
+        setattr(fit, name, chosen)
 
 
 if __name__ == "__main__":
