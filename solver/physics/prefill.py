@@ -95,7 +95,7 @@ class PrefillEstimate:
 
     @property
     def effective_flops_per_s(self) -> float:
-        """The TP group's usable matmul throughput: tp × peak × utilisation."""
+        """The TP group's usable matmul throughput: tp × the matmul rate (peak × measured share) × utilisation."""
         return self.tp * self.matmul_flops_per_s * self.compute_efficiency
 
     @property
