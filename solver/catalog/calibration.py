@@ -14,7 +14,7 @@ import copy
 import dataclasses
 import datetime as dt
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -57,6 +57,10 @@ class CalibrationEntry(_Strict):
 
 
 class CalibrationFile(_Strict):
+    compute_basis: Literal["matmul_rate"] | None = None
+    """What a fitted compute_efficiency is a share of: "matmul_rate", the device's dense
+    peak × its measured matmul share (what `plan-opt calibrate` fits since 2026-12-01);
+    absent in older files, whose utilisation is over the datasheet peak."""
     calibration: list[CalibrationEntry]
 
 
@@ -102,6 +106,14 @@ def with_calibration(catalog: Catalog, path: str | Path | None) -> Catalog:
             name = catalog.device(e.gpu).name
         except InputError as exc:
             raise exc.relabel(f"calibration[{i}].gpu").located(lines, str(path)) from None
+        if e.factors.compute_efficiency is not None and cal.compute_basis is None and catalog.device(name).matmul_share:
+            raise InputError(
+                f"calibration[{i}].factors.compute_efficiency",
+                e.factors.compute_efficiency,
+                f"fitted over {name}'s datasheet peak by a plan-opt that predates its measured matmul share "
+                "(catalogs/devices.yaml matmul_share; a file without compute_basis: matmul_rate); "
+                "re-run `plan-opt calibrate` on the measurements",
+            ).located(lines, str(path))
         out.calibration[name] = e.factors
         out.calibration_bands[name] = _band(e)
     return out

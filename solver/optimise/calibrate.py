@@ -250,4 +250,4 @@ def calibration_yaml(fits: list[Fit], source: str) -> str:
         for f in fits
         if f.factors
     ]
-    return yaml.safe_dump({"calibration": entries}, sort_keys=False)
+    return yaml.safe_dump({"compute_basis": "matmul_rate", "calibration": entries}, sort_keys=False)

@@ -13,6 +13,7 @@ from solver.catalog.calibration import with_calibration
 from solver.errors import InputError
 
 GOOD = {
+    "compute_basis": "matmul_rate",
     "calibration": [
         {
             "gpu": "h100-sxm",
@@ -24,7 +25,7 @@ GOOD = {
             "source": "runs.csv",
             "as_of": "2026-01-01",
         }
-    ]
+    ],
 }
 
 
@@ -35,7 +36,7 @@ def _write(tmp_path, doc) -> str:
 
 
 def _entry(**changes) -> dict:
-    return {"calibration": [{**GOOD["calibration"][0], **changes}]}
+    return {"compute_basis": "matmul_rate", "calibration": [{**GOOD["calibration"][0], **changes}]}
 
 
 def test_a_good_file_sets_the_factors_and_the_band(tmp_path, catalog):
@@ -122,3 +123,19 @@ def test_a_bad_calibration_file_is_exit_2_not_an_internal_error(tmp_path, capsys
     assert main(["solve", str(spec), "--calibration", cal]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{cal}:" in err and "calibration[0]" in err
+
+
+def test_an_older_files_utilisation_over_the_datasheet_peak_is_refused_where_a_share_is_measured(tmp_path, catalog):
+    # A file without compute_basis was fitted when utilisation was a share of the
+    # datasheet peak; on a device with a measured matmul share (H100 SXM: 0.803) the same
+    # number would now mean 0.803 of it, so it is refused rather than reread.
+    old = {"calibration": [{**GOOD["calibration"][0], "factors": {"compute_efficiency": 0.6}}]}
+    with pytest.raises(InputError) as exc:
+        with_calibration(catalog, _write(tmp_path, old))
+    assert exc.value.field == "calibration[0].factors.compute_efficiency"
+    assert "re-run `plan-opt calibrate`" in str(exc.value) and exc.value.line is not None
+    # Its bandwidth factors mean what they meant, and a device without a measured share
+    # runs at its datasheet peak as before: both are read.
+    assert with_calibration(catalog, _write(tmp_path, {"calibration": GOOD["calibration"]})).calibration["h100-sxm"].bandwidth_efficiency == 0.7
+    consumer = {"calibration": [{**GOOD["calibration"][0], "gpu": "rtx-4090", "factors": {"compute_efficiency": 0.6}}]}
+    assert with_calibration(catalog, _write(tmp_path, consumer)).calibration["rtx-4090"].compute_efficiency == 0.6
