@@ -11,6 +11,7 @@ from solver.explain.records import (
 from solver.optimise.candidates import Candidate, candidates
 from solver.optimise.model import (
     Limits,
+    admissible,
     is_feasible,
     minimal_conflict,
 )
@@ -64,10 +65,14 @@ def why_not(problem: Problem, s: Scenario, shapes: list[Shape]) -> str:
             return "ruled out by " + ", ".join(core[:-1]) + f" and {core[-1]} together"
         return "memory: not even one user with a short context fits"
     parts = []
-    ok_phys = [c for c in cands if c.memory_excess <= 0 and c.interconnect_excess == 0]
     for target in alone:
-        best = _best_on(ok_phys, target)
-        blame = _comm_blame(ok_phys, target, limits)
+        # the plans that meet every other target: the best of them on this one is what
+        # rules the device out (the best of all plans may already meet it, at a shape
+        # another target forbids)
+        rest = dataclasses.replace(limits, **{_limit_field(target): None})
+        meet_rest = [c for c in cands if admissible(c, rest)]
+        best = _best_on(meet_rest, target)
+        blame = _comm_blame(meet_rest, target, limits)
         if blame:
             return f"interconnect: its all-reduces push the best {target[4:].upper()} to {best} ({blame} without them), past {target}"
         parts.append(f"{target} (best here {best})" if best else target)
@@ -111,7 +116,7 @@ def _comm_blame(cands: list[Candidate], target: str, limits: Limits) -> str:
     """When the all-reduces alone push a latency past its target, the interconnect
     is what rules the device out: say so, with the figure without them."""
     if target == "max_tpot" and limits.max_tpot_us is not None:
-        without = min((c.tpot_s - c.decode.comm_time_s(c.batch) for c in cands), default=None)
+        without = min((c.tpot_s - _decode_comm_share_s(c) for c in cands), default=None)
         if without is not None and without * 1e6 <= limits.max_tpot_us:
             return f"{without * 1e3:.1f} ms"
     if target == "max_ttft" and limits.max_ttft_us is not None:
@@ -119,6 +124,14 @@ def _comm_blame(cands: list[Candidate], target: str, limits: Limits) -> str:
         if without is not None and without * 1e6 <= limits.max_ttft_us:
             return f"{without * 1e3:.0f} ms"
     return ""
+
+
+def _decode_comm_share_s(c: Candidate) -> float:
+    """What the all-reduces add to a token's time: the TPOT less the TPOT with them at
+    zero. Not the step's communication itself: with speculative decoding a step yields
+    several tokens, and a step's all-reduces taken from a token's time went negative."""
+    silent = dataclasses.replace(c.decode, comm_fixed_s=0.0, comm_per_sequence_s=0.0, comm_pieces=())
+    return c.decode.tpot_s(c.batch) - silent.tpot_s(c.batch)
 
 
 def _prefill_comm(c: Candidate) -> float:
