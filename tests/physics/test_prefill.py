@@ -133,6 +133,17 @@ def test_an_mi300x_prefills_at_its_measured_matmul_rate_not_its_datasheet_peak(b
     assert estimate_prefill(d, w).effective_flops_per_s == pytest.approx(989.5e12 * 0.803 * 0.5)
 
 
+def test_mxfp4_experts_on_an_mi300x_run_at_its_16_bit_matmul_rate(build_deployment):
+    # CDNA3 has no FP4 matrix cores: vLLM serves gpt-oss-120b's MXFP4 experts on an
+    # MI300X by dequantising them in the kernel (SemiAnalysisAI/InferenceX PR #1061), so
+    # its prefill matmuls run at the 16-bit rate: 1,307.4e12 × 0.511 × 0.5.
+    over = {"factors": {"compute_efficiency": 0.5}, "precision": {"compute_share": 1.0}}
+    d, w, _ = build_deployment("gpt-oss-120b", "mi300x", users=1, prompt=2048, output=1, weights="mxfp4", overrides=over)
+    pre = estimate_prefill(d, w)
+    assert pre.compute_dtype in ("fp16", "bf16")
+    assert pre.effective_flops_per_s == pytest.approx(1307.4e12 * 0.511 * 0.5)
+
+
 def test_a_dtype_without_its_own_measurement_takes_the_nearest_measured_one(catalog):
     from solver.physics.compute import matmul_share
 
