@@ -170,9 +170,9 @@ vLLM on MI300X) were predicted 12-65 % fast. Leave-one-campaign-out on the fit s
 (bench/fit_cv.py --folds 0, 2026-12-02, 402 terms of 28 campaigns), all terms / TPOT /
 TTFT / median of the campaigns' medians: per 10 µs (cap 0.2 ms), 16.1 / 13.3 / 24.3 /
 12.8 %; per 100 µs (cap 0.5 ms), 17.0 / 13.8 / 24.3 / 14.2 %; per ms (cap 0.5 ms, kept),
-15.5 / 12.3 / 24.3 / 12.8 %. Kept, vLLM on AMD Instinct costs 0.29 ms a MoE layer, which
-gpt-oss-120b on one MI300X (36 MoE layers, InferenceX) and DeepSeek-R1 at TP 8 (58) both
-bear out; NVIDIA HBM's is 14 µs; the cap does not bind."""
+15.5 / 12.3 / 24.3 / 12.8 %. Kept, vLLM on AMD Instinct costs 0.29 ms a MoE layer, set by
+gpt-oss-120b on one MI300X (36 MoE layers, InferenceX) and DeepSeek-R1 at TP 8 (58)
+together; NVIDIA HBM's is 14 µs; the cap does not bind."""
 
 
 @dataclasses.dataclass
