@@ -7,7 +7,7 @@ fit uses and for others given on the command line. This is how a cap or threshol
 fit is chosen without looking at the test split.
 
     python bench/fit_cv.py [--folds 5] [--seed 0] [--caps 2.5e-3:2e-5 1e-3:1e-5 5e-3:4e-5]
-                           [--unhidden 0 0.3 0.6 1] [--balance 0 0.5 1]
+                           [--unhidden 0 0.3 0.6 1] [--prefill-unhidden 0 0.5 1] [--balance 0 0.5 1]
 
 --folds 0 leaves one campaign out at a time (no seed: every campaign is a fold).
 """
@@ -72,8 +72,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--folds", type=int, default=5, help="campaign folds; 0: leave one campaign out")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--caps", nargs="*", default=[], metavar="S0:S1", help="step and per-layer caps to compare, seconds")
+    ap.add_argument("--caps", nargs="*", default=[], metavar="S0:S1", help="the step's cap and the held per-layer cost to compare, seconds")
     ap.add_argument("--unhidden", nargs="*", type=float, default=[], metavar="SHARE", help="kernels' unhidden shares to compare (at the fit's caps)")
+    ap.add_argument("--prefill-unhidden", nargs="*", type=float, default=[], metavar="SHARE", help="prefill GEMMs' unhidden shares to compare")
     ap.add_argument(
         "--balance", nargs="*", type=float, default=[], metavar="ALPHA", help="campaign balance of the loss to compare (fit_defaults.BALANCE)"
     )
@@ -87,17 +88,21 @@ def main() -> None:
     else:
         random.Random(args.seed).shuffle(sources)
         folds = [set(sources[i :: args.folds]) for i in range(args.folds)]
-    current = (fit.BOUNDS["s0"][1], fit.BOUNDS["s1"][1])
+    current = (fit.BOUNDS["s0"][1], fit.LAYER_OVERHEAD_S)
     caps = [current] + [tuple(float(x) for x in c.split(":")) for c in args.caps]
     how = "each campaign left out in turn" if args.folds <= 0 else f"{args.folds} folds by campaign (seed {args.seed})"
     print(f"{len(terms)} fit-split terms from {len(sources)} campaigns, {how}; held-out median error:")
     for s0, s1 in caps:
-        fit.BOUNDS["s0"], fit.BOUNDS["s1"] = (0.0, s0), (0.0, s1)
+        fit.BOUNDS["s0"], fit.PRIOR["s1"] = (0.0, s0), s1
         errs = held_out(terms, folds)
         mark = "  (the fit's caps)" if (s0, s1) == current else ""
-        print(f"  caps {s0 * 1e3:4.1f} ms + {s1 * 1e6:4.0f} µs/layer: {_summary(errs)}{mark}")
-    fit.BOUNDS["s0"], fit.BOUNDS["s1"] = (0.0, current[0]), (0.0, current[1])
-    for name, label, values in (("UNHIDDEN", "unhidden share", args.unhidden), ("BALANCE", "campaign balance", args.balance)):
+        print(f"  step cap {s0 * 1e3:4.1f} ms, {s1 * 1e6:4.0f} µs/layer: {_summary(errs)}{mark}")
+    fit.BOUNDS["s0"], fit.PRIOR["s1"] = (0.0, current[0]), current[1]
+    for name, label, values in (
+        ("UNHIDDEN", "unhidden share", args.unhidden),
+        ("UNHIDDEN_PREFILL", "prefill unhidden share", args.prefill_unhidden),
+        ("BALANCE", "campaign balance", args.balance),
+    ):
         chosen = getattr(fit, name)
         for value in values:
             setattr(fit, name, value)

@@ -16,9 +16,10 @@ from solver.physics.prefill import estimate_prefill
 
 # The seed counts the whole card: no runtime overhead, no driver share, no activation peak.
 SEED_NO_OVERHEAD = {"memory_utilization": 1.0, "runtime_overhead_bytes": 0, "reserved_bytes": 0, "activation_peak_scale": 0, "tp_overhead_bytes": 0}
-# Nor any fixed cost per forward pass, and a kernel is the larger of its read and its math.
+# Nor any fixed cost per forward pass, and a kernel (decode or prefill) is the larger of its read and its math.
 SEED_NO_FIXED_COST = {
     "unhidden_share": 0,
+    "prefill_unhidden_share": 0,
     "step_overhead_s": 0,
     "layer_overhead_s": 0,
     "sequence_overhead_s": 0,

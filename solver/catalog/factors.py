@@ -9,13 +9,14 @@ calibration file and a spec's overrides alike:
 | memory_utilization | 0.01 to 1 | a share of the device's memory |
 | bandwidth_efficiency, compute_efficiency | 0.01 to 1 | achieved / peak: never above it; below 1 % is a slip (1e-300 gave a TPOT of 1e291 s) |
 | step_overhead_s | 0 to 1 s | a fixed cost per forward pass; measured ≤ 2.5 ms |
-| layer_, sequence_, expert_layer_overhead_s | 0 to 10 ms | per layer or sequence per pass; fitted ≤ 20 µs (per MoE layer on AMD Instinct 0.29 ms) |
+| layer_, sequence_, expert_layer_overhead_s | 0 to 10 ms | per layer or sequence per pass; per layer held at 20 µs, per sequence fitted ≤ 7 µs, per MoE layer on AMD Instinct 0.19 ms |
 | tp_rank_overhead_s | 0 to 10 ms | per pass per TP rank beyond the first; fitted ≈ 0.2 ms |
 | request_overhead_s | 0 to 1 s | the serving front end's time per request; fitted ≤ 0.2 s |
 | runtime_overhead_bytes, reserved_bytes, tp_overhead_bytes | 0 to 1e15 bytes (1,000 TB) | more than any device holds |
 | activation_peak_scale | 0 to 10 | a scale on the profiled peak |
 | expert_load_imbalance | 1 to 8 | the busiest expert-parallel GPU's routed tokens over the mean: at least 1 |
 | unhidden_share | 0 to 1 | of a kernel's shorter part, reads or math, the share not hidden under the longer: 0 the roofline's max, 1 their sum |
+| prefill_unhidden_share | 0 to 1 | the same for a prefill's GEMMs (weights read, matmul FLOPs); fitted 1, their sum |
 """
 
 from __future__ import annotations
@@ -105,6 +106,12 @@ class Factors:
     math). 0 is the roofline's max (the seed); 1 their sum, as an engine that does not
     overlap them (llama.cpp) always runs. Real GEMMs sit between: near the ridge point
     neither the memory pipe nor the tensor cores run at their best; 0 to 1."""
+    prefill_unhidden_share: Share = 0.0
+    """The same share for a prefill's GEMMs: they take max(weights read, FLOPs) + this ×
+    min. A prompt's time is its FLOPs plus about one read of the weights at every length
+    measured: TensorRT-LLM's 128- and 2,048-token prefills of one model meet at a zero-
+    length intercept of the fixed cost plus one read (A100 FP16 8.5 ms, H100 FP8 4.7 ms;
+    bench/fit_defaults.py, UNHIDDEN_PREFILL); 0 to 1."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +135,7 @@ class FactorOverrides:
     activation_peak_scale: PeakScale | None = None
     expert_load_imbalance: Imbalance | None = None
     unhidden_share: Share | None = None
+    prefill_unhidden_share: Share | None = None
 
     def apply(self, base: Factors) -> Factors:
         changes = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}

@@ -96,16 +96,19 @@ def decode_xy(ev: Evaluation) -> tuple[float, float] | None:
     return x, dec.comm_time_s + c.unhidden_share * c.compute_time_s(dec.batch)  # the math that does not hide
 
 
-def prefill_xy(ev: Evaluation) -> tuple[float, float] | None:
-    """(the prefill's compute time at full utilisation, its communication and fixed
-    cost) for a compute-bound prefill; None when it is bound by reading the weights."""
+def prefill_xy(ev: Evaluation, read_scale: float = 1.0) -> tuple[float, float] | None:
+    """(the prefill's compute time at full utilisation, its communication, fixed cost
+    and the weights read that does not hide) for a compute-bound prefill; None when it
+    is bound by reading the weights. read_scale rescales that read (the decode fit's
+    bandwidth efficiency in place of the default's)."""
     pre = ev.estimates.prefill
     rest = pre.comm_time_s + pre.step_overhead_s + pre.request_overhead_s
+    read_s = pre.weights_time_s * read_scale
     if not pre.overlapped:  # the matmuls add the weight read to their FLOPs
-        return pre.compute_time_s * ev.deployment.factors.compute_efficiency, rest + pre.weights_time_s
+        return pre.compute_time_s * ev.deployment.factors.compute_efficiency, rest + read_s
     if pre.bound != "compute":
         return None
-    return pre.compute_time_s * ev.deployment.factors.compute_efficiency, rest + pre.unhidden_share * pre.weights_time_s
+    return pre.compute_time_s * ev.deployment.factors.compute_efficiency, rest + pre.unhidden_share * read_s
 
 
 def fit_decode(xs: list[float], ys: list[float]) -> FittedFactors:
@@ -190,7 +193,8 @@ def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
         for m, ev in zip(ms, evs):
             if m.ttft_s is None or not ev.valid:
                 continue
-            xy = prefill_xy(ev)
+            e = changes.get("bandwidth_efficiency")
+            xy = prefill_xy(ev, ev.deployment.factors.bandwidth_efficiency / e if e else 1.0)
             if xy is None:
                 continue
             fixed = xy[1]

@@ -6,8 +6,8 @@ scheduled: one new token for each decoding sequence, and prompt chunks beside th
 The pass is the same sum of kernels as a decode step (decode.py) and a prefill
 (prefill.py), over the iteration's tokens:
 
-    iteration = max(weights read once, matmul FLOPs of every token)
-              + max(the decoders' KV bytes, their attention FLOPs) + the chunks' attention FLOPs
+    iteration = K(weights read once, matmul FLOPs of every token)
+              + K(the decoders' KV bytes, their attention FLOPs) + the chunks' attention FLOPs
               + communication over every token + fixed cost (+ per decoding sequence)
 
 so that a decode-only iteration is exactly `DecodeCoefficients.step_s` at the
@@ -15,7 +15,9 @@ decoders' context, and a prefill-only iteration over a whole prompt is exactly t
 idle-replica TTFT of `estimate_prefill` (less its front end, `request_overhead_s`,
 which the simulator adds to each request). KV bytes and attention FLOPs are linear in
 the tokens attended (the simulator's bulk decode steps rely on it); a sliding-window
-model's are taken at the workload's context, an approximation.
+model's are taken at the workload's context, an approximation. K is a kernel's
+max + unhidden share × min: the decode step's share where sequences decode (a chunk
+rides in their step, as decode.py mixes it), the prefill's share in a prefill-only pass.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ class IterationModel:
     prefill_weights_s: dict[int, float] = field(default_factory=dict)
     """Prefill-only passes: reading the weights `tokens` touch (experts), by tokens."""
     deployment: Deployment | None = None
+    prefill_unhidden_share: float = 0.0
+    """A prefill-only pass's GEMMs: Factors.prefill_unhidden_share (decode's share otherwise)."""
 
     def _prefill_weights_s(self, tokens: int) -> float:
         cached = self.prefill_weights_s.get(tokens)
@@ -83,7 +87,7 @@ class IterationModel:
         else:
             weights_s = self._prefill_weights_s(max(1, round(k)))
             linear_s = k * self.prefill_linear_s_per_token
-        gemm_s = kernel_time_s(weights_s, linear_s, c.overlapped, c.unhidden_share)
+        gemm_s = kernel_time_s(weights_s, linear_s, c.overlapped, c.unhidden_share if b > 0 else self.prefill_unhidden_share)
         kv_s = decode_context_tokens * self.kv_s_per_token
         attend_s = decode_context_tokens * self.decode_attention_s_per_token
         attention_s = kernel_time_s(kv_s, attend_s, c.overlapped, c.unhidden_share) + prefill_attention_tokens * self.prefill_attention_s_per_pair
@@ -111,6 +115,7 @@ def iteration_model(d: Deployment, w: Workload) -> IterationModel:
         request_overhead_s=pre.request_overhead_s,
         cached_tokens=cached,
         deployment=d,
+        prefill_unhidden_share=pre.unhidden_share,
     )
     model.prefill_weights_s[new] = pre.weights_time_s
     return model

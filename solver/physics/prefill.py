@@ -72,7 +72,7 @@ class PrefillEstimate:
     overlapped: bool = True
     """The matmuls take the larger of their read and their FLOPs (True) or the sum."""
     unhidden_share: float = 0.0
-    """Overlapped: of the shorter of the two, the share added to the larger (Factors)."""
+    """Overlapped: of the shorter of the two, the share added to the larger (Factors.prefill_unhidden_share)."""
     expert_flops: float = 0.0
     """Of linear_flops, the routed experts': 2 × routed active parameters × prompt tokens."""
     expert_compute_share: float = 1.0
@@ -190,7 +190,7 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         attention_compute_dtype=attn_dtype,
         attention_efficiency=d.factors.compute_efficiency * d.kv.compute_share,
         overlapped=overlaps(d),
-        unhidden_share=d.factors.unhidden_share,
+        unhidden_share=d.factors.prefill_unhidden_share,
         expert_flops=linear_flops(routed_active_params(d.model), new),
         expert_imbalance=expert_imbalance(d),
         expert_compute_share=d.weights.expert_compute_share,

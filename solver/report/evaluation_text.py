@@ -325,11 +325,11 @@ def render_text(ev: Evaluation) -> str:
         ),
         (
             "weights read",
-            f"{fmt_seconds(pre.weights_time_s)} (floor for the matmuls of short prompts)"
+            fmt_seconds(pre.weights_time_s)
             + (
                 f"; GEMMs max(read, linear) + {pre.unhidden_share:.2f} unhidden share × min = {fmt_seconds(pre.gemm_time_s)}"
                 if pre.overlapped and pre.unhidden_share
-                else ""
+                else " (floor for the matmuls of short prompts)"
             ),
         ),
         ("communication", _comm(pre.comm_time_s, d)),

@@ -314,6 +314,10 @@ class FactorsIn(SpecModel):
         default=None,
         description="Of a kernel's shorter part, reads or math, the share not hidden under the longer: max + share × min, 0 to 1 (0: the roofline's max).",
     )
+    prefill_unhidden_share: UnhiddenShare | None = Field(
+        default=None,
+        description="The same share for a prefill's GEMMs (weights read, matmul FLOPs), 0 to 1 (default fitted: 1, their sum).",
+    )
 
 
 class PrecisionOverrides(SpecModel):

@@ -256,19 +256,23 @@ def test_interconnect_step_names_the_allreduce_algorithm(capsys):
 
 
 def test_evaluate_names_the_unhidden_share_where_a_kernel_has_one(capsys, tmp_path):
-    # Llama-3.1-8B at 64 users on an H100: with unhidden_share 0.5 each kernel is
-    # max(read, math) + 0.5 × min, and the report says so beside the times.
+    # Llama-3.1-8B at 64 users on an H100: with unhidden_share 0.5 each decode kernel is
+    # max(read, math) + 0.5 × min, with prefill_unhidden_share 0.25 the prefill's GEMMs
+    # max + 0.25 × min, and the report says so beside the times.
     spec = tmp_path / "s.yaml"
     spec.write_text(
         "model: llama-3.1-8b\nhardware: {gpu: h100-sxm}\nworkload: {users: 64, prompt_tokens: 1024, output_tokens: 256}\n"
-        "overrides: {factors: {unhidden_share: 0.5}}\n"
+        "overrides: {factors: {unhidden_share: 0.5, prefill_unhidden_share: 0.25}}\n"
     )
     code, out, _ = run(["evaluate", spec], capsys)
     assert code == 0
     assert "GEMMs          max(weights read, matmul FLOPs) + 0.50 unhidden share × min" in out
-    assert "GEMMs max(read, linear) + 0.50 unhidden share × min" in out
+    assert "GEMMs max(read, linear) + 0.25 unhidden share × min" in out
     code, out, _ = run(["evaluate", SEED], capsys)
-    assert "unhidden" not in out  # the default: the roofline's max, said as max(...)
+    # The defaults: decode's kernels the roofline's max, said as max(...); a prefill's
+    # GEMMs their read and their FLOPs one after the other (fitted share 1).
+    assert "unhidden share × min" not in out.split("Step 3")[0]
+    assert "GEMMs max(read, linear) + 1.00 unhidden share × min" in out
 
 
 def test_evaluate_shows_the_measured_matmul_share_beside_the_peak(capsys, tmp_path):

@@ -162,14 +162,15 @@ def test_a_plan_of_two_pools_costs_each_pools_gpus_at_their_devices_price():
 
 
 def test_more_decode_replicas_can_be_what_meets_the_ttft_target():
-    # Found by the brute-force property above: 13 prefill replicas of L40S with 2 decode
-    # replicas of A100 meet TTFT ≤ 1 s (0.996 s); with 1 decode replica (20.2 ms steps)
-    # every pairing misses it. A decode pool's first step is in the TTFT, so under a TTFT
-    # target the decode pools are offered at every batch, not at the largest alone.
+    # Found by the brute-force search (exhaustive_disaggregated): at 36 users of 8,192-token
+    # prompts the cheapest pairing that meets TTFT ≤ 0.98 s has 2 decode replicas (0.970
+    # s), not the one replica at the largest batch that holds them all. A decode pool's
+    # first step is in the TTFT, so under a TTFT target the decode pools are offered at
+    # every batch, not at the largest alone.
     spec = {
         "model": "llama-3.1-8b",
-        "workload": {"users": 13, "prompt_tokens": 8192, "output_tokens": 64, "batching": "isolated"},
-        "sla": {"max_ttft": "1s"},
+        "workload": {"users": 36, "prompt_tokens": 8192, "output_tokens": 64, "batching": "isolated"},
+        "sla": {"max_ttft": "0.98s"},
         "search": {"gpus": ["l40s", "a100-80gb"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"], "serving": ["disaggregated"]},
     }
     problem = problem_of(spec)

@@ -24,11 +24,30 @@ def test_sliding_window_caps_attention_flops(build_deployment):
 
 def test_one_token_prompt_is_bounded_by_reading_the_weights(build_deployment):
     # Everything but the input embedding table: (8,030,261,248 − 128,256 × 4,096) × 2 B.
-    over = {"factors": {"bandwidth_efficiency": 0.8, "step_overhead_s": 0, "layer_overhead_s": 0, "request_overhead_s": 0}}
+    # With the roofline's max (prefill_unhidden_share 0) the read is the whole GEMM time.
+    over = {
+        "factors": {"bandwidth_efficiency": 0.8, "step_overhead_s": 0, "layer_overhead_s": 0, "request_overhead_s": 0, "prefill_unhidden_share": 0}
+    }
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=1, output=1, overrides=over)
     pre = estimate_prefill(d, w)
     assert pre.bound == "bandwidth"
     assert pre.ttft_s == pytest.approx(15_009_849_344 / (3.35e12 * 0.8) + pre.attention_time_s)
+
+
+def test_a_prompts_gemms_take_their_weights_read_and_their_flops_one_after_the_other(build_deployment):
+    # Llama-3.1-8B, 2,048 tokens on an H100 SXM, bf16, no fixed costs. The read: the
+    # 15,009,849,344 B above at 3.35e12 B/s × 0.8 = 5.601 ms. The FLOPs: 2 × 8,030,261,248
+    # × 2,048 = 3.2892e13 at 989.5e12 × 0.803 (the measured matmul share) × 0.5 =
+    # 397.3e12 FLOP/s = 82.79 ms. By default (fitted, prefill_unhidden_share 1) the GEMMs
+    # take their sum, 88.39 ms; at 0 the larger, 82.79 ms; at 0.5, 82.79 + 2.80 ms.
+    base = {"bandwidth_efficiency": 0.8, "compute_efficiency": 0.5, "step_overhead_s": 0, "layer_overhead_s": 0, "request_overhead_s": 0}
+    read_s = 15_009_849_344 / (3.35e12 * 0.8)
+    flops_s = 2 * 8_030_261_248 * 2048 / (989.5e12 * 0.803 * 0.5)
+    for share, want in ((None, read_s + flops_s), (0, flops_s), (0.5, flops_s + 0.5 * read_s)):
+        factors = base if share is None else {**base, "prefill_unhidden_share": share}
+        d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=2048, output=1, overrides={"factors": factors})
+        pre = estimate_prefill(d, w)
+        assert pre.gemm_time_s == pytest.approx(want, rel=1e-9), share
 
 
 def test_fixed_cost_per_pass_and_per_layer(build_deployment):
