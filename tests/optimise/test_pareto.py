@@ -151,7 +151,7 @@ def test_solve_applies_the_default_gpu_cap_only_where_the_plan_exceeds_it():
     spec = {
         "model": "llama-3.1-8b",
         "workload": {"users": 15000, "context_tokens": 4096, "output_tokens": 256},
-        "sla": {"max_tpot": "8ms"},
+        "sla": {"max_tpot": "7ms"},
         "search": {"gpus": ["h100-sxm"], "tp": [1, 2], "weights": ["fp8"], "kv_cache": ["fp8"]},
     }
     lifted = solve(problem_of(_with(spec, search={"max_gpus": 100_000})), explain=False)
