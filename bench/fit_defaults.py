@@ -169,7 +169,13 @@ trades against fall (TensorRT-LLM's 20 → 0 µs) and the test split does not co
 gain: median over its 297 timing points 27.0 % at 0, 27.5 % at 0.6 (dense 17.2 → 16.8 %,
 mixture of experts 45.0 → 47.1 %, batch-1 TPOT 26.8 → 29.5 %). Two out-of-campaign
 estimates that disagree are not enough to move every plan; the factor is there for a
-calibration or a spec to set (overrides.factors.unhidden_share)."""
+calibration or a spec to set (overrides.factors.unhidden_share). Re-measured on
+2026-12-02 with the per-layer cost held (LAYER_OVERHEAD_S), prefills summed
+(UNHIDDEN_PREFILL) and the 2 ms cap, 402 terms of 28 campaigns, all / TPOT / TTFT /
+campaigns' medians: 0 12.5 / 9.4 / 19.6 / 11.5 %, 0.3 12.0 / 9.2 / 19.6 / 12.2 %, 0.6
+11.8 / 9.0 / 19.8 / 12.1 %: better per term, worse per campaign, and on the test split
+at 0.6 batched TPOT 16.1 → 15.6 % and throughput 21.8 → 20.3 % but batch-1 TPOT 19.9 →
+20.0 % and TTFT 32.3 → 33.1 %. Still held at 0."""
 UNHIDDEN_PREFILL = 1.0
 """Factors.prefill_unhidden_share: a prefill's GEMMs take their weights read and their
 FLOPs one after the other, not the larger. The fit split's TensorRT-LLM prefills of one
