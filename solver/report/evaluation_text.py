@@ -327,8 +327,10 @@ def render_text(ev: Evaluation) -> str:
             "weights read",
             fmt_seconds(pre.weights_time_s)
             + (
-                f"; GEMMs max(read, linear) + {pre.unhidden_share:.2f} unhidden share × min = {fmt_seconds(pre.gemm_time_s)}"
-                if pre.overlapped and pre.unhidden_share
+                f"; GEMMs read + linear, one after the other = {fmt_seconds(pre.gemm_time_s)}"
+                if not pre.overlapped
+                else f"; GEMMs max(read, linear) + {pre.unhidden_share:.2f} unhidden share × min = {fmt_seconds(pre.gemm_time_s)}"
+                if pre.unhidden_share
                 else " (floor for the matmuls of short prompts)"
             ),
         ),

@@ -273,6 +273,13 @@ def test_evaluate_names_the_unhidden_share_where_a_kernel_has_one(capsys, tmp_pa
     # GEMMs their read and their FLOPs one after the other (fitted share 1).
     assert "unhidden share × min" not in out.split("Step 3")[0]
     assert "GEMMs max(read, linear) + 1.00 unhidden share × min" in out
+    # llama.cpp's kernels never overlap them: its prefill says so, whatever the share.
+    spec.write_text(
+        "model: llama-3.1-8b\nhardware: {gpu: rtx-4090}\nprecision: {weights: q4_k_m, kv_cache: fp16}\nengine: llama.cpp\n"
+        "workload: {users: 1, prompt_tokens: 512, output_tokens: 10}\noverrides: {factors: {prefill_unhidden_share: 0}}\n"
+    )
+    code, out, _ = run(["evaluate", spec], capsys)
+    assert code == 0 and "GEMMs read + linear, one after the other" in out
 
 
 def test_evaluate_shows_the_measured_matmul_share_beside_the_peak(capsys, tmp_path):
