@@ -9,7 +9,7 @@ calibration file and a spec's overrides alike:
 | memory_utilization | 0.01 to 1 | a share of the device's memory |
 | bandwidth_efficiency, compute_efficiency | 0.01 to 1 | achieved / peak: never above it; below 1 % is a slip (1e-300 gave a TPOT of 1e291 s) |
 | step_overhead_s | 0 to 1 s | a fixed cost per forward pass; fitted ≤ 2 ms (the fit's cap) |
-| layer_, sequence_, expert_layer_overhead_s | 0 to 10 ms | per layer or sequence per pass; per layer held at 20 µs, per sequence fitted ≤ 7 µs, per MoE layer on AMD Instinct 0.19 ms |
+| layer_, sequence_, expert_layer_overhead_s | 0 to 10 ms | per layer or sequence per pass; per layer held at 20 µs, per sequence fitted ≤ 7 µs, per MoE layer on AMD Instinct 0.26 ms |
 | tp_rank_overhead_s | 0 to 10 ms | per pass per TP rank beyond the first; fitted ≈ 0.2 ms |
 | request_overhead_s | 0 to 1 s | the serving front end's time per request; fitted ≤ 0.2 s |
 | runtime_overhead_bytes, reserved_bytes, tp_overhead_bytes | 0 to 1e15 bytes (1,000 TB) | more than any device holds |
