@@ -42,12 +42,13 @@ def held_out(terms: list, folds: list[set[str]]) -> dict[str, list[float]]:
             model = fit.fit_model(train)
         fitted = {k[0] for k in model.free(fit.MIN_POINTS, fit.MIN_FORMAT_POINTS) if isinstance(k[0], tuple) and k[0] != fit.SERVED}
         check = fit.Model(test)
+        check.tie = {}  # the values copied in are already resolved
         for key in list(check.values):
             owner, name = key
             if isinstance(owner, tuple) and owner != fit.SERVED:
                 src = owner if owner in fitted else fit.fallback(owner, fitted)
                 if src is not None and (src, name) in model.values:
-                    check.values[key] = model.values[(src, name)]
+                    check.values[key] = model.value(src, name)
             elif key in model.values:
                 check.values[key] = model.values[key]
         ape = np.abs(check.predict() / check.arr["measured_s"] - 1)

@@ -28,7 +28,8 @@ overlap them, llama.cpp); a prefill's GEMMs take UNHIDDEN_PREFILL × min instead
 sum of |log(predicted / measured)| (robust to the odd outlier, scale-free), with a
 weak pull toward the catalog's priors so that a sparse group stays physical. A group
 with fewer than MIN_POINTS points inherits from its fallback (the same engine on HBM,
-then vLLM on the same kind), and says so in the file. vLLM, SGLang and TensorRT-LLM
+then vLLM on the same kind), and says so in the file; a cost per TP rank that a group's
+points cannot see is its fallback's (SENSED). vLLM, SGLang and TensorRT-LLM
 are fitted together on a memory kind ("serving") unless one of them has
 MIN_ENGINE_POINTS points there of its own.
 """
@@ -84,6 +85,20 @@ drops them below it, to fall back on NVIDIA's factors: 12.5 / 9.4 / 19.6 / 11.5 
 MIN_SENSITIVE = 3
 """A group is fitted on its own only with this many read-dominated and this many
 FLOP-dominated points (see Model.identifiable); otherwise it inherits."""
+SENSED = {"s4": 1e-4}
+"""The cost per TP rank beyond the first (s4), at a typical 0.1 ms: a point sees it
+when that size would be SENSED_SHARE of its measured step or more. A serving engine
+fitted on its own with fewer than MIN_SENSITIVE such points takes the pooled serving
+group's (Model.ties), not the prior 0. TensorRT-LLM's fit-split points at TP 2-8 are
+all batches of hundreds to thousands, steps of 50-800 ms where 0.7 ms is under 2 %:
+fitted alone it had no cost per rank, and its DeepSeek-R1 steps at TP 8 and batch 1
+came out at 4-5 ms, under what SGLang's fitted ones take (7-8 ms). Tied, it takes the
+pooled 0.17 ms. Leave-one-campaign-out on the fit split (bench/fit_cv.py --folds 0,
+2026-12-02, 402 terms of 28 campaigns), all / TPOT / TTFT / campaigns' medians: 11.9 /
+9.2 / 19.6 / 10.2 % untied, 11.6 / 9.2 / 19.6 / 10.0 % tied. The same rule for the cost
+per MoE layer (s3, at 20 µs) would tie AMD Instinct's (0.26 ms) to NVIDIA's: at 20 µs,
+58 MoE layers are 4.8 % of its 24 ms DeepSeek steps, so it is not applied there."""
+SENSED_SHARE = 0.05
 MIN_FORMAT_POINTS = 4
 MIN_FORMAT_SOURCES = 2
 MIN_FORMAT_POINTS_ONE_SOURCE = 20
@@ -418,10 +433,38 @@ class Model:
         self.gidx = np.array([self.groups.index(t.group) for t in terms])
         self.widx = np.array([self.formats.index(t.weights) for t in terms])
         self.kidx = np.array([self.formats.index(t.kv) for t in terms])
+        self.tie = self.ties(MIN_POINTS)
+
+    def value(self, owner, key: str) -> float:
+        """A parameter's value, through its tie (Model.ties) if it has one."""
+        return self.values[self.tie.get((owner, key), (owner, key))]
 
     def _vec(self, key: str, index, keys) -> np.ndarray:
-        table = np.array([self.values[(k, key)] for k in keys])
+        table = np.array([self.value(k, key) for k in keys])
         return table[index]
+
+    def sensitive(self, group: tuple[str, str], key: str) -> int:
+        """How many of the group's points would see the fixed cost `key` (SENSED)."""
+        scale = {"s0": lambda t: 1, "s3": lambda t: t.moe_layers, "s4": lambda t: t.tp - 1}[key]
+        return sum(1 for t in self.terms if t.group == group and scale(t) * SENSED[key] >= SENSED_SHARE * t.measured_s)
+
+    def fitted_groups(self, min_points: int) -> list[tuple[str, str]]:
+        counts = {g: int((self.gidx == i).sum()) for i, g in enumerate(self.groups)}
+        return [g for g in self.groups if counts[g] >= min_points and self.identifiable(g)]
+
+    def ties(self, min_points: int) -> dict[tuple, tuple]:
+        """The fixed costs a fitted group's points cannot see (SENSED), each tied to the
+        same cost of its fallback group whose points can: fitted there, shared here."""
+        fitted = self.fitted_groups(min_points)
+        out = {}
+        for key in SENSED:
+            seeing = {g for g in fitted if self.sensitive(g, key) >= MIN_SENSITIVE}
+            for g in fitted:
+                family = {h for h in seeing if (h[0] in SERVING + ("serving",)) == (g[0] in SERVING + ("serving",))}
+                src = None if g in seeing else fallback(g, family)
+                if src is not None:
+                    out[(g, key)] = (src, key)
+        return out
 
     def predict(self) -> np.ndarray:
         a = self.arr
@@ -456,7 +499,9 @@ class Model:
     def loss(self) -> float:
         err = (self.weight * np.abs(np.log(self.predict() / self.arr["measured_s"]))).sum()
         pull = 0.0
-        for (_owner, key), v in self.values.items():
+        for (owner, key), v in self.values.items():
+            if (owner, key) in self.tie:
+                continue  # the value is its source's
             if key in ("s0",):
                 pull += PULL * v / 1e-3
             elif key == "r":
@@ -501,8 +546,7 @@ class Model:
         return True
 
     def free(self, min_points: int, min_format: int) -> list[tuple]:
-        counts = {g: int((self.gidx == i).sum()) for i, g in enumerate(self.groups)}
-        free = [(g, k) for g in self.groups if counts[g] >= min_points and self.identifiable(g) for k in GROUP_KEYS if k not in HELD_GROUP_KEYS]
+        free = [(g, k) for g in self.fitted_groups(min_points) for k in GROUP_KEYS if k not in HELD_GROUP_KEYS and (g, k) not in self.tie]
         free += [(SERVED, k) for k in SERVING_KEYS if self.has_points_for(k)]
         for _i, f in enumerate(self.formats):
             for key, ttft in (("sb", False), ("sc", True), ("sx", True)):
@@ -547,6 +591,7 @@ def fit_model(terms: list[Term]) -> Model:
     early = Model([t for t in terms if not t.served])
     early.fit([k for k in early.free(MIN_POINTS, MIN_FORMAT_POINTS) if k[1] not in LATE_KEYS])
     model = Model(terms)
+    model.tie = {k: v for k, v in early.tie.items() if k[0] in model.groups}
     model.values.update({k: v for k, v in early.values.items() if k in model.values})
     model.fit([k for k in model.free(MIN_POINTS, MIN_FORMAT_POINTS) if k[1] in LATE_KEYS])
     return model
@@ -654,7 +699,7 @@ def main() -> None:
         src = g if g in fitted_groups else fallback(g, fitted_groups)
         if src is None:
             continue
-        v = {k: model.values[(src, k)] for k in GROUP_KEYS}
+        v = {k: model.value(src, k) for k in GROUP_KEYS}
         v.update({k: model.values[(SERVED, k)] if g[0] in model.front_ends else PRIOR[k] for k in SERVING_KEYS})
         n = int((model.gidx == model.groups.index(src)).sum())
         engines.setdefault(g[0], {})[g[1]] = {

@@ -107,6 +107,35 @@ def test_a_group_is_fitted_alone_only_when_its_points_separate_reads_from_flops(
     assert fit_defaults.Model(at_tp8 + [dataclasses.replace(read_bound[0], tp=1)]).identifiable(("vllm", "hbm"))
 
 
+def test_a_cost_per_rank_a_group_cannot_see_is_its_fallback_groups_not_zero():
+    def group(engine, step_s, tp):
+        # 3 read-bound and 3 FLOP-bound steps at TP 1, and 3 read-bound at `tp`
+        def term(i, reads, flops, tp_size):
+            return fit_defaults.Term(
+                f"{engine}{i}", "tpot", (engine, "hbm"), "bf16", "bf16", step_s, reads, 1.0, flops, 0.0, 0.0, 0.0, 32, tp=tp_size
+            )
+
+        return (
+            [term(i, step_s / 2, step_s / 20, 1) for i in range(3)]
+            + [term(i + 3, step_s / 20, step_s / 2, 1) for i in range(3)]
+            + [term(i + 6, step_s / 2, step_s / 20, tp) for i in range(3)]
+        )
+
+    # 7 ranks beyond the first at 0.1 ms are 7 % of a 10 ms step, 0.7 % of a 100 ms one
+    serving, trtllm, llamacpp = group("serving", 0.010, 8), group("trtllm", 0.100, 8), group("llama.cpp", 0.100, 8)
+    model = fit_defaults.Model(serving + trtllm + llamacpp)
+    assert model.sensitive(("serving", "hbm"), "s4") == 3 and model.sensitive(("trtllm", "hbm"), "s4") == 0
+    assert model.tie == {(("trtllm", "hbm"), "s4"): (("serving", "hbm"), "s4")}  # llama.cpp's kernels are not the serving engines'
+    free = model.free(fit_defaults.MIN_POINTS, fit_defaults.MIN_FORMAT_POINTS)
+    assert (("serving", "hbm"), "s4") in free and (("trtllm", "hbm"), "s4") not in free and (("llama.cpp", "hbm"), "s4") in free
+    model.values[(("serving", "hbm"), "s4")] = 1.7e-4
+    assert model.value(("trtllm", "hbm"), "s4") == 1.7e-4
+    # a TP 8 step of trtllm's now carries serving's 7 × 0.17 ms
+    at_rest = fit_defaults.Model(trtllm[6:7])
+    at_rest.tie = {}
+    assert model.predict()[len(serving) + 6] - at_rest.predict()[0] == pytest.approx(7 * 1.7e-4, rel=1e-9)
+
+
 def test_a_github_source_is_its_repository_revision_or_thread():
     base = "https://github.com/o/r/blob/abc123"
     assert vp.source_key({"source": f"{base}/logs/a.log — quote"}) == vp.source_key({"source": f"{base}/logs/b.log x"}) == base
