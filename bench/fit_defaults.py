@@ -95,7 +95,9 @@ fitted alone it had no cost per rank, and its DeepSeek-R1 steps at TP 8 and batc
 came out at 4-5 ms, under what SGLang's fitted ones take (7-8 ms). Tied, it takes the
 pooled 0.17 ms. Leave-one-campaign-out on the fit split (bench/fit_cv.py --folds 0,
 2026-12-02, 402 terms of 28 campaigns), all / TPOT / TTFT / campaigns' medians: 11.9 /
-9.2 / 19.6 / 10.2 % untied, 11.6 / 9.2 / 19.6 / 10.0 % tied. The same rule for the cost
+9.2 / 19.6 / 10.2 % untied, 11.6 / 9.2 / 19.6 / 10.0 % tied (the same ties at a
+share of 2 %; at 10 % not even the pool's points see the cost, and nothing is tied).
+The same rule for the cost
 per MoE layer (s3, at 20 µs) would tie AMD Instinct's (0.26 ms) to NVIDIA's: at 20 µs,
 58 MoE layers are 4.8 % of its 24 ms DeepSeek steps, so it is not applied there."""
 SENSED_SHARE = 0.05
