@@ -87,19 +87,20 @@ MIN_SENSITIVE = 3
 FLOP-dominated points (see Model.identifiable); otherwise it inherits."""
 SENSED = {"s4": 1e-4}
 """The cost per TP rank beyond the first (s4), at a typical 0.1 ms: a point sees it
-when that size would be SENSED_SHARE of its measured step or more. A serving engine
-fitted on its own with fewer than MIN_SENSITIVE such points takes the pooled serving
-group's (Model.ties), not the prior 0. TensorRT-LLM's fit-split points at TP 2-8 are
-all batches of hundreds to thousands, steps of 50-800 ms where 0.7 ms is under 2 %:
-fitted alone it had no cost per rank, and its DeepSeek-R1 steps at TP 8 and batch 1
-came out at 4-5 ms, under what SGLang's fitted ones take (7-8 ms). Tied, it takes the
-pooled 0.17 ms. Leave-one-campaign-out on the fit split (bench/fit_cv.py --folds 0,
+when that size would be SENSED_SHARE of its measured step or more. A group fitted on
+its own with fewer than MIN_SENSITIVE such points takes the cost of its first fallback
+group of the same family that has them (Model.ties; the serving engines' is the pooled
+serving group), not the prior 0. TensorRT-LLM's fit-split points at TP 2-8 are all
+batches of hundreds to thousands, steps of 50-800 ms where 0.7 ms is under 2 %: fitted
+alone it had no cost per rank, and its DeepSeek-R1 steps at TP 8 and batch 1 came out
+at 4-5 ms, under what SGLang's fitted ones take (7-8 ms). Tied, it takes the pooled
+0.17 ms. Leave-one-campaign-out on the fit split (bench/fit_cv.py --folds 0,
 2026-12-02, 402 terms of 28 campaigns), all / TPOT / TTFT / campaigns' medians: 11.9 /
-9.2 / 19.6 / 10.2 % untied, 11.6 / 9.2 / 19.6 / 10.0 % tied (the same ties at a
-share of 2 %; at 10 % not even the pool's points see the cost, and nothing is tied).
-The same rule for the cost
-per MoE layer (s3, at 20 µs) would tie AMD Instinct's (0.26 ms) to NVIDIA's: at 20 µs,
-58 MoE layers are 4.8 % of its 24 ms DeepSeek steps, so it is not applied there."""
+9.2 / 19.6 / 10.2 % untied, 11.6 / 9.2 / 19.6 / 10.0 % tied (the same ties at a share
+of 2 %; at 10 % not even the pool's points see the cost, and nothing is tied). The
+same rule for the cost per MoE layer (s3, at 20 µs) would tie AMD Instinct's (0.26 ms)
+to NVIDIA's: 58 MoE layers at 20 µs are 4.8 % of its 24 ms DeepSeek steps, so it is
+not applied there."""
 SENSED_SHARE = 0.05
 MIN_FORMAT_POINTS = 4
 MIN_FORMAT_SOURCES = 2
