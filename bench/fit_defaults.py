@@ -448,8 +448,8 @@ class Model:
 
     def sensitive(self, group: tuple[str, str], key: str) -> int:
         """How many of the group's points would see the fixed cost `key` (SENSED)."""
-        scale = {"s0": lambda t: 1, "s3": lambda t: t.moe_layers, "s4": lambda t: t.tp - 1}[key]
-        return sum(1 for t in self.terms if t.group == group and scale(t) * SENSED[key] >= SENSED_SHARE * t.measured_s)
+        count = {"s4": lambda t: t.tp - 1}[key]  # how many times a step pays the cost
+        return sum(1 for t in self.terms if t.group == group and count(t) * SENSED[key] >= SENSED_SHARE * t.measured_s)
 
     def fitted_groups(self, min_points: int) -> list[tuple[str, str]]:
         counts = {g: int((self.gidx == i).sum()) for i, g in enumerate(self.groups)}
