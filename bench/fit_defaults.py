@@ -9,7 +9,8 @@ What is fitted, and from what (every other figure is a sourced catalog fact):
 - per engine and memory kind (HBM, GDDR, unified LPDDR): bandwidth efficiency, compute
   utilisation (of the device's matmul rate: its dense peak × its measured matmul share,
   catalogs/devices.yaml), the fixed cost of a forward pass, its cost per MoE layer and per
-  tensor-parallel rank beyond the first (the cost per layer is held, LAYER_OVERHEAD_S) (chosen by `bench/fit_cv.py`: held out, 26.9 → 26.1 %
+  tensor-parallel rank beyond the first (the cost per layer is held, LAYER_OVERHEAD_S;
+  the per-rank cost was chosen by `bench/fit_cv.py`: held out, 26.9 → 26.1 %
   and 26.8 → 25.1 % on seeds 1 and 0 with it) — from batch-1
   and batched decode TPOT and from single-prompt TTFT points of that engine and kind;
 - per quantised weight format: the share of 16-bit bandwidth its decode kernels reach
@@ -227,9 +228,10 @@ vLLM on MI300X) were predicted 12-65 % fast. Leave-one-campaign-out on the fit s
 (bench/fit_cv.py --folds 0, 2026-12-02, 402 terms of 28 campaigns), all terms / TPOT /
 TTFT / median of the campaigns' medians: per 10 µs (cap 0.2 ms), 16.1 / 13.3 / 24.3 /
 12.8 %; per 100 µs (cap 0.5 ms), 17.0 / 13.8 / 24.3 / 14.2 %; per ms (cap 0.5 ms, kept),
-15.5 / 12.3 / 24.3 / 12.8 %. Kept, vLLM on AMD Instinct costs 0.29 ms a MoE layer, set by
-gpt-oss-120b on one MI300X (36 MoE layers, InferenceX) and DeepSeek-R1 at TP 8 (58)
-together; NVIDIA HBM's is 14 µs; the cap does not bind."""
+15.5 / 12.3 / 24.3 / 12.8 %. Kept. In today's fit the serving engines on AMD Instinct
+cost 0.26 ms a MoE layer, set by gpt-oss-120b on one MI300X (36 MoE layers, InferenceX)
+and DeepSeek-R1 at TP 8 (58) together; on NVIDIA HBM 24 µs; TensorRT-LLM 0 (its gpt-oss
+points at TP 1 want none); the cap does not bind."""
 
 
 @dataclasses.dataclass
