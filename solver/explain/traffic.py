@@ -20,9 +20,21 @@ MAX_ROUNDS = 6
 MAX_EXTRA_TRIES = 8
 """Replica counts tried above a refused plan's before its shape is dropped."""
 MAX_SIMULATIONS = 40
-MAX_SIMULATION_S = 6.0
-"""Simulations one command may run, and their wall time in all (the plan's corrections
-first, then the runners-up): the bound on its time, as WORK_FACTOR bounds CP-SAT's."""
+MAX_SIMULATED_REQUESTS = 80_000
+"""Simulations one command may run, and the requests they simulate in all (the plan's
+corrections first, then the runners-up): the bound on its time, as WORK_FACTOR bounds
+CP-SAT's — counted in work, not seconds, so that every machine gives the same answer
+(about 6 s here, at some 70 µs a simulated request). A wall-time budget of 6 s made the
+answer the machine's: on a slower or busier one the last runner-up went unsimulated."""
+MAX_SIMULATION_S = 60.0
+"""A guard against a hang only (a request budget that a pathological run of very long
+outputs still takes minutes to spend); ordinary commands stop at the budgets above."""
+
+
+def budget_spent(problem: Problem) -> bool:
+    return problem.simulations >= MAX_SIMULATIONS or problem.simulated_requests >= MAX_SIMULATED_REQUESTS or problem.simulation_s >= MAX_SIMULATION_S
+
+
 REQUESTS_PER_REPLICA = 300
 MAX_REQUESTS = 20_000
 """A plan of many replicas is simulated with at least REQUESTS_PER_REPLICA requests
@@ -37,12 +49,14 @@ def settings_of(problem: Problem, replicas: int = 1) -> Settings:
 
 def _simulate(problem: Problem, s: Scenario, shape: Shape, replicas: int) -> Check | None:
     """One simulation, counted against MAX_SIMULATIONS (None: the budget is spent)."""
-    if problem.simulations >= MAX_SIMULATIONS or problem.simulation_s >= MAX_SIMULATION_S:
+    if budget_spent(problem):
         return None
+    settings = settings_of(problem, replicas)
     problem.simulations += 1
+    problem.simulated_requests += settings.requests
     start = time.monotonic()
     try:
-        return simulate_plan(shape.deployment, s.workload, s.targets, replicas, settings_of(problem, replicas))
+        return simulate_plan(shape.deployment, s.workload, s.targets, replicas, settings)
     finally:
         problem.simulation_s += time.monotonic() - start
 
@@ -58,7 +72,9 @@ def verified(problem: Problem, s: Scenario, sol: Solution, result: SolveResult, 
         c = sol.chosen
         check = _simulate(problem, s, c.shape, c.replicas)
         if check is None:
-            result.traffic_unmet = f"the simulation budget ({MAX_SIMULATIONS} runs or {MAX_SIMULATION_S:g} s) was spent before a plan passed"
+            result.traffic_unmet = (
+                f"the simulation budget ({MAX_SIMULATIONS} runs or {MAX_SIMULATED_REQUESTS:,} requests) was spent before a plan passed"
+            )
             return Solution("infeasible", None)
         if check.ok:
             result.traffic_check = check
@@ -105,7 +121,7 @@ def verify_runners_up(problem: Problem, s: Scenario, result: SolveResult) -> Non
             continue
         done += 1
         shapes = [sh for sh in problem.shapes if sh.device.name == ru.device]
-        if problem.simulations >= MAX_SIMULATIONS or problem.simulation_s >= MAX_SIMULATION_S:
+        if budget_spent(problem):
             out.append(dataclasses.replace(ru, reason=ru.reason + " (screened: the simulation budget is spent)"))
             continue
         scratch = SolveResult(problem, solve_scenario(problem, s, shapes=shapes))

@@ -113,8 +113,10 @@ class Problem:
     _traffic: dict[tuple, ShapeScreen] = field(default_factory=dict)
     """Under traffic: each shape's screen (optimise/traffic_candidates.py), memoised."""
     simulations: int = 0
+    simulated_requests: int = 0
     simulation_s: float = 0.0
-    """Under traffic: simulations run so far by this command (explain/traffic.py bounds them)."""
+    """Under traffic: simulations run so far by this command, the requests they drew and
+    their wall time (explain/traffic.py bounds them)."""
     replica_floor: dict[int, int] = field(default_factory=dict)
     """Under traffic: the fewest replicas of a shape its simulation showed to meet the
     targets (set by the verification loop; 0 means no count tried did)."""

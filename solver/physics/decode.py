@@ -19,7 +19,6 @@ the replica's users; `ttft_under_load_s`); one prompt on an idle replica is pref
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from solver.bisect import largest_true
@@ -276,39 +275,30 @@ class DecodeCoefficients:
         return largest_true(lambda b: self.tpot_s(b) <= max_tpot_s, upper)
 
 
-SMALL_QUEUE = 12
-
-
 def queued_prompt_s(service_s: float, users: int, delay_s: float) -> float:
     """Time at the prompt queue of `users` closed-loop users: the prompts are one FCFS
     queue (S each) and the rest of a request a delay Z — the machine-repairman model
     (M/M/1//N), solved exactly: with ρ = S/Z, P0 = 1 / Σₖ₌₀ᴺ N!/(N − k)!·ρᵏ, throughput
     X = (1 − P0)/S, and R = N/X − Z (Little's law round the loop). S for one user,
     N·S − Z once the prompts saturate the replica. Exponential service makes it a little
-    pessimistic for prompts of one length (M/D/1 waits half as long as M/M/1)."""
+    pessimistic for prompts of one length (M/D/1 waits half as long as M/M/1).
+
+    P0 is Erlang's loss formula B(N, a) at a = Z/S, taken by its recursion on
+    Jₖ = 1/Bₖ − 1 (J₀ = 0, Jₖ = k·(1 + Jₖ₋₁)/a; 1 − P0 = J/(1 + J), without
+    cancelling): additions, multiplications and divisions only, so every machine gets
+    the same bits (numpy's vectorised log and exp round differently on AVX2 and AVX-512)."""
     n = max(1, users)
     if service_s <= 0 or n == 1:
         return max(0.0, service_s)
     if delay_s <= service_s * 1e-12:  # ρ past what a float holds: the saturated limit, N·S − Z
         return n * service_s - max(0.0, delay_s)
-    log_rho = math.log(service_s / delay_s)
-    if n <= SMALL_QUEUE:  # a plain loop beats numpy's call overhead here
-        log_terms: list[float] = []
-        acc = 0.0
-        for j in range(n, 0, -1):  # k = 1 … N multiplies by N − k + 1 = j
-            acc += math.log(j) + log_rho
-            log_terms.append(acc)
-        top = max(0.0, max(log_terms))
-        rest = sum(math.exp(t - top) for t in log_terms)
-    else:
-        import numpy as np  # here, not at the top: evaluate's start does without its import (80 ms)
-
-        js = np.arange(n, 0, -1, dtype=float)  # N − k + 1 for k = 1 … N
-        arr = np.cumsum(np.log(js) + log_rho)  # log N!/(N − k)!·ρᵏ
-        top = max(0.0, float(arr.max()))
-        rest = float(np.exp(arr - top).sum())  # Σₖ≥₁, scaled by e^−top
-    busy = rest / (rest + math.exp(-top))  # 1 − P0, without cancelling
-    return n * service_s / busy - delay_s
+    a = delay_s / service_s
+    j = 0.0
+    for k in range(1, n + 1):
+        j = k * (1.0 + j) / a
+        if j > 1e300:  # 1/(1 + J) is below what a float adds to 1: every server busy
+            return n * service_s - delay_s
+    return n * service_s * (1.0 + j) / j - delay_s
 
 
 def prompt_service_from_queued_s(queued_s: float, users: int, delay_s: float) -> float:

@@ -64,3 +64,23 @@ def test_the_cost_per_token_splits_the_replicas_cost_between_input_and_output():
     tokens_out = t.requests_per_s * t.output.mean_tokens
     paid = (t.usd_per_million_input_tokens_at_load * tokens_in + t.usd_per_million_output_tokens_at_load * tokens_out) / 1e6
     assert paid == pytest.approx(c.cost_usd_per_hour / 3600, rel=1e-9)
+
+
+def test_the_simulation_budget_is_counted_in_requests_not_seconds(monkeypatch):
+    # Two simulations of 2,000 requests each fit a budget of 3,000 requests only once
+    # the first has run: the second finds 2,000 spent, under it, and runs; a third
+    # finds 4,000 and does not, however fast the machine ran the first two. The answer
+    # is then the same on every machine.
+    import solver.explain.traffic as traffic
+
+    problem = build_problem(parse_spec(SPEC), default_catalog())
+    monkeypatch.setattr(traffic, "MAX_SIMULATED_REQUESTS", 3000)
+    assert not traffic.budget_spent(problem)
+    problem.simulated_requests = 2000
+    assert not traffic.budget_spent(problem)
+    problem.simulated_requests = 4000
+    assert traffic.budget_spent(problem)
+    problem.simulated_requests, problem.simulation_s = 0, traffic.MAX_SIMULATION_S - 1.0
+    assert not traffic.budget_spent(problem)  # time is only the hang guard's
+    r = solve(build_problem(parse_spec(SPEC), default_catalog()), explain=False)
+    assert r.solution.feasible  # one plan simulated within 3,000 requests
