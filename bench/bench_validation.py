@@ -34,13 +34,16 @@ from validation_points import (  # noqa: E402
     SAME_AS,
     _cond,
     batch_of,
+    closed_loop,
     deployment_for,
     does_not_fit,
+    in_flight,
     kind_of,
     load_points,
     measured,
     out_of_reach,
     out_of_scope,
+    output_lengths,
     predict,
     source_key,
     speculation_of,
@@ -254,6 +257,38 @@ def disagg_report(points: list[dict]) -> None:
         print(f"    {p['id'][:58]:<58} {kind_of(p):<5} measured {measured(p):8.2f} predicted {g:8.2f}")
 
 
+def drain_report(points: list[dict]) -> None:
+    """The closed-loop model behind a fixed-count run's throughput (validation_points.
+    drain_share), checked where the benchmark printed its mean concurrency (SGLang's
+    bench_serving): the mean number of requests in flight it predicts against that."""
+    rows = []
+    for p in points:
+        cond = _cond(p)
+        recorded = cond.get("measured_mean_concurrency")
+        n, batch = cond.get("num_prompts"), batch_of(p)
+        if kind_of(p) != "throughput" or not in_flight(p) or not isinstance(recorded, (int, float)) or not isinstance(n, int) or not batch:
+            continue
+        prompt, output = tokens(p, "prompt_tokens", 128), tokens(p, "output_tokens", 128)
+        try:
+            d, w, t = deployment_for(p, batch, prompt, output, batching="continuous")
+        except InputError:
+            continue
+        w = dataclasses.replace(w, kv_fill=min(1.0, (prompt + output / 2) / w.context_tokens))
+        ev = evaluate(d, w, t, with_remedies=False)
+        if not ev.valid:
+            continue
+        clients = min(batch, n)
+        _, held = closed_loop(output_lengths(p, n), clients, ev.decode.coefficients.tpot_s)
+        rows.append((p["id"], held, float(recorded), batch))
+    if not rows:
+        return
+    err = [abs(h - r) / r for _, h, r, _ in rows]
+    full = [abs(b - r) / r for _, _, r, b in rows]
+    print(f"runs of a fixed number of requests: mean requests in flight, predicted against the {len(rows)} the benchmark printed")
+    print(f"  {'closed loop (drain_share)':<32} {len(rows):>4} {statistics.median(err):>7.1%} {max(err):>7.1%}")
+    print(f"  {'every client busy all run':<32} {len(rows):>4} {statistics.median(full):>7.1%} {max(full):>7.1%}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--verbose", action="store_true", help="one line per point")
@@ -312,6 +347,7 @@ def main() -> None:
         for pid, (pred, meas, kind) in sorted(ours.items(), key=lambda kv: kv[1][2]):
             c = f"{calibrated[pid]:10.2f}" if pid in calibrated else "         —"
             print(f"  {pid[:64]:<64} {kind:<10} measured {meas:10.2f} predicted {pred:10.2f} LOO {c}")
+    drain_report(chosen)
     spec_report(points)
     disagg_report(points)
     if theirs:

@@ -53,6 +53,7 @@ from validation_points import (  # noqa: E402
     _saturated_batch,
     batch_of,
     deployment_for,
+    drain_share,
     in_flight,
     kind_of,
     load_points,
@@ -319,6 +320,8 @@ def terms_of(p: dict, catalog) -> Term | None:
             w = dataclasses.replace(w, kv_fill=min(1.0, (prompt + output / 2) / w.context_tokens))
         d = _unit_shares(d)
         ev = evaluate(d, w, t, with_remedies=False)
+        if kind == "throughput" and ev.valid:  # a run of a fixed number of requests drains at its end
+            meas *= drain_share(p, ev.decode.coefficients, batch)
     except (InputError, KeyError, ValueError):
         return None
     if not ev.valid or too_big(ev):

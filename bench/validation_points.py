@@ -14,6 +14,7 @@ accuracy is reported on the test split only.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import sys
 from pathlib import Path
 
@@ -253,6 +254,78 @@ def in_flight(p: dict) -> bool:
     return p["metric"] == "throughput" and "static" not in version and "v0.5" not in version and p.get("engine") != "llama.cpp"
 
 
+def output_lengths(p: dict, n: int) -> list[int]:
+    """The output lengths of a run's n requests, in the order they are sent. SGLang's
+    bench_serving `random` dataset draws each uniformly from [max(1, r × L), L], L its
+    --random-output-len and r its --random-range-ratio (0 by default); here n evenly
+    spaced quantiles of that range, in a fixed scrambled order (nothing random). Every
+    other run keeps its recorded length for every request (vLLM's `bench serve` draws
+    from L × [1 − r, 1 + r], 0 by default; a dataset like ShareGPT spreads them too, but
+    a point records only the mean)."""
+    cond = _cond(p)
+    out = tokens(p, "output_tokens", 128)
+    top = _num(cond.get("random_output_len"))
+    bench = str(cond.get("benchmark", "")).lower()
+    if not top or "bench_serving" not in bench or "sglang" not in bench or str(cond.get("dataset", "")).lower() != "random":
+        return [out] * n
+    ratio = _num(cond.get("random_range_ratio"), 0.0)
+    low = max(1, int(ratio * top))
+    golden = 0.6180339887498949
+    return [low + round((top - low) * ((i * golden) % 1.0)) for i in range(n)]
+
+
+def closed_loop(outputs: list[int], clients: int, tpot_at) -> tuple[float, float]:
+    """A closed-loop benchmark: `clients` workers, each sending the next of the run's
+    requests (`outputs`, their output lengths in order) when its last one ends. Returns
+    its tokens per second and its mean number of requests in flight. The last requests
+    finish with fewer in flight, each step at that batch's time (tpot_at: seconds per
+    step at a batch); prompts are taken to be prefilled inside the steps (in-flight
+    batching)."""
+    running = list(outputs[:clients])  # the step at which each in-flight request ends
+    heapq.heapify(running)
+    waiting = iter(outputs[clients:])
+    step, elapsed_s, held_s = 0, 0.0, 0.0
+    while running:
+        end = running[0]
+        span_s = (end - step) * tpot_at(len(running))
+        elapsed_s += span_s
+        held_s += span_s * len(running)
+        step = end
+        while running and running[0] == step:
+            heapq.heappop(running)
+            nxt = next(waiting, None)
+            if nxt is not None:
+                heapq.heappush(running, step + nxt)
+    if not elapsed_s:
+        return 0.0, float(clients)
+    return sum(outputs) / elapsed_s, held_s / elapsed_s
+
+
+def closed_loop_share(outputs: list[int], clients: int, tpot_at) -> float:
+    """closed_loop's tokens per second over clients / tpot_at(clients), the rate of a
+    batch held full all run."""
+    rate, _ = closed_loop(outputs, clients, tpot_at)
+    return rate / (clients / tpot_at(clients)) if rate else 1.0
+
+
+def drain_share(p: dict, coefficients, batch: int) -> float:
+    """For an in-flight throughput run that sent a fixed number of requests
+    (conditions.num_prompts) through `batch` clients per replica: closed_loop_share of
+    its requests (1 for a run without a count, or with no more requests than clients
+    of one length). The run's recorded mean concurrency, where a benchmark printed it,
+    is left to check this against (bench_validation.py), not used."""
+    cond = _cond(p)
+    n = _num(cond.get("num_prompts"))
+    if not n or kind_of(p) != "throughput" or not in_flight(p):
+        return 1.0
+    replicas = _num(cond.get("replicas"), 1) or 1
+    n = int(n // replicas)
+    if n < 1 or batch < 1:
+        return 1.0
+    clients = min(batch, n)
+    return closed_loop_share(output_lengths(p, n), clients, coefficients.tpot_s) * clients / batch
+
+
 def kind_of(p: dict) -> str | None:
     return {
         "weights_bytes": "weights",
@@ -459,7 +532,8 @@ def predict(p: dict, factors: dict | None = None, catalog=None) -> float | None:
             wall_s = output * ev.decode.tpot_s
         else:
             wall_s = ev.prefill.compute_time_s * batch + output * ev.decode.tpot_s
-        total = batch * replicas * output / wall_s
+        # a run of a fixed number of requests ends with fewer of them in flight
+        total = batch * replicas * output / wall_s * drain_share(p, ev.decode.coefficients, batch)
         if p["measured"]["unit"] == "tokens_per_s_per_gpu":
             return total / (d.tp * d.pp * replicas)
         return total

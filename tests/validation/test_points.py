@@ -260,3 +260,57 @@ def test_a_served_run_with_more_requests_in_flight_than_the_kv_holds_runs_what_f
     assert 30 <= held <= 60
     fits = {**base, "conditions": {"concurrency": held, "prompt_tokens": 8192, "output_tokens": 1024}}
     assert vp.predict(crowd) == pytest.approx(vp.predict(fits))
+
+
+def test_a_closed_loop_run_ends_with_fewer_requests_in_flight():
+    # Two clients, requests of 1 and 3 tokens, a step of 0.5 s + 0.25 s a sequence:
+    # one step of both (1.0 s), then two of the long one alone (0.75 s each): 4 tokens
+    # in 2.5 s, 1.6 tokens/s, against 2 / 1.0 s = 2 with both busy all run: 0.8. In
+    # flight: (2 × 1.0 + 1 × 1.5) / 2.5 = 1.4 requests.
+    def step_s(batch):
+        return 0.5 + 0.25 * batch
+
+    rate, held = vp.closed_loop([1, 3], 2, step_s)
+    assert rate == pytest.approx(1.6) and held == pytest.approx(1.4)
+    assert vp.closed_loop_share([1, 3], 2, step_s) == pytest.approx(0.8)
+    # A third request of 2 tokens takes the first client's place at step 1: both run
+    # to step 3 (3 steps of 1.0 s), 6 tokens in 3 s: no drain at all.
+    assert vp.closed_loop_share([1, 3, 2], 2, step_s) == pytest.approx(1.0)
+
+
+def test_sglang_random_lengths_spread_over_the_range_ratio_and_others_stay_fixed():
+    # bench_serving's random dataset: uniform on [max(1, r × L), L], r = 0 by default:
+    # a mean of about (1 + 1000) / 2 for L = 1000; r = 1 is every request at L.
+    cond = {"benchmark": "python -m sglang.bench_serving", "dataset": "random", "random_output_len": 1000, "output_tokens": 500}
+    spread = vp.output_lengths({"conditions": cond}, 400)
+    assert min(spread) <= 5 and max(spread) >= 995 and sum(spread) / 400 == pytest.approx(500.5, rel=0.01)
+    assert set(vp.output_lengths({"conditions": {**cond, "random_range_ratio": 1}}, 10)) == {1000}
+    vllm = {"benchmark": "vllm bench serve", "dataset": "random", "random_output_len": 1000, "output_tokens": 1000}
+    assert set(vp.output_lengths({"conditions": vllm}, 10)) == {1000}
+
+
+def test_a_fixed_count_run_of_spread_lengths_is_predicted_below_every_client_busy():
+    # 80 requests through 16 clients, lengths spread over 1-1,000 tokens: the last
+    # requests run with a few clients busy, so the run's throughput falls below 16
+    # sequences' rate (SGLang's own bench_serving printed a mean concurrency of 13.5).
+    p = {
+        "id": "x",
+        "metric": "throughput",
+        "engine": "sglang",
+        "model": "llama-3.1-8b",
+        "gpu": "h100-sxm",
+        "tp": 1,
+        "weights": "bf16",
+        "measured": {"value": 1000.0, "unit": "tokens_per_s"},
+        "conditions": {
+            "concurrency": 16,
+            "prompt_tokens": 500,
+            "output_tokens": 500,
+            "benchmark": "python -m sglang.bench_serving",
+            "dataset": "random",
+            "random_output_len": 1000,
+        },
+    }
+    endless = vp.predict(p)
+    ran = vp.predict({**p, "conditions": {**p["conditions"], "num_prompts": 80}})
+    assert 0.75 * endless < ran < 0.95 * endless
