@@ -439,6 +439,7 @@ def served_ttft(p: dict) -> bool:
     return (
         "concurrency" in cond
         or "max_concurrency" in cond
+        or "serve_command" in cond  # the run's server, as launched (vllm serve ...)
         or any(k in bench for k in ("serve", "serving", "llmperf", "genai-perf", "guidellm", "benchmark_serving"))
     )
 

@@ -91,6 +91,8 @@ def test_a_ttft_through_an_http_server_is_told_from_a_session_benchmark():
     bench = {"metric": "ttft", "engine": "llama.cpp", "conditions": {"concurrency": 1}}
     assert vp.served_ttft(served) and not vp.served_ttft(session) and not vp.served_ttft(bench)
     assert not vp.served_ttft({**served, "metric": "decode_tpot_batch1"})
+    launched = {"metric": "ttft", "engine": "vllm", "conditions": {"batch": 1, "serve_command": "vllm serve meta-llama/Llama-3.1-405B-Instruct"}}
+    assert vp.served_ttft(launched)
 
 
 def test_a_group_is_fitted_alone_only_when_its_points_separate_reads_from_flops():
