@@ -34,16 +34,14 @@ from validation_points import (  # noqa: E402
     SAME_AS,
     _cond,
     batch_of,
-    closed_loop,
     deployment_for,
     does_not_fit,
-    in_flight,
+    fixed_count_run,
     kind_of,
     load_points,
     measured,
     out_of_reach,
     out_of_scope,
-    output_lengths,
     predict,
     source_key,
     speculation_of,
@@ -259,14 +257,13 @@ def disagg_report(points: list[dict]) -> None:
 
 def drain_report(points: list[dict]) -> None:
     """The closed-loop model behind a fixed-count run's throughput (validation_points.
-    drain_share), checked where the benchmark printed its mean concurrency (SGLang's
+    fixed_count_run), checked where the benchmark printed its mean concurrency (SGLang's
     bench_serving): the mean number of requests in flight it predicts against that."""
     rows = []
     for p in points:
-        cond = _cond(p)
-        recorded = cond.get("measured_mean_concurrency")
-        n, batch = cond.get("num_prompts"), batch_of(p)
-        if kind_of(p) != "throughput" or not in_flight(p) or not isinstance(recorded, (int, float)) or not isinstance(n, int) or not batch:
+        recorded = _cond(p).get("measured_mean_concurrency")
+        batch = batch_of(p)
+        if not isinstance(recorded, (int, float)) or not batch:
             continue
         prompt, output = tokens(p, "prompt_tokens", 128), tokens(p, "output_tokens", 128)
         try:
@@ -275,17 +272,15 @@ def drain_report(points: list[dict]) -> None:
             continue
         w = dataclasses.replace(w, kv_fill=min(1.0, (prompt + output / 2) / w.context_tokens))
         ev = evaluate(d, w, t, with_remedies=False)
-        if not ev.valid:
-            continue
-        clients = min(batch, n)
-        _, held = closed_loop(output_lengths(p, n), clients, ev.decode.coefficients.tpot_s)
-        rows.append((p["id"], held, float(recorded), batch))
+        run = fixed_count_run(p, ev.decode.coefficients, batch) if ev.valid else None
+        if run:
+            rows.append((run[1], float(recorded), batch))
     if not rows:
         return
-    err = [abs(h - r) / r for _, h, r, _ in rows]
-    full = [abs(b - r) / r for _, _, r, b in rows]
+    err = [abs(h - r) / r for h, r, _ in rows]
+    full = [abs(b - r) / r for _, r, b in rows]
     print(f"runs of a fixed number of requests: mean requests in flight, predicted against the {len(rows)} the benchmark printed")
-    print(f"  {'closed loop (drain_share)':<32} {len(rows):>4} {statistics.median(err):>7.1%} {max(err):>7.1%}")
+    print(f"  {'closed loop (fixed_count_run)':<32} {len(rows):>4} {statistics.median(err):>7.1%} {max(err):>7.1%}")
     print(f"  {'every client busy all run':<32} {len(rows):>4} {statistics.median(full):>7.1%} {max(full):>7.1%}")
 
 

@@ -301,29 +301,32 @@ def closed_loop(outputs: list[int], clients: int, tpot_at) -> tuple[float, float
     return sum(outputs) / elapsed_s, held_s / elapsed_s
 
 
-def closed_loop_share(outputs: list[int], clients: int, tpot_at) -> float:
-    """closed_loop's tokens per second over clients / tpot_at(clients), the rate of a
-    batch held full all run."""
-    rate, _ = closed_loop(outputs, clients, tpot_at)
-    return rate / (clients / tpot_at(clients)) if rate else 1.0
-
-
-def drain_share(p: dict, coefficients, batch: int) -> float:
-    """For an in-flight throughput run that sent a fixed number of requests
-    (conditions.num_prompts) through `batch` clients per replica: closed_loop_share of
-    its requests (1 for a run without a count, or with no more requests than clients
-    of one length). The run's recorded mean concurrency, where a benchmark printed it,
-    is left to check this against (bench_validation.py), not used."""
+def fixed_count_run(p: dict, coefficients, batch: int) -> tuple[float, float] | None:
+    """An in-flight throughput run that sent a fixed number of requests
+    (conditions.num_prompts) through `batch` clients per replica, as closed_loop runs
+    it: (its throughput over `batch` sequences held all run, its mean requests in
+    flight); None for a run without a count."""
     cond = _cond(p)
     n = _num(cond.get("num_prompts"))
     if not n or kind_of(p) != "throughput" or not in_flight(p):
-        return 1.0
+        return None
     replicas = _num(cond.get("replicas"), 1) or 1
     n = int(n // replicas)
     if n < 1 or batch < 1:
-        return 1.0
+        return None
     clients = min(batch, n)
-    return closed_loop_share(output_lengths(p, n), clients, coefficients.tpot_s) * clients / batch
+    lengths = output_lengths(p, n)
+    rate, held = closed_loop(lengths, clients, coefficients.tpot_s)
+    return (rate / (batch / coefficients.tpot_s(batch)) if rate else 1.0), held
+
+
+def drain_share(p: dict, coefficients, batch: int) -> float:
+    """fixed_count_run's share of a full batch's rate (1 for a run without a count, or
+    with requests of one length in whole waves). The run's recorded mean concurrency,
+    where a benchmark printed it, is left to check this against (bench_validation.py),
+    not used."""
+    run = fixed_count_run(p, coefficients, batch)
+    return run[0] if run else 1.0
 
 
 def kind_of(p: dict) -> str | None:

@@ -19,6 +19,7 @@ the replica's users; `ttft_under_load_s`); one prompt on an idle replica is pref
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from solver.bisect import largest_true
@@ -293,12 +294,37 @@ def queued_prompt_s(service_s: float, users: int, delay_s: float) -> float:
     if delay_s <= service_s * 1e-12:  # ρ past what a float holds: the saturated limit, N·S − Z
         return n * service_s - max(0.0, delay_s)
     a = delay_s / service_s
-    j = 0.0
-    for k in range(1, n + 1):
-        j = k * (1.0 + j) / a
-        if j > 1e300:  # 1/(1 + J) is below what a float adds to 1: every server busy
-            return n * service_s - delay_s
+    j = _erlang_j(n, a)
+    if j > 1e300:  # 1/(1 + J) is below what a float adds to 1: every server busy
+        return n * service_s - delay_s
+    if j <= 0.0:  # Z/S past what a float holds: no user ever waits behind another
+        return service_s
     return n * service_s * (1.0 + j) / j - delay_s
+
+
+LONG_QUEUE = 4096
+
+
+def _erlang_j(n: int, a: float) -> float:
+    """J_N of queued_prompt_s (inf once past 1e300). Up to LONG_QUEUE users by the
+    recursion; beyond, as J_N = Σₘ Πₖ₌ₘᴺ k/a by numpy's cumprod and cumsum: running
+    products and sums taken in order, each step exactly rounded, so the same on every
+    machine (unlike np.sum's pairwise blocks or its vectorised exp and log): a million
+    users in a few ms, not the recursion's 75 ms."""
+    if n <= LONG_QUEUE:
+        j = 0.0
+        for k in range(1, n + 1):
+            j = k * (1.0 + j) / a
+            if j > 1e300:
+                return math.inf
+        return j
+    import numpy as np  # here, not at the top: evaluate's start does without its import (80 ms)
+
+    with np.errstate(over="ignore"):
+        terms = np.cumprod(np.arange(n, 0, -1, dtype=float) / a)  # Πₖ₌ₘᴺ k/a for m = N … 1
+    if not np.isfinite(terms[-1]) or terms.max() > 1e300:
+        return math.inf
+    return float(np.cumsum(terms)[-1])
 
 
 def prompt_service_from_queued_s(queued_s: float, users: int, delay_s: float) -> float:

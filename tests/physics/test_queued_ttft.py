@@ -44,6 +44,13 @@ def test_equal_to_the_mean_value_analysis_recursion(users):
     assert queued_prompt_s(s, users, z) == pytest.approx(exact_mva_s(s, users, z), rel=1e-9)
 
 
+@pytest.mark.parametrize(("users", "s", "z"), [(5000, 0.05, 2.0), (5000, 1e-3, 20.0), (20000, 1e-4, 10.0)])
+def test_a_long_queue_past_the_recursion_is_still_the_mean_value_analysis(users, s, z):
+    # Past LONG_QUEUE users the sum is taken by running products (numpy), not the
+    # recursion: saturated (the first) and lightly loaded (the others) alike.
+    assert queued_prompt_s(s, users, z) == pytest.approx(exact_mva_s(s, users, z), rel=1e-8)
+
+
 def test_the_inverse_gives_back_the_service():
     for users in (1, 4, 64):
         r = queued_prompt_s(0.08, users, 3.0)

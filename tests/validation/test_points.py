@@ -274,10 +274,10 @@ def test_a_closed_loop_run_ends_with_fewer_requests_in_flight():
 
     rate, held = vp.closed_loop([1, 3], 2, step_s)
     assert rate == pytest.approx(1.6) and held == pytest.approx(1.4)
-    assert vp.closed_loop_share([1, 3], 2, step_s) == pytest.approx(0.8)
+    assert rate / (2 / step_s(2)) == pytest.approx(0.8)
     # A third request of 2 tokens takes the first client's place at step 1: both run
     # to step 3 (3 steps of 1.0 s), 6 tokens in 3 s: no drain at all.
-    assert vp.closed_loop_share([1, 3, 2], 2, step_s) == pytest.approx(1.0)
+    assert vp.closed_loop([1, 3, 2], 2, step_s)[0] == pytest.approx(2 / step_s(2))
 
 
 def test_sglang_random_lengths_spread_over_the_range_ratio_and_others_stay_fixed():
