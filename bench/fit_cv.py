@@ -8,6 +8,7 @@ fit is chosen without looking at the test split.
 
     python bench/fit_cv.py [--folds 5] [--seed 0] [--caps 2.5e-3:2e-5 1e-3:1e-5 5e-3:4e-5]
                            [--unhidden 0 0.3 0.6 1] [--prefill-unhidden 0 0.5 1] [--balance 0 0.5 1]
+                           [--prefill-expert fitted none]
 
 --folds 0 leaves one campaign out at a time (no seed: every campaign is a fold).
 """
@@ -40,12 +41,12 @@ def held_out(terms: list, folds: list[set[str]]) -> dict[str, list[float]]:
             continue
         with contextlib.redirect_stdout(io.StringIO()):
             model = fit.fit_model(train)
-        fitted = {k[0] for k in model.free(fit.MIN_POINTS, fit.MIN_FORMAT_POINTS) if isinstance(k[0], tuple) and k[0] != fit.SERVED}
+        fitted = {k[0] for k in model.free(fit.MIN_POINTS, fit.MIN_FORMAT_POINTS) if isinstance(k[0], tuple) and k[0] not in (fit.SERVED, fit.GLOBAL)}
         check = fit.Model(test)
         check.tie = {}  # the values copied in are already resolved
         for key in list(check.values):
             owner, name = key
-            if isinstance(owner, tuple) and owner != fit.SERVED:
+            if isinstance(owner, tuple) and owner not in (fit.SERVED, fit.GLOBAL):
                 src = owner if owner in fitted else fit.fallback(owner, fitted)
                 if src is not None and (src, name) in model.values:
                     check.values[key] = model.value(src, name)
@@ -79,6 +80,13 @@ def main() -> None:
     ap.add_argument(
         "--balance", nargs="*", type=float, default=[], metavar="ALPHA", help="campaign balance of the loss to compare (fit_defaults.BALANCE)"
     )
+    ap.add_argument(
+        "--prefill-expert",
+        nargs="*",
+        choices=["fitted", "none"],
+        default=[],
+        help="the prefill's cost per routed expert reached (fit_defaults.GLOBAL_KEYS' sp): fitted, or none (held at 0)",
+    )
     args = ap.parse_args()
     points = [p for p in load_points() if p.get("split") == "fit"]
     with contextlib.redirect_stdout(io.StringIO()):
@@ -111,6 +119,12 @@ def main() -> None:
             mark = "  (the fit's)" if value == chosen else ""
             print(f"  {label} {value:4.2f}: {_summary(errs)}{mark}")
         setattr(fit, name, chosen)
+    keys = fit.GLOBAL_KEYS
+    for how_sp in args.prefill_expert:
+        fit.GLOBAL_KEYS = keys if how_sp == "fitted" else tuple(k for k in keys if k != "sp")
+        errs = held_out(terms, folds)
+        print(f"  prefill cost per expert {how_sp}: {_summary(errs)}")
+    fit.GLOBAL_KEYS = keys
 
 
 if __name__ == "__main__":

@@ -69,6 +69,7 @@ from validation_points import (  # noqa: E402
 from solver.catalog import default_catalog  # noqa: E402
 from solver.errors import InputError  # noqa: E402
 from solver.physics.evaluate import evaluate  # noqa: E402
+from solver.physics.kernels import expert_hit_fraction  # noqa: E402
 from solver.physics.memory import group_weights_bytes, sixteen_bit_bytes  # noqa: E402
 
 MIN_POINTS = 6
@@ -117,6 +118,7 @@ UNIT = {
     "layer_overhead_s": 0,
     "sequence_overhead_s": 0,
     "expert_layer_overhead_s": 0,
+    "prefill_expert_overhead_s": 0,
     "tp_rank_overhead_s": 0,
     "request_overhead_s": 0,
 }
@@ -144,6 +146,7 @@ BOUNDS = {
     "sc": (0.25, 1.0),
     "sx": (0.1, 1.0),
     "r": (0.0, 0.2),
+    "sp": (0.0, 5e-5),  # per expert reached per MoE layer in a prefill: 50 µs would be 0.7 s a DeepSeek prompt
 }
 
 HELD = {("fp8", "sb")}
@@ -169,11 +172,23 @@ Leave-one-campaign-out on the fit split (bench/fit_cv.py --folds 0 --caps, 402 t
 campaigns' medians: fitted 0-20 µs 14.1 / 11.1 / 20.4 / 12.7 %; fitted 10-20 µs 13.8 /
 10.9 / 19.9 / 12.0; held at 20 µs 12.5 / 9.4 / 19.8 / 12.0; held at 30 µs 12.6 / 9.6 /
 20.1 / 12.3; fitted 20-40 µs 12.5 / 9.6 / 19.8 / 11.1."""
-PRIOR = {"e": 0.8, "c": 0.5, "s0": 0.0, "s1": LAYER_OVERHEAD_S, "s2": 0.0, "s3": 0.0, "s4": 0.0, "sb": 1.0, "sc": 1.0, "sx": 1.0, "r": 0.0}
+PRIOR = {"e": 0.8, "c": 0.5, "s0": 0.0, "s1": LAYER_OVERHEAD_S, "s2": 0.0, "s3": 0.0, "s4": 0.0, "sb": 1.0, "sc": 1.0, "sx": 1.0, "r": 0.0, "sp": 0.0}
 GROUP_KEYS = ("e", "c", "s0", "s1", "s2", "s3", "s4")
 HELD_GROUP_KEYS = ("s1",)
 """Group factors held at their PRIOR, not fitted (LAYER_OVERHEAD_S)."""
 SERVING_KEYS = ("r",)
+GLOBAL = ("defaults", "all")
+"""The owner of the factors every engine shares (catalogs/fitted.yaml's defaults)."""
+GLOBAL_KEYS = ("sp",)
+"""Factors.prefill_expert_overhead_s (sp): a prefill's cost per routed
+expert it reaches, per MoE layer, one value for every engine, fitted with the late keys
+on the fit split's mixture-of-experts TTFTs (MIN_TERM_POINTS of them at least). The fit
+split's DeepSeek-R1 prompts on SGLang (InferenceX on B200, DataCrunch on H200) took
+100-165 ms more than their FLOPs, reads and fixed costs at every length from 128 to
+8,192 tokens, a constant no share of the FLOPs gives; Mixtral's on TensorRT-LLM (8
+experts) none. Charged to prefill-only passes: charged to the decode steps that carry a
+prompt chunk too, at 5 µs, the fit split's batched MoE TPOT went from 6.2 to 12.2 %
+median (2026-12-02), so the steps of continuous batching are not."""
 SERVED = ("serving", "all")
 """The owner of the shared front end: the time per request a server adds to TTFT (r).
 The fit split holds too few TTFTs measured through a server for one group alone (3 in
@@ -269,6 +284,8 @@ class Term:
     comm_s are then the steps without one; DecodeCoefficients.chunk_mix)."""
     linear_chunk_s: float = 0.0
     comm_chunk_s: float = 0.0
+    expert_units: float = 0.0
+    """A prefill's MoE layers × routed experts its prompt reaches (what sp multiplies)."""
 
 
 def _unit_shares(d):
@@ -284,6 +301,13 @@ def _sixteen_fraction(d) -> float:
     skip = () if m.tie_word_embeddings else ("embeddings",)
     read = sum(b for g, b in group_weights_bytes(m, d.weights).items() if g not in skip)
     return sixteen_bit_bytes(m, d.weights, skip) / read if read else 1.0
+
+
+def _expert_units(d, tokens: int) -> float:
+    m = d.model
+    if not m.is_moe:
+        return 0.0
+    return m.moe_layers * m.num_experts * expert_hit_fraction(m.num_experts, m.experts_per_token, tokens)
 
 
 def terms_of(p: dict, catalog) -> Term | None:
@@ -353,6 +377,7 @@ def terms_of(p: dict, catalog) -> Term | None:
             served_ttft(p),
             d.engine.name,
             tp=d.tp,
+            expert_units=_expert_units(d, prompt),
         )
     dec = ev.decode
     c = dec.coefficients
@@ -408,6 +433,8 @@ class Model:
                 self.values[(f, k)] = PRIOR[k]
         for k in SERVING_KEYS:
             self.values[(SERVED, k)] = PRIOR[k]
+        for k in GLOBAL_KEYS:
+            self.values[(GLOBAL, k)] = PRIOR[k]
         self.front_ends = sorted({t.engine for t in terms if t.served})
         self.serving = np.array([t.engine in self.front_ends for t in terms])
         self.arr = {
@@ -429,6 +456,7 @@ class Model:
                 "tp",
                 "linear_chunk_s",
                 "comm_chunk_s",
+                "expert_units",
             )
         }
         self.is_ttft = np.array([t.kind == "ttft" for t in terms])
@@ -502,6 +530,7 @@ class Model:
         r = np.where(self.serving, self.values[(SERVED, "r")], 0.0)
         linear = a["linear_s"] * (1 - a["expert_fraction"] + a["expert_fraction"] / x)
         ttft = kernel(weights, linear / (c * sc), UNHIDDEN_PREFILL) + a["attention_s"] / (c * sck) + fixed + a["served"] * r
+        ttft = ttft + a["expert_units"] * self.values.get((GLOBAL, "sp"), 0.0)
         return np.where(self.is_ttft, ttft, tpot)
 
     def loss(self) -> float:
@@ -516,6 +545,8 @@ class Model:
                 pull += PULL * v / 1e-2
             elif key == "s3":
                 pull += PULL * v / EXPERT_PULL_S
+            elif key == "sp":
+                pull += PULL * v / 1e-5
             elif key in ("s1", "s2"):
                 pull += PULL * v / 1e-5
             elif key == "s4":
@@ -551,11 +582,14 @@ class Model:
         mine = [t for t, serving in zip(self.terms, self.serving) if serving and t.kind == "ttft"]
         if key == "r":
             return sum(1 for t in mine if t.served) >= MIN_TERM_POINTS
+        if key == "sp":
+            return sum(1 for t in self.terms if t.kind == "ttft" and t.expert_units > 0) >= MIN_TERM_POINTS
         return True
 
     def free(self, min_points: int, min_format: int) -> list[tuple]:
         free = [(g, k) for g in self.fitted_groups(min_points) for k in GROUP_KEYS if k not in HELD_GROUP_KEYS and (g, k) not in self.tie]
         free += [(SERVED, k) for k in SERVING_KEYS if self.has_points_for(k)]
+        free += [(GLOBAL, k) for k in GLOBAL_KEYS if self.has_points_for(k)]
         for _i, f in enumerate(self.formats):
             for key, ttft in (("sb", False), ("sc", True), ("sx", True)):
                 if f in ("bf16", "fp16") and key != "sx":
@@ -572,7 +606,7 @@ class Model:
             before = self.loss()
             for key in free:
                 lo, hi = BOUNDS[key[1]]
-                if key[1] in ("s0", "s1", "s2", "s3", "s4", "r"):
+                if key[1] in ("s0", "s1", "s2", "s3", "s4", "r", "sp"):
                     grid = np.concatenate([[0.0], np.geomspace(max(hi * 1e-4, 1e-7), hi, 80)])
                 else:
                     grid = np.geomspace(lo, hi, 120)
@@ -587,7 +621,7 @@ class Model:
                 break
 
 
-LATE_KEYS = ("sx", "r")
+LATE_KEYS = ("sx", "r", "sp")
 
 
 def fit_model(terms: list[Term]) -> Model:
@@ -698,7 +732,7 @@ def main() -> None:
     start = np.median(np.abs(Model(terms).predict() / model.arr["measured_s"] - 1))
     end_err = np.abs(model.predict() / model.arr["measured_s"] - 1)
     print(f"fit on {len(terms)} fit-split points (of {len(points)}): median APE at the priors {start:.1%}, fitted {np.median(end_err):.1%}")
-    fitted_groups = {k[0] for k in free if isinstance(k[0], tuple) and k[0] != SERVED}
+    fitted_groups = {k[0] for k in free if isinstance(k[0], tuple) and k[0] not in (SERVED, GLOBAL)}
     engines: dict[str, dict[str, dict]] = {}
     lines = []
     kinds = {"hbm", "gddr", "lpddr"} | {g[1] for g in fitted_groups}
@@ -743,6 +777,9 @@ def main() -> None:
             if shares:
                 precisions[p.name] = shares
                 lines.append(f"  format {p.name:<10} " + "  ".join(f"{k} {v:.3f}" for k, v in shares.items()) + "  (fp8's: no points of its own)")
+    lines.append(
+        f"  every engine: {model.values[(GLOBAL, 'sp')] * 1e6:.2f} µs per routed expert reached per MoE layer of a prefill (prefill_expert_overhead_s)"
+    )
     print("\n".join(lines))
     by_group: dict = {}
     for t, err in zip(terms, end_err):
@@ -762,6 +799,7 @@ def main() -> None:
         )
         defaults["unhidden_share"] = UNHIDDEN
         defaults["prefill_unhidden_share"] = UNHIDDEN_PREFILL
+        defaults["prefill_expert_overhead_s"] = round(model.values[(GLOBAL, "sp")], 9)
         body = {
             "fitted_on": f"{len(terms)} fit-split points (TPOT and TTFT) of tests/validation/points.yaml",
             "as_of": datetime.date.today(),

@@ -24,6 +24,7 @@ SEED_NO_FIXED_COST = {
     "layer_overhead_s": 0,
     "sequence_overhead_s": 0,
     "expert_layer_overhead_s": 0,
+    "prefill_expert_overhead_s": 0,
     "tp_rank_overhead_s": 0,
     "request_overhead_s": 0,
 }

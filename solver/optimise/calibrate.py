@@ -102,7 +102,7 @@ def prefill_xy(ev: Evaluation, read_scale: float = 1.0) -> tuple[float, float] |
     is bound by reading the weights. read_scale rescales that read (the decode fit's
     bandwidth efficiency in place of the default's)."""
     pre = ev.estimates.prefill
-    rest = pre.comm_time_s + pre.step_overhead_s + pre.request_overhead_s
+    rest = pre.comm_time_s + pre.step_overhead_s + pre.expert_overhead_s + pre.request_overhead_s
     read_s = pre.weights_time_s * read_scale
     if not pre.overlapped:  # the matmuls add the weight read to their FLOPs
         return pre.compute_time_s * ev.deployment.factors.compute_efficiency, rest + read_s

@@ -9,6 +9,7 @@ The pass is the same sum of kernels as a decode step (decode.py) and a prefill
     iteration = K(weights read once, matmul FLOPs of every token)
               + K(the decoders' KV bytes, their attention FLOPs) + the chunks' attention FLOPs
               + communication over every token + fixed cost (+ per decoding sequence)
+              (+ per expert reached, in a prefill-only pass: Factors.prefill_expert_overhead_s)
 
 so that a decode-only iteration is exactly `DecodeCoefficients.step_s` at the
 decoders' context, and a prefill-only iteration over a whole prompt is exactly the
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.deployment import Deployment, Workload
 from solver.physics.interconnect import comm_time_from_segments
-from solver.physics.kernels import attention_flops, expert_hit_fraction, kernel_time_s
+from solver.physics.kernels import attention_flops, expert_hit_fraction, kernel_time_s, prefill_expert_overhead_s
 from solver.physics.prefill import estimate_prefill
 
 
@@ -67,6 +68,11 @@ class IterationModel:
             cached = self.prefill_weights_s[tokens] = pre.weights_time_s
         return cached
 
+    def _prefill_expert_s(self, tokens: int) -> float:
+        if self.deployment is None:
+            return 0.0
+        return prefill_expert_overhead_s(self.deployment, tokens)
+
     def iteration_s(self, decode_seqs: int, decode_context_tokens: int, prefill_tokens: int, prefill_attention_tokens: float) -> float:
         return self.mean_iteration_s(decode_seqs, decode_context_tokens, prefill_tokens, prefill_attention_tokens)
 
@@ -78,6 +84,7 @@ class IterationModel:
             return 0.0
         decode_context_tokens += b * self.cached_tokens
         prefill_attention_tokens += k * self.cached_tokens
+        setup_s = 0.0  # a prefill-only pass's cost per expert reached (estimate_prefill's)
         if b > 0:
             hit = expert_hit_fraction(c.num_experts, c.experts_per_token, b + k)
             weights_s = (c.dense_weight_bytes + c.routed_weight_bytes * hit) / (
@@ -87,12 +94,13 @@ class IterationModel:
         else:
             weights_s = self._prefill_weights_s(max(1, round(k)))
             linear_s = k * self.prefill_linear_s_per_token
+            setup_s = self._prefill_expert_s(max(1, round(k)))
         gemm_s = kernel_time_s(weights_s, linear_s, c.overlapped, c.unhidden_share if b > 0 else self.prefill_unhidden_share)
         kv_s = decode_context_tokens * self.kv_s_per_token
         attend_s = decode_context_tokens * self.decode_attention_s_per_token
         attention_s = kernel_time_s(kv_s, attend_s, c.overlapped, c.unhidden_share) + prefill_attention_tokens * self.prefill_attention_s_per_pair
         comm_s = comm_time_from_segments(c.comm_pieces, b + k) if c.comm_pieces else c.comm_fixed_s + (b + k) * c.comm_per_sequence_s
-        return gemm_s + attention_s + comm_s + c.step_overhead_s + b * c.sequence_overhead_s
+        return gemm_s + attention_s + comm_s + c.step_overhead_s + setup_s + b * c.sequence_overhead_s
 
 
 def iteration_model(d: Deployment, w: Workload) -> IterationModel:

@@ -74,6 +74,16 @@ def fixed_step_s(d: Deployment) -> float:
     return f.step_overhead_s + f.layer_overhead_s * m.num_layers + f.expert_layer_overhead_s * m.moe_layers + f.tp_rank_overhead_s * (d.tp - 1)
 
 
+def prefill_expert_overhead_s(d: Deployment, tokens: int) -> float:
+    """A prefill pass's cost per routed expert its `tokens` reach in each MoE layer
+    (Factors.prefill_expert_overhead_s): layers × experts × the share hit, once per pass
+    whatever the TP size (every rank sets up its share of every expert)."""
+    m = d.model
+    if not m.is_moe or tokens <= 0:
+        return 0.0
+    return d.factors.prefill_expert_overhead_s * m.moe_layers * m.num_experts * expert_hit_fraction(m.num_experts, m.experts_per_token, tokens)
+
+
 def attention_flops_per_token(d: Deployment, context_tokens: int) -> float:
     """Score and value FLOPs of one new token attending to `context_tokens` tokens,
     whole model: 2 matmuls × 2 FLOP per multiply-add × heads × head width × keys.

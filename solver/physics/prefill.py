@@ -6,7 +6,7 @@ the prompt: with causal masking, token i attends to i keys, so the score and val
 matmuls cost 2 × 2 × heads × head width × P²/2 per layer (sliding-window layers at
 most P × window). A prefill is a sum of kernels too:
 
-    TTFT = request overhead + fixed(layers)
+    TTFT = request overhead + fixed(layers) + per expert reached × MoE layers
          + max(weights read, dense FLOPs / (tp × peak_weights × utilisation × format share)
                              + expert FLOPs / (… × expert share))
          + attention FLOPs / (tp × peak_attention × utilisation) + communication
@@ -38,6 +38,7 @@ from solver.physics.kernels import (
     kernel_time_s,
     linear_flops,
     overlaps,
+    prefill_expert_overhead_s,
     routed_active_params,
     split_weight_bytes,
     touched_weight_bytes,
@@ -64,6 +65,9 @@ class PrefillEstimate:
     comm: CommEstimate
     step_overhead_s: float = 0.0
     """The fixed cost of a forward pass: per pass plus per layer."""
+    expert_overhead_s: float = 0.0
+    """A mixture-of-experts prefill's cost per routed expert reached, per MoE layer
+    (Factors.prefill_expert_overhead_s × MoE layers × experts hit)."""
     attention_matmul_flops_per_s: float = 0.0
     """Per GPU, attention's dtype (0: the matmuls')."""
     attention_compute_dtype: str = ""
@@ -134,7 +138,7 @@ class PrefillEstimate:
     @property
     def gpu_time_s(self) -> float:
         """The prefill on the GPUs: TTFT less the front end."""
-        return self.gemm_time_s + self.attention_time_s + self.comm_time_s + self.step_overhead_s + self.draft_time_s
+        return self.gemm_time_s + self.attention_time_s + self.comm_time_s + self.step_overhead_s + self.expert_overhead_s + self.draft_time_s
 
     @property
     def attention_time_s(self) -> float:
@@ -186,6 +190,7 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         # experts (the all-to-all per token is per replica token, a 1/g share per GPU)
         comm=estimate_comm(d, new * d.tp if d.dp_ep else new),
         step_overhead_s=fixed_step_s(d),
+        expert_overhead_s=prefill_expert_overhead_s(d, new),
         attention_matmul_flops_per_s=dtype_flops_per_s(d.device, attn_dtype),
         attention_compute_dtype=attn_dtype,
         attention_efficiency=d.factors.compute_efficiency * d.kv.compute_share,

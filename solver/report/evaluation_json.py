@@ -165,6 +165,7 @@ def _to_dict(ev: Evaluation) -> dict[str, Any]:
         "comm_time_s": pre.comm_time_s,
         "attention_compute_dtype": pre.attention_compute_dtype,
         "fixed_time_s": pre.step_overhead_s,
+        "expert_overhead_s": pre.expert_overhead_s,
         "expert_time_s": pre.expert_time_s,
         "expert_compute_share": pre.expert_compute_share,
         "request_overhead_s": pre.request_overhead_s,

@@ -11,6 +11,7 @@ from solver.physics.compute import matmul_share
 from solver.physics.deployment import Deployment, shared_kv_tokens
 from solver.physics.evaluate import Evaluation, Verdict
 from solver.physics.memory import MemoryEstimate, kv_bytes_per_token_per_layer
+from solver.physics.prefill import PrefillEstimate
 from solver.units import GB, fmt_bytes, fmt_rate, fmt_seconds
 
 CONSTRAINT_TITLES = {
@@ -99,6 +100,21 @@ def _fixed(d: Deployment, seconds: float, batch: int = 0) -> str:
         f"{fmt_seconds(seconds)} = {fmt_seconds(f.step_overhead_s)} per pass + {fmt_seconds(f.layer_overhead_s)} × "
         f"{d.model.num_layers} layers{moe}{ranks}{per_seq} (scheduling, sampling, launches)"
     )
+
+
+def _expert_setup(d: Deployment, pre: PrefillEstimate) -> list[tuple[str, str]]:
+    """The prefill's cost per routed expert it reaches, where the model has experts."""
+    if not pre.expert_overhead_s:
+        return []
+    m, f = d.model, d.factors
+    hit = pre.expert_overhead_s / (f.prefill_expert_overhead_s * m.moe_layers)
+    return [
+        (
+            "expert setup",
+            f"{fmt_seconds(pre.expert_overhead_s)} = {fmt_seconds(f.prefill_expert_overhead_s)} × {m.moe_layers} MoE layers × "
+            f"{hit:,.1f} of {m.num_experts} experts reached (prefill_expert_overhead_s: each a GEMM problem of its own, no CUDA graphs)",
+        )
+    ]
 
 
 def _comm(seconds: float, d: Deployment) -> str:
@@ -336,6 +352,7 @@ def render_text(ev: Evaluation) -> str:
         ),
         ("communication", _comm(pre.comm_time_s, d)),
         ("fixed cost", _fixed(d, pre.step_overhead_s)),
+        *_expert_setup(d, pre),
         ("idle TTFT", f"{fmt_seconds(pre.ttft_s)} ({pre.bound}-bound, one prompt on an idle replica)" + _band(pre.ttft_s, d.band[1])),
     ]
     if pre.cached_tokens:

@@ -297,6 +297,9 @@ class FactorsIn(SpecModel):
     layer_overhead_s: SmallOverhead | None = Field(default=None, description="Fixed cost per layer per forward pass, 0 to 10 ms.")
     sequence_overhead_s: SmallOverhead | None = Field(default=None, description="Fixed cost per sequence per decode step, 0 to 10 ms.")
     expert_layer_overhead_s: SmallOverhead | None = Field(default=None, description="Further fixed cost per MoE layer per pass, 0 to 10 ms.")
+    prefill_expert_overhead_s: SmallOverhead | None = Field(
+        default=None, description="A prefill's fixed cost per routed expert it reaches, per MoE layer, 0 to 10 ms."
+    )
     tp_rank_overhead_s: SmallOverhead | None = Field(
         default=None, description="Further fixed cost per pass per tensor-parallel rank beyond the first, 0 to 10 ms."
     )

@@ -19,6 +19,7 @@ PINNED = {
         "layer_overhead_s": 0,
         "sequence_overhead_s": 0,
         "expert_layer_overhead_s": 0,
+        "prefill_expert_overhead_s": 0,
         "tp_rank_overhead_s": 0,
     }
 }

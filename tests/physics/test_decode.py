@@ -7,7 +7,14 @@ import pytest
 from solver.physics.decode import estimate_decode
 from solver.physics.kernels import expert_hit_fraction
 
-NO_FIXED = {"step_overhead_s": 0, "layer_overhead_s": 0, "sequence_overhead_s": 0, "expert_layer_overhead_s": 0, "tp_rank_overhead_s": 0}
+NO_FIXED = {
+    "step_overhead_s": 0,
+    "layer_overhead_s": 0,
+    "sequence_overhead_s": 0,
+    "expert_layer_overhead_s": 0,
+    "prefill_expert_overhead_s": 0,
+    "tp_rank_overhead_s": 0,
+}
 NO_EFF = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED}}
 # Llama-3.1-8B: 8,030,261,248 parameters, of which the untied input embedding is
 # 128,256 × 4,096 = 525,336,576; a step reads one row of it per token, not the table.

@@ -177,3 +177,25 @@ def test_a_spec_can_set_the_matmul_share(build_deployment):
     over = {"factors": {"compute_efficiency": 0.5}, "gpu": {"matmul_share": {"bf16": 1.0}}}
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=2048, output=1, weights="bf16", overrides=over)
     assert estimate_prefill(d, w).effective_flops_per_s == 989.5e12 * 0.5
+
+
+def test_a_moe_prefill_pays_for_every_expert_its_prompt_reaches(build_deployment):
+    # DeepSeek-R1: 58 MoE layers of 256 routed experts, 8 per token. At 10 µs an expert:
+    # a 1,024-token prompt reaches 1 − (1 − 8/256)^1024 = 1 − 7.6e-15 of them, 58 × 256 ×
+    # 10 µs = 148.48 ms; a 16-token one 1 − (31/32)^16 = 0.39828, 59.14 ms. Mixtral's
+    # 1,024 tokens reach all 32 × 8: 2.56 ms. A dense model has none to reach.
+    def cost(model, prompt, weights="fp8"):
+        over = {"factors": {"prefill_expert_overhead_s": "10us"}}
+        d, w, _ = build_deployment(model, "h200", users=1, prompt=prompt, output=1, tp=8, weights=weights, overrides=over)
+        zero, _, _ = build_deployment(
+            model, "h200", users=1, prompt=prompt, output=1, tp=8, weights=weights, overrides={"factors": {"prefill_expert_overhead_s": 0}}
+        )
+        pre, base = estimate_prefill(d, w), estimate_prefill(zero, w)
+        assert pre.gpu_time_s - base.gpu_time_s == pytest.approx(pre.expert_overhead_s, rel=1e-12)  # in the TTFT, once
+        return pre.expert_overhead_s
+
+    assert cost("deepseek-r1", 1024) == pytest.approx(58 * 256 * 10e-6, rel=1e-9)
+    assert cost("deepseek-r1", 16) == pytest.approx(58 * 256 * (1 - (31 / 32) ** 16) * 10e-6, rel=1e-9)
+    assert 58 * 256 * (1 - (31 / 32) ** 16) * 10e-6 == pytest.approx(59.14e-3, rel=1e-3)
+    assert cost("mixtral-8x7b", 1024, "bf16") == pytest.approx(2.56e-3, rel=1e-9)
+    assert cost("llama-3.1-70b", 1024, "bf16") == 0.0

@@ -176,6 +176,9 @@ def test_catalog_fitted_factors_are_what_the_fit_points_give(fitted):
                 assert data["engines"][engine]["hbm"]["request_overhead_s"] == pytest.approx(value, rel=1e-3, abs=1e-5)
             assert data["engines"]["trtllm"]["hbm"]["request_overhead_s"] == 0  # no served TTFT of its own in the fit split
             continue
+        if owner == fit_defaults.GLOBAL:  # every engine's: the catalog's defaults
+            assert data["defaults"]["prefill_expert_overhead_s"] == pytest.approx(value, rel=1e-3), key
+            continue
         if isinstance(owner, tuple):
             engine, kind = owner
             engine = "vllm" if engine == "serving" else engine  # the pooled fit is what vLLM gets
