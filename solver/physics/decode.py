@@ -36,6 +36,7 @@ from solver.physics.kernels import (
     kernel_time_s,
     linear_flops,
     overlaps,
+    prefill_expert_overhead_s,
     routed_active_params,
     split_weight_bytes,
 )
@@ -96,6 +97,11 @@ class DecodeCoefficients:
     request_overhead_s: float = 0.0
     """The serving front end's time per request, in TTFT only (never in a step)."""
     prefill_servers: int = 1
+    chunk_expert_setup_s: float = 0.0
+    """Continuous batching: the cost per routed expert reached of a step that carries one
+    of the prompt's chunks (Factors.prefill_expert_overhead_s), in the prompt's time
+    (its TTFT, its share of the replica) and not in the decoders' step: the fit half's
+    batched MoE TPOTs do not show it, its MoE prefills do."""
     """Prompts prefilled at once: one, or each data-parallel attention rank its own."""
     prefill_budget_tokens: int = 0
     """Tokens a step may process (the engine's max_num_batched_tokens); 0 when isolated."""
@@ -244,7 +250,7 @@ class DecodeCoefficients:
             return self.prefill_gpu_s
         chunk = max(1, self.prefill_budget_tokens - batch)
         steps = -(-self.prompt_tokens // chunk)
-        return steps * self.step_s(batch, min(chunk, self.prompt_tokens))
+        return steps * (self.step_s(batch, min(chunk, self.prompt_tokens)) + self.chunk_expert_setup_s)
 
     def delay_s(self, batch: int) -> float:
         """What a request spends outside the prompt queue: its later tokens' steps and the front end."""
@@ -256,7 +262,7 @@ class DecodeCoefficients:
         over the ranks that prefill at once."""
         if self.prefill_budget_tokens:
             chunk = max(1, self.prefill_budget_tokens - batch)
-            s = self.prompt_tokens / chunk * self.step_s(batch, min(chunk, self.prompt_tokens))
+            s = self.prompt_tokens / chunk * (self.step_s(batch, min(chunk, self.prompt_tokens)) + self.chunk_expert_setup_s)
         else:
             s = self.prefill_gpu_s
         return s / max(1, self.prefill_servers)
@@ -421,6 +427,8 @@ def _continuous(d: Deployment, w: Workload | None) -> dict:
         "prefill_tokens_per_sequence": new / steps,
         "prefill_flops_per_token": per_token,
         "prefill_budget_tokens": budget,
+        # a chunk of the prompt's reaches the experts its tokens are routed to (at most a budget's)
+        "chunk_expert_setup_s": prefill_expert_overhead_s(d, min(budget, new)),
     }
 
 

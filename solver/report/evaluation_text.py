@@ -390,7 +390,9 @@ def render_text(ev: Evaluation) -> str:
         chunk = max(1, budget - dec.batch)
         own = (
             f"the prompt in chunks of {min(chunk, c.prompt_tokens):,} tokens ({budget:,}-token step budget less {dec.batch} decoding), "
-            f"one chunk per step (continuous batching), {fmt_seconds(c.prompt_service_s(dec.batch))}"
+            f"one chunk per step (continuous batching)"
+            + (f" and its expert setup ({fmt_seconds(c.chunk_expert_setup_s)} a chunk)" if c.chunk_expert_setup_s else "")
+            + f", {fmt_seconds(c.prompt_service_s(dec.batch))}"
             if budget
             else f"the prompt in a pass of its own, {fmt_seconds(c.prompt_service_s(dec.batch))}"
         )

@@ -69,3 +69,21 @@ def test_the_mean_step_mixes_steps_with_a_prompt_chunk_and_steps_without(build_d
     # step carries prompt tokens: the step at the mean.
     assert c.chunk_mix(600) is None
     assert c.step_s(600) == pytest.approx(c.step_s(600, 600 * 16))
+
+
+def test_a_moe_prompts_chunks_carry_its_expert_setup_and_the_decoders_steps_do_not(build_deployment):
+    import dataclasses
+
+    # DeepSeek-R1 at TP 8, 10 µs an expert: a 20,000-token prompt in the 8,192-token budget
+    # less 4 decoders, ⌈20000 / 8188⌉ = 3 chunks, each reaching all 58 × 256 experts
+    # (1 − (31/32)^8188 rounds to 1): 3 × 148.48 ms more in the prompt's time; the mean
+    # decode step, which the fit half's batched TPOTs show no such cost in, is unchanged.
+    def coefficients(setup):
+        over = {"factors": {"prefill_expert_overhead_s": setup}}
+        d, w, _ = build_deployment("deepseek-r1", "h200", users=4, prompt=20_000, output=256, tp=8, weights="fp8", overrides=over)
+        return estimate_decode(d, dataclasses.replace(w, batching="continuous")).coefficients
+
+    with_setup, without = coefficients("10us"), coefficients(0)
+    assert with_setup.chunk_expert_setup_s == pytest.approx(58 * 256 * 10e-6, rel=1e-12)
+    assert with_setup.prompt_service_s(4) - without.prompt_service_s(4) == pytest.approx(3 * 58 * 256 * 10e-6, rel=1e-9)
+    assert with_setup.tpot_s(4) == without.tpot_s(4)
