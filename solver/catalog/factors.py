@@ -10,7 +10,7 @@ calibration file and a spec's overrides alike:
 | bandwidth_efficiency, compute_efficiency | 0.01 to 1 | achieved / peak: never above it; below 1 % is a slip (1e-300 gave a TPOT of 1e291 s) |
 | step_overhead_s | 0 to 1 s | a fixed cost per forward pass; fitted ≤ 2 ms (the fit's cap) |
 | layer_, sequence_, expert_layer_overhead_s | 0 to 10 ms | per layer or sequence per pass; per layer held at 20 µs, per sequence fitted ≤ 7 µs, per MoE layer on AMD Instinct 0.26 ms |
-| prefill_expert_overhead_s | 0 to 10 ms | per routed expert a prefill reaches, per MoE layer; fitted ≈ 5 µs |
+| prefill_expert_overhead_s | 0 to 10 ms | per routed expert a prefill reaches, per MoE layer; fitted 9.6 µs for every engine |
 | tp_rank_overhead_s | 0 to 10 ms | per pass per TP rank beyond the first; fitted ≈ 0.2 ms |
 | request_overhead_s | 0 to 1 s | the serving front end's time per request; fitted ≤ 0.2 s |
 | runtime_overhead_bytes, reserved_bytes, tp_overhead_bytes | 0 to 1e15 bytes (1,000 TB) | more than any device holds |
@@ -83,7 +83,8 @@ class Factors:
     tiles scheduled, its output scattered back), and engines run prefills without the
     CUDA graphs that hide such costs in decode. What makes a 1,000-token DeepSeek-R1
     prompt (58 MoE layers × 256 experts) take 100 ms more than its FLOPs and reads,
-    and Mixtral's (32 × 8) none. Charged to prefill-only passes; 0 to 10 ms."""
+    and Mixtral's (32 × 8) none. In the prompt's own time: a prefill-only pass, and
+    under continuous batching each of its chunks, never the decoders' steps; 0 to 10 ms."""
     tp_rank_overhead_s: SmallOverhead = 0.0
     """Further fixed cost of every pass per tensor-parallel rank beyond the first: the
     engine hands each step's batch to every rank's worker and the ranks meet at every

@@ -129,6 +129,7 @@ SOLVE_BAD = [
     ("overrides.factors.layer_overhead_s", "11ms", "must be a time from 0 to 10 ms"),
     ("overrides.factors.sequence_overhead_s", 1, "must be a time from 0 to 10 ms"),
     ("overrides.factors.expert_layer_overhead_s", -1e-9, "must be a time from 0 to 10 ms"),
+    ("overrides.factors.prefill_expert_overhead_s", 0.011, "must be a time from 0 to 10 ms"),
     ("overrides.factors.runtime_overhead_bytes", -1, BYTES),
     ("overrides.factors.runtime_overhead_bytes", 1e16, BYTES),
     ("overrides.factors.reserved_bytes", 0.5, BYTES),
