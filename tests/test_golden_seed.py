@@ -13,6 +13,7 @@ from solver.physics.decode import estimate_decode
 from solver.physics.evaluate import evaluate
 from solver.physics.memory import estimate_memory, weights_bytes
 from solver.physics.prefill import estimate_prefill
+from tests.solve_helpers import NO_FIXED_COSTS
 
 # The seed counts the whole card: no runtime overhead, no driver share, no activation peak.
 SEED_NO_OVERHEAD = {"memory_utilization": 1.0, "runtime_overhead_bytes": 0, "reserved_bytes": 0, "activation_peak_scale": 0, "tp_overhead_bytes": 0}
@@ -20,12 +21,7 @@ SEED_NO_OVERHEAD = {"memory_utilization": 1.0, "runtime_overhead_bytes": 0, "res
 SEED_NO_FIXED_COST = {
     "unhidden_share": 0,
     "prefill_unhidden_share": 0,
-    "step_overhead_s": 0,
-    "layer_overhead_s": 0,
-    "sequence_overhead_s": 0,
-    "expert_layer_overhead_s": 0,
-    "prefill_expert_overhead_s": 0,
-    "tp_rank_overhead_s": 0,
+    **NO_FIXED_COSTS,
     "request_overhead_s": 0,
 }
 

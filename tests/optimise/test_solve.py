@@ -14,7 +14,7 @@ from solver.optimise.enumerate import exhaustive
 from solver.optimise.scenario import scenario_of, solve_scenario
 from solver.report.deploy import emit
 from solver.report.solve_json import to_output
-from tests.solve_helpers import problem_of
+from tests.solve_helpers import NO_FIXED_COSTS, problem_of
 
 GiB = 2**30
 
@@ -88,12 +88,7 @@ PINNED = {
         "tp_overhead_bytes": 0,
         "reserved_bytes": 0,
         "activation_peak_scale": 0,
-        "step_overhead_s": 0,
-        "layer_overhead_s": 0,
-        "sequence_overhead_s": 0,
-        "expert_layer_overhead_s": 0,
-        "prefill_expert_overhead_s": 0,
-        "tp_rank_overhead_s": 0,
+        **NO_FIXED_COSTS,
         "request_overhead_s": 0,
     }
 }

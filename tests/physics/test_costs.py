@@ -9,18 +9,13 @@ from solver.catalog import default_catalog
 from solver.errors import InputError
 from solver.explain.solve import solve
 from solver.report.solve_json import to_output
-from tests.solve_helpers import problem_of
+from tests.solve_helpers import NO_FIXED_COSTS, problem_of
 
 PINNED = {
     "factors": {
         "bandwidth_efficiency": 0.8,
         "compute_efficiency": 0.5,
-        "step_overhead_s": 0,
-        "layer_overhead_s": 0,
-        "sequence_overhead_s": 0,
-        "expert_layer_overhead_s": 0,
-        "prefill_expert_overhead_s": 0,
-        "tp_rank_overhead_s": 0,
+        **NO_FIXED_COSTS,
     }
 }
 

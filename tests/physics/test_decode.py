@@ -6,16 +6,9 @@ import pytest
 
 from solver.physics.decode import estimate_decode
 from solver.physics.kernels import expert_hit_fraction
+from tests.solve_helpers import NO_FIXED_COSTS
 
-NO_FIXED = {
-    "step_overhead_s": 0,
-    "layer_overhead_s": 0,
-    "sequence_overhead_s": 0,
-    "expert_layer_overhead_s": 0,
-    "prefill_expert_overhead_s": 0,
-    "tp_rank_overhead_s": 0,
-}
-NO_EFF = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED}}
+NO_EFF = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED_COSTS}}
 # Llama-3.1-8B: 8,030,261,248 parameters, of which the untied input embedding is
 # 128,256 × 4,096 = 525,336,576; a step reads one row of it per token, not the table.
 LLAMA8B_READ_PARAMS = 8_030_261_248 - 525_336_576  # 7,504,924,672
@@ -35,7 +28,7 @@ def test_batch1_tpot_is_model_bytes_over_bandwidth(build_deployment):
 def test_the_step_is_a_sum_of_kernels_not_the_larger_of_memory_and_compute(build_deployment):
     # 64 sequences at 32k context: the GEMMs are weight-bound, attention is KV-bound, and
     # the two add. KV per sequence: 32,768 tokens × 131,072 B = 4,294,967,296 B.
-    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED}}
+    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED_COSTS}}
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=64, context=32_768, output=256, overrides=over)
     dec = estimate_decode(d, w)
     weights_s = 15_009_849_344 / 3.35e12  # 4.48 ms
@@ -51,7 +44,7 @@ def test_the_shorter_of_a_kernels_read_and_math_adds_its_unhidden_share(build_de
     # its BF16 peak an H100 SXM's measured matmuls reach (794.5 TFLOP/s in stas00's MAMF
     # table; 1.29 ms); the attention's: 64 × 4 × 32 heads × 128 × 32 layers × 32,768 keys
     # = 1.100 TFLOP (1.38 ms).
-    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, "unhidden_share": 0.5, **NO_FIXED}}
+    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, "unhidden_share": 0.5, **NO_FIXED_COSTS}}
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=64, context=32_768, output=256, overrides=over)
     dec = estimate_decode(d, w)
     weights_s, kv_s = 15_009_849_344 / 3.35e12, 64 * 4_294_967_296 / 3.35e12
@@ -81,7 +74,7 @@ def test_a_fixed_cost_per_step_and_per_layer_is_added(build_deployment):
 def test_each_mixture_of_experts_layer_adds_its_own_fixed_cost(build_deployment):
     # DeepSeek-R1: 61 layers, the first 3 dense (first_k_dense_replace), 58 routing to
     # experts; 10 µs per MoE layer = 0.58 ms per pass. A dense model pays none of it.
-    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED, "expert_layer_overhead_s": "10us"}}
+    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED_COSTS, "expert_layer_overhead_s": "10us"}}
     d, w, _ = build_deployment("deepseek-r1", "h200", tp=8, users=1, prompt=1, output=1, weights="fp8", kv="fp8", overrides=over)
     assert d.model.moe_layers == 58
     assert estimate_decode(d, w).step_overhead_s == pytest.approx(58 * 10e-6)
@@ -93,7 +86,7 @@ def test_a_quantised_format_reads_at_its_kernels_share_of_bandwidth(build_deploy
     # AWQ keeps embeddings and LM head in 16-bit: the LM head's 525,336,576 × 2 B are
     # read at full speed, the 6,979,588,096 quantised parameters × (0.5 + 2.5/128) B (4-bit
     # values, an FP16 scale and a 4-bit zero per 128) = 3,626,114,128 B at half speed with a share of 0.5.
-    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED}, "precision": {"bandwidth_share": 0.5}}
+    over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED_COSTS}, "precision": {"bandwidth_share": 0.5}}
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=1, output=1, weights="int4-awq", overrides=over)
     dec = estimate_decode(d, w)
     head, quantised = 525_336_576 * 2, 6_979_588_096 * (0.5 + 2.5 / 128)
@@ -140,7 +133,7 @@ def test_large_batch_short_context_turns_compute_bound(build_deployment):
     # against 15.0 GB of weights / (3.35 TB/s × 0.8) = 5.6 ms: the GEMMs are compute-bound.
     # Attention: 512 × 128 tokens × 128 KiB = 8.6 GB of KV / 2.68 TB/s = 3.2 ms, more than
     # its 4 × 32 heads × 128 × 32 layers × 128 keys × 512 = 34.4 GFLOP (0.07 ms).
-    over = {"factors": {"bandwidth_efficiency": 0.8, "compute_efficiency": 0.5, **NO_FIXED}}
+    over = {"factors": {"bandwidth_efficiency": 0.8, "compute_efficiency": 0.5, **NO_FIXED_COSTS}}
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=512, prompt=64, output=64, overrides=over)
     dec = estimate_decode(d, w)
     assert dec.bound == "compute"
