@@ -87,6 +87,7 @@ def main() -> None:
         default=[],
         help="the prefill's cost per routed expert reached (fit_defaults.GLOBAL_KEYS' sp): fitted, or none (held at 0)",
     )
+    ap.add_argument("--pool-expert-layer", nargs="*", choices=["on", "off"], default=[])
     args = ap.parse_args()
     points = [p for p in load_points() if p.get("split") == "fit"]
     with contextlib.redirect_stdout(io.StringIO()):
@@ -125,6 +126,12 @@ def main() -> None:
         errs = held_out(terms, folds)
         print(f"  prefill cost per expert {how_sp}: {_summary(errs)}")
     fit.GLOBAL_KEYS = keys
+    chosen = fit.POOL_EXPERT_LAYER
+    for how in args.pool_expert_layer:
+        fit.POOL_EXPERT_LAYER = how == "on"
+        errs = held_out(terms, folds)
+        print(f"  cost per MoE layer pooled {how}: {_summary(errs)}")
+    fit.POOL_EXPERT_LAYER = chosen
 
 
 if __name__ == "__main__":

@@ -105,6 +105,17 @@ same rule for the cost per MoE layer (s3, at 20 µs) would tie AMD Instinct's (0
 to NVIDIA's: 58 MoE layers at 20 µs are 4.8 % of its 24 ms DeepSeek steps, so it is
 not applied there."""
 SENSED_SHARE = 0.05
+POOL_EXPERT_LAYER = True
+"""The cost per MoE layer (s3) is one value for the serving engines on a memory kind:
+a serving engine fitted alone there (TensorRT-LLM on HBM) takes the pooled group's, and
+its points count in that value's fit. Its router, top-k, permutation and grouped-GEMM
+launches are alike across the engines, and one engine's few MoE points cannot set it
+alone: TensorRT-LLM's fit-split MoE points on HBM are 8 (gpt-oss-120b at TP 1 and
+Mixtral at TP 2-8, batches of 64 and more), which chose 0 µs, and its DeepSeek-R1 steps
+at TP 8 and batch 1 came out 2 ms under SGLang's. Leave-one-campaign-out on the fit
+split (bench/fit_cv.py --folds 0 --pool-expert-layer on, 2026-12-02, 402 terms of 28
+campaigns), TPOT / TTFT / all / campaigns' medians: per engine 9.2 / 17.7 / 11.4 / 9.9 %,
+pooled 8.8 / 17.9 / 11.4 / 9.9 %."""
 MIN_FORMAT_POINTS = 4
 MIN_FORMAT_SOURCES = 2
 MIN_FORMAT_POINTS_ONE_SOURCE = 20
@@ -246,8 +257,8 @@ TTFT / median of the campaigns' medians: per 10 µs (cap 0.2 ms), 16.1 / 13.3 / 
 12.8 %; per 100 µs (cap 0.5 ms), 17.0 / 13.8 / 24.3 / 14.2 %; per ms (cap 0.5 ms, kept),
 15.5 / 12.3 / 24.3 / 12.8 %. Kept. In today's fit the serving engines on AMD Instinct
 cost 0.26 ms a MoE layer, set by gpt-oss-120b on one MI300X (36 MoE layers, InferenceX)
-and DeepSeek-R1 at TP 8 (58) together; on NVIDIA HBM 24 µs; TensorRT-LLM 0 (its gpt-oss
-points at TP 1 want none); the cap does not bind."""
+and DeepSeek-R1 at TP 8 (58) together; on NVIDIA HBM 24 µs, TensorRT-LLM's too
+(POOL_EXPERT_LAYER); the cap does not bind."""
 
 
 @dataclasses.dataclass
@@ -500,6 +511,13 @@ class Model:
                 src = None if g in seeing else fallback(g, family)
                 if src is not None:
                     out[(g, key)] = (src, key)
+        if POOL_EXPERT_LAYER:
+            pooled = {g for g in fitted if g[0] == "serving"}
+            for g in fitted:
+                if g[0] in SERVING:
+                    src = ("serving", g[1]) if ("serving", g[1]) in pooled else fallback(g, pooled)
+                    if src is not None:
+                        out[(g, "s3")] = (src, "s3")
         return out
 
     def predict(self) -> np.ndarray:

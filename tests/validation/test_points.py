@@ -127,7 +127,10 @@ def test_a_cost_per_rank_a_group_cannot_see_is_its_fallback_groups_not_zero():
     serving, trtllm, llamacpp = group("serving", 0.010, 8), group("trtllm", 0.100, 8), group("llama.cpp", 0.100, 8)
     model = fit_defaults.Model(serving + trtllm + llamacpp)
     assert model.sensitive(("serving", "hbm"), "s4") == 3 and model.sensitive(("trtllm", "hbm"), "s4") == 0
-    assert model.tie == {(("trtllm", "hbm"), "s4"): (("serving", "hbm"), "s4")}  # llama.cpp's kernels are not the serving engines'
+    assert model.tie == {
+        (("trtllm", "hbm"), "s4"): (("serving", "hbm"), "s4"),  # llama.cpp's kernels are not the serving engines'
+        (("trtllm", "hbm"), "s3"): (("serving", "hbm"), "s3"),  # the cost per MoE layer is pooled (below)
+    }
     free = model.free(fit_defaults.MIN_POINTS, fit_defaults.MIN_FORMAT_POINTS)
     assert (("serving", "hbm"), "s4") in free and (("trtllm", "hbm"), "s4") not in free and (("llama.cpp", "hbm"), "s4") in free
     model.values[(("serving", "hbm"), "s4")] = 1.7e-4
@@ -319,3 +322,21 @@ def test_a_fixed_count_run_of_spread_lengths_is_predicted_below_every_client_bus
     endless = vp.predict(p)
     ran = vp.predict({**p, "conditions": {**p["conditions"], "num_prompts": 80}})
     assert 0.75 * endless < ran < 0.95 * endless
+
+
+def test_the_cost_per_moe_layer_is_one_for_the_serving_engines_on_a_memory_kind():
+    # TensorRT-LLM fitted alone on HBM takes the pooled serving group's cost per MoE layer;
+    # llama.cpp keeps its own. A 58-MoE-layer step then carries 58 x 24 us = 1.392 ms of it.
+    def term(engine, i, moe_layers=0):
+        reads, flops = (0.005, 0.0005) if i % 2 else (0.0005, 0.005)
+        return fit_defaults.Term(f"{engine}{i}", "tpot", (engine, "hbm"), "bf16", "bf16", 0.01, reads, 1.0, flops, 0.0, 0.0, 0.0, 32, tp=1, moe_layers=moe_layers)
+
+    terms = [term(e, i) for e in ("serving", "trtllm", "llama.cpp") for i in range(6)]
+    model = fit_defaults.Model(terms + [term("trtllm", 6, moe_layers=58)])
+    assert model.tie[(("trtllm", "hbm"), "s3")] == (("serving", "hbm"), "s3")
+    assert (("llama.cpp", "hbm"), "s3") not in model.tie
+    free = model.free(fit_defaults.MIN_POINTS, fit_defaults.MIN_FORMAT_POINTS)
+    assert (("serving", "hbm"), "s3") in free and (("trtllm", "hbm"), "s3") not in free
+    before = model.predict()[-1]
+    model.values[(("serving", "hbm"), "s3")] = 24e-6
+    assert model.predict()[-1] - before == pytest.approx(58 * 24e-6, rel=1e-9)
