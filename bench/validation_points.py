@@ -420,6 +420,11 @@ def out_of_reach(p: dict) -> str | None:
         spec is None and "MTP" in note and "speculative" in note.lower() and "no mtp" not in note.lower()
     ):
         return "speculative decoding"
+    if cond.get("enforce_eager") is True and kind != "kv":
+        # Without CUDA graphs (vLLM --enforce-eager, SGLang --disable-cuda-graph) every
+        # kernel's launch is on the step's path: a speed plan-opt does not model (its
+        # steps are the engines' defaults, graphs captured).
+        return "eager mode (no CUDA graphs)"
     if kind in ("tpot1", "tpot") and batch_of(p) is None:
         return "no batch"
     if measured(p) is None:

@@ -329,7 +329,9 @@ def test_the_cost_per_moe_layer_is_one_for_the_serving_engines_on_a_memory_kind(
     # llama.cpp keeps its own. A 58-MoE-layer step then carries 58 x 24 us = 1.392 ms of it.
     def term(engine, i, moe_layers=0):
         reads, flops = (0.005, 0.0005) if i % 2 else (0.0005, 0.005)
-        return fit_defaults.Term(f"{engine}{i}", "tpot", (engine, "hbm"), "bf16", "bf16", 0.01, reads, 1.0, flops, 0.0, 0.0, 0.0, 32, tp=1, moe_layers=moe_layers)
+        return fit_defaults.Term(
+            f"{engine}{i}", "tpot", (engine, "hbm"), "bf16", "bf16", 0.01, reads, 1.0, flops, 0.0, 0.0, 0.0, 32, tp=1, moe_layers=moe_layers
+        )
 
     terms = [term(e, i) for e in ("serving", "trtllm", "llama.cpp") for i in range(6)]
     model = fit_defaults.Model(terms + [term("trtllm", 6, moe_layers=58)])
