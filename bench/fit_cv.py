@@ -51,7 +51,7 @@ def held_out(terms: list, folds: list[set[str]]) -> dict[str, list[float]]:
                 if src is not None and (src, name) in model.values:
                     check.values[key] = model.value(src, name)
             elif key in model.values:
-                check.values[key] = model.values[key]
+                check.values[key] = model.value(owner, name)
         ape = np.abs(check.predict() / check.arr["measured_s"] - 1)
         for t, e in zip(test, ape):
             errs["ttft" if t.kind == "ttft" else "tpot"].append(float(e))

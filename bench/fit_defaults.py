@@ -15,7 +15,8 @@ What is fitted, and from what (every other figure is a sourced catalog fact):
   and batched decode TPOT and from single-prompt TTFT points of that engine and kind;
 - per quantised weight format: the share of 16-bit bandwidth its decode kernels reach
   (FP8's held at 1, see HELD)
-  and the share of 16-bit utilisation its prefill GEMMs reach (16-bit is the reference);
+  and the share of the group's utilisation its prefill GEMMs reach — the 16-bit formats'
+  too, one value for bf16 and fp16 (PREFILL_SHARE_16);
 - the runtime's memory beside weights, KV and activations: the median non-torch memory
   the fit split's vLLM logs print on one GPU, and how much more they print per GPU of a
   tensor-parallel group (NCCL communicators, all-reduce buffers).
@@ -105,6 +106,20 @@ same rule for the cost per MoE layer (s3, at 20 µs) would tie AMD Instinct's (0
 to NVIDIA's: 58 MoE layers at 20 µs are 4.8 % of its 24 ms DeepSeek steps, so it is
 not applied there."""
 SENSED_SHARE = 0.05
+PREFILL_SHARE_16 = True
+"""The 16-bit formats' prefill share (sc of bf16 and fp16, one value for both) is fitted,
+not held at 1: a prefill's GEMMs (thousands of tokens a pass) reach a larger share of the
+matmul rate than a decode step's (a batch of tens to hundreds), and the utilisation c of a
+group is fitted on both. Held at 1, the fit half's 16-bit TensorRT-LLM prompts of 2,048
+tokens came out 12-32 % slow while its 128-token ones were near. Leave-one-campaign-out
+on the fit split (415 terms of 30 campaigns, 2026-12-02), TPOT / TTFT / all /
+campaigns' medians: held at 1, 8.5 / 17.9 / 10.6 / 9.6 %; fitted (1.33, within the
+catalog's bound of 1.5 on a compute share), 9.2 / 14.2 / 10.3 / 9.8 % (with a bound of
+2, which one fold reaches, 8.9 / 13.8 / 10.3 / 9.6 %). It is fitted from MIN_TERM_POINTS 16-bit prefills of any number of
+campaigns (the threshold of the expert share, not of a quantised format's kernels): with
+the 80 llama.cpp prompts of XiongjieDai's tables left out, TensorRT-LLM 0.9's 16-bit
+prompts alone set it at 1.3, and those 80 held out came out better for it (with the
+quantised formats' two-campaign rule it stayed at 1 in that fold: TTFT 16.6 %)."""
 POOL_EXPERT_LAYER = True
 """The cost per MoE layer (s3) is one value for the serving engines on a memory kind:
 a serving engine fitted alone there (TensorRT-LLM on HBM) takes the pooled group's, and
@@ -154,7 +169,7 @@ BOUNDS = {
     "s3": (0.0, 5e-4),  # per MoE layer: not binding (AMD's fit is 0.26 ms); see EXPERT_PULL_S
     "s4": (0.0, 1e-3),  # per TP rank beyond the first: 1 ms a rank would be 7 ms a step at TP 8
     "sb": (0.25, 1.0),
-    "sc": (0.25, 1.0),
+    "sc": (0.25, 1.5),  # the catalog's bound on a format's compute_share
     "sx": (0.1, 1.0),
     "r": (0.0, 0.2),
     "sp": (0.0, 5e-5),  # per expert reached per MoE layer in a prefill: 50 µs would be 0.7 s a DeepSeek prompt
@@ -511,6 +526,8 @@ class Model:
                 src = None if g in seeing else fallback(g, family)
                 if src is not None:
                     out[(g, key)] = (src, key)
+        if PREFILL_SHARE_16 and "bf16" in self.formats and "fp16" in self.formats:
+            out[("fp16", "sc")] = ("bf16", "sc")  # one 16-bit prefill share
         if POOL_EXPERT_LAYER:
             pooled = {g for g in fitted if g[0] == "serving"}
             for g in fitted:
@@ -610,12 +627,16 @@ class Model:
         free += [(GLOBAL, k) for k in GLOBAL_KEYS if self.has_points_for(k)]
         for _i, f in enumerate(self.formats):
             for key, ttft in (("sb", False), ("sc", True), ("sx", True)):
-                if f in ("bf16", "fp16") and key != "sx":
-                    continue  # the reference
-                mine = [t for t in self.terms if t.weights == f and (t.kind == "ttft") == ttft and (key != "sx" or t.expert_fraction > 0)]
+                if f in ("bf16", "fp16") and key != "sx" and not (key == "sc" and PREFILL_SHARE_16):
+                    continue  # the reference (decode's 16-bit bandwidth)
+                if (f, key) in self.tie:
+                    continue  # its value is its tie's
+                tied = {f} | {g for (g, k), src in self.tie.items() if src == (f, key)}  # and the formats tied to it
+                mine = [t for t in self.terms if t.weights in tied and (t.kind == "ttft") == ttft and (key != "sx" or t.expert_fraction > 0)]
                 sources = len({t.source for t in mine})
-                enough = len(mine) >= (MIN_TERM_POINTS if key == "sx" else min_format)
-                if enough and (sources >= MIN_FORMAT_SOURCES or len(mine) >= MIN_FORMAT_POINTS_ONE_SOURCE) and (f, key) not in HELD:
+                sixteen = key == "sc" and f in ("bf16", "fp16")  # PREFILL_SHARE_16: no exotic kernel to guard against
+                enough = len(mine) >= (MIN_TERM_POINTS if key == "sx" or sixteen else min_format)
+                if enough and (sixteen or sources >= MIN_FORMAT_SOURCES or len(mine) >= MIN_FORMAT_POINTS_ONE_SOURCE) and (f, key) not in HELD:
                     free.append((f, key))
         return free
 
@@ -651,7 +672,7 @@ def fit_model(terms: list[Term]) -> Model:
     early = Model([t for t in terms if not t.served])
     early.fit([k for k in early.free(MIN_POINTS, MIN_FORMAT_POINTS) if k[1] not in LATE_KEYS])
     model = Model(terms)
-    model.tie = {k: v for k, v in early.tie.items() if k[0] in model.groups}
+    model.tie = {k: v for k, v in early.tie.items() if k[0] in model.groups or k[0] in model.formats}
     model.values.update({k: v for k, v in early.values.items() if k in model.values})
     model.fit([k for k in model.free(MIN_POINTS, MIN_FORMAT_POINTS) if k[1] in LATE_KEYS])
     return model
@@ -780,8 +801,8 @@ def main() -> None:
     for f in model.formats:
         shares = {}
         for key, name in (("sb", "bandwidth_share"), ("sc", "compute_share"), ("sx", "expert_compute_share")):
-            if (f, key) in free:
-                shares[name] = round(model.values[(f, key)], 4)
+            if (f, key) in free or ((f, key) in model.tie and model.tie[(f, key)] in free):
+                shares[name] = round(model.value(f, key), 4)
         if shares:
             precisions[f] = shares
             lines.append(f"  format {f:<10} " + "  ".join(f"{k} {v:.3f}" for k, v in shares.items()))

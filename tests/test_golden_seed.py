@@ -29,6 +29,10 @@ SEED_NO_FIXED_COST = {
 # it a device's measured matmuls reach (catalogs/devices.yaml matmul_share).
 SEED_DATASHEET_PEAK = {"matmul_share": {"fp16": 1.0, "bf16": 1.0, "fp8": 1.0}}
 
+# And runs a prompt's GEMMs at that utilisation itself, not at the weight format's fitted
+# prefill share of it (16-bit 1.33, catalogs/fitted.yaml).
+SEED_ONE_UTILISATION = {"compute_share": 1.0}
+
 
 def test_step1_70b_weights_in_16bit_are_140_gb(catalog):
     # "For a 70-billion parameter model ... in 16-bit precision ... 140 GB": 70e9 × 2 B.
@@ -120,7 +124,12 @@ def test_step2_18gb_model_decodes_at_seed_rates(build_deployment, bandwidth, tok
 def test_step3_mixtral_prefill_on_h100_pcie_takes_0_28_s(build_deployment):
     # 2 × 13e9 × 4096 = 106.4 TFLOP; 756 TFLOP/s × 0.5 = 378 effective; 0.28 s.
     # The seed's 756 TFLOP/s is the datasheet peak: its matmuls run at the whole of it.
-    over = {"model": {"active_params": 13e9}, "gpu": SEED_DATASHEET_PEAK, "factors": {"compute_efficiency": 0.5, **SEED_NO_FIXED_COST}}
+    over = {
+        "model": {"active_params": 13e9},
+        "gpu": SEED_DATASHEET_PEAK,
+        "factors": {"compute_efficiency": 0.5, **SEED_NO_FIXED_COST},
+        "precision": SEED_ONE_UTILISATION,
+    }
     d, w, _ = build_deployment("mixtral-8x7b", "h100-pcie", users=1, prompt=4096, output=1, overrides=over)
     pre = estimate_prefill(d, w)
     assert pre.linear_flops == 2 * 13e9 * 4096 == pytest.approx(106.4e12, rel=1e-3)
@@ -135,6 +144,7 @@ def test_step3_rtx3060_at_6_5_effective_tflops_takes_over_16_s(build_deployment)
         "model": {"active_params": 13e9, "weights_bytes": "26GB"},
         "gpu": {"dense_flops_per_s": {"fp16": "13TFLOP/s", "bf16": "13TFLOP/s"}},
         "factors": {"compute_efficiency": 0.5, **SEED_NO_FIXED_COST},
+        "precision": SEED_ONE_UTILISATION,
     }
     d, w, _ = build_deployment("mixtral-8x7b", "rtx-3060-12gb", users=1, prompt=4096, output=1, overrides=over)
     pre = estimate_prefill(d, w)

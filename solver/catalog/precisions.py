@@ -47,8 +47,10 @@ class Precision:
     """Share of a 16-bit GEMV's achieved bandwidth that this format's decode kernels
     reach (dequantisation costs); fitted, catalogs/fitted.yaml."""
     compute_share: Annotated[float, Gt(0), Le(1.5)] = 1.0
-    """Share of the 16-bit GEMMs' utilisation this format's prefill GEMMs reach of
-    their own peak (FP8 at twice the peak reaches a smaller share); fitted."""
+    """Share of the engine's fitted utilisation (compute_efficiency, set by decode and
+    prefill together) that this format's prefill GEMMs reach of their own peak: above 1
+    for 16-bit (a prompt's GEMMs of thousands of tokens run nearer the matmul rate than
+    a decode step's), FP8 at twice the peak near it; fitted, catalogs/fitted.yaml."""
     expert_compute_share: Annotated[float, Gt(0), Le(1.5)] = 1.0
     """Share of this format's dense prefill GEMM rate that its grouped expert GEMMs
     (a mixture-of-experts model's routed experts) reach: FP8 expert kernels fall

@@ -82,18 +82,20 @@ def _ape(pred: float, meas: float) -> float:
     return abs(pred - meas) / meas
 
 
-def decode_xy(ev: Evaluation) -> tuple[float, float] | None:
+def decode_xy(ev: Evaluation, compute_scale: float = 1.0) -> tuple[float, float] | None:
     """(bytes read / peak bandwidth, with quantised bytes weighted by their kernels'
     share; the rest of the step that the fit leaves alone: communication) for a
-    bandwidth-bound decode step; None when the step is compute-bound."""
+    bandwidth-bound decode step; None when the step is compute-bound. compute_scale
+    rescales the step's math (the default utilisation over the prefill fit's)."""
     dec = ev.estimates.decode
     c = dec.coefficients
     x = (dec.weight_bytes_read / dec.weight_bandwidth_share + dec.kv_bytes_read) / dec.bandwidth_bytes_per_s
+    math_s = c.compute_time_s(dec.batch) * compute_scale
     if not c.overlapped:  # the kernels add their compute to their reads: leave it in the rest
-        return x, dec.comm_time_s + c.compute_time_s(dec.batch)
+        return x, dec.comm_time_s + math_s
     if dec.bound != "bandwidth":
         return None
-    return x, dec.comm_time_s + c.unhidden_share * c.compute_time_s(dec.batch)  # the math that does not hide
+    return x, dec.comm_time_s + c.unhidden_share * math_s  # the math that does not hide
 
 
 def prefill_xy(ev: Evaluation, read_scale: float = 1.0) -> tuple[float, float] | None:
@@ -170,49 +172,62 @@ def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
         evs = [_evaluate(m, catalog, None) for m in ms]
         base = evs[0].deployment.factors
         f = Fit(gpu, engine, {}, 0, 0)
-        # TPOT: bandwidth-bound points only.
-        xs, ys = [], []
-        for m, ev in zip(ms, evs):
-            if m.tpot_s is None or not ev.valid:
-                continue
-            xy = decode_xy(ev)
-            if xy is None:
-                continue
-            xs.append(xy[0])
-            ys.append(m.tpot_s - xy[1])
-        f.tpot_points = len(xs)
         changes: FittedFactors = {}
-        if len(xs) >= MIN_TPOT_POINTS and len(set(round(x, 12) for x in xs)) >= 2:
-            changes.update(fit_decode(xs, ys))
-        elif xs:
-            f.refused.append(
-                f"TPOT: {len(xs)} bandwidth-bound point(s) with distinct sizes; at least {MIN_TPOT_POINTS} needed to fit efficiency and per-step overhead"
-            )
-        # TTFT: compute-bound prefill.
-        xs, ys = [], []
-        for m, ev in zip(ms, evs):
-            if m.ttft_s is None or not ev.valid:
-                continue
-            e = changes.get("bandwidth_efficiency")
-            xy = prefill_xy(ev, ev.deployment.factors.bandwidth_efficiency / e if e else 1.0)
-            if xy is None:
-                continue
-            fixed = xy[1]
-            if "step_overhead_s" in changes:  # the decode fit's fixed cost replaces the default's
-                fixed += changes["step_overhead_s"] - ev.estimates.prefill.step_overhead_s
-            xs.append(xy[0])
-            ys.append(_one_prompt_s(m, ev) - fixed)
-        f.ttft_points = len(xs)
-        if len(xs) >= MIN_TTFT_POINTS:
-            changes.update(fit_prefill(xs, ys))
-        elif xs:
-            f.refused.append(f"TTFT: {len(xs)} compute-bound point(s); at least {MIN_TTFT_POINTS} needed")
+        # Twice: the decode steps' math (summed with their reads where the kernels do not
+        # overlap them) is first timed at the default utilisation, then at the prefill fit's.
+        for _ in range(2):
+            c_fit = changes.get("compute_efficiency")
+            f.refused = []
+            changes = _fit_group(f, ms, evs, base.compute_efficiency / c_fit if c_fit else 1.0)
         f.factors = changes
         fitted = dataclasses.replace(base, **changes)
         f.before = _errors(ms, evs)
         f.after = _errors(ms, [_evaluate(m, catalog, fitted) for m in ms])
         fits.append(f)
     return fits
+
+
+def _fit_group(f: Fit, ms: list[Measurement], evs: list[Evaluation], compute_scale: float) -> FittedFactors:
+    """The decode fit (TPOT: bandwidth-bound points), then the prefill fit (TTFT:
+    compute-bound prefills) with the decode fit's bandwidth and fixed cost in them."""
+    # TPOT: bandwidth-bound points only.
+    xs, ys = [], []
+    for m, ev in zip(ms, evs):
+        if m.tpot_s is None or not ev.valid:
+            continue
+        xy = decode_xy(ev, compute_scale)
+        if xy is None:
+            continue
+        xs.append(xy[0])
+        ys.append(m.tpot_s - xy[1])
+    f.tpot_points = len(xs)
+    changes: FittedFactors = {}
+    if len(xs) >= MIN_TPOT_POINTS and len(set(round(x, 12) for x in xs)) >= 2:
+        changes.update(fit_decode(xs, ys))
+    elif xs:
+        f.refused.append(
+            f"TPOT: {len(xs)} bandwidth-bound point(s) with distinct sizes; at least {MIN_TPOT_POINTS} needed to fit efficiency and per-step overhead"
+        )
+    # TTFT: compute-bound prefill.
+    xs, ys = [], []
+    for m, ev in zip(ms, evs):
+        if m.ttft_s is None or not ev.valid:
+            continue
+        e = changes.get("bandwidth_efficiency")
+        xy = prefill_xy(ev, ev.deployment.factors.bandwidth_efficiency / e if e else 1.0)
+        if xy is None:
+            continue
+        fixed = xy[1]
+        if "step_overhead_s" in changes:  # the decode fit's fixed cost replaces the default's
+            fixed += changes["step_overhead_s"] - ev.estimates.prefill.step_overhead_s
+        xs.append(xy[0])
+        ys.append(_one_prompt_s(m, ev) - fixed)
+    f.ttft_points = len(xs)
+    if len(xs) >= MIN_TTFT_POINTS:
+        changes.update(fit_prefill(xs, ys))
+    elif xs:
+        f.refused.append(f"TTFT: {len(xs)} compute-bound point(s); at least {MIN_TTFT_POINTS} needed")
+    return changes
 
 
 def _estimated_and_measured(key: str, m: Measurement, ev: Evaluation) -> tuple[float, float | None]:

@@ -120,7 +120,8 @@ def test_input_and_output_tokens_each_carry_their_share_of_gpu_time():
     # 1,024-token prompt, factors pinned (bandwidth 0.8, utilisation 0.5, no fixed costs).
     # A prompt token: 2 × 8,030,261,248 FLOP at 989.5 TFLOP/s × 0.803 (the share an H100
     # SXM's measured matmuls reach) × 0.5 = 40.42 µs (+ 1.7 % of attention at this length)
-    # → $3.35/3600 × 40.42 µs × 1e6 = $0.0376 per million.
+    # → $3.35/3600 × 40.42 µs × 1e6 = $0.0376 per million, at the utilisation itself; a
+    # prompt's 16-bit GEMMs run at the catalog's fitted prefill share of it (bf16's).
     # An output token at batch 1: the step reads 15,009,849,344 B of weights (all but the
     # input embedding) and 1,025 × 131,072 B of KV at 3.35 TB/s × 0.8 = 5.651 ms
     # → $3.35/3600 × 5.651 ms × 1e6 = $5.26 per million; 1/5.651 ms = 177 tokens/s on
@@ -132,7 +133,8 @@ def test_input_and_output_tokens_each_carry_their_share_of_gpu_time():
         "overrides": {**PINNED, "gpus": {"h100-sxm": {"price_usd_per_gpu_hour": 3.35}}},
     }
     pl = to_output(solve(problem_of(spec))).plan
-    assert pl.usd_per_million_input_tokens == pytest.approx(0.0376 * 1.017, rel=0.01)
+    share = default_catalog().precision("bf16").compute_share
+    assert pl.usd_per_million_input_tokens == pytest.approx(0.0376 * 1.017 / share, rel=0.01)
     assert pl.usd_per_million_output_tokens == pytest.approx(5.26, rel=0.005)
     assert pl.output_tokens_per_joule == pytest.approx(0.253, rel=0.005)
 

@@ -45,7 +45,8 @@ def test_a_prompts_gemms_take_their_weights_read_and_their_flops_one_after_the_o
     flops_s = 2 * 8_030_261_248 * 2048 / (989.5e12 * 0.803 * 0.5)
     for share, want in ((None, read_s + flops_s), (0, flops_s), (0.5, flops_s + 0.5 * read_s)):
         factors = base if share is None else {**base, "prefill_unhidden_share": share}
-        d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=2048, output=1, overrides={"factors": factors})
+        over = {"factors": factors, "precision": {"compute_share": 1.0}}  # 16-bit GEMMs at the utilisation itself
+        d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=2048, output=1, overrides=over)
         pre = estimate_prefill(d, w)
         assert pre.gemm_time_s == pytest.approx(want, rel=1e-9), share
 
@@ -104,13 +105,15 @@ def test_routed_experts_run_at_the_formats_expert_share(build_deployment):
 def test_attention_runs_in_the_kv_dtype_not_the_weights(build_deployment):
     # FP8 weights on an H100 run their GEMMs at 1,979 TFLOP/s × 0.709 (its measured FP8
     # matmuls: 1,402.6 TFLOP/s in stas00's MAMF table), but attention over a 16-bit cache
-    # at the BF16 rate, 989.5 × 0.803 (794.5 measured): 4 × 32 × 128 × 32 × 4096·4097/2 FLOP.
+    # at the BF16 rate, 989.5 × 0.803 (794.5 measured), × the 16-bit format's prefill share
+    # (catalogs/fitted.yaml): 4 × 32 × 128 × 32 × 4096·4097/2 FLOP.
     over = {"factors": {"compute_efficiency": 0.5}, "precision": {"compute_share": 1.0}}
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=4096, output=1, weights="fp8", overrides=over)
     pre = estimate_prefill(d, w)
     assert pre.matmul_flops_per_s == pytest.approx(1979e12 * 0.709)
     assert pre.attention_compute_dtype == "bf16"
-    assert pre.attention_time_s == pytest.approx(4 * 32 * 128 * 32 * (4096 * 4097 / 2) / (989.5e12 * 0.803 * 0.5 * 1.0))
+    assert d.kv.name == "bf16" and d.kv.compute_share != d.weights.compute_share == 1.0
+    assert pre.attention_time_s == pytest.approx(4 * 32 * 128 * 32 * (4096 * 4097 / 2) / (989.5e12 * 0.803 * 0.5 * d.kv.compute_share))
 
 
 def test_fp8_weights_use_fp8_tensor_cores_where_they_exist(build_deployment):
@@ -125,11 +128,14 @@ def test_fp8_weights_use_fp8_tensor_cores_where_they_exist(build_deployment):
 
 
 def test_tensor_parallel_multiplies_throughput(build_deployment):
-    d, w, _ = build_deployment("llama-3.1-70b", "h100-sxm", tp=4, users=1, prompt=8192, output=1, overrides={"factors": {"compute_efficiency": 0.5}})
+    over = {"factors": {"compute_efficiency": 0.5}, "precision": {"compute_share": 1.0}}
+    d, w, _ = build_deployment("llama-3.1-70b", "h100-sxm", tp=4, users=1, prompt=8192, output=1, overrides=over)
     pre = estimate_prefill(d, w)
     assert pre.effective_flops_per_s == pytest.approx(4 * 989.5e12 * 0.803 * 0.5)
-    flops = 2 * 70_553_706_496 * 8192 + 4 * 64 * 128 * 80 * (8192 * 8193 // 2)
-    assert pre.compute_time_s == pytest.approx(flops / (4 * 989.5e12 * 0.803 * 0.5))
+    linear, attention = 2 * 70_553_706_496 * 8192, 4 * 64 * 128 * 80 * (8192 * 8193 // 2)
+    # attention at the 16-bit KV format's own prefill share (catalogs/fitted.yaml)
+    rate = 4 * 989.5e12 * 0.803 * 0.5
+    assert pre.compute_time_s == pytest.approx(linear / rate + attention / (rate * d.kv.compute_share))
 
 
 # ------------------------------------------------------------------ measured matmul share
@@ -174,7 +180,7 @@ def test_a_dtype_without_its_own_measurement_takes_the_nearest_measured_one(cata
 
 
 def test_a_spec_can_set_the_matmul_share(build_deployment):
-    over = {"factors": {"compute_efficiency": 0.5}, "gpu": {"matmul_share": {"bf16": 1.0}}}
+    over = {"factors": {"compute_efficiency": 0.5}, "gpu": {"matmul_share": {"bf16": 1.0}}, "precision": {"compute_share": 1.0}}
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=2048, output=1, weights="bf16", overrides=over)
     assert estimate_prefill(d, w).effective_flops_per_s == 989.5e12 * 0.5
 

@@ -342,3 +342,20 @@ def test_the_cost_per_moe_layer_is_one_for_the_serving_engines_on_a_memory_kind(
     before = model.predict()[-1]
     model.values[(("serving", "hbm"), "s3")] = 24e-6
     assert model.predict()[-1] - before == pytest.approx(58 * 24e-6, rel=1e-9)
+
+
+def test_the_16_bit_prefill_share_is_one_value_fitted_on_bf16_and_fp16_prompts():
+    # Two fp16 prompts and two bf16 ones, each all GEMM FLOPs (10 ms at utilisation 1)
+    # measured at 15 ms with the group's utilisation at 0.5: 10 / (0.5 x share) = 15 ms
+    # needs a share of 4/3, one value that both formats' points set.
+    def term(i, fmt):
+        return fit_defaults.Term(f"p{i}", "ttft", ("trtllm", "hbm"), fmt, fmt, 0.015, 0.0, 1.0, 0.010, 0.0, 0.0, 0.0, 32, source=f"s{i % 2}")
+
+    terms = [term(i, "fp16") for i in range(2)] + [term(i + 2, "bf16") for i in range(2)]
+    model = fit_defaults.Model(terms)
+    assert model.tie[("fp16", "sc")] == ("bf16", "sc")
+    assert ("bf16", "sc") in model.free(fit_defaults.MIN_POINTS, 4) and ("fp16", "sc") not in model.free(fit_defaults.MIN_POINTS, 4)
+    model.values[(("trtllm", "hbm"), "c")] = 0.5
+    model.values[(("trtllm", "hbm"), "s1")] = 0.0
+    model.values[("bf16", "sc")] = 4 / 3
+    assert model.predict() == pytest.approx([0.015] * 4, rel=1e-9)
