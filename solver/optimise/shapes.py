@@ -183,6 +183,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
     check_work(spec, catalog)
     model = resolve_model(spec.model, spec.overrides.model, catalog, base_dir)
     mo = spec.overrides.model
+    shares = spec.overrides.precision.model_dump(exclude_none=True)  # every weight format's kernel shares
     for name in list(spec.inventory) + list(spec.overrides.gpus):
         catalog.device(name)  # unknown names are errors, with a did-you-mean
     weights = [_looked_up(functools.partial(catalog.precision, p, "weights"), f"search.weights[{i}]") for i, p in enumerate(spec.search.weights)]
@@ -287,6 +288,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
                         if (wf.name, kf.name) in seen:
                             continue
                         seen.add((wf.name, kf.name))
+                        wf = dataclasses.replace(wf, **shares) if shares else wf
                         for drafts, parallel in ((x, y) for x in drafting for y in layouts if y == "tp" or (model.is_moe and tp > 1)):
                             d = Deployment(
                                 model,

@@ -39,6 +39,7 @@ from solver.spec.fields import (
     ModelOverrides,
     Name,
     OwnedCount,
+    PrecisionOverrides,
     SlaIn,
     SpecModel,
     SpeculativeIn,
@@ -150,6 +151,9 @@ class SpecOverridesIn(SpecModel):
     gpus: dict[str, GpuOverrideIn] = Field(default={}, description="Per device: any catalog figure.")
     factors: FactorsIn = Field(default=FactorsIn(), description="For every device (a device's own override wins).")
     model: ModelOverrides = ModelOverrides()
+    precision: PrecisionOverrides = Field(
+        default=PrecisionOverrides(), description="Kernel shares of every weight format searched (the catalog's are fitted)."
+    )
 
 
 class PricingIn(SpecModel):

@@ -358,3 +358,29 @@ def test_the_default_gpu_cap_never_turns_a_spec_with_a_plan_into_one_without():
     }
     r = solve(problem_of(spec), explain=False)
     assert r.feasible and r.solution.candidate.gpus > 512 and not r.gpu_cap_defaulted
+
+
+def test_a_solve_spec_sets_the_weight_formats_kernel_shares():
+    # overrides.precision applies to every weight format searched, as an evaluate
+    # input's does to its one: at a prefill share of 0.5 a prompt's GEMMs take twice
+    # the time they take at 1 (2,048 tokens of Llama-3.1-8B bf16 on an H100 SXM, no
+    # fixed costs, the weights read summed: read + 2 x FLOPs time against read + FLOPs).
+    def gemm_s(share):
+        spec = {
+            "model": "llama-3.1-8b",
+            "workload": {"users": 1, "prompt_tokens": 2048, "output_tokens": 16},
+            "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16", "fp8"], "kv_cache": ["bf16"]},
+            "overrides": {"factors": {"compute_efficiency": 0.5, **NO_FIXED_COSTS}, "precision": {"compute_share": share}},
+        }
+        problem = problem_of(spec)
+        assert {s.deployment.weights.compute_share for s in problem.shapes} == {share}
+        d = next(s.deployment for s in problem.shapes if s.deployment.weights.name == "bf16")
+        from solver.physics.deployment import Workload
+        from solver.physics.prefill import estimate_prefill
+
+        pre = estimate_prefill(d, Workload(1, 2064, 2048, 16))
+        return pre.gemm_time_s, pre.weights_time_s
+
+    one, read_s = gemm_s(1.0)
+    half, _ = gemm_s(0.5)
+    assert half - read_s == pytest.approx(2 * (one - read_s), rel=1e-9)
