@@ -564,7 +564,13 @@ class Model:
         x = self._vec("sx", self.widx, self.formats)
         r = np.where(self.serving, self.values[(SERVED, "r")], 0.0)
         linear = a["linear_s"] * (1 - a["expert_fraction"] + a["expert_fraction"] / x)
-        ttft = kernel(weights, linear / (c * sc), UNHIDDEN_PREFILL) + a["attention_s"] / (c * sck) + fixed + a["served"] * r
+        # (the utilisation times a share above 1 stops at the measured matmul rate, as in solver/physics/prefill.py)
+        ttft = (
+            kernel(weights, linear / np.minimum(1.0, c * sc), UNHIDDEN_PREFILL)
+            + a["attention_s"] / np.minimum(1.0, c * sck)
+            + fixed
+            + a["served"] * r
+        )
         ttft = ttft + a["expert_units"] * self.values.get((GLOBAL, "sp"), 0.0)
         return np.where(self.is_ttft, ttft, tpot)
 

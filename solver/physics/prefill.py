@@ -182,7 +182,9 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         tp=d.tp,
         matmul_flops_per_s=matmul_flops_per_s(d.device, d.weights, d.engine),
         compute_dtype=matmul_dtype(d.device, d.weights),
-        compute_efficiency=d.factors.compute_efficiency * d.weights.compute_share,
+        # a share above 1 (16-bit prefills beyond the decode-fitted utilisation) never
+        # takes a prompt past the device's measured matmul rate
+        compute_efficiency=min(1.0, d.factors.compute_efficiency * d.weights.compute_share),
         weight_bytes_read=_weights_read(d, new),
         bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,
         bandwidth_efficiency=d.factors.bandwidth_efficiency * bandwidth_share(d),
@@ -193,7 +195,7 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         expert_overhead_s=prefill_expert_overhead_s(d, new),
         attention_matmul_flops_per_s=dtype_flops_per_s(d.device, attn_dtype),
         attention_compute_dtype=attn_dtype,
-        attention_efficiency=d.factors.compute_efficiency * d.kv.compute_share,
+        attention_efficiency=min(1.0, d.factors.compute_efficiency * d.kv.compute_share),
         overlapped=overlaps(d),
         unhidden_share=d.factors.prefill_unhidden_share,
         expert_flops=linear_flops(routed_active_params(d.model), new),

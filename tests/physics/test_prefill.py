@@ -205,3 +205,11 @@ def test_a_moe_prefill_pays_for_every_expert_its_prompt_reaches(build_deployment
     assert 58 * 256 * (1 - (31 / 32) ** 16) * 10e-6 == pytest.approx(59.14e-3, rel=1e-3)
     assert cost("mixtral-8x7b", 1024, "bf16") == pytest.approx(2.56e-3, rel=1e-9)
     assert cost("llama-3.1-70b", 1024, "bf16") == 0.0
+
+
+def test_a_share_above_one_stops_at_the_measured_matmul_rate(build_deployment):
+    # Utilisation 0.9 × a prefill share of 1.5 would be 1.35 of the H100's measured BF16
+    # matmul rate (989.5 × 0.803 TFLOP/s): no kernel runs faster than that, so 1.0.
+    over = {"factors": {"compute_efficiency": 0.9}, "precision": {"compute_share": 1.5}}
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=2048, output=1, weights="bf16", overrides=over)
+    assert estimate_prefill(d, w).effective_flops_per_s == pytest.approx(989.5e12 * 0.803)
