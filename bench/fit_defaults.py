@@ -156,7 +156,9 @@ UNIT = {
 # prefill unhidden share 1), held-out median error all / TPOT / TTFT / campaigns'
 # medians: 2.5 ms 12.5 / 10.0 / 19.8 / 11.9 %; 2 ms 12.5 / 9.4 / 19.6 / 11.5 (kept);
 # 1.5 ms 12.5 / 9.6 / 19.6 / 11.7; 1 ms 12.9 / 9.9 / 19.6 / 12.9; 0.5 ms 13.2 / 10.4 /
-# 19.6 / 12.9. Left free (up to 20 ms) the fit on the fit split gives serving engines 8.8 ms —
+# 19.6 / 12.9. Re-measured with the 16-bit prefill share (PREFILL_SHARE_16, 415 terms of 30
+# campaigns), TPOT / TTFT / all / campaigns': 1 ms 9.2 / 14.4 / 10.8 / 10.1 %; 2 ms 9.2 /
+# 14.2 / 10.3 / 9.8 % (kept); 3 ms 9.2 / 15.3 / 10.5 / 10.7 %. Left free (up to 20 ms) the fit on the fit split gives serving engines 8.8 ms —
 # lower held-out error by leave-one-source-out CV (20.1 % vs 23.2 %), because the few
 # latency points of large MoE models at TP 8 want it, but it makes every small model's
 # step look 9 ms slower than its kernels, which plans cannot be built on. An assumption,
