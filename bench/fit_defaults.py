@@ -243,7 +243,9 @@ calibration or a spec to set (overrides.factors.unhidden_share). Re-measured on
 campaigns' medians: 0 12.5 / 9.4 / 19.6 / 11.5 %, 0.3 12.0 / 9.2 / 19.6 / 12.2 %, 0.6
 11.8 / 9.0 / 19.8 / 12.1 %: better per term, worse per campaign, and on the test split
 at 0.6 batched TPOT 16.1 → 15.6 % and throughput 21.8 → 20.3 % but batch-1 TPOT 19.9 →
-20.0 % and TTFT 32.3 → 33.1 %. Still held at 0."""
+20.0 % and TTFT 32.3 → 33.1 %. Still held at 0. With the 16-bit prefill share
+(PREFILL_SHARE_16, 415 terms of 30 campaigns): 0 9.2 / 14.2 / 10.3 / 9.8 %, 0.3 9.3 /
+14.7 / 10.5 / 9.7 % (TPOT / TTFT / all / campaigns')."""
 UNHIDDEN_PREFILL = 1.0
 """Factors.prefill_unhidden_share: a prefill's GEMMs take their weights read and their
 FLOPs one after the other, not the larger. The fit split's TensorRT-LLM prefills of one
@@ -253,7 +255,9 @@ reads of 6.7 and 2.0 ms), which the roofline's max cannot give: it had the 128-t
 prompts 15-45 % fast and the 2,048-token ones 15-30 % slow. Leave-one-campaign-out on
 the fit split (bench/fit_cv.py --folds 0 --prefill-unhidden ..., 402 terms of 28
 campaigns, the per-layer cost then fitted), held-out median error all / TPOT / TTFT:
-0 15.5 / 12.3 / 24.3 %, 0.5 15.3 / 11.9 / 21.4 %, 1 14.1 / 11.1 / 20.4 %."""
+0 15.5 / 12.3 / 24.3 %, 0.5 15.3 / 11.9 / 21.4 %, 1 14.1 / 11.1 / 20.4 %. With the 16-bit
+prefill share (415 terms of 30 campaigns), all / TPOT / TTFT: 0.5 11.5 / 9.0 / 16.5 %,
+1 10.3 / 9.2 / 14.2 % (kept)."""
 BALANCE = 0.0
 """Each point's weight in the loss is (points of its campaign)^-BALANCE, scaled to a
 mean of 1: 0 counts every point alike, 1 every campaign alike. Held at 0: weighting
