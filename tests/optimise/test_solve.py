@@ -13,6 +13,8 @@ from solver.catalog import default_catalog
 from solver.explain.solve import solve
 from solver.optimise.enumerate import exhaustive
 from solver.optimise.scenario import scenario_of, solve_scenario
+from solver.physics.deployment import Workload
+from solver.physics.prefill import estimate_prefill
 from solver.report.deploy import emit
 from solver.report.solve_json import to_output
 from tests.solve_helpers import NO_FIXED_COSTS, problem_of
@@ -375,9 +377,6 @@ def test_a_solve_spec_sets_the_weight_formats_kernel_shares():
         problem = problem_of(spec)
         assert {s.deployment.weights.compute_share for s in problem.shapes} == {share}
         d = next(s.deployment for s in problem.shapes if s.deployment.weights.name == "bf16")
-        from solver.physics.deployment import Workload
-        from solver.physics.prefill import estimate_prefill
-
         pre = estimate_prefill(d, Workload(1, 2064, 2048, 16))
         return pre.gemm_time_s, pre.weights_time_s
 

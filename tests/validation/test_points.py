@@ -359,3 +359,7 @@ def test_the_16_bit_prefill_share_is_one_value_fitted_on_bf16_and_fp16_prompts()
     model.values[(("trtllm", "hbm"), "s1")] = 0.0
     model.values[("bf16", "sc")] = 4 / 3
     assert model.predict() == pytest.approx([0.015] * 4, rel=1e-9)
+    # and the fit, from the prior 1, finds it (to its grid's step) on the four points together
+    model.values[("bf16", "sc")] = 1.0
+    model.fit([("bf16", "sc")])
+    assert model.value("fp16", "sc") == model.value("bf16", "sc") == pytest.approx(4 / 3, rel=0.02)
