@@ -179,6 +179,18 @@ def test_a_dtype_without_its_own_measurement_takes_the_nearest_measured_one(cata
     assert matmul_share(rtx4090, "fp16") == 1.0  # not measured: the datasheet figure
 
 
+def test_an_fp4_prompt_on_a_b200_runs_at_nvfp4s_measured_share_not_fp8s(build_deployment):
+    # pytorch/ao PR #2427's NVFP4 matmuls on a B200 reached 5.50e15 of the 9.00e15 dense
+    # peak (0.611), under the 0.763 FP8 reaches of its 4.5e15: Llama-3.3-70B in FP4, one
+    # 2,048-token prompt, utilisation 0.5: 9.0e15 × 0.611 × 0.5 = 2.75e15 FLOP/s, 1.6 times
+    # the FP8 rate (4.5e15 × 0.763 × 0.5 = 1.72e15), not the twice its datasheet claims.
+    over = {"factors": {"compute_efficiency": 0.5}, "precision": {"compute_share": 1.0}}
+    d, w, _ = build_deployment("llama-3.3-70b", "b200", users=1, prompt=2048, output=1, weights="fp4", overrides=over)
+    pre = estimate_prefill(d, w)
+    assert pre.compute_dtype == "fp4"
+    assert pre.effective_flops_per_s == pytest.approx(9000e12 * 0.611 * 0.5)
+
+
 def test_a_spec_can_set_the_matmul_share(build_deployment):
     over = {"factors": {"compute_efficiency": 0.5}, "gpu": {"matmul_share": {"bf16": 1.0}}, "precision": {"compute_share": 1.0}}
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=2048, output=1, weights="bf16", overrides=over)
