@@ -191,6 +191,19 @@ def test_an_fp4_prompt_on_a_b200_runs_at_nvfp4s_measured_share_not_fp8s(build_de
     assert pre.effective_flops_per_s == pytest.approx(9000e12 * 0.611 * 0.5)
 
 
+def test_an_fp4_prompt_on_a_gb200_runs_at_b200s_nvfp4_share_scaled_by_their_fp8_shares(build_deployment):
+    # One method for Blackwell FP4: B200's measured NVFP4 share (0.611) times GB200's
+    # mamf-finder FP8 share over B200's (0.723 / 0.763). At utilisation 0.5 a GB200 prompt's
+    # matmuls run at 10.0e15 × 0.611 × 0.723 / 0.763 × 0.5 = 2.8948e15 FLOP/s (the catalog
+    # rounds the share to 0.579: 2.895e15), 1.05 times B200's 2.75e15 where the FP8 peaks are
+    # 5.0e15 and 4.5e15; a cuBLASLt run at 0.763 of GB200's peak would make it 1.39 times.
+    over = {"factors": {"compute_efficiency": 0.5}, "precision": {"compute_share": 1.0}}
+    d, w, _ = build_deployment("llama-3.3-70b", "gb200", users=1, prompt=2048, output=1, weights="fp4", overrides=over)
+    pre = estimate_prefill(d, w)
+    assert pre.compute_dtype == "fp4"
+    assert pre.effective_flops_per_s == pytest.approx(10000e12 * 0.611 * 0.723 / 0.763 * 0.5, rel=1e-3)
+
+
 def test_a_spec_can_set_the_matmul_share(build_deployment):
     over = {"factors": {"compute_efficiency": 0.5}, "gpu": {"matmul_share": {"bf16": 1.0}}, "precision": {"compute_share": 1.0}}
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=2048, output=1, weights="bf16", overrides=over)
