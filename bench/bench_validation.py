@@ -3,10 +3,12 @@ reported on the TEST split only (the catalog's default factors are fitted on the
 split by bench/fit_defaults.py; see bench/validation_points.py for the split).
 
 Per metric: n, median and worst absolute percentage error uncalibrated; then the same
-with leave-one-out calibration (bandwidth efficiency + per-step overhead for decode,
-compute utilisation for prefill, fitted by `plan-opt calibrate`'s own least squares on
-the other test points of the same engine and GPU, as a user would calibrate their own
-stack); and aiconfigurator's recorded error beside ours where it covers a point.
+with leave-one-out calibration, each point predicted by what `plan-opt calibrate` fits
+on the other test points of the same engine and GPU (as a user would calibrate their
+own stack; for decode its own held-out choice among the defaults, their scale and the
+two-parameter line, for prefill the utilisation), with "before" the uncalibrated median
+over the same points; and aiconfigurator's recorded error beside ours where it covers a
+point.
 
     python bench/bench_validation.py [--verbose] [--split test|fit|all]
 
@@ -50,7 +52,16 @@ from validation_points import (  # noqa: E402
 
 from solver.catalog import default_catalog  # noqa: E402
 from solver.errors import InputError  # noqa: E402
-from solver.optimise.calibrate import decode_xy, fit_decode, fit_prefill, prefill_xy  # noqa: E402
+from solver.optimise.calibrate import (  # noqa: E402
+    MIN_TPOT_POINTS,
+    MIN_TTFT_POINTS,
+    TpotRow,
+    choose_tpot_fit,
+    decode_xy,
+    fit_prefill,
+    prefill_xy,
+    tpot_factors,
+)
 from solver.physics.evaluate import evaluate  # noqa: E402
 
 KNOBS = ("max_num_batched_tokens", "max_num_seqs", "enable_chunked_prefill", "enforce_eager")
@@ -79,10 +90,12 @@ def _ev(p):
 
 
 def loo_factors(points, skip, predicted: dict) -> dict | None:
-    """Factors fitted on the other points of skip's engine and GPU (same split)."""
+    """Factors fitted on the other points of skip's engine and GPU (same split), as
+    `plan-opt calibrate` fits them: for decode its leave-one-out choice among the
+    defaults, their scale and the two-parameter line; for prefill the utilisation."""
     kind = kind_of(skip)
     want = ("tpot1", "tpot") if kind in ("tpot1", "tpot", "throughput") else ("ttft",)
-    xs, ys = [], []
+    xs, ys, rows, defaults = [], [], [], None
     for q in points:
         if q is skip or q["id"] not in predicted or kind_of(q) not in want or group(q) != group(skip):
             continue
@@ -92,15 +105,22 @@ def loo_factors(points, skip, predicted: dict) -> dict | None:
             continue
         if not ev.valid:
             continue
-        xy = decode_xy(ev) if want[0] != "ttft" else prefill_xy(ev)
-        if xy is None:
-            continue
         meas_s = measured(q) / 1e3
-        xs.append(xy[0])
-        ys.append(meas_s - xy[1])
-    if len(xs) < 2:
+        if want[0] == "ttft":
+            xy = prefill_xy(ev)
+            if xy is not None:
+                xs.append(xy[0])
+                ys.append(meas_s - xy[1])
+            continue
+        xy = decode_xy(ev)
+        if xy is not None:
+            rows.append(TpotRow(xy[0], xy[1], ev.estimates.decode.tpot_s - xy[1], meas_s))
+            defaults = ev.deployment.factors
+    if want[0] == "ttft":
+        return fit_prefill(xs, ys) if len(xs) >= MIN_TTFT_POINTS else None
+    if len(rows) < MIN_TPOT_POINTS or defaults is None:
         return None
-    return fit_decode(xs, ys) if want[0] != "ttft" else fit_prefill(xs, ys)
+    return dict(tpot_factors(choose_tpot_fit(rows)[0], rows, defaults))
 
 
 def peer(points_by_id: dict, ours: dict) -> dict[str, dict[str, float]]:
@@ -319,14 +339,15 @@ def main() -> None:
         f"reporting the {args.split} split: {len(chosen)} points, {len(ours)} in reach"
     )
     print("  out of reach: " + ", ".join(f"{n} {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])))
-    print(f"{'metric':<34} {'n':>4} {'median':>7} {'worst':>7} {'LOO n':>6} {'LOO med':>8} {'LOO worst':>9}")
+    print(f"{'metric':<34} {'n':>4} {'median':>7} {'worst':>7} {'LOO n':>6} {'before':>7} {'LOO med':>8} {'LOO worst':>9}")
     for kind, name in KINDS.items():
         rows = [(pid, v) for pid, v in ours.items() if v[2] == kind]
         apes = [abs(a - b) / b for _, (a, b, _) in rows]
         capes = [abs(calibrated[pid] - b) / b for pid, (_, b, _) in rows if pid in calibrated]
+        before = [abs(a - b) / b for pid, (a, b, _) in rows if pid in calibrated]  # the same points uncalibrated
         line = _row(name, apes)
         if capes:
-            line += f" {len(capes):>6} {statistics.median(capes):>7.1%} {max(capes):>8.1%}"
+            line += f" {len(capes):>6} {statistics.median(before):>7.1%} {statistics.median(capes):>7.1%} {max(capes):>8.1%}"
         print(line)
         if kind in ("tpot1", "tpot", "throughput", "ttft"):
             for label, moe in (("dense models", False), ("mixture-of-experts models", True)):

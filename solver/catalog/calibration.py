@@ -51,6 +51,8 @@ class CalibrationEntry(_Strict):
     factors: FactorOverrides
     tpot_points: Annotated[int, POINTS] | None = None
     ttft_points: Annotated[int, POINTS] | None = None
+    tpot_fit: Literal["defaults", "scale", "line"] | None = None
+    """Which TPOT fit `plan-opt calibrate` kept (absent in files older than 2026-12-03)."""
     residuals: Bands = Bands()
     source: str | None = None
     as_of: dt.date | str | None = None

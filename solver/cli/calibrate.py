@@ -11,9 +11,11 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "calibrate",
         help="fit efficiency factors to your own measurements",
-        description="Fit each device's bandwidth efficiency, per-step decode overhead and compute efficiency to "
-        "measured TPOT and TTFT (least squares on the physics, which is linear in them), print the error before and "
-        "after, and write a calibration file that evaluate, solve, pareto, fleet and deploy accept (--calibration).",
+        description="Fit each device's decode factors and compute efficiency to measured TPOT and TTFT (least squares on "
+        "the physics, which is linear in them), print the error before and after, and write a calibration file that "
+        "evaluate, solve, pareto, fleet and deploy accept (--calibration). For TPOT it tries a scale of the default "
+        "model's reads and fixed costs and a two-parameter line (bandwidth efficiency and per-step overhead), and keeps "
+        "the one, or the defaults, that predicts each point best from a fit to the others.",
         epilog="""The CSV: one row per measurement, columns
   model, gpu, tp, weights, kv_cache, batch, prompt_tokens, output_tokens   (required)
   tpot_ms, ttft_ms                                                        (at least one)
@@ -51,8 +53,12 @@ def run(args: argparse.Namespace) -> int:
     fits = fit(ms, default_catalog())
     for f in fits:
         print(f"{f.gpu} ({f.engine}): {f.tpot_points} TPOT and {f.ttft_points} TTFT points")
+        if f.tpot_method:
+            tried = ", ".join(f"{k} {v:.1%}" for k, v in f.tpot_held_out.items())
+            kept = " (the defaults kept)" if f.tpot_method == "defaults" else ""
+            print(f"  TPOT fit: {f.tpot_method}{kept}; mean error held out, each point from a fit to the others: {tried}")
         for k, v in f.factors.items():
-            print(f"  {k:<22} {v:.4g}")
+            print(f"  {k:<24} {v:.4g}")
         for metric in ("tpot", "ttft"):
             b, a = f.before.get(metric), f.after.get(metric)
             if b:
@@ -63,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
         for r in f.refused:
             print(f"  not fitted: {r}")
     if not any(f.factors for f in fits):
+        if any(f.tpot_method == "defaults" for f in fits):
+            raise InputError(
+                "measurements", ", ".join(args.measurements), "the defaults predict these points best held out: nothing to write (see above)"
+            )
         raise InputError("measurements", ", ".join(args.measurements), "too few usable points to fit anything (see above)")
     write_output(args.output, calibration_yaml(fits, ", ".join(args.measurements)), "--output")
     print(f"wrote {args.output}")

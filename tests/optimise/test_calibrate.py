@@ -217,3 +217,58 @@ def test_fit_recovers_llama_cpp_factors_whose_kernels_add_read_and_flops(tmp_pat
     assert result.factors["bandwidth_efficiency"] == pytest.approx(0.7, rel=1e-3)
     assert result.factors["compute_efficiency"] == pytest.approx(0.6, rel=0.02)
     assert result.after["tpot"]["max_ape"] < 1e-3 and result.after["ttft"]["max_ape"] < 0.01
+
+
+def _measured_with(path, factors_of):
+    """Rows measured by the physics with each deployment's default factors changed by factors_of."""
+    from solver.physics.evaluate import evaluate
+
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(HEADER)
+        for model, tp, batch, prompt in ROWS:
+            d, wl, _ = build(model, "h100-sxm", tp=tp, users=batch, prompt=prompt, output=256)
+            d = d.replace(factors=dataclasses.replace(d.factors, **factors_of(d.factors)))
+            ev = evaluate(d, wl, with_remedies=False)
+            w.writerow([model, "h100-sxm", tp, "bf16", "bf16", batch, prompt, 256, ev.decode.tpot_s * 1e3, ""])
+
+
+def test_a_stack_slower_in_the_default_models_shape_is_fitted_by_one_scale(tmp_path):
+    # Measured as if the stack read at 1/1.25 of the default bandwidth efficiency and
+    # paid 1.25 times each default fixed cost (per step, layer, TP rank and sequence):
+    # TPOT less communication is 1.25 times the default's, which the scale recovers
+    # exactly; the two-parameter line, which drops the per-layer and per-rank costs, cannot.
+    fixed = ("step_overhead_s", "layer_overhead_s", "tp_rank_overhead_s", "sequence_overhead_s", "expert_layer_overhead_s")
+    f = tmp_path / "m.csv"
+    _measured_with(f, lambda d: {"bandwidth_efficiency": d.bandwidth_efficiency / 1.25, **{k: getattr(d, k) * 1.25 for k in fixed}})
+    (result,) = fit(read_csv(f), default_catalog())
+    default = build("llama-3.1-8b", "h100-sxm", users=1, prompt=1024, output=128)[0].factors
+    assert result.tpot_method == "scale"
+    assert result.tpot_held_out["scale"] < 1e-6 < result.tpot_held_out["line"]
+    assert result.factors["bandwidth_efficiency"] == pytest.approx(default.bandwidth_efficiency / 1.25, rel=1e-6)
+    assert result.factors["layer_overhead_s"] == pytest.approx(default.layer_overhead_s * 1.25, rel=1e-6)
+    assert result.after["tpot"]["max_ape"] < 1e-6
+
+
+def test_points_the_defaults_already_predict_keep_the_defaults(tmp_path, capsys):
+    # Measured with the default factors themselves: every fit held out is at best as good
+    # as the defaults (a scale of exactly 1), so the tie goes to the defaults, nothing is
+    # fitted, and the command says so rather than "too few points".
+    f = tmp_path / "m.csv"
+    _measured_with(f, lambda d: {})
+    (result,) = fit(read_csv(f), default_catalog())
+    assert result.tpot_method == "defaults" and result.factors == {}
+    assert main(["calibrate", str(f), "-o", str(tmp_path / "c.yaml")]) == 2
+    io = capsys.readouterr()
+    assert "TPOT fit: defaults" in io.out and "the defaults predict these points best held out" in io.err
+
+
+def test_the_file_records_which_tpot_fit_was_kept(tmp_path):
+    f = tmp_path / "m.csv"
+    synthetic(f)
+    out = tmp_path / "cal.yaml"
+    assert main(["calibrate", str(f), "-o", str(out)]) == 0
+    import yaml
+
+    (entry,) = yaml.safe_load(out.read_text())["calibration"]
+    assert entry["tpot_fit"] == "line"  # TRUE's factors are the line's own shape
