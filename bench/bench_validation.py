@@ -57,6 +57,7 @@ from solver.optimise.calibrate import (  # noqa: E402
     MIN_TTFT_POINTS,
     TpotRow,
     choose_tpot_fit,
+    choose_ttft_fit,
     decode_xy,
     fit_prefill,
     prefill_xy,
@@ -111,13 +112,16 @@ def loo_factors(points, skip, predicted: dict) -> dict | None:
             if xy is not None:
                 xs.append(xy[0])
                 ys.append(meas_s - xy[1])
+                defaults = ev.deployment.factors
             continue
         xy = decode_xy(ev)
         if xy is not None:
             rows.append(TpotRow(xy[0], xy[1], ev.estimates.decode.tpot_s - xy[1], meas_s))
             defaults = ev.deployment.factors
     if want[0] == "ttft":
-        return fit_prefill(xs, ys) if len(xs) >= MIN_TTFT_POINTS else None
+        if len(xs) < MIN_TTFT_POINTS or defaults is None:
+            return None
+        return dict(fit_prefill(xs, ys)) if choose_ttft_fit(xs, ys, defaults.compute_efficiency)[0] == "utilisation" else {}
     if len(rows) < MIN_TPOT_POINTS or defaults is None:
         return None
     return dict(tpot_factors(choose_tpot_fit(rows)[0], rows, defaults))
@@ -328,8 +332,8 @@ def main() -> None:
             continue
         p = by_id[pid]
         f = loo_factors(chosen, p, ours)
-        if f:
-            got = predict(p, f)
+        if f is not None:  # {}: the calibration kept the defaults
+            got = predict(p, f) if f else _pred
             if got is not None:
                 calibrated[pid] = got
     theirs = peer(by_id, ours)

@@ -53,6 +53,7 @@ class CalibrationEntry(_Strict):
     ttft_points: Annotated[int, POINTS] | None = None
     tpot_fit: Literal["defaults", "scale", "line"] | None = None
     """Which TPOT fit `plan-opt calibrate` kept (absent in files older than 2026-12-03)."""
+    ttft_fit: Literal["defaults", "utilisation"] | None = None
     residuals: Bands = Bands()
     source: str | None = None
     as_of: dt.date | str | None = None

@@ -57,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
             tried = ", ".join(f"{k} {v:.1%}" for k, v in f.tpot_held_out.items())
             kept = " (the defaults kept)" if f.tpot_method == "defaults" else ""
             print(f"  TPOT fit: {f.tpot_method}{kept}; mean error held out, each point from a fit to the others: {tried}")
+        if f.ttft_method:
+            tried = ", ".join(f"{k} {v:.1%}" for k, v in f.ttft_held_out.items())
+            kept = " (the default utilisation kept)" if f.ttft_method == "defaults" else ""
+            print(f"  TTFT fit: {f.ttft_method}{kept}; mean error held out: {tried}")
         for k, v in f.factors.items():
             print(f"  {k:<24} {v:.4g}")
         for metric in ("tpot", "ttft"):
@@ -69,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         for r in f.refused:
             print(f"  not fitted: {r}")
     if not any(f.factors for f in fits):
-        if any(f.tpot_method == "defaults" for f in fits):
+        if any("defaults" in (f.tpot_method, f.ttft_method) for f in fits):
             raise InputError(
                 "measurements", ", ".join(args.measurements), "the defaults predict these points best held out: nothing to write (see above)"
             )

@@ -74,6 +74,9 @@ class Fit:
     """The TPOT fit chosen ("scale", "line", or "defaults" when neither beat them held out)."""
     tpot_held_out: dict[str, float] = field(default_factory=dict)
     """Each candidate's mean held-out relative error over the TPOT points."""
+    ttft_method: str = ""
+    """The TTFT fit chosen ("utilisation", or "defaults")."""
+    ttft_held_out: dict[str, float] = field(default_factory=dict)
 
 
 def _evaluate(m: Measurement, catalog: Catalog, factors: Factors | None) -> Evaluation:
@@ -249,10 +252,39 @@ def _one_prompt_s(m: Measurement, ev: Evaluation) -> float:
 
 
 def fit_prefill(xs: list[float], ys: list[float]) -> FittedFactors:
-    """y = x / compute_efficiency through the origin (x: FLOPs / (tp × peak), y:
-    measured TTFT less communication, seconds)."""
-    slope = sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
-    return {"compute_efficiency": min(1.0, 1 / slope)}
+    """y = x / compute_efficiency through the origin (x: the prompt's compute time at
+    full utilisation, y: measured TTFT less the rest, seconds), by least squares on the
+    relative errors so a long prompt does not outweigh a short one; {} when no point has
+    time beyond its rest."""
+    a = [x / y for x, y in zip(xs, ys) if y > 0]
+    if not a:
+        return {}
+    return {"compute_efficiency": max(0.01, min(1.0, sum(v * v for v in a) / sum(a)))}
+
+
+TTFT_FITS = ("defaults", "utilisation")
+
+
+def choose_ttft_fit(xs: list[float], ys: list[float], default_efficiency: float) -> tuple[str, dict[str, float]]:
+    """The default utilisation or one fitted to the user's prompts, whichever predicts
+    each point better from a fit to the others (mean relative error; the defaults on a
+    tie): one odd prompt among few otherwise sets the utilisation of them all."""
+    held_out: dict[str, float] = {}
+    for method in TTFT_FITS:
+        errors = []
+        for i, (x, y) in enumerate(zip(xs, ys)):
+            if y <= 0:
+                continue
+            c = default_efficiency if method == "defaults" else fit_prefill(xs[:i] + xs[i + 1 :], ys[:i] + ys[i + 1 :]).get("compute_efficiency")
+            if c is None:
+                break
+            errors.append(abs(x / c - y) / y)
+        else:
+            if errors:
+                held_out[method] = statistics.fmean(errors)
+    if not held_out:
+        return "defaults", {}
+    return min(held_out, key=lambda k: (round(held_out[k], 12), TTFT_FITS.index(k))), held_out
 
 
 def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
@@ -321,7 +353,9 @@ def _fit_group(f: Fit, ms: list[Measurement], evs: list[Evaluation], compute_sca
         ys.append(_one_prompt_s(m, ev) - fixed)
     f.ttft_points = len(xs)
     if len(xs) >= MIN_TTFT_POINTS:
-        changes.update(fit_prefill(xs, ys))
+        f.ttft_method, f.ttft_held_out = choose_ttft_fit(xs, ys, evs[0].deployment.factors.compute_efficiency)
+        if f.ttft_method == "utilisation":
+            changes.update(fit_prefill(xs, ys))
     elif xs:
         f.refused.append(f"TTFT: {len(xs)} compute-bound point(s); at least {MIN_TTFT_POINTS} needed")
     return changes
@@ -360,6 +394,7 @@ def calibration_yaml(fits: list[Fit], source: str) -> str:
             "tpot_points": f.tpot_points,
             "ttft_points": f.ttft_points,
             **({"tpot_fit": f.tpot_method} if f.tpot_method else {}),
+            **({"ttft_fit": f.ttft_method} if f.ttft_method else {}),
             "residuals": f.after,
             "source": source,
             "as_of": dt.date.today().isoformat(),
