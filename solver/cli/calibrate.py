@@ -57,10 +57,12 @@ def run(args: argparse.Namespace) -> int:
             tried = ", ".join(f"{k} {v:.1%}" for k, v in f.tpot_held_out.items())
             kept = " (the defaults kept)" if f.tpot_method == "defaults" else ""
             print(f"  TPOT fit: {f.tpot_method}{kept}; mean error held out, each point from a fit to the others: {tried}")
-        if f.ttft_method:
+        if f.ttft_method and f.ttft_held_out:
             tried = ", ".join(f"{k} {v:.1%}" for k, v in f.ttft_held_out.items())
             kept = " (the default utilisation kept)" if f.ttft_method == "defaults" else ""
             print(f"  TTFT fit: {f.ttft_method}{kept}; mean error held out: {tried}")
+        elif f.ttft_method:
+            print("  TTFT fit: defaults (no prompt took longer than its fixed costs and communication)")
         for k, v in f.factors.items():
             print(f"  {k:<24} {v:.4g}")
         for metric in ("tpot", "ttft"):
@@ -72,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
                 )
         for r in f.refused:
             print(f"  not fitted: {r}")
+        for n in f.notes:
+            print(f"  note: {n}")
     if not any(f.factors for f in fits):
         if any("defaults" in (f.tpot_method, f.ttft_method) for f in fits):
             raise InputError(

@@ -70,6 +70,7 @@ class Fit:
     before: dict[str, dict[str, float]] = field(default_factory=dict)
     after: dict[str, dict[str, float]] = field(default_factory=dict)
     refused: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     tpot_method: str = ""
     """The TPOT fit chosen ("scale", "line", or "defaults" when neither beat them held out)."""
     tpot_held_out: dict[str, float] = field(default_factory=dict)
@@ -190,9 +191,12 @@ def fit_scale(rows: list[TpotRow]) -> float | None:
 
 
 def _line(rows: list[TpotRow]) -> FittedFactors | None:
+    """The two-parameter line, or None where the sizes do not vary or the slope is not a
+    physical efficiency (steps no longer than their rest)."""
     if len({round(r.read_s, 12) for r in rows}) < 2:
         return None
-    return fit_decode([r.read_s for r in rows], [r.measured_s - r.rest_s for r in rows])
+    line = fit_decode([r.read_s for r in rows], [r.measured_s - r.rest_s for r in rows])
+    return line if 0.01 <= line["bandwidth_efficiency"] <= 1.0 else None
 
 
 def _tpot_predicted_s(method: str, fitted_on: list[TpotRow], r: TpotRow) -> float | None:
@@ -306,7 +310,7 @@ def fit(measurements: list[Measurement], catalog: Catalog) -> list[Fit]:
         # overlap them) is first timed at the default utilisation, then at the prefill fit's.
         for _ in range(2):
             c_fit = changes.get("compute_efficiency")
-            f.refused = []
+            f.refused, f.notes = [], []
             changes = _fit_group(f, ms, evs, base.compute_efficiency / c_fit if c_fit else 1.0)
         f.factors = changes
         fitted = dataclasses.replace(base, **changes)
@@ -333,6 +337,8 @@ def _fit_group(f: Fit, ms: list[Measurement], evs: list[Evaluation], compute_sca
     if len(rows) >= MIN_TPOT_POINTS:
         f.tpot_method, f.tpot_held_out = choose_tpot_fit(rows)
         changes.update(tpot_factors(f.tpot_method, rows, evs[0].deployment.factors))
+        if f.tpot_method == "scale" and fit_scale(rows) in SCALE_RANGE:
+            f.notes.append(f"TPOT: the scale stops at its bound ({fit_scale(rows):g}); the default model does not describe these steps")
     elif rows:
         f.refused.append(f"TPOT: {len(rows)} bandwidth-bound point(s); at least {MIN_TPOT_POINTS} needed to fit one and check it on the others")
     # TTFT: compute-bound prefill.

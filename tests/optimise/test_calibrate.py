@@ -11,7 +11,7 @@ import pytest
 from solver.catalog import default_catalog
 from solver.cli.main import main
 from solver.errors import InputError
-from solver.optimise.calibrate import fit
+from solver.optimise.calibrate import TpotRow, fit, fit_scale
 from solver.spec.measurements import read_csv
 from tests.conftest import build
 
@@ -290,3 +290,16 @@ def test_the_file_records_which_tpot_fit_was_kept(tmp_path):
 
     (entry,) = yaml.safe_load(out.read_text())["calibration"]
     assert (entry["tpot_fit"], entry["ttft_fit"]) == ("line", "utilisation")  # TRUE's factors are the line's own shape
+
+
+def test_a_scale_beyond_its_bound_stops_there_and_the_line_takes_over(tmp_path):
+    # Steps 30 times what the default's reads and fixed costs take. The scale stops at 10
+    # (SCALE_RANGE), so held out it predicts each about 1 - 10/30 = 2/3 too fast; the
+    # line, free of the bound, does far better and is kept.
+    fixed = ("step_overhead_s", "layer_overhead_s", "tp_rank_overhead_s", "sequence_overhead_s", "expert_layer_overhead_s")
+    f = tmp_path / "m.csv"
+    _measured_with(f, lambda d: {"bandwidth_efficiency": d.bandwidth_efficiency / 30, **{k: getattr(d, k) * 30 for k in fixed}})
+    (result,) = fit(read_csv(f), default_catalog())
+    assert result.tpot_held_out["scale"] == pytest.approx(2 / 3, abs=0.01)
+    assert result.tpot_method == "line" and result.tpot_held_out["line"] < 0.1
+    assert fit_scale([TpotRow(read_s=0.004, rest_s=0.001, default_s=0.005, measured_s=0.151)]) == 10.0  # 150 / 5 = 30, at the bound
