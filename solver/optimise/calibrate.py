@@ -214,6 +214,8 @@ def choose_tpot_fit(rows: list[TpotRow]) -> tuple[str, dict[str, float]]:
     fit to the others (leave-one-out), and every candidate's error; the defaults on a tie."""
     held_out: dict[str, float] = {}
     for method in TPOT_FITS:
+        if method != "defaults" and _tpot_predicted_s(method, rows, rows[0]) is None:
+            continue  # no fit on all the points, whatever the subsets allow
         errors = []
         for i, r in enumerate(rows):
             got = _tpot_predicted_s(method, rows[:i] + rows[i + 1 :], r)
