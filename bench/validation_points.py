@@ -71,36 +71,63 @@ def source_key(p: dict) -> str:
     return url
 
 
+ERA_FROM = {"llama.cpp": "2025-01-01"}
+"""Builds of an engine from this date on are a stratum of their own when a batch's new
+sources are dealt (see assign_split): llama.cpp's fit half held one 2024 campaign
+(XiongjieDai's tables, build 2824) and dealing by engine alone sent every newer
+llama.cpp source to the test half until the halves' counts met."""
+STRATA_FROM = "2026-12-03"
+"""The first batch dealt by stratum (ERA_FROM) rather than by engine; earlier batches
+keep the sides the engine-wide rule gave them."""
+
+
+def stratum(p: dict) -> str:
+    """The engine, and for one in ERA_FROM whether its build is from that date on."""
+    engine = ENGINE.get(p.get("engine"), p.get("engine") or "?")
+    if engine in ERA_FROM:
+        return f"{engine} {'from' if str(p.get('as_of', '')) >= ERA_FROM[engine] else 'before'} {ERA_FROM[engine]}"
+    return engine
+
+
 def assign_split(points: list[dict]) -> dict[str, str]:
     """source → 'fit' or 'test'. Points are added in batches (`added:`, the date a batch
     joined the file; the first batch has none), and each batch's new sources are dealt on
     top of the halves the earlier batches left, so a source's side never changes once
-    recorded. Within each engine, a batch's new sources are taken largest first and each
-    goes to the half that leaves the two halves' counts per metric closest (ties to fit),
-    so both halves hold every engine and metric. Ties in size are broken by the source's
-    address. Sources of runs out of scope are never fitted (test)."""
+    recorded. Within each engine (from batch STRATA_FROM on, each stratum: an engine's
+    builds before and from its ERA_FROM date apart), a batch's new sources are taken
+    largest first and each goes to the half that leaves the two halves' counts per metric
+    closest (ties to fit), so both halves hold every engine and metric. Ties in size are
+    broken by the source's address. Sources of runs out of scope are never fitted (test)."""
     split: dict[str, str] = {}
-    halves: dict[str, dict[str, dict[str, int]]] = {}  # engine → half → metric → count
+    halves: dict[str, dict[str, dict[str, int]]] = {}  # stratum → half → metric → count
     for batch in sorted({str(p.get("added") or "") for p in points}):
         mine = [p for p in points if str(p.get("added") or "") == batch]
+        by_stratum = batch >= STRATA_FROM
         counts: dict[str, dict[str, int]] = {}
-        engine_of: dict[str, str] = {}
+        group_of: dict[str, str] = {}
         for p in mine:
             src = source_key(p)
             if out_of_scope(p):
                 split.setdefault(src, "test")
                 continue
-            engine = ENGINE.get(p.get("engine"), p.get("engine") or "?")
             if src in split:  # a source an earlier batch placed keeps its side
-                h = halves.setdefault(engine, {"fit": {}, "test": {}})[split[src]]
+                h = halves.setdefault(stratum(p), {"fit": {}, "test": {}})[split[src]]
                 h[p["metric"]] = h.get(p["metric"], 0) + 1
                 continue
             counts.setdefault(src, {})
             counts[src][p["metric"]] = counts[src].get(p["metric"], 0) + 1
-            engine_of.setdefault(src, engine)
-        for engine in sorted(set(engine_of.values())):
-            sources = sorted((s for s in counts if engine_of[s] == engine), key=lambda s: (-sum(counts[s].values()), s))
-            these = halves.setdefault(engine, {"fit": {}, "test": {}})
+            engine = ENGINE.get(p.get("engine"), p.get("engine") or "?")
+            group_of.setdefault(src, stratum(p) if by_stratum else engine)
+        for group in sorted(set(group_of.values())):
+            sources = sorted((s for s in counts if group_of[s] == group), key=lambda s: (-sum(counts[s].values()), s))
+            # the halves this group is balanced on: its stratum's, or (before STRATA_FROM)
+            # every stratum of its engine summed, which is what the engine-wide rule counted
+            members = [k for k in halves if k == group or (not by_stratum and k.split(" ")[0] == group)]
+            these: dict[str, dict[str, int]] = {"fit": {}, "test": {}}
+            for k in members:
+                for side in ("fit", "test"):
+                    for m, n in halves[k][side].items():
+                        these[side][m] = these[side].get(m, 0) + n
 
             def imbalance(side: str, src: str, these=these, counts=counts) -> int:
                 after = {h: dict(c) for h, c in these.items()}
@@ -114,6 +141,12 @@ def assign_split(points: list[dict]) -> dict[str, str]:
                 split[src] = side
                 for m, n in counts[src].items():
                     these[side][m] = these[side].get(m, 0) + n
+            for p in mine:  # the placed sources' points, counted where they were dealt
+                src = source_key(p)
+                if src in counts and group_of[src] == group and not out_of_scope(p):
+                    own = stratum(p) if by_stratum or stratum(p).split(" ")[0] == group else group
+                    h = halves.setdefault(group if by_stratum else own, {"fit": {}, "test": {}})[split[src]]
+                    h[p["metric"]] = h.get(p["metric"], 0) + 1
         for p in mine:
             split.setdefault(source_key(p), "test")
     return split

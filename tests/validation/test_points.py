@@ -85,6 +85,31 @@ def test_a_later_batch_is_dealt_on_top_and_never_moves_a_recorded_side():
     assert vp.assign_split(later) == {"https://x/a": "fit", "https://x/b": "test", "https://x/c": "test"}
 
 
+def test_from_its_strata_batch_a_newer_llama_cpp_build_is_dealt_against_its_own_era():
+    # Batch one, dealt by engine: a (6 TPOT, a 2024 build) goes to fit (a tie); b (2, a 2025
+    # build) to test (fit would leave |8 - 0| = 8 apart, test |6 - 2| = 4). A new source c
+    # (2, a 2025 build) in a batch from STRATA_FROM on is balanced within the 2025 builds:
+    # fit |2 - 2| = 0 against test |0 - 4| = 4, so fit, where by engine it would go to
+    # test (|8 - 2| = 6 against |6 - 4| = 2).
+    def pts(src, n, as_of, added=None):
+        return [
+            {
+                "id": f"{src}-{i}",
+                "engine": "llama.cpp",
+                "metric": "decode_tpot_batch1",
+                "source": f"https://x/{src} q",
+                "as_of": as_of,
+                **({"added": added} if added else {}),
+            }
+            for i in range(n)
+        ]
+
+    first = pts("a", 6, "2024-05-10") + pts("b", 2, "2025-06-01")
+    assert vp.assign_split(first) == {"https://x/a": "fit", "https://x/b": "test"}
+    assert vp.assign_split(first + pts("c", 2, "2025-07-01", "2026-12-02"))["https://x/c"] == "test"
+    assert vp.assign_split(first + pts("c", 2, "2025-07-01", vp.STRATA_FROM))["https://x/c"] == "fit"
+
+
 def test_a_ttft_through_an_http_server_is_told_from_a_session_benchmark():
     served = {"metric": "ttft", "engine": "vllm", "conditions": {"concurrency": 1}}
     session = {"metric": "ttft", "engine": "trtllm", "conditions": {"benchmark": "gptSessionBenchmark (no server)"}}
