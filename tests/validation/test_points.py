@@ -110,6 +110,29 @@ def test_from_its_strata_batch_a_newer_llama_cpp_build_is_dealt_against_its_own_
     assert vp.assign_split(first + pts("c", 2, "2025-07-01", vp.STRATA_FROM))["https://x/c"] == "fit"
 
 
+def test_a_llama_cpp_run_on_vulkan_is_not_scored_its_cuda_twin_is():
+    # plan-opt plans llama.cpp's CUDA, ROCm and Metal builds; a Vulkan run is another
+    # backend's kernels (1.8x slower than ROCm's on the same RX 6800 XT prompt, PR #2059).
+    def run(backend):
+        return {
+            "id": "x",
+            "engine": "llama.cpp",
+            "metric": "decode_tpot_batch1",
+            "model": "llama-3.1-8b",
+            "gpu": "rtx-3090",
+            "tp": 1,
+            "count": 1,
+            "weights": "q4_0",
+            "conditions": {"batch": 1, "output_tokens": 128, "backend": backend},
+            "measured": {"value": 100.0, "unit": "tokens_per_s"},
+            "source": "https://x/a q",
+            "as_of": "2025-06-01",
+        }
+
+    assert vp.out_of_reach(run("Vulkan")) == "llama.cpp Vulkan backend (plans are CUDA, ROCm, Metal)"
+    assert vp.out_of_reach(run("CUDA")) is None
+
+
 def test_a_ttft_through_an_http_server_is_told_from_a_session_benchmark():
     served = {"metric": "ttft", "engine": "vllm", "conditions": {"concurrency": 1}}
     session = {"metric": "ttft", "engine": "trtllm", "conditions": {"benchmark": "gptSessionBenchmark (no server)"}}
