@@ -39,6 +39,9 @@ class Engine:
     source: str
     as_of: dt.date
     aliases: tuple[str, ...] = ()
+    weights_container: Literal["safetensors", "gguf"] = "safetensors"
+    """The files it reads weights from: a model's checkpoint layouts in that container
+    are the ones its plans weigh (Model.checkpoints)."""
     runs_on: tuple[str, ...] = ()
     """Device vendors the engine has a backend for (empty: any)."""
     runs_on_source: str = ""

@@ -34,6 +34,12 @@ class CheckpointLayout:
     sixteen_bit: tuple[TensorGroup, ...] = ()
     sixteen_bit_layers: NonNegInt = 0
     """Whole transformer blocks kept in 16-bit (the first and last ones)."""
+    eight_bit: tuple[TensorGroup, ...] = ()
+    """Groups stored in GGUF Q8_0 (34 bytes a block of 32 values), as llama.cpp's own
+    conversion of gpt-oss keeps every tensor but the experts."""
+    container: Literal["safetensors", "gguf"] = "safetensors"
+    """The files this layout describes: an engine that reads GGUF (llama.cpp) takes a
+    format's gguf layout where one is listed, every other engine the safetensors one."""
     hf_ids: tuple[str, ...] = ()
     """The published checkpoints stored this way. Another checkpoint in the same format
     (`overrides.model.checkpoint`: NVIDIA's ModelOpt, AMD's Quark) stores every linear
@@ -131,6 +137,8 @@ class Model:
         if self.sliding_layers and self.sliding_window is None:
             raise ValueError("sliding_layers needs sliding_window")
         for layout in self.checkpoints:
+            if set(layout.sixteen_bit) & set(layout.eight_bit):
+                raise ValueError(f"checkpoints[{layout.format}]: a group is either sixteen_bit or eight_bit, not both")
             stored = {c.hf_id for c in self.published if c.format == layout.format}
             stray = [h for h in layout.hf_ids if h not in stored]
             if stray:

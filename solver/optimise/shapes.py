@@ -181,7 +181,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
         filled, pairs = with_lengths(spec.workload, base_dir)
         spec = spec.model_copy(update={"workload": filled})
     check_work(spec, catalog)
-    model = resolve_model(spec.model, spec.overrides.model, catalog, base_dir)
+    model = resolve_model(spec.model, spec.overrides.model, catalog, base_dir, catalog.engine(spec.engine.name).weights_container)
     mo = spec.overrides.model
     shares = spec.overrides.precision.model_dump(exclude_none=True)  # every weight format's kernel shares
     for name in list(spec.inventory) + list(spec.overrides.gpus):

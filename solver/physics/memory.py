@@ -20,6 +20,8 @@ from solver.catalog import Model, Precision
 from solver.physics.deployment import Deployment, Workload, shared_kv_tokens
 
 BYTES_16BIT = 2.0
+BYTES_Q8_0 = 34 / 32
+"""GGUF Q8_0: 32 int8 values and one FP16 scale a block (ggml block_q8_0)."""
 
 
 _GROUPS: dict[tuple[int, int], tuple[Model, Precision, dict[str, float]]] = {}
@@ -50,10 +52,13 @@ def _group_weights_bytes(model: Model, precision: Precision) -> dict[str, float]
     sixteen: set[str] = set(layout.sixteen_bit) if layout else set()
     if precision.keeps_embeddings_16bit:
         sixteen |= {"embeddings", "lm_head"}
+    eight: set[str] = set(layout.eight_bit) if layout else set()
     whole = min(1.0, (layout.sixteen_bit_layers if layout else 0) / model.num_layers)
     out: dict[str, float] = {}
     for group, params in model.param_groups().items():
-        if group in sixteen:
+        if group in eight:
+            out[group] = params * BYTES_Q8_0
+        elif group in sixteen:
             out[group] = params * BYTES_16BIT
         elif group in ("attention", "mlp", "experts"):
             out[group] = params * (whole * BYTES_16BIT + (1 - whole) * bpv)
@@ -72,9 +77,11 @@ def sixteen_bit_bytes(model: Model, precision: Precision, skip: tuple[str, ...] 
     by 16-bit kernels."""
     groups = group_weights_bytes(model, precision)
     bpv = precision.bytes_per_value
+    layout = model.checkpoint(precision.name)
+    eight = set(layout.eight_bit) if layout else set()
     total = 0.0
     for group, params in model.param_groups().items():
-        if group in skip or not params:
+        if group in skip or not params or group in eight:  # Q8_0: read by the quantised kernels
             continue
         if bpv >= BYTES_16BIT:
             total += groups[group]

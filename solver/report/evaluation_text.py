@@ -196,7 +196,12 @@ def render_text(ev: Evaluation) -> str:
         wdesc = f"{_gb(mem.model_weights_bytes)} given"
     else:
         wdesc = f"{m.total_params / 1e9:,.2f} B params × {d.weights.bytes_per_value:.4g} B/param"
-        if d.weights.keeps_embeddings_16bit:
+        layout = m.checkpoint(d.weights.name)
+        if layout is not None and layout.eight_bit:  # a GGUF conversion's Q8_0 tensors
+            wdesc += f" ({', '.join(layout.eight_bit)} Q8_0)"
+        elif layout is not None and layout.sixteen_bit:
+            wdesc += f" ({', '.join(layout.sixteen_bit)} 16-bit)"
+        elif d.weights.keeps_embeddings_16bit:
             wdesc += " (embeddings 16-bit)"
     if d.dp_ep:
         wdesc += f": the routed experts / EP {d.tp}, the rest whole on each GPU"

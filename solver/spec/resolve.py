@@ -47,9 +47,10 @@ def _resolve_model(name: str, catalog: Catalog, base_dir: Path | None) -> Model:
     return catalog.model(name)
 
 
-def resolve_model(name: str, overrides: ModelOverrides, catalog: Catalog, base_dir: Path | None) -> Model:
-    """The model by name or config.json, with the spec's parameter counts applied."""
-    model = _resolve_model(name, catalog, base_dir)
+def resolve_model(name: str, overrides: ModelOverrides, catalog: Catalog, base_dir: Path | None, container: str = "safetensors") -> Model:
+    """The model by name or config.json, as the engine's files (`container`) store it,
+    with the spec's parameter counts applied."""
+    model = stored_in(_resolve_model(name, catalog, base_dir), container)
     mo = overrides
     if mo.checkpoint is not None:
         model = served_checkpoint(model, mo.checkpoint)
@@ -73,6 +74,19 @@ def resolve_model(name: str, overrides: ModelOverrides, catalog: Catalog, base_d
             field, value, f"{model.name} is a mixture of experts: its active parameters ({active:,}) must be fewer than its total ({total:,})"
         )
     return dataclasses.replace(model, total_params=total, active_params=active)
+
+
+def stored_in(model: Model, container: str) -> Model:
+    """The model with, per weight format, the checkpoint layouts of the engine's
+    container where the catalog lists one (llama.cpp's GGUF conversion of gpt-oss stores
+    what the safetensors checkpoint keeps in BF16 as Q8_0), else the other container's."""
+    kept = tuple(
+        c
+        for f in sorted({c.format for c in model.checkpoints})
+        for mine in [[c for c in model.checkpoints if c.format == f and c.container == container]]
+        for c in (mine or [c for c in model.checkpoints if c.format == f])
+    )
+    return model if kept == model.checkpoints else dataclasses.replace(model, checkpoints=kept)
 
 
 def served_checkpoint(model: Model, hf_id: str) -> Model:
@@ -194,7 +208,7 @@ def apply_factors(factors: Factors, *layers: FactorsIn) -> Factors:
 
 
 def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) -> tuple[Deployment, Workload, Targets]:
-    model = resolve_model(inp.model, inp.overrides.model, catalog, base_dir)
+    model = resolve_model(inp.model, inp.overrides.model, catalog, base_dir, catalog.engine(inp.engine.name).weights_container)
     mo = inp.overrides.model
     try:
         device = override_device(catalog.device(inp.hardware.gpu), inp.overrides.gpu)

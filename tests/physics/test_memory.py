@@ -170,6 +170,21 @@ def test_mixed_precision_checkpoint_keeps_its_16bit_groups(catalog):
     assert weights_bytes(m, p) == pytest.approx(expected)
 
 
+def test_llama_cpp_weighs_gpt_oss_as_its_gguf_stores_it_other_engines_as_the_safetensors(build_deployment):
+    # llama-bench prints "gpt-oss 20B MXFP4 MoE | 11.27 GiB | 20.91 B" for llama.cpp's own
+    # GGUF (ggml-org/llama.cpp PR #16991); the safetensors checkpoint keeps all but the
+    # experts in BF16. Experts: 24 layers x 32 x 3 matrices of 2880 x 2880 (+ biases), at
+    # 4.25 bits; the rest at Q8_0's 34 bytes a block of 32 (GGUF) or at 2 bytes (BF16).
+    gguf, _, _ = build_deployment("gpt-oss-20b", "rtx-4090", weights="mxfp4", kv="fp16", engine="llama.cpp", context=4096, output=256)
+    hf, _, _ = build_deployment("gpt-oss-20b", "h100-sxm", weights="mxfp4", kv="fp16", engine="vllm", context=4096, output=256)
+    experts = gguf.model.param_groups()["experts"]
+    assert experts == pytest.approx(24 * 32 * 3 * 2880 * 2880, rel=1e-3)
+    rest = gguf.model.total_params - experts
+    assert weights_bytes(gguf.model, gguf.weights) == pytest.approx(experts * 4.25 / 8 + rest * 34 / 32)
+    assert weights_bytes(gguf.model, gguf.weights) / 2**30 == pytest.approx(11.27, rel=0.01)  # the measured file
+    assert weights_bytes(hf.model, hf.weights) == pytest.approx(experts * 4.25 / 8 + rest * 2)
+
+
 def test_max_batch_and_context_fill_the_room_left(build_deployment):
     over = {
         "model": {"total_params": 8e9},
