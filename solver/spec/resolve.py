@@ -50,10 +50,11 @@ def _resolve_model(name: str, catalog: Catalog, base_dir: Path | None) -> Model:
 def resolve_model(name: str, overrides: ModelOverrides, catalog: Catalog, base_dir: Path | None, container: str = "safetensors") -> Model:
     """The model by name or config.json, as the engine's files (`container`) store it,
     with the spec's parameter counts applied."""
-    model = stored_in(_resolve_model(name, catalog, base_dir), container)
+    model = _resolve_model(name, catalog, base_dir)
     mo = overrides
-    if mo.checkpoint is not None:
+    if mo.checkpoint is not None:  # the named checkpoint's layout, whatever the container
         model = served_checkpoint(model, mo.checkpoint)
+    model = stored_in(model, container)
     if mo.total_params is None and mo.active_params is None:
         return model
     total = int(mo.total_params if mo.total_params is not None else model.total_params)

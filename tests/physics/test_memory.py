@@ -183,6 +183,12 @@ def test_llama_cpp_weighs_gpt_oss_as_its_gguf_stores_it_other_engines_as_the_saf
     assert weights_bytes(gguf.model, gguf.weights) == pytest.approx(experts * 4.25 / 8 + rest * 34 / 32)
     assert weights_bytes(gguf.model, gguf.weights) / 2**30 == pytest.approx(11.27, rel=0.01)  # the measured file
     assert weights_bytes(hf.model, hf.weights) == pytest.approx(experts * 4.25 / 8 + rest * 2)
+    # a checkpoint the spec names is weighed as stored, whichever engine reads it
+    named = {"model": {"checkpoint": "openai/gpt-oss-20b"}}
+    as_named, _, _ = build_deployment(
+        "gpt-oss-20b", "rtx-4090", weights="mxfp4", kv="fp16", engine="llama.cpp", context=4096, output=256, overrides=named
+    )
+    assert weights_bytes(as_named.model, as_named.weights) == pytest.approx(experts * 4.25 / 8 + rest * 2)
 
 
 def test_max_batch_and_context_fill_the_room_left(build_deployment):
