@@ -197,12 +197,14 @@ def render_text(ev: Evaluation) -> str:
     else:
         wdesc = f"{m.total_params / 1e9:,.2f} B params × {d.weights.bytes_per_value:.4g} B/param"
         layout = m.checkpoint(d.weights.name)
-        if layout is not None and layout.eight_bit:  # a GGUF conversion's Q8_0 tensors
-            wdesc += f" ({', '.join(layout.eight_bit)} Q8_0)"
-        elif layout is not None and layout.sixteen_bit:
-            wdesc += f" ({', '.join(layout.sixteen_bit)} 16-bit)"
-        elif d.weights.keeps_embeddings_16bit:
-            wdesc += " (embeddings 16-bit)"
+        eight = list(layout.eight_bit) if layout else []  # a GGUF conversion's Q8_0 tensors
+        sixteen = list(layout.sixteen_bit) if layout else []
+        if d.weights.keeps_embeddings_16bit:
+            sixteen += [g for g in ("embeddings", "lm_head") if g not in sixteen]
+        sixteen = [g for g in sixteen if g not in eight]  # as memory weighs them
+        kept = [f"{', '.join(groups)} {name}" for groups, name in ((sixteen, "16-bit"), (eight, "Q8_0")) if groups]
+        if kept:
+            wdesc += f" ({'; '.join(kept)})"
     if d.dp_ep:
         wdesc += f": the routed experts / EP {d.tp}, the rest whole on each GPU"
     else:
