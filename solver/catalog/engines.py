@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from annotated_types import Gt, Lt
 
 from solver.catalog.devices import Device
-from solver.catalog.factors import FactorOverrides
+from solver.catalog.factors import FactorOverrides, SmallOverhead
 from solver.catalog.types import (
     FORBID,
     Count,
@@ -71,6 +71,10 @@ class Engine:
     split_mode: Literal["layer", "row"] | None = None
     """llama.cpp over several GPUs: whole layers per GPU, run one after another
     (layer, the default) or each matrix split by rows (row)."""
+    row_split_peer_issue_s: SmallOverhead = 0.0
+    """Row split: the host's time to hand one GPU beyond the main one its part of one
+    weight matrix (the runtime calls ggml-cuda issues per peer, per matmul)."""
+    row_split_source: str = ""
     running_limit: Literal["max_num_seqs", "kv_half_pool"] = "max_num_seqs"
     """What bounds the sequences the scheduler runs at once, unless the spec sets
     max_num_seqs: max_num_seqs itself, or (SGLang's max_running_requests) half the KV

@@ -256,7 +256,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
         if engine.runs_on and device.vendor not in engine.runs_on:
             excluded[device.name] = f"{engine.display_name} has no backend for {device.vendor} devices (it runs on {', '.join(engine.runs_on)})"
             continue
-        check_engine_fits(engine, w.context_tokens, 1, 1)
+        check_engine_fits(engine, w.context_tokens, 1, 1, model)
         factors = _factors(device, engine, spec, catalog)
         splits_seen: set[tuple] = set()
         # With a speculative section, each split with the draft and without (search.speculative).

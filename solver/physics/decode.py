@@ -358,10 +358,10 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         routed_weight_bytes=routed / d.tp,
         num_experts=m.num_experts,
         experts_per_token=m.experts_per_token,
-        kv_bytes_per_sequence=kv_bytes_per_sequence(m, d.kv, context_tokens) * (1 / d.tp if d.dp_ep else kv_shard_fraction(m, d.tp)),
+        kv_bytes_per_sequence=kv_bytes_per_sequence(m, d.kv, context_tokens) * (1 / d.tp if d.dp_ep else kv_shard_fraction(m, d.kv_ranks)),
         # under expert parallelism the step waits for the busiest GPU's experts
         linear_flops_per_sequence=2.0 * (m.active_params + routed_active_params(m) * (expert_imbalance(d) - 1)) / d.tp,
-        attention_flops_per_sequence=attention_flops_per_token(d, context_tokens) / d.tp,
+        attention_flops_per_sequence=attention_flops_per_token(d, context_tokens) / d.kv_ranks,
         bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,
         bandwidth_efficiency=d.factors.bandwidth_efficiency,
         matmul_flops_per_s=matmul_flops_per_s(d.device, d.weights, d.engine),

@@ -143,6 +143,17 @@ class Deployment:
         return self.parallelism in ("dp_ep", "tp_ep")
 
     @property
+    def row_split(self) -> bool:
+        """llama.cpp's --split-mode row over several GPUs: every weight matrix split by
+        rows; the KV cache, attention and the small tensors on the main GPU alone."""
+        return self.engine is not None and self.engine.split_mode == "row" and self.tp > 1
+
+    @property
+    def kv_ranks(self) -> int:
+        """GPUs the KV cache and attention are shared over: 1 under row split, else tp."""
+        return 1 if self.row_split else self.tp
+
+    @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.replicas
 

@@ -17,6 +17,11 @@ TensorRT-LLM pick alike), each a fixed latency plus bytes over a bandwidth:
 - without PCIe peer access (GeForce cards) NCCL's ring bounces every hop through host
   memory: each byte crosses PCIe twice, and the hop pays the host-staged latency.
 
+llama.cpp's --split-mode row all-reduces nothing: each weight matrix is split by rows,
+and for every matrix (in chunks of 128 tokens) the main GPU sends the activations to
+each other GPU and gathers their rows of the result (ggml-cuda's ggml_cuda_op_mul_mat);
+`row_split_transfers`.
+
 Within one algorithm the time is linear in the message, so linear in tokens;
 `comm_segments` gives the pieces over the token counts where each applies.
 """
@@ -26,7 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.catalog import TP_SIZES_WITH_CUSTOM_ALLREDUCE
+from solver.catalog import TP_SIZES_WITH_CUSTOM_ALLREDUCE, Model
 from solver.catalog.topology import Ring, tp_ring
 from solver.physics.deployment import Deployment
 
@@ -48,6 +53,14 @@ NVLS_MIN_TP = 6
 its two-shot kernel for 2 and 4 (vLLM PR #20759)."""
 HOST_STAGED_CROSSINGS = 2
 """A hop through host memory: device → host, then host → device."""
+ROW_SPLIT_CHUNK_TOKENS = 128
+"""ggml-cuda's MUL_MAT_SRC1_COL_STRIDE: under row split a matmul runs over its tokens
+128 at a time, each chunk handed to every GPU in turn."""
+Q8_1_BYTES_PER_VALUE = 36 / 32
+"""The activations a quantised matmul reads, as ggml's block_q8_1 (32 int8 values, an
+fp16 scale and an fp16 sum): what row split copies to the other GPUs."""
+F32_BYTES = 4
+"""Activations of a 16-bit matmul, and every matmul's output, are fp32 in ggml."""
 
 
 @dataclass(frozen=True)
@@ -181,7 +194,45 @@ def _pp_link(d: Deployment) -> tuple[float, float]:
 
 
 def _count(d: Deployment) -> int:
+    if d.row_split:
+        return 0
     return ALLREDUCES_PER_LAYER * d.model.num_layers if d.tp > 1 and not d.dp_ep else 0
+
+
+def row_split_matrices(m: Model) -> tuple[tuple[int, int], ...]:
+    """(inputs, outputs) of each weight matrix of one layer of a dense model as llama.cpp
+    multiplies them: Q, K, V, output, then the MLP's up (and gate) and down."""
+    q, kv, h, i = m.num_attention_heads * m.head_dim, m.num_kv_heads * m.head_dim, m.hidden_size, m.intermediate_size
+    mlp_per_layer = m.param_groups()["mlp"] / m.num_layers
+    gated = mlp_per_layer > 2.5 * h * i  # gate, up and down: 3·h·I; up and down: 2·h·I
+    return ((h, q), (h, kv), (h, kv), (q, h)) + ((h, i),) * (2 if gated else 1) + ((i, h),)
+
+
+def _row_split_name(d: Deployment) -> str:
+    return "row split, peer copies" if has_peer_access(d, ring_for(d)) else "row split via host memory"
+
+
+def row_split_transfers(d: Deployment) -> tuple[float, float]:
+    """(seconds per 128-token chunk, seconds per token) of llama.cpp's row split in one
+    pass. Per matrix and chunk the host sets each other GPU going in turn
+    (Engine.row_split_peer_issue_s each), and the chain of one copy in and one copy back
+    pays two hops' latency — host-staged without peer access; per token the main GPU's
+    link carries every other GPU's activations in and rows of the result out, twice
+    (there and back through host memory) without peer access."""
+    t, m = d.tp, d.model
+    if not d.row_split:
+        return 0.0, 0.0
+    ring = ring_for(d)
+    peer = has_peer_access(d, ring)
+    hop = ring.hop_latency_s if peer else (d.platform.allreduce.host_staged_hop_latency_s or HOST_STAGED_CROSSINGS * ring.hop_latency_s)
+    crossings = 1 if peer else HOST_STAGED_CROSSINGS
+    issue = d.engine.row_split_peer_issue_s if d.engine is not None else 0.0
+    matrices = row_split_matrices(m)
+    calls = len(matrices) * m.num_layers
+    per_chunk = calls * (2 * hop + (t - 1) * issue)
+    act = F32_BYTES if d.weights.bits >= 16 else Q8_1_BYTES_PER_VALUE
+    per_token_bytes = m.num_layers * sum((t - 1) * n_in * act + (t - 1) / t * n_out * F32_BYTES for n_in, n_out in matrices)
+    return per_chunk, per_token_bytes * crossings / ring.bandwidth_bytes_per_s
 
 
 def all_to_all(d: Deployment) -> tuple[float, float]:
@@ -210,6 +261,10 @@ def estimate_comm(d: Deployment, tokens: float) -> CommEstimate:
     if d.dp_ep:
         fixed, per_token = all_to_all(d)
         return CommEstimate(tokens, size, 0, fixed + per_token * tokens, 0.0, "all-to-all")
+    if d.row_split:
+        per_chunk, per_token = row_split_transfers(d)
+        chunks = max(1, math.ceil(tokens / ROW_SPLIT_CHUNK_TOKENS))
+        return CommEstimate(tokens, size, 0, chunks * per_chunk + per_token * tokens, 0.0, _row_split_name(d))
     algo = allreduce_algorithm(d, size) if count else None
     tp_time = count * algo.time_s(size) if algo else 0.0
     pp_time = 0.0
@@ -228,6 +283,14 @@ def comm_segments(d: Deployment) -> tuple[CommSegment, ...]:
     if d.dp_ep:
         fixed, per_token = all_to_all(d)
         return (CommSegment(math.inf, fixed, per_token, "all-to-all"),)
+    if d.row_split:
+        # one chunk up to 128 tokens, then a chunk's cost every 128 (ceil taken as linear)
+        per_chunk, per_token = row_split_transfers(d)
+        name = _row_split_name(d)
+        return (
+            CommSegment(ROW_SPLIT_CHUNK_TOKENS, per_chunk, per_token, name),
+            CommSegment(math.inf, 0.0, per_token + per_chunk / ROW_SPLIT_CHUNK_TOKENS, name),
+        )
     pp_fixed = pp_per_token = 0.0
     if d.pp > 1:
         bandwidth, latency = _pp_link(d)

@@ -337,7 +337,7 @@ def per_gpu_kv_bytes_per_sequence(d: Deployment, tokens: int) -> float:
     every capacity (max_batch, max_concurrency, the longest context) divides by."""
     if d.dp_ep:  # each GPU holds its own sequences whole: a replica's per GPU, on average
         return kv_bytes_per_sequence(d.model, d.kv, tokens) / d.tp
-    return kv_bytes_per_sequence(d.model, d.kv, tokens) * kv_shard_fraction(d.model, d.tp) * stage_layer_fraction(d.model, d.pp)
+    return kv_bytes_per_sequence(d.model, d.kv, tokens) * kv_shard_fraction(d.model, d.kv_ranks) * stage_layer_fraction(d.model, d.pp)
 
 
 def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:

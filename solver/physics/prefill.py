@@ -92,6 +92,9 @@ class PrefillEstimate:
     dense_ranks: int = 0
     """GPUs that share the prompt's attention and dense matmuls: tp, or one under
     data-parallel attention (0: tp); the routed experts spread over tp either way."""
+    attention_ranks: int = 0
+    """GPUs that share the prompt's attention, where not dense_ranks (0): one under
+    llama.cpp's row split (its KV cache and attention on the main GPU)."""
 
     @property
     def flops(self) -> float:
@@ -105,7 +108,7 @@ class PrefillEstimate:
     @property
     def attention_flops_per_s(self) -> float:
         peak = self.attention_matmul_flops_per_s or self.matmul_flops_per_s
-        return (self.dense_ranks or self.tp) * peak * (self.attention_efficiency or self.compute_efficiency)
+        return (self.attention_ranks or self.dense_ranks or self.tp) * peak * (self.attention_efficiency or self.compute_efficiency)
 
     @property
     def _dense_share(self) -> float:
@@ -205,6 +208,7 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         cached_tokens=cached,
         draft_flops=linear_flops(d.speculation.draft_active_params, new) if d.speculation else 0.0,
         dense_ranks=1 if d.dp_ep else d.tp,
+        attention_ranks=d.kv_ranks if d.row_split else 0,
     )
 
 

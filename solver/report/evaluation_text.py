@@ -10,6 +10,7 @@ from solver.catalog import ComputeDtype, Device
 from solver.physics.compute import matmul_share
 from solver.physics.deployment import Deployment, shared_kv_tokens
 from solver.physics.evaluate import Evaluation, Verdict
+from solver.physics.interconnect import ROW_SPLIT_CHUNK_TOKENS, row_split_matrices, row_split_transfers
 from solver.physics.memory import MemoryEstimate, kv_bytes_per_token_per_layer
 from solver.physics.prefill import PrefillEstimate
 from solver.units import GB, fmt_bytes, fmt_rate, fmt_seconds
@@ -217,6 +218,8 @@ def render_text(ev: Evaluation) -> str:
         kvdesc += f"; {m.sliding_layers} of {m.num_layers} layers keep only a {m.sliding_window}-token window"
     if d.dp_ep:
         kvdesc += f" / {d.tp} GPUs (data-parallel attention: each holds its own sequences whole)"
+    elif d.row_split:
+        kvdesc += " on the main GPU alone (llama.cpp --split-mode row keeps the KV cache there)"
     elif d.tp > 1:
         if m.attention == "mla":
             kvdesc += "; the MLA latent is replicated on every TP rank"
@@ -425,6 +428,19 @@ def render_text(ev: Evaluation) -> str:
             ("decode", f"{fmt_rate(dec.comm.allreduce_bytes, 'B')} each by {dec.comm.algorithm}  → {fmt_seconds(dec.comm.tp_time_s)} per step"),
             ("prefill", f"{fmt_rate(pre.comm.allreduce_bytes, 'B')} each by {pre.comm.algorithm}  → {fmt_seconds(pre.comm.tp_time_s)} per prompt"),
         ]
+        if d.row_split:  # no all-reduces: every matrix handed to every GPU and gathered back
+            per_chunk, per_token = row_split_transfers(d)
+            calls = len(row_split_matrices(d.model)) * d.model.num_layers
+            rows[1:] = [
+                (
+                    "row split",
+                    f"{calls:,} matrices per pass ({calls // d.model.num_layers} per layer), each in chunks of {ROW_SPLIT_CHUNK_TOKENS} tokens "
+                    f"sent to {d.tp - 1} more GPUs and gathered back ({dec.comm.algorithm})",
+                ),
+                ("", f"{fmt_seconds(per_chunk)} per chunk (hand-offs and copy latency) + {fmt_seconds(per_token)} per token (copies)"),
+                ("decode", f"→ {fmt_seconds(dec.comm.tp_time_s)} per step"),
+                ("prefill", f"→ {fmt_seconds(pre.comm.tp_time_s)} per prompt"),
+            ]
         if d.dp_ep:  # no all-reduces: a dispatch and a combine per MoE layer
             rows[1:] = [
                 ("all-to-alls", f"2 per MoE layer × {d.model.moe_layers} (dispatch and combine: the tokens to their experts and back)"),

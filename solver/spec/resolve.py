@@ -182,8 +182,9 @@ def resolve_engine(engine_in: EngineIn, catalog: Catalog, device: Device) -> Eng
     )
 
 
-def check_engine_fits(engine: Engine, workload_context_tokens: int, tp: int, pp: int) -> None:
-    """Refuse what the engine itself would refuse to start with."""
+def check_engine_fits(engine: Engine, workload_context_tokens: int, tp: int, pp: int, model: Model | None = None) -> None:
+    """Refuse what the engine itself would refuse to start with, and the one layout
+    plan-opt does not model (llama.cpp's row split of a mixture-of-experts model)."""
     if engine.max_model_len and engine.max_model_len < workload_context_tokens:
         raise InputError(
             "engine.max_model_len",
@@ -193,6 +194,14 @@ def check_engine_fits(engine: Engine, workload_context_tokens: int, tp: int, pp:
     if engine.split_mode == "row" and pp > 1:
         raise InputError(
             "hardware.pp", pp, "llama.cpp's --split-mode row splits matrices across all its GPUs; it has no pipeline stages besides (use tp)"
+        )
+    if engine.split_mode == "row" and model is not None and model.is_moe:
+        # ggml-cuda's split buffers hold 2-D matrices only (supports_op: ne[2] > 1 is refused),
+        # so the experts' 3-D tensors stay whole on the main GPU: not modelled
+        raise InputError(
+            "engine.split_mode",
+            "row",
+            f"llama.cpp keeps {model.name}'s experts whole on its main GPU under --split-mode row; plan-opt models row split for dense models only (use layer)",
         )
 
 
@@ -245,7 +254,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
     # WorkloadIn's validator derives whichever of the three token counts was left out.
     assert w.context_tokens is not None
     engine = resolve_engine(inp.engine, catalog, device)
-    check_engine_fits(engine, w.context_tokens, hw.tp, hw.pp)
+    check_engine_fits(engine, w.context_tokens, hw.tp, hw.pp, model)
     factors = apply_factors(engine_factors(catalog, device, engine, inp.sla.at), inp.overrides.factors)
 
     replicas = (hw.count // (hw.tp * hw.pp)) if hw.count else 1

@@ -9,7 +9,9 @@ import pytest
 from solver.errors import InputError
 from solver.explain.solve import solve
 from solver.physics.decode import estimate_decode
-from solver.physics.memory import activation_peak_bytes, weights_bytes
+from solver.physics.interconnect import row_split_transfers
+from solver.physics.memory import activation_peak_bytes, per_gpu_kv_bytes_per_sequence, weights_bytes
+from solver.physics.prefill import estimate_prefill
 from solver.report.deploy import emit
 from solver.report.launch import check_flags
 from solver.spec.solve_spec import parse_spec
@@ -102,6 +104,66 @@ def test_llama_cpp_splits_layers_so_a_second_gpu_adds_memory_not_speed(build_dep
     )
     assert (d2.tp, d2.pp) == (2, 1)
     assert estimate_decode(d2, w2).weights_time_s == pytest.approx(read / 2 / 936e9)
+
+
+ROW = {"name": "llama.cpp", "split_mode": "row"}
+
+
+def test_llama_cpp_row_split_hands_every_matrix_to_every_gpu_through_host_memory(build_deployment):
+    # Llama-3.1-70B Q4_K_M on four RTX 4090s (no peer access: every copy goes through
+    # host memory) with --split-mode row. Per layer llama.cpp multiplies 7 matrices
+    # (Q, K, V, O: 8,192 wide, K and V 1,024 out; gate and up 8,192 -> 28,672; down back),
+    # and for each one, per 128-token chunk, the host sets the 3 other GPUs going
+    # (14 us each, catalogs/engines.yaml) while the chain pays a copy in and a copy out
+    # (20 us each host-staged, catalogs/platforms.yaml):
+    #   560 matrices x (2 x 20 + 3 x 14) us = 45.92 ms per chunk.
+    # Per token the main GPU's PCIe (31.5 GB/s a direction) carries, twice (via host),
+    # 3 copies of the inputs in q8_1 (77,824 values x 36/32 B) and 3/4 of the fp32
+    # outputs (83,968 values x 4 B), every layer: 80 x 514,560 B x 2 / 31.5e9 = 2.614 ms.
+    d, w, _ = build_deployment("llama-3.1-70b", "rtx-4090", tp=4, users=1, prompt=1, output=128, weights="q4_k_m", kv="fp16", engine=ROW)
+    per_chunk, per_token = row_split_transfers(d)
+    assert per_chunk == pytest.approx(560 * (2 * 20e-6 + 3 * 14e-6))
+    assert per_token == pytest.approx(80 * (3 * 77_824 * 36 / 32 + 0.75 * 83_968 * 4) * 2 / 31.5e9)
+    assert estimate_decode(d, w).comm_time_s == pytest.approx(45.92e-3 + 2.614e-3, rel=1e-3)
+    # a 512-token prompt runs in 4 chunks: 4 x 45.92 ms + 512 x 2.614 ms = 1.522 s
+    d512, w512, _ = build_deployment("llama-3.1-70b", "rtx-4090", tp=4, users=1, prompt=512, output=1, weights="q4_k_m", kv="fp16", engine=ROW)
+    assert estimate_prefill(d512, w512).comm_time_s == pytest.approx(4 * 45.92e-3 + 512 * 2.614e-3, rel=1e-3)
+
+
+def test_llama_cpp_row_split_is_slower_than_layer_split_on_geforce_cards_as_measured(build_deployment):
+    # ggml-org/llama.cpp PR #19378 (JohannesGaessler, 4 x RTX 4090, 2026-02-07): llama 70B
+    # Q4_K_M tg128 17.56 t/s with -sm row against 21.23 with -sm layer (a test-split
+    # point; the row terms are priors, not fitted). Before the row terms plan-opt said
+    # row split was the faster (all-reduces at TP 4: ~28 t/s).
+    kw = dict(users=1, prompt=1, output=128, weights="q4_k_m", kv="fp16")
+    row = estimate_decode(*build_deployment("llama-3.1-70b", "rtx-4090", tp=4, engine=ROW, **kw)[:2]).tpot_s
+    layer = estimate_decode(*build_deployment("llama-3.1-70b", "rtx-4090", tp=4, engine="llama.cpp", **kw)[:2]).tpot_s
+    assert row > layer
+    assert 1 / row == pytest.approx(17.56, rel=0.2)
+
+
+def test_llama_cpp_row_split_keeps_the_kv_cache_and_attention_on_the_main_gpu(build_deployment):
+    # llama.cpp's --main-gpu holds "intermediate results and KV" under row split: the KV
+    # cache is not divided by the GPUs as TP divides it, and the main GPU reads all of it.
+    kw = dict(users=1, context=32_768, output=128, weights="q4_k_m", kv="fp16")
+    row, w, _ = build_deployment("llama-3.1-70b", "rtx-4090", tp=4, engine=ROW, **kw)
+    one, w1, _ = build_deployment("llama-3.1-70b", "rtx-a6000", tp=1, engine="llama.cpp", **kw)
+    # 80 layers x 8 KV heads x 128 x 2 (K and V) x 2 B = 327,680 B per token, all on one GPU
+    assert per_gpu_kv_bytes_per_sequence(row, 32_768) == pytest.approx(327_680 * 32_768)
+    assert estimate_decode(row, w).coefficients.kv_bytes_per_sequence == pytest.approx(estimate_decode(one, w1).coefficients.kv_bytes_per_sequence)
+
+
+def test_llama_cpp_row_split_of_a_mixture_of_experts_model_is_refused_by_name(build_deployment):
+    # ggml-cuda's split buffers hold 2-D matrices only, so the experts stay whole on the
+    # main GPU: a layout plan-opt does not model, refused rather than mis-estimated, in
+    # an evaluation and in a search alike.
+    with pytest.raises(InputError) as e:
+        build_deployment("qwen3-30b-a3b", "rtx-4090", tp=2, users=1, prompt=128, output=128, weights="q4_k_m", kv="fp16", engine=ROW)
+    assert e.value.field == "engine.split_mode" and "dense models only" in str(e.value)
+    search = {"gpus": ["rtx-4090"], "tp": [1, 2], "weights": ["q4_k_m"], "kv_cache": ["fp16"]}
+    with pytest.raises(InputError) as e:
+        solve(problem_of({**SPEC, "model": "qwen3-30b-a3b", "engine": ROW, "search": search}), explain=False)
+    assert e.value.field == "engine.split_mode"
 
 
 def test_the_405b_fp8_checkpoint_keeps_attention_and_two_blocks_in_bf16(catalog):
