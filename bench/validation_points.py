@@ -71,6 +71,21 @@ def source_key(p: dict) -> str:
     return url
 
 
+def campaign_interval(errors_by_campaign: dict[str, list[float]], draws: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """The 95 % interval of a median error over campaigns drawn again with replacement:
+    a campaign's points share its host, build and harness, so it, not the point, is the
+    unit a new measurement resembles. Seeded, so a figure quoted is reproducible."""
+    import random
+    import statistics
+
+    groups = [v for v in errors_by_campaign.values() if v]
+    if not groups:
+        raise ValueError("no campaign has an error to resample")
+    rng = random.Random(seed)
+    medians = sorted(statistics.median([e for g in rng.choices(groups, k=len(groups)) for e in g]) for _ in range(draws))
+    return medians[int(0.025 * (draws - 1))], medians[int(0.975 * (draws - 1))]
+
+
 ERA_FROM = {"llama.cpp": "2025-01-01"}
 """Builds of an engine from this date on are a stratum of their own when a batch's new
 sources are dealt (see assign_split): llama.cpp's fit half held one 2024 campaign

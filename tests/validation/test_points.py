@@ -411,3 +411,20 @@ def test_the_16_bit_prefill_share_is_one_value_fitted_on_bf16_and_fp16_prompts()
     model.values[("bf16", "sc")] = 1.0
     model.fit([("bf16", "sc")])
     assert model.value("fp16", "sc") == model.value("bf16", "sc") == pytest.approx(4 / 3, rel=0.02)
+
+
+def test_a_median_s_interval_resamples_campaigns_not_points():
+    # Five campaigns that all measure 10 % leave nothing to resample: the interval is the
+    # median itself, however many points each holds.
+    same = {f"c{i}": [0.10] * (i + 1) for i in range(5)}
+    assert vp.campaign_interval(same) == (0.10, 0.10)
+    # One campaign of 50 points at 40 % beside four of one point at 5 %: by points the
+    # median is 40 %, but a draw without that campaign (0.8^5 = 33 % of draws) has a
+    # median of 5 %, so the interval reaches down to 5 % and up to 40 %.
+    lopsided = {"big": [0.40] * 50, **{f"small{i}": [0.05] for i in range(4)}}
+    lo, hi = vp.campaign_interval(lopsided)
+    assert (lo, hi) == (0.05, 0.40)
+    # seeded: the figure quoted is the figure rerun
+    assert vp.campaign_interval(lopsided, seed=3) == vp.campaign_interval(lopsided, seed=3)
+    with pytest.raises(ValueError):
+        vp.campaign_interval({"empty": []})
