@@ -191,6 +191,20 @@ def test_llama_cpp_weighs_gpt_oss_as_its_gguf_stores_it_other_engines_as_the_saf
     assert weights_bytes(as_named.model, as_named.weights) == pytest.approx(experts * 4.25 / 8 + rest * 2)
 
 
+def test_llama_cpp_weighs_gpt_oss_120b_as_its_loader_prints_it(build_deployment):
+    # llama.cpp's loader on ggml-org/gpt-oss-120b-GGUF (issue #15253): "type q8_0: 146
+    # tensors / type mxfp4: 108 tensors ... file size = 59.02 GiB". Experts: 36 layers x
+    # 128 x 3 matrices of 2880 x 2880 at 4.25 bits; the rest at Q8_0's 34 bytes a block of
+    # 32 — within 0.5 % of the file (the router and norms are f32 there, a few MB); the
+    # safetensors layout (the rest in BF16) would be 60.7 GiB, 3 % heavy.
+    d, _, _ = build_deployment("gpt-oss-120b", "rtx-pro-6000", weights="mxfp4", kv="fp16", engine="llama.cpp", context=4096, output=256)
+    experts = d.model.param_groups()["experts"]
+    assert experts == pytest.approx(36 * 128 * 3 * 2880 * 2880, rel=1e-3)
+    rest = d.model.total_params - experts
+    assert weights_bytes(d.model, d.weights) == pytest.approx(experts * 4.25 / 8 + rest * 34 / 32)
+    assert weights_bytes(d.model, d.weights) / 2**30 == pytest.approx(59.02, rel=0.005)
+
+
 def test_max_batch_and_context_fill_the_room_left(build_deployment):
     over = {
         "model": {"total_params": 8e9},
