@@ -43,6 +43,7 @@ from validation_points import (  # noqa: E402
     kind_of,
     load_points,
     measured,
+    offset_and_shape,
     out_of_reach,
     out_of_scope,
     predict,
@@ -374,6 +375,18 @@ def main() -> None:
             lo, hi = campaign_interval(by_campaign)
             errs = [e for v in by_campaign.values() for e in v]
             print(f"  {name:<32} {len(by_campaign):>3} campaigns  {statistics.median(errs):>6.1%}  ({lo:.1%} to {hi:.1%})")
+    print("offset and shape: each campaign's median log error (its offset) and, in campaigns of 3+ points, the error left once it is removed")
+    print("  (the offset is fitted on the points themselves: the shape column bounds what a one-factor calibration could reach)")
+    for kind, name in KINDS.items():
+        if kind not in ("tpot1", "tpot", "throughput", "ttft"):
+            continue
+        logs: dict[str, list[float]] = {}
+        for pid, (a, b, k) in ours.items():
+            if k == kind:
+                logs.setdefault(source_key(by_id[pid]), []).append(math.log(a / b))
+        offsets, shape = offset_and_shape(logs)
+        if offsets:
+            print(f"  {name:<32} offsets {statistics.median(offsets):>6.1%} over {len(offsets):>2} campaigns   shape {statistics.median(shape):>6.1%} over {len(shape):>3} points")
     if args.verbose:
         for pid, (pred, meas, kind) in sorted(ours.items(), key=lambda kv: kv[1][2]):
             c = f"{calibrated[pid]:10.2f}" if pid in calibrated else "         —"

@@ -86,6 +86,25 @@ def campaign_interval(errors_by_campaign: dict[str, list[float]], draws: int = 2
     return medians[int(0.025 * (draws - 1))], medians[int(0.975 * (draws - 1))]
 
 
+def offset_and_shape(log_errors_by_campaign: dict[str, list[float]], min_points: int = 3) -> tuple[list[float], list[float]]:
+    """Each campaign's offset, |exp(median log(predicted / measured)) − 1|, and the errors
+    of the points of campaigns with `min_points` or more once their own offset is taken
+    out: how much of the error is one level per host, build and harness, and how much
+    is the physics' shape across a campaign's runs."""
+    import math
+    import statistics
+
+    offsets, shape = [], []
+    for logs in log_errors_by_campaign.values():
+        if not logs:
+            continue
+        mid = statistics.median(logs)
+        offsets.append(abs(math.exp(mid) - 1))
+        if len(logs) >= min_points:
+            shape += [abs(math.exp(x - mid) - 1) for x in logs]
+    return offsets, shape
+
+
 ERA_FROM = {"llama.cpp": "2025-01-01"}
 """Builds of an engine from this date on are a stratum of their own when a batch's new
 sources are dealt (see assign_split): llama.cpp's fit half held one 2024 campaign

@@ -428,3 +428,19 @@ def test_a_median_s_interval_resamples_campaigns_not_points():
     assert vp.campaign_interval(lopsided, seed=3) == vp.campaign_interval(lopsided, seed=3)
     with pytest.raises(ValueError):
         vp.campaign_interval({"empty": []})
+
+
+def test_a_campaign_s_offset_is_taken_out_before_its_shape_is_scored():
+    import math
+
+    # A campaign 10 % slow at every run has an offset of 10 % and no shape error; one
+    # run alone gives an offset (20 %) but too few points to tell a shape from it; a
+    # campaign of 0.9x, 1.0x and 1.1x the prediction has offset 0 and shape 10 % twice.
+    logs = {
+        "level": [math.log(1.1)] * 3,
+        "alone": [math.log(0.8)],
+        "spread": [math.log(0.9), math.log(1.0), math.log(1.1)],
+    }
+    offsets, shape = vp.offset_and_shape(logs)
+    assert offsets == pytest.approx([0.10, 0.20, 0.0])
+    assert shape == pytest.approx([0.0, 0.0, 0.0, 0.1, 0.0, 0.1])
