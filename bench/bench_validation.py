@@ -386,7 +386,9 @@ def main() -> None:
                 logs.setdefault(source_key(by_id[pid]), []).append(math.log(a / b))
         offsets, shape = offset_and_shape(logs)
         if offsets:
-            print(f"  {name:<32} offsets {statistics.median(offsets):>6.1%} over {len(offsets):>2} campaigns   shape {statistics.median(shape):>6.1%} over {len(shape):>3} points")
+            print(
+                f"  {name:<32} offsets {statistics.median(offsets):>6.1%} over {len(offsets):>2} campaigns   shape {statistics.median(shape):>6.1%} over {len(shape):>3} points"
+            )
     if args.verbose:
         for pid, (pred, meas, kind) in sorted(ours.items(), key=lambda kv: kv[1][2]):
             c = f"{calibrated[pid]:10.2f}" if pid in calibrated else "         —"
