@@ -4,8 +4,8 @@ split by bench/fit_defaults.py; see bench/validation_points.py for the split).
 
 Per metric: n, median and worst absolute percentage error uncalibrated; then the same
 with leave-one-out calibration, each point predicted by what `plan-opt calibrate` fits
-on the other test points of the same engine and GPU (as a user would calibrate their
-own stack; for decode its own held-out choice among the defaults, their scale and the
+on the other test points of the same campaign, engine and GPU (as a user would
+calibrate their own stack on their own machines; for decode its own held-out choice among the defaults, their scale and the
 two-parameter line, for prefill the utilisation), with "before" the uncalibrated median
 over the same points; and aiconfigurator's recorded error beside ours where it covers a
 point.
@@ -70,14 +70,16 @@ from solver.physics.evaluate import evaluate  # noqa: E402
 KNOBS = ("max_num_batched_tokens", "max_num_seqs", "enable_chunked_prefill", "enforce_eager")
 
 
-def group(p) -> tuple[str, str]:
-    """Calibration group: the engine and the GPU, as `plan-opt calibrate` fits them
-    (a user calibrates their own stack on their own GPUs)."""
+def group(p) -> tuple[str, str, str]:
+    """Calibration group: one campaign's runs of one engine on one GPU, as `plan-opt
+    calibrate` fits them — a user calibrates their own stack on their own machines,
+    which is one campaign (its host, build and harness), not every campaign's runs of
+    that engine and GPU pooled."""
     try:
         gpu = default_catalog().device(p["gpu"]).name
     except (InputError, KeyError):
         gpu = "?"
-    return p.get("engine") or "?", gpu
+    return source_key(p), p.get("engine") or "?", gpu
 
 
 def _ev(p):
@@ -93,7 +95,7 @@ def _ev(p):
 
 
 def loo_factors(points, skip, predicted: dict) -> dict | None:
-    """Factors fitted on the other points of skip's engine and GPU (same split), as
+    """Factors fitted on the other points of skip's campaign, engine and GPU (same split), as
     `plan-opt calibrate` fits them: for decode its leave-one-out choice among the
     defaults, their scale and the two-parameter line; for prefill the utilisation."""
     kind = kind_of(skip)
