@@ -5,9 +5,11 @@ split by bench/fit_defaults.py; see bench/validation_points.py for the split).
 Per metric: n, median and worst absolute percentage error uncalibrated; then the same
 with leave-one-out calibration, each point predicted by what `plan-opt calibrate` fits
 on the other test points of the same campaign, engine and GPU (as a user would
-calibrate their own stack on their own machines; for decode its own held-out choice among the defaults, their scale and the
-two-parameter line, for prefill the utilisation), with "before" the uncalibrated median
-over the same points; and aiconfigurator's recorded error beside ours where it covers a
+calibrate their own stack on their own machines; for decode its own held-out choice
+among the defaults, their scale and the two-parameter line, for prefill the
+utilisation), with "before" the uncalibrated median over the same points; the medians'
+intervals over campaigns resampled; each campaign's offset apart from the shape left
+once it is removed; and aiconfigurator's recorded error beside ours where it covers a
 point.
 
     python bench/bench_validation.py [--verbose] [--split test|fit|all]

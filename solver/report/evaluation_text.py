@@ -435,7 +435,7 @@ def render_text(ev: Evaluation) -> str:
                 (
                     "row split",
                     f"{calls:,} matrices per pass ({calls // d.model.num_layers} per layer), each in chunks of {ROW_SPLIT_CHUNK_TOKENS} tokens "
-                    f"sent to {d.tp - 1} more GPUs and gathered back ({dec.comm.algorithm})",
+                    f"sent to {d.tp - 1} more GPU{'s' if d.tp > 2 else ''} and gathered back ({dec.comm.algorithm})",
                 ),
                 ("", f"{fmt_seconds(per_chunk)} per chunk (hand-offs and copy latency) + {fmt_seconds(per_token)} per token (copies)"),
                 ("decode", f"→ {fmt_seconds(dec.comm.tp_time_s)} per step"),
