@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import math
+import random
+import statistics
 import sys
 from pathlib import Path
 
@@ -75,9 +78,6 @@ def campaign_interval(errors_by_campaign: dict[str, list[float]], draws: int = 2
     """The 95 % interval of a median error over campaigns drawn again with replacement:
     a campaign's points share its host, build and harness, so it, not the point, is the
     unit a new measurement resembles. Seeded, so a figure quoted is reproducible."""
-    import random
-    import statistics
-
     groups = [v for v in errors_by_campaign.values() if v]
     if not groups:
         raise ValueError("no campaign has an error to resample")
@@ -91,9 +91,6 @@ def offset_and_shape(log_errors_by_campaign: dict[str, list[float]], min_points:
     of the points of campaigns with `min_points` or more once their own offset is taken
     out: how much of the error is one level per host, build and harness, and how much
     is the physics' shape across a campaign's runs."""
-    import math
-    import statistics
-
     offsets, shape = [], []
     for logs in log_errors_by_campaign.values():
         if not logs:
