@@ -8,7 +8,7 @@ fit is chosen without looking at the test split.
 
     python bench/fit_cv.py [--folds 5] [--seed 0] [--caps 2.5e-3:2e-5 1e-3:1e-5 5e-3:4e-5]
                            [--unhidden 0 0.3 0.6 1] [--prefill-unhidden 0 0.5 1] [--balance 0 0.5 1]
-                           [--prefill-expert fitted none]
+                           [--prefill-expert fitted none] [--attention-share held fitted]
 
 --folds 0 leaves one campaign out at a time (no seed: every campaign is a fold).
 """
@@ -87,6 +87,13 @@ def main() -> None:
         default=[],
         help="the prefill's cost per routed expert reached (fit_defaults.GLOBAL_KEYS' sp): fitted, or none (held at 0)",
     )
+    ap.add_argument(
+        "--attention-share",
+        nargs="*",
+        choices=["fitted", "held"],
+        default=[],
+        help="decode attention's KV read share (fit_defaults.ATTENTION_SHARE): fitted, or held at 1",
+    )
     ap.add_argument("--pool-expert-layer", nargs="*", choices=["on", "off"], default=[])
     args = ap.parse_args()
     points = [p for p in load_points() if p.get("split") == "fit"]
@@ -126,6 +133,12 @@ def main() -> None:
         errs = held_out(terms, folds)
         print(f"  prefill cost per expert {how_sp}: {_summary(errs)}")
     fit.GLOBAL_KEYS = keys
+    held = fit.HELD_GROUP_KEYS
+    for how_a in args.attention_share:
+        fit.HELD_GROUP_KEYS = held if how_a == "fitted" else held + (fit.ATTENTION_SHARE,)
+        errs = held_out(terms, folds)
+        print(f"  attention read share {how_a}: {_summary(errs)}")
+    fit.HELD_GROUP_KEYS = held
     chosen = fit.POOL_EXPERT_LAYER
     for how in args.pool_expert_layer:
         fit.POOL_EXPERT_LAYER = how == "on"

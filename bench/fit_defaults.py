@@ -8,7 +8,8 @@ same file.
 What is fitted, and from what (every other figure is a sourced catalog fact):
 - per engine and memory kind (HBM, GDDR, unified LPDDR): bandwidth efficiency, compute
   utilisation (of the device's matmul rate: its dense peak × its measured matmul share,
-  catalogs/devices.yaml), the fixed cost of a forward pass, its cost per MoE layer and per
+  catalogs/devices.yaml), the share of that bandwidth decode attention's KV reads reach
+  (ATTENTION_SHARE), the fixed cost of a forward pass, its cost per MoE layer and per
   tensor-parallel rank beyond the first (the cost per layer is held, LAYER_OVERHEAD_S;
   the per-rank cost was chosen by `bench/fit_cv.py`: held out, 26.9 → 26.1 %
   and 26.8 → 25.1 % on seeds 1 and 0 with it) — from batch-1
@@ -140,6 +141,7 @@ campaign's points (an exotic model, an old kernel) must not set it for everyone.
 UNIT = {
     "bandwidth_efficiency": 1.0,
     "compute_efficiency": 1.0,
+    "attention_bandwidth_share": 1.0,
     "step_overhead_s": 0,
     "layer_overhead_s": 0,
     "sequence_overhead_s": 0,
@@ -170,6 +172,7 @@ BOUNDS = {
     "s2": (0.0, 1e-4),
     "s3": (0.0, 5e-4),  # per MoE layer: not binding (AMD's fit is 0.26 ms); see EXPERT_PULL_S
     "s4": (0.0, 1e-3),  # per TP rank beyond the first: 1 ms a rank would be 7 ms a step at TP 8
+    "a": (0.3, 1.0),
     "sb": (0.25, 1.0),
     "sc": (0.25, 1.5),  # the catalog's bound on a format's compute_share
     "sx": (0.1, 1.0),
@@ -200,8 +203,32 @@ Leave-one-campaign-out on the fit split (bench/fit_cv.py --folds 0 --caps, 402 t
 campaigns' medians: fitted 0-20 µs 14.1 / 11.1 / 20.4 / 12.7 %; fitted 10-20 µs 13.8 /
 10.9 / 19.9 / 12.0; held at 20 µs 12.5 / 9.4 / 19.8 / 12.0; held at 30 µs 12.6 / 9.6 /
 20.1 / 12.3; fitted 20-40 µs 12.5 / 9.6 / 19.8 / 11.1."""
-PRIOR = {"e": 0.8, "c": 0.5, "s0": 0.0, "s1": LAYER_OVERHEAD_S, "s2": 0.0, "s3": 0.0, "s4": 0.0, "sb": 1.0, "sc": 1.0, "sx": 1.0, "r": 0.0, "sp": 0.0}
-GROUP_KEYS = ("e", "c", "s0", "s1", "s2", "s3", "s4")
+ATTENTION_SHARE = "a"
+"""The group key of Factors.attention_bandwidth_share, fitted in (0.3, 1], prior 1 (the
+weights' speed). Why: within a campaign, the serving engines' decode points whose step
+is more attention were predicted faster the more of it they had (fit split, 103 points
+in campaigns of 3+: −0.84 log-% of error per 1 % of the step in KV reads; the test split
+shows it too, −0.33). Leave-one-campaign-out on the fit split (bench/fit_cv.py --folds 0
+--attention-share, 2026-12-03, 431 terms of 35 campaigns), TPOT / TTFT / all /
+campaigns' medians: held at 1, 8.8 / 14.4 / 10.3 / 9.3 %; fitted, 8.7 / 14.4 / 10.1 /
+9.3 % (kept). It moves AMD Instinct's serving engines (0.82) and GDDR's (0.89); NVIDIA
+HBM's stay at 1."""
+PRIOR = {
+    "e": 0.8,
+    "c": 0.5,
+    "s0": 0.0,
+    "s1": LAYER_OVERHEAD_S,
+    "s2": 0.0,
+    "s3": 0.0,
+    "s4": 0.0,
+    "sb": 1.0,
+    "sc": 1.0,
+    "sx": 1.0,
+    "r": 0.0,
+    "sp": 0.0,
+    ATTENTION_SHARE: 1.0,
+}
+GROUP_KEYS = ("e", "c", "s0", "s1", "s2", "s3", "s4", ATTENTION_SHARE)
 HELD_GROUP_KEYS = ("s1",)
 """Group factors held at their PRIOR, not fitted (LAYER_OVERHEAD_S)."""
 SERVING_KEYS = ("r",)
@@ -560,9 +587,10 @@ class Model:
             return np.where(self.overlapped, both, memory + compute)
 
         # decode: the GEMMs at the weights' utilisation (no format share in decode), attention likewise
-        tpot = kernel(weights, a["linear_s"] / c) + kernel(a["kv_s"] / e, a["attention_s"] / c) + fixed + a["batch"] * s2
+        kv = a["kv_s"] / (e * self._vec(ATTENTION_SHARE, self.gidx, self.groups))
+        tpot = kernel(weights, a["linear_s"] / c) + kernel(kv, a["attention_s"] / c) + fixed + a["batch"] * s2
         # continuous batching: a share of the steps carry a prompt's chunk (the mean step's mix)
-        chunked = kernel(weights, a["linear_chunk_s"] / c) + kernel(a["kv_s"] / e, a["attention_s"] / c) + fixed
+        chunked = kernel(weights, a["linear_chunk_s"] / c) + kernel(kv, a["attention_s"] / c) + fixed
         chunked += a["comm_chunk_s"] - a["comm_s"] + a["batch"] * s2
         tpot = (1 - a["chunk_share"]) * tpot + a["chunk_share"] * chunked
         # prefill: GEMMs at utilisation × the format's share (the experts' at their share of
@@ -798,6 +826,7 @@ def main() -> None:
         engines.setdefault(g[0], {})[g[1]] = {
             "bandwidth_efficiency": round(v["e"], 4),
             "compute_efficiency": round(v["c"], 4),
+            "attention_bandwidth_share": round(v[ATTENTION_SHARE], 4),
             "step_overhead_s": round(v["s0"], 7),
             "layer_overhead_s": round(v["s1"], 8),
             "sequence_overhead_s": round(v["s2"], 8),
@@ -807,7 +836,7 @@ def main() -> None:
         }
         how = f"{n} points" if src == g else f"inherited from {src[0]} on {src[1]}"
         lines.append(
-            f"  {g[0]:<10} {g[1]:<6} e {v['e']:.3f}  c {v['c']:.3f}  fixed {v['s0'] * 1e3:6.3f} ms + {v['s1'] * 1e6:6.2f} µs/layer + {v['s2'] * 1e6:6.2f} µs/seq + {v['s3'] * 1e6:6.1f} µs/MoE layer + {v['s4'] * 1e6:5.0f} µs/TP rank  front end {v['r'] * 1e3:5.1f} ms  ({how})"
+            f"  {g[0]:<10} {g[1]:<6} e {v['e']:.3f}  c {v['c']:.3f}  attention {v[ATTENTION_SHARE]:.3f}  fixed {v['s0'] * 1e3:6.3f} ms + {v['s1'] * 1e6:6.2f} µs/layer + {v['s2'] * 1e6:6.2f} µs/seq + {v['s3'] * 1e6:6.1f} µs/MoE layer + {v['s4'] * 1e6:5.0f} µs/TP rank  front end {v['r'] * 1e3:5.1f} ms  ({how})"
         )
     precisions = {}
     for f in model.formats:

@@ -13,9 +13,10 @@ NO_FIXED_COSTS = {
     "expert_layer_overhead_s": 0,
     "prefill_expert_overhead_s": 0,
     "tp_rank_overhead_s": 0,
+    "attention_bandwidth_share": 1.0,
 }
 """Every fixed cost of a pass at 0 (per pass, layer, sequence, MoE layer, expert reached,
-TP rank): the overrides a hand derivation of a kernel's time starts from. A new fixed
+TP rank), and attention's KV reads at the weights' speed: the overrides a hand derivation of a kernel's time starts from. A new fixed
 cost goes here, once."""
 
 

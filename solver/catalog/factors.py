@@ -8,6 +8,7 @@ calibration file and a spec's overrides alike:
 |---|---|---|
 | memory_utilization | 0.01 to 1 | a share of the device's memory |
 | bandwidth_efficiency, compute_efficiency | 0.01 to 1 | achieved / peak: never above it; below 1 % is a slip (1e-300 gave a TPOT of 1e291 s) |
+| attention_bandwidth_share | 0.01 to 1 | of the weights' achieved bandwidth, the share decode attention's KV reads reach: never more; fitted 0.82 on AMD Instinct, 1 on NVIDIA HBM |
 | step_overhead_s | 0 to 1 s | a fixed cost per forward pass; fitted ≤ 2 ms (the fit's cap) |
 | layer_, sequence_, expert_layer_overhead_s | 0 to 10 ms | per layer or sequence per pass; per layer held at 20 µs, per sequence fitted ≤ 7 µs, per MoE layer on AMD Instinct 0.26 ms |
 | prefill_expert_overhead_s | 0 to 10 ms | per routed expert a prefill reaches, per MoE layer; fitted 9.6 µs for every engine |
@@ -64,6 +65,12 @@ class Factors:
     """Achieved / peak memory bandwidth in decode; 0.01 to 1."""
     compute_efficiency: Efficiency
     """Achieved / peak dense tensor throughput (the seed's utilisation factor); 0.01 to 1."""
+    attention_bandwidth_share: Efficiency = 1.0
+    """Of the bandwidth the weight reads reach, the share a decode step's attention
+    kernels reach reading the KV cache: paged attention gathers each sequence's blocks
+    through its block table, rows of a few hundred bytes per head, where a GEMV streams
+    one contiguous matrix. What makes a long-context step slower than its bytes at the
+    weights' speed; 1 (the seed): the same speed; 0.01 to 1."""
     step_overhead_s: StepOverhead = 0.0
     """Fixed cost of every forward pass (scheduling, sampling, input preparation): what
     lets one bandwidth efficiency fit small fast models and large slow ones together; 0 to 1 s."""
@@ -133,6 +140,7 @@ class FactorOverrides:
     runtime_overhead_bytes: OverheadBytes | None = None
     bandwidth_efficiency: Efficiency | None = None
     compute_efficiency: Efficiency | None = None
+    attention_bandwidth_share: Efficiency | None = None
     step_overhead_s: StepOverhead | None = None
     layer_overhead_s: SmallOverhead | None = None
     sequence_overhead_s: SmallOverhead | None = None

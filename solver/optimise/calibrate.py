@@ -105,12 +105,12 @@ def _ape(pred: float, meas: float) -> float:
 
 def decode_xy(ev: Evaluation, compute_scale: float = 1.0) -> tuple[float, float] | None:
     """(bytes read / peak bandwidth, with quantised bytes weighted by their kernels'
-    share; the rest of the step that the fit leaves alone: communication) for a
+    share and KV bytes by attention's; the rest of the step that the fit leaves alone: communication) for a
     bandwidth-bound decode step; None when the step is compute-bound. compute_scale
     rescales the step's math (the default utilisation over the prefill fit's)."""
     dec = ev.estimates.decode
     c = dec.coefficients
-    x = (dec.weight_bytes_read / dec.weight_bandwidth_share + dec.kv_bytes_read) / dec.bandwidth_bytes_per_s
+    x = (dec.weight_bytes_read / dec.weight_bandwidth_share + dec.kv_bytes_read / c.attention_bandwidth_share) / dec.bandwidth_bytes_per_s
     math_s = c.compute_time_s(dec.batch) * compute_scale
     if not c.overlapped:  # the kernels add their compute to their reads: leave it in the rest
         return x, dec.comm_time_s + math_s

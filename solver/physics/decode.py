@@ -74,6 +74,8 @@ class DecodeCoefficients:
     comm_per_sequence_s: float
     weight_bandwidth_share: float = 1.0
     """Share of the 16-bit GEMV bandwidth the weight format's kernels reach."""
+    attention_bandwidth_share: float = 1.0
+    """Of the bandwidth the weight reads reach, the share attention's KV reads reach (Factors)."""
     overlapped: bool = True
     """A kernel takes the larger of its memory and compute times (True) or their sum."""
     unhidden_share: float = 0.0
@@ -97,12 +99,12 @@ class DecodeCoefficients:
     request_overhead_s: float = 0.0
     """The serving front end's time per request, in TTFT only (never in a step)."""
     prefill_servers: int = 1
+    """Prompts prefilled at once: one, or each data-parallel attention rank its own."""
     chunk_expert_setup_s: float = 0.0
     """Continuous batching: the cost per routed expert reached of a step that carries one
     of the prompt's chunks (Factors.prefill_expert_overhead_s), in the prompt's time
     (its TTFT, its share of the replica) and not in the decoders' step: the fit half's
     batched MoE TPOTs do not show it, its MoE prefills do."""
-    """Prompts prefilled at once: one, or each data-parallel attention rank its own."""
     prefill_budget_tokens: int = 0
     """Tokens a step may process (the engine's max_num_batched_tokens); 0 when isolated."""
     comm_pieces: tuple[CommSegment, ...] = ()
@@ -138,7 +140,7 @@ class DecodeCoefficients:
         return self.weight_bytes(batch) / (self._bandwidth() * self.weight_bandwidth_share)
 
     def kv_time_s(self, batch: int) -> float:
-        return batch * self.kv_bytes_per_sequence / self._bandwidth()
+        return batch * self.kv_bytes_per_sequence / (self._bandwidth() * self.attention_bandwidth_share)
 
     def memory_time_s(self, batch: int) -> float:
         return self.weights_time_s(batch) + self.kv_time_s(batch)
@@ -239,7 +241,8 @@ class DecodeCoefficients:
     def draft_s(self, batch: int) -> float:
         """k draft passes, each reading the draft's weights and every sequence's draft KV
         (a draft is small: its reads, not its FLOPs, set its time)."""
-        per_pass = (self.draft_read_bytes + batch * self.draft_kv_bytes_per_sequence) / self._bandwidth() + self.draft_fixed_s
+        bw = self._bandwidth()
+        per_pass = self.draft_read_bytes / bw + batch * self.draft_kv_bytes_per_sequence / (bw * self.attention_bandwidth_share) + self.draft_fixed_s
         return self.draft_tokens * per_pass
 
     def prompt_service_s(self, batch: int) -> float:
@@ -364,6 +367,7 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         attention_flops_per_sequence=attention_flops_per_token(d, context_tokens) / d.kv_ranks,
         bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,
         bandwidth_efficiency=d.factors.bandwidth_efficiency,
+        attention_bandwidth_share=d.factors.attention_bandwidth_share,
         matmul_flops_per_s=matmul_flops_per_s(d.device, d.weights, d.engine),
         compute_dtype=matmul_dtype(d.device, d.weights),
         compute_efficiency=d.factors.compute_efficiency,
@@ -523,6 +527,10 @@ class DecodeEstimate:
     @property
     def weight_bandwidth_share(self) -> float:
         return self.coefficients.weight_bandwidth_share
+
+    @property
+    def attention_bandwidth_share(self) -> float:
+        return self.coefficients.attention_bandwidth_share
 
     @property
     def compute_time_s(self) -> float:

@@ -116,7 +116,7 @@ def iteration_model(d: Deployment, w: Workload) -> IterationModel:
     new = max(1, p - cached)
     model = IterationModel(
         decode=dec,
-        kv_s_per_token=dec.kv_bytes_per_sequence / ctx / bw,
+        kv_s_per_token=dec.kv_bytes_per_sequence / ctx / (bw * dec.attention_bandwidth_share),
         decode_attention_s_per_token=dec.attention_flops_per_sequence / ctx / rate,
         prefill_linear_s_per_token=pre.linear_time_s / new,
         prefill_attention_s_per_pair=attention_flops(d, p) / pairs / pre.attention_flops_per_s,

@@ -132,6 +132,7 @@ def _to_dict(ev: Evaluation) -> dict[str, Any]:
         "compute_time_s": dec.compute_time_s,
         "comm_time_s": dec.comm_time_s,
         "weight_bandwidth_share": dec.weight_bandwidth_share,
+        "attention_bandwidth_share": dec.attention_bandwidth_share,
         "gemm_time_s": dec.gemm_time_s,
         "attention_time_s": dec.attention_time_s,
         "fixed_time_s": dec.step_overhead_s,

@@ -277,11 +277,12 @@ def render_text(ev: Evaluation) -> str:
     moe = f" ({dec.expert_hit_fraction:.0%} of experts hit at batch {dec.batch})" if m.is_moe else ""
     per_gpu = f" per TP rank, over its {d.pp} pipeline stages" if d.pp > 1 else " per GPU"
     share = f" at {dec.weight_bandwidth_share:.2f} of 16-bit speed ({d.weights.name} kernels)" if dec.weight_bandwidth_share != 1 else ""
+    kv_share = f" at {dec.attention_bandwidth_share:.2f} of the weights' speed (attention kernels)" if dec.attention_bandwidth_share != 1 else ""
     rows = [
         ("weights read", f"{_gb(dec.weight_bytes_read)} per step{per_gpu}{moe}{share}  → {fmt_seconds(dec.weights_time_s)}"),
         (
             "KV read",
-            f"{_gb(dec.kv_bytes_read)} per step{per_gpu} ({dec.batch:,} sequence{'s' if dec.batch != 1 else ''} × {w.resident_tokens:,} tokens)  → {fmt_seconds(dec.kv_time_s)}",
+            f"{_gb(dec.kv_bytes_read)} per step{per_gpu} ({dec.batch:,} sequence{'s' if dec.batch != 1 else ''} × {w.resident_tokens:,} tokens){kv_share}  → {fmt_seconds(dec.kv_time_s)}",
         ),
         ("bandwidth", f"{dec.bandwidth_bytes_per_s / GB:,.0f} GB/s × {dec.bandwidth_efficiency:.2f} efficiency = {eff_bw / GB:,.0f} GB/s"),
         (

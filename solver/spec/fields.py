@@ -293,6 +293,9 @@ class FactorsIn(SpecModel):
     compute_efficiency: Efficiency | None = Field(
         default=None, description="Achieved / the device's matmul rate (dense peak × its measured matmul share), 0.01 to 1."
     )
+    attention_bandwidth_share: Efficiency | None = Field(
+        default=None, description="Of the weights' achieved bandwidth, the share decode attention's KV reads reach, 0.01 to 1."
+    )
     step_overhead_s: StepOverhead | None = Field(default=None, description="Fixed cost of every forward pass, 0 to 1 s.")
     layer_overhead_s: SmallOverhead | None = Field(default=None, description="Fixed cost per layer per forward pass, 0 to 10 ms.")
     sequence_overhead_s: SmallOverhead | None = Field(default=None, description="Fixed cost per sequence per decode step, 0 to 10 ms.")

@@ -99,6 +99,26 @@ def test_every_resident_kv_byte_is_read_each_step(build_deployment):
     assert estimate_decode(d, w).kv_bytes_read == 32 * 4096 * 131_072
 
 
+def test_attention_reads_the_kv_cache_at_its_share_of_the_weights_bandwidth(build_deployment):
+    # The 64 × 32k step of the test above with attention_bandwidth_share 0.8: the KV
+    # cache's 64 × 4,294,967,296 B at 3.35 TB/s × 0.9 efficiency × 0.8 = 2.412 TB/s is
+    # 113.96 ms; the weights' 15,009,849,344 B still at 3.35 TB/s × 0.9 = 4.98 ms.
+    over = {"factors": {**NO_FIXED_COSTS, "bandwidth_efficiency": 0.9, "compute_efficiency": 1.0, "attention_bandwidth_share": 0.8}}
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=64, context=32_768, output=256, overrides=over)
+    dec = estimate_decode(d, w)
+    assert dec.kv_time_s == pytest.approx(64 * 4_294_967_296 / (3.35e12 * 0.9 * 0.8)) == pytest.approx(0.11396, rel=1e-4)
+    assert dec.weights_time_s == pytest.approx(15_009_849_344 / (3.35e12 * 0.9))
+    assert dec.attention_time_s == pytest.approx(dec.kv_time_s)  # still KV-bound: 1.38 ms of attention math
+
+
+def test_the_fitted_attention_share_is_below_one_where_the_fit_saw_it_and_one_elsewhere(catalog):
+    # bench/fit_defaults.py fits it per engine and memory kind; the serving engines' fit
+    # split on AMD Instinct reads KV slower than weights, on NVIDIA HBM as fast.
+    vllm = catalog.engine("vllm")
+    assert vllm.efficiency["amd.hbm"].attention_bandwidth_share < 1
+    assert vllm.efficiency["hbm"].attention_bandwidth_share == 1
+
+
 def test_expert_hit_fraction_grows_with_batch():
     # Mixtral, top-2 of 8: one token touches 1/4; two touch 1 − (3/4)² = 7/16.
     assert expert_hit_fraction(8, 2, 1) == 0.25

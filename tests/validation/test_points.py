@@ -219,6 +219,7 @@ def test_catalog_fitted_factors_are_what_the_fit_points_give(fitted):
         "s2": "sequence_overhead_s",
         "s3": "expert_layer_overhead_s",
         "s4": "tp_rank_overhead_s",
+        fit_defaults.ATTENTION_SHARE: "attention_bandwidth_share",
     }
     shares = {"sb": "bandwidth_share", "sc": "compute_share", "sx": "expert_compute_share"}
     for (owner, key), value in fitted.items():
