@@ -150,6 +150,16 @@ UNIT = {
     "tp_rank_overhead_s": 0,
     "request_overhead_s": 0,
 }
+ATTENTION_SHARE = "a"
+"""The group key of Factors.attention_bandwidth_share, fitted in (0.3, 1], prior 1 (the
+weights' speed). Why: within a campaign, the serving engines' decode points whose step
+is more attention were predicted faster the more of it they had (fit split, 103 points
+in campaigns of 3+: −0.84 log-% of error per 1 % of the step in KV reads; the test split
+shows it too, −0.33). Leave-one-campaign-out on the fit split (bench/fit_cv.py --folds 0
+--attention-share, 2026-12-03, 431 terms of 35 campaigns), TPOT / TTFT / all /
+campaigns' medians: held at 1, 8.8 / 14.4 / 10.3 / 9.3 %; fitted, 8.7 / 14.4 / 10.1 /
+9.3 % (kept). It moves AMD Instinct's serving engines (0.82) and GDDR's (0.89); NVIDIA
+HBM's stay at 1."""
 # The fixed cost of a pass is capped at 2 ms: with CUDA graphs and overlapped
 # scheduling (vLLM V1, SGLang, TensorRT-LLM) the host's share of a step is a few ms at
 # most, and the cap binds for the serving engines on NVIDIA HBM, whose large MoE models'
@@ -172,7 +182,7 @@ BOUNDS = {
     "s2": (0.0, 1e-4),
     "s3": (0.0, 5e-4),  # per MoE layer: not binding (AMD's fit is 0.26 ms); see EXPERT_PULL_S
     "s4": (0.0, 1e-3),  # per TP rank beyond the first: 1 ms a rank would be 7 ms a step at TP 8
-    "a": (0.3, 1.0),
+    ATTENTION_SHARE: (0.3, 1.0),
     "sb": (0.25, 1.0),
     "sc": (0.25, 1.5),  # the catalog's bound on a format's compute_share
     "sx": (0.1, 1.0),
@@ -203,16 +213,6 @@ Leave-one-campaign-out on the fit split (bench/fit_cv.py --folds 0 --caps, 402 t
 campaigns' medians: fitted 0-20 µs 14.1 / 11.1 / 20.4 / 12.7 %; fitted 10-20 µs 13.8 /
 10.9 / 19.9 / 12.0; held at 20 µs 12.5 / 9.4 / 19.8 / 12.0; held at 30 µs 12.6 / 9.6 /
 20.1 / 12.3; fitted 20-40 µs 12.5 / 9.6 / 19.8 / 11.1."""
-ATTENTION_SHARE = "a"
-"""The group key of Factors.attention_bandwidth_share, fitted in (0.3, 1], prior 1 (the
-weights' speed). Why: within a campaign, the serving engines' decode points whose step
-is more attention were predicted faster the more of it they had (fit split, 103 points
-in campaigns of 3+: −0.84 log-% of error per 1 % of the step in KV reads; the test split
-shows it too, −0.33). Leave-one-campaign-out on the fit split (bench/fit_cv.py --folds 0
---attention-share, 2026-12-03, 431 terms of 35 campaigns), TPOT / TTFT / all /
-campaigns' medians: held at 1, 8.8 / 14.4 / 10.3 / 9.3 %; fitted, 8.7 / 14.4 / 10.1 /
-9.3 % (kept). It moves AMD Instinct's serving engines (0.82) and GDDR's (0.89); NVIDIA
-HBM's stay at 1."""
 PRIOR = {
     "e": 0.8,
     "c": 0.5,
