@@ -9,8 +9,8 @@ calibrate their own stack on their own machines; for decode its own held-out cho
 among the defaults, their scale and the two-parameter line, for prefill the
 utilisation), with "before" the uncalibrated median over the same points; the medians'
 intervals over campaigns resampled; each campaign's offset apart from the shape left
-once it is removed; and aiconfigurator's recorded error beside ours where it covers a
-point.
+once it is removed; how the offsets move with the runs' dates; and aiconfigurator's
+recorded error beside ours where it covers a point.
 
     python bench/bench_validation.py [--verbose] [--split test|fit|all]
 
@@ -46,9 +46,12 @@ from validation_points import (  # noqa: E402
     load_points,
     measured,
     offset_and_shape,
+    offset_trend,
+    offset_trend_interval,
     out_of_reach,
     out_of_scope,
     predict,
+    run_year,
     source_key,
     speculation_of,
     tokens,
@@ -314,6 +317,37 @@ def drain_report(points: list[dict]) -> None:
     print(f"  {'every client busy all run':<32} {len(rows):>4} {statistics.median(full):>7.1%} {max(full):>7.1%}")
 
 
+MIN_TREND_CAMPAIGNS = 10
+"""Fewer campaigns than this leave the slope's interval spanning hundreds of per cent."""
+TREND_ENGINES = {"serving engines (vLLM, SGLang, TensorRT-LLM)": ("vllm", "sglang", "trtllm"), "llama.cpp": ("llama.cpp",)}
+
+
+def trend_report(ours: dict, by_id: dict) -> None:
+    """Campaign offsets against the runs' dates: each campaign's median log(predicted /
+    measured) time over its decode points (TPOT, and throughput as its inverse) or its
+    TTFTs, and the slope of those on the campaigns' dates (offset_trend)."""
+    print(
+        "offset by date: the slope of campaigns' offsets (predicted / measured time) on the runs' dates, per year, with its 95 % interval over campaigns resampled"
+    )
+    for label, engines in TREND_ENGINES.items():
+        for what, kinds in (("decode", ("tpot1", "tpot", "throughput")), ("TTFT", ("ttft",))):
+            by_campaign: dict[str, list[tuple[float, float]]] = {}
+            for pid, (a, b, k) in ours.items():
+                p = by_id[pid]
+                year = run_year(p)
+                if k in kinds and p.get("engine") in engines and year is not None:
+                    log_time = math.log(b / a) if k == "throughput" else math.log(a / b)
+                    by_campaign.setdefault(source_key(p), []).append((year, log_time))
+            campaigns = [(statistics.median(x for x, _ in v), statistics.median(y for _, y in v)) for v in by_campaign.values()]
+            if len(campaigns) < MIN_TREND_CAMPAIGNS:
+                continue
+            first, last = min(x for x, _ in campaigns), max(x for x, _ in campaigns)
+            lo, hi = offset_trend_interval(campaigns)
+            print(
+                f"  {label + ', ' + what:<52} {offset_trend(campaigns):>+6.1%} a year ({lo:+.1%} to {hi:+.1%}) over {len(campaigns):>2} campaigns of {first:.1f} to {last:.1f}"
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--verbose", action="store_true", help="one line per point")
@@ -393,6 +427,7 @@ def main() -> None:
             print(
                 f"  {name:<32} offsets {statistics.median(offsets):>6.1%} over {len(offsets):>2} campaigns   shape {statistics.median(shape):>6.1%} over {len(shape):>3} points"
             )
+    trend_report(ours, by_id)
     if args.verbose:
         for pid, (pred, meas, kind) in sorted(ours.items(), key=lambda kv: kv[1][2]):
             c = f"{calibrated[pid]:10.2f}" if pid in calibrated else "         —"

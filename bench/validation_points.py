@@ -14,6 +14,7 @@ accuracy is reported on the test split only.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import heapq
 import math
 import random
@@ -100,6 +101,45 @@ def offset_and_shape(log_errors_by_campaign: dict[str, list[float]], min_points:
         if len(logs) >= min_points:
             shape += [abs(math.exp(x - mid) - 1) for x in logs]
     return offsets, shape
+
+
+def run_year(p: dict) -> float | None:
+    """The run's date (`as_of`) as a year with its fraction (2025-07 → 2025.5, the month's
+    middle when no day is given); None when undated."""
+    s = str(p.get("as_of") or "")
+    try:
+        year = int(s[:4])
+        month = int(s[5:7]) if len(s) >= 7 else 7
+        day = int(s[8:10]) if len(s) >= 10 else 15
+        return year + (dt.date(year, month, day).timetuple().tm_yday - 1) / 365.25
+    except ValueError:
+        return None
+
+
+def offset_trend(campaigns: list[tuple[float, float]]) -> float:
+    """How a campaign's offset moves with its date: the least-squares slope of the
+    campaigns' median log(predicted / measured time) on their years, as a share per year
+    (exp(slope) − 1). Positive: the later a campaign, the more the physics over-predicts
+    its time — newer builds run faster than the factors, fitted across the years, say."""
+    if len({x for x, _ in campaigns}) < 2:
+        raise ValueError("a trend needs campaigns of two dates or more")
+    mx = statistics.fmean(x for x, _ in campaigns)
+    my = statistics.fmean(y for _, y in campaigns)
+    slope = sum((x - mx) * (y - my) for x, y in campaigns) / sum((x - mx) ** 2 for x, _ in campaigns)
+    return math.exp(slope) - 1
+
+
+def offset_trend_interval(campaigns: list[tuple[float, float]], draws: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """The 95 % interval of offset_trend over the campaigns drawn again with replacement
+    (draws of a single date, which have no slope, are drawn again). Seeded."""
+    rng = random.Random(seed)
+    slopes: list[float] = []
+    while len(slopes) < draws:
+        sample = rng.choices(campaigns, k=len(campaigns))
+        if len({x for x, _ in sample}) >= 2:
+            slopes.append(offset_trend(sample))
+    slopes.sort()
+    return slopes[int(0.025 * (draws - 1))], slopes[int(0.975 * (draws - 1))]
 
 
 ERA_FROM = {"llama.cpp": "2025-01-01"}

@@ -445,3 +445,29 @@ def test_a_campaign_s_offset_is_taken_out_before_its_shape_is_scored():
     offsets, shape = vp.offset_and_shape(logs)
     assert offsets == pytest.approx([0.10, 0.20, 0.0])
     assert shape == pytest.approx([0.0, 0.0, 0.0, 0.1, 0.0, 0.1])
+
+
+def test_a_run_s_date_is_its_year_with_the_fraction_gone_by():
+    # 2 July is day 183 of 2025: 182 days gone of 365.25; a month alone is read as its 15th
+    assert vp.run_year({"as_of": "2025-07-02"}) == pytest.approx(2025 + 182 / 365.25)
+    assert vp.run_year({"as_of": "2026-01"}) == pytest.approx(2026 + 14 / 365.25)
+    assert vp.run_year({"as_of": "2024"}) == pytest.approx(2024 + (182 + 14) / 365.25)  # 15 July of a leap year
+    assert vp.run_year({}) is None
+    assert vp.run_year({"as_of": "unknown"}) is None
+
+
+def test_a_campaign_offset_trend_is_the_slope_of_offsets_on_dates():
+    import math
+
+    # Offsets of 1.0x, 1.1x and 1.21x the measured time a year apart grow 10 % a year;
+    # two more campaigns of the middle year, 5 % of log either side, leave the slope.
+    line = [(2024.0, 0.0), (2025.0, math.log(1.1)), (2026.0, math.log(1.21))]
+    assert vp.offset_trend(line) == pytest.approx(0.10)
+    spread = line + [(2025.0, math.log(1.1) + 0.05), (2025.0, math.log(1.1) - 0.05)]
+    assert vp.offset_trend(spread) == pytest.approx(0.10)
+    # falling offsets: 1.1x then 1.0x a year later is 1/1.1 − 1 = −9.1 % a year
+    assert vp.offset_trend([(2025.0, math.log(1.1)), (2026.0, 0.0)]) == pytest.approx(1 / 1.1 - 1)
+    # campaigns on a line resample to the same slope, so the interval is the slope itself
+    assert vp.offset_trend_interval(line) == pytest.approx((0.10, 0.10))
+    with pytest.raises(ValueError):
+        vp.offset_trend([(2025.0, 0.1), (2025.0, 0.2)])
