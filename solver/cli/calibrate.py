@@ -14,7 +14,8 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Fit each device's decode factors and compute efficiency to measured TPOT and TTFT (least squares on "
         "the physics, which is linear in them), print the error before and after, and write a calibration file that "
         "evaluate, solve, pareto, fleet and deploy accept (--calibration). For TPOT it tries a scale of the default "
-        "model's reads and fixed costs and a two-parameter line (bandwidth efficiency and per-step overhead), and keeps "
+        "model's reads and fixed costs and, where no scale from 0.1 to 10 fits, a two-parameter line (bandwidth efficiency "
+        "and per-step overhead), and keeps "
         "the one, or the defaults, that predicts each point best from a fit to the others.",
         epilog="""The CSV: one row per measurement, columns
   model, gpu, tp, weights, kv_cache, batch, prompt_tokens, output_tokens   (required)

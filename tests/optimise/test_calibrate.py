@@ -15,14 +15,21 @@ from solver.optimise.calibrate import TpotRow, fit, fit_scale
 from solver.spec.measurements import read_csv
 from tests.conftest import build
 
-TRUE = {
-    "bandwidth_efficiency": 0.7,
-    "step_overhead_s": 0.002,
-    "layer_overhead_s": 0.0,
-    "tp_rank_overhead_s": 0.0,
-    "sequence_overhead_s": 0.0,
-    "compute_efficiency": 0.6,
-}
+SLOWER = 1.25
+FIXED = ("step_overhead_s", "layer_overhead_s", "tp_rank_overhead_s", "sequence_overhead_s", "expert_layer_overhead_s")
+
+
+def true_factors(default) -> dict:
+    """The stack the synthetic rows are measured on: reads at 1/1.25 of the default
+    bandwidth efficiency, 1.25 times each default fixed cost (the default model's shape,
+    which one scale of it describes), prompts at a utilisation of 0.6."""
+    return {
+        "bandwidth_efficiency": default.bandwidth_efficiency / SLOWER,
+        **{k: getattr(default, k) * SLOWER for k in FIXED},
+        "compute_efficiency": 0.6,
+    }
+
+
 ROWS = [  # model, tp, batch, prompt: bandwidth-bound decode, compute-bound prefill
     ("llama-3.1-8b", 1, 1, 4096),
     ("llama-3.1-8b", 1, 8, 2048),
@@ -34,13 +41,13 @@ HEADER = ["model", "gpu", "tp", "weights", "kv_cache", "batch", "prompt_tokens",
 
 
 def synthetic(path):
-    """Measurements made by the physics itself with the TRUE factors."""
+    """Measurements made by the physics itself with true_factors."""
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(HEADER)
         for model, tp, batch, prompt in ROWS:
             d, wl, _ = build(model, "h100-sxm", tp=tp, users=batch, prompt=prompt, output=256, overrides={"factors": {}})
-            d = d.replace(factors=dataclasses.replace(d.factors, **TRUE))
+            d = d.replace(factors=dataclasses.replace(d.factors, **true_factors(d.factors)))
             from solver.physics.evaluate import evaluate
 
             ev = evaluate(d, wl, with_remedies=False)
@@ -52,7 +59,9 @@ def test_fit_recovers_the_factors_the_measurements_were_made_with(tmp_path):
     f = tmp_path / "m.csv"
     synthetic(f)
     (result,) = fit(read_csv(f), default_catalog())
-    for k, v in TRUE.items():
+    default = build("llama-3.1-8b", "h100-sxm", users=1, prompt=1024, output=128)[0].factors
+    assert result.tpot_method == "scale"
+    for k, v in true_factors(default).items():
         assert result.factors[k] == pytest.approx(v, rel=1e-6), k
     assert result.after["tpot"]["max_ape"] < 1e-6 < result.before["tpot"]["median_ape"]
     assert result.after["ttft"]["max_ape"] < 1e-6
@@ -72,11 +81,11 @@ def test_cli_writes_a_file_the_other_commands_accept(tmp_path, capsys):
     plain = json.loads(capsys.readouterr().out)["decode"]["tpot_s"]
     main(base + ["--calibration", str(out)])
     fitted = json.loads(capsys.readouterr().out)["decode"]["tpot_s"]
-    # The same figure as the physics gives with the TRUE factors (what the rows were made with).
+    # The same figure as the physics gives with the true factors (what the rows were made with).
     d, wl, _ = build("llama-3.1-8b", "h100-sxm", users=1, prompt=1024, output=128)
     from solver.physics.evaluate import evaluate
 
-    truth = evaluate(d.replace(factors=dataclasses.replace(d.factors, **TRUE)), wl, with_remedies=False).decode.tpot_s
+    truth = evaluate(d.replace(factors=dataclasses.replace(d.factors, **true_factors(d.factors))), wl, with_remedies=False).decode.tpot_s
     assert fitted == pytest.approx(truth, rel=1e-6) and fitted != pytest.approx(plain, rel=1e-3)
 
 
@@ -208,13 +217,14 @@ def test_fit_recovers_llama_cpp_factors_whose_kernels_add_read_and_flops(tmp_pat
         w.writerow(HEADER + ["engine"])
         for model, prompt in (("llama-3.1-8b", 512), ("llama-3.1-8b", 2048), ("qwen2.5-7b", 1024), ("llama-3.2-3b", 512)):
             d, wl, _ = build(model, "rtx-4090", users=1, prompt=prompt, output=128, weights="q4_k_m", kv="fp16", engine="llama.cpp")
-            d = d.replace(factors=dataclasses.replace(d.factors, **TRUE))
+            default = d.factors
+            d = d.replace(factors=dataclasses.replace(d.factors, **true_factors(default)))
             from solver.physics.evaluate import evaluate
 
             ev = evaluate(d, wl, with_remedies=False)
             w.writerow([model, "rtx-4090", 1, "q4_k_m", "fp16", 1, prompt, 128, ev.decode.tpot_s * 1e3, ev.prefill.ttft_s * 1e3, "llama.cpp"])
     (result,) = fit(read_csv(path), default_catalog())
-    assert result.factors["bandwidth_efficiency"] == pytest.approx(0.7, rel=1e-3)
+    assert result.factors["bandwidth_efficiency"] == pytest.approx(default.bandwidth_efficiency / SLOWER, rel=1e-3)
     assert result.factors["compute_efficiency"] == pytest.approx(0.6, rel=0.02)
     assert result.after["tpot"]["max_ape"] < 1e-3 and result.after["ttft"]["max_ape"] < 0.01
 
@@ -237,17 +247,33 @@ def test_a_stack_slower_in_the_default_models_shape_is_fitted_by_one_scale(tmp_p
     # Measured as if the stack read at 1/1.25 of the default bandwidth efficiency and
     # paid 1.25 times each default fixed cost (per step, layer, TP rank and sequence):
     # TPOT less communication is 1.25 times the default's, which the scale recovers
-    # exactly; the two-parameter line, which drops the per-layer and per-rank costs, cannot.
-    fixed = ("step_overhead_s", "layer_overhead_s", "tp_rank_overhead_s", "sequence_overhead_s", "expert_layer_overhead_s")
+    # exactly; a scale inside its range describes the stack, so the two-parameter line
+    # is not tried at all.
     f = tmp_path / "m.csv"
-    _measured_with(f, lambda d: {"bandwidth_efficiency": d.bandwidth_efficiency / 1.25, **{k: getattr(d, k) * 1.25 for k in fixed}})
+    _measured_with(f, lambda d: {"bandwidth_efficiency": d.bandwidth_efficiency / 1.25, **{k: getattr(d, k) * 1.25 for k in FIXED}})
     (result,) = fit(read_csv(f), default_catalog())
     default = build("llama-3.1-8b", "h100-sxm", users=1, prompt=1024, output=128)[0].factors
     assert result.tpot_method == "scale"
-    assert result.tpot_held_out["scale"] < 1e-6 < result.tpot_held_out["line"]
+    assert result.tpot_held_out["scale"] < 1e-6 and "line" not in result.tpot_held_out
     assert result.factors["bandwidth_efficiency"] == pytest.approx(default.bandwidth_efficiency / 1.25, rel=1e-6)
     assert result.factors["layer_overhead_s"] == pytest.approx(default.layer_overhead_s * 1.25, rel=1e-6)
     assert result.after["tpot"]["max_ape"] < 1e-6
+
+
+def test_a_stack_of_another_shape_within_the_scales_range_still_gets_the_scale(tmp_path):
+    # Measured with the line's own shape (bandwidth efficiency 0.7 and a 2 ms step, no
+    # other fixed cost): a scale of the defaults does not fit it exactly, but it is
+    # inside its range, and on real stacks a line chosen over it did worse held out
+    # (the fit half's 32 such points, 4.3 -> 7.4 % at batch 1): the scale is kept. The
+    # defaults miss these rows by up to 8 % (2 ms + 16 GB at 0.7 of 3.35 TB/s = 8.9 ms
+    # for the 8B at batch 1, against the default 2.64 ms + 16 GB at 0.82); scaled, the
+    # worst is under 5 %.
+    f = tmp_path / "m.csv"
+    line = {"bandwidth_efficiency": 0.7, "step_overhead_s": 0.002, "layer_overhead_s": 0.0, "tp_rank_overhead_s": 0.0, "sequence_overhead_s": 0.0}
+    _measured_with(f, lambda d: {**line, "expert_layer_overhead_s": 0.0})
+    (result,) = fit(read_csv(f), default_catalog())
+    assert result.tpot_method == "scale" and "line" not in result.tpot_held_out
+    assert result.after["tpot"]["max_ape"] < 0.05 < result.before["tpot"]["max_ape"]
 
 
 def test_points_the_defaults_already_predict_keep_the_defaults(tmp_path, capsys):
@@ -289,16 +315,15 @@ def test_the_file_records_which_tpot_fit_was_kept(tmp_path):
     import yaml
 
     (entry,) = yaml.safe_load(out.read_text())["calibration"]
-    assert (entry["tpot_fit"], entry["ttft_fit"]) == ("line", "utilisation")  # TRUE's factors are the line's own shape
+    assert (entry["tpot_fit"], entry["ttft_fit"]) == ("scale", "utilisation")  # true_factors: the default's shape, scaled
 
 
 def test_a_scale_beyond_its_bound_stops_there_and_the_line_takes_over(tmp_path):
     # Steps 30 times what the default's reads and fixed costs take. The scale stops at 10
     # (SCALE_RANGE), so held out it predicts each about 1 - 10/30 = 2/3 too fast; the
     # line, free of the bound, does far better and is kept.
-    fixed = ("step_overhead_s", "layer_overhead_s", "tp_rank_overhead_s", "sequence_overhead_s", "expert_layer_overhead_s")
     f = tmp_path / "m.csv"
-    _measured_with(f, lambda d: {"bandwidth_efficiency": d.bandwidth_efficiency / 30, **{k: getattr(d, k) * 30 for k in fixed}})
+    _measured_with(f, lambda d: {"bandwidth_efficiency": d.bandwidth_efficiency / 30, **{k: getattr(d, k) * 30 for k in FIXED}})
     (result,) = fit(read_csv(f), default_catalog())
     assert result.tpot_held_out["scale"] == pytest.approx(2 / 3, abs=0.01)
     assert result.tpot_method == "line" and result.tpot_held_out["line"] < 0.1
