@@ -104,8 +104,8 @@ def offset_and_shape(log_errors_by_campaign: dict[str, list[float]], min_points:
 
 
 def run_year(p: dict) -> float | None:
-    """The run's date (`as_of`) as a year with its fraction (2025-07 → 2025.5, the month's
-    middle when no day is given); None when undated."""
+    """The run's date (`as_of`) as a year and the fraction of it gone by; a month alone is
+    read as its 15th (2025-07 → 2025.54), a year alone as its 15 July; None when undated."""
     s = str(p.get("as_of") or "")
     try:
         year = int(s[:4])

@@ -197,8 +197,9 @@ def _line(rows: list[TpotRow]) -> FittedFactors | None:
     default model's shape cannot stretch to. Why: on the validation set's fit half, each
     point predicted from a fit to the other points of its campaign, engine and GPU, the
     line was kept for 32 points and took them from 4.3 to 7.4 % (batch 1) and 7.4 to
-    9.9 % (batched); gated so, the fit half's calibrated median is 3.9 % (4.6 % ungated,
-    4.2 % uncalibrated; bench/bench_validation.py --split fit, 2026-12-03)."""
+    9.9 % (batched) against the defaults; gated so, the leave-one-out columns of
+    `python bench/bench_validation.py --split fit` go batch-1 2.4 → 2.3 %, batched 8.1 →
+    7.2 % (2026-12-03)."""
     if len({round(r.read_s, 12) for r in rows}) < 2:
         return None
     scale = fit_scale(rows)
