@@ -6,7 +6,7 @@ Per metric: n, median and worst absolute percentage error uncalibrated; then the
 with leave-one-out calibration, each point predicted by what `plan-opt calibrate` fits
 on the other test points of the same campaign, engine and GPU (as a user would
 calibrate their own stack on their own machines; for decode its own held-out choice
-among the defaults, their scale and the two-parameter line, for prefill the
+among the defaults, their scale and (where no scale fits) the line, for prefill the
 utilisation), with "before" the uncalibrated median over the same points; the medians'
 intervals over campaigns resampled; each campaign's offset apart from the shape left
 once it is removed; how the offsets move with the runs' dates; and aiconfigurator's
@@ -102,7 +102,8 @@ def _ev(p):
 def loo_factors(points, skip, predicted: dict) -> dict | None:
     """Factors fitted on the other points of skip's campaign, engine and GPU (same split), as
     `plan-opt calibrate` fits them: for decode its leave-one-out choice among the
-    defaults, their scale and the two-parameter line; for prefill the utilisation."""
+    defaults, their scale and (where no scale fits) the two-parameter line; for prefill
+    the utilisation."""
     kind = kind_of(skip)
     want = ("tpot1", "tpot") if kind in ("tpot1", "tpot", "throughput") else ("ttft",)
     xs, ys, rows, defaults = [], [], [], None

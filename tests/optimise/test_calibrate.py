@@ -265,9 +265,10 @@ def test_a_stack_of_another_shape_within_the_scales_range_still_gets_the_scale(t
     # other fixed cost): a scale of the defaults does not fit it exactly, but it is
     # inside its range, and on real stacks a line chosen over it did worse held out
     # (the fit half's 32 such points, 4.3 -> 7.4 % at batch 1): the scale is kept. The
-    # defaults miss these rows by up to 8 % (2 ms + 16 GB at 0.7 of 3.35 TB/s = 8.9 ms
-    # for the 8B at batch 1, against the default 2.64 ms + 16 GB at 0.82); scaled, the
-    # worst is under 5 %.
+    # defaults miss the 70B at TP 2 and batch 1 by about 8 %: 2 ms + 70.6 GB a GPU at
+    # 0.7 of 3.35 TB/s = 32.1 ms, against the default 3.77 ms (2 ms + 80 layers × 20 µs
+    # + one rank's 0.17 ms) + 70.6 GB at 0.82 = 29.4 ms, before its KV reads and all-reduce;
+    # scaled, the worst is under 5 %.
     f = tmp_path / "m.csv"
     line = {"bandwidth_efficiency": 0.7, "step_overhead_s": 0.002, "layer_overhead_s": 0.0, "tp_rank_overhead_s": 0.0, "sequence_overhead_s": 0.0}
     _measured_with(f, lambda d: {**line, "expert_layer_overhead_s": 0.0})
