@@ -173,7 +173,8 @@ class WorkloadIn(SpecModel):
     batching: Literal["isolated", "continuous"] = Field(
         default="isolated",
         description="isolated: the seed's figures (each prompt and step alone); continuous: prompts prefilled in chunks "
-        "inside the decode steps, as vLLM and SGLang do, so TTFT and TPOT grow with the load.",
+        "inside the decode steps (as vLLM V1 schedules; SGLang by default runs a chunk as a pass of its own, "
+        "which the decoders wait for), so TTFT and TPOT grow with the load.",
     )
     shared_prefix_tokens: PrefixTokens = Field(
         default=0,

@@ -1,5 +1,6 @@
 """Requests over time, served by replicas: an iteration-level simulator of a
-continuous-batching engine, scheduling as vLLM V1 and SGLang do.
+continuous-batching engine, scheduling as vLLM V1 does (SGLang, unless
+--enable-mixed-chunk, runs a prompt chunk as an iteration of its own; that is not told apart).
 
 The physics says what one iteration costs; what a user sees under traffic also
 depends on the queue, the batch the scheduler builds and the KV cache it runs out of.
