@@ -349,13 +349,24 @@ def batch_of(p: dict) -> int | None:
     return max(1, round(batch / replicas)) if p["metric"] != "throughput" or "replicas" not in cond else batch
 
 
+STATIC_BATCH = ("static", "bench_one_batch", "benchmark_latency", "gptSessionBenchmark")
+"""Words in a run's engine_version, benchmark or batching that say it ran one batch start to end
+(TensorRT-LLM's session benchmark, vLLM's benchmark_latency.py, SGLang's
+bench_one_batch): its prompts prefilled together, then decoded, none arriving in flight."""
+
+
 def in_flight(p: dict) -> bool:
     """Served under concurrency by an engine with in-flight batching (vLLM, SGLang, and
-    TensorRT-LLM from v0.7 / MLPerf): prompts are prefilled inside the decode steps."""
-    version = str(_cond(p).get("engine_version", ""))
+    TensorRT-LLM from v0.7 / MLPerf): prompts are prefilled inside the decode steps. Not
+    a run of one static batch (STATIC_BATCH), nor TensorRT-LLM v0.5 (static batching
+    only; SGLang's v0.5.x batches in flight)."""
+    cond = _cond(p)
+    version = str(cond.get("engine_version", ""))
     if p["metric"] == "decode_tpot_batched":
         return True
-    return p["metric"] == "throughput" and "static" not in version and "v0.5" not in version and p.get("engine") != "llama.cpp"
+    said = " ".join(str(cond.get(key, "")) for key in ("engine_version", "benchmark", "batching"))
+    static = any(word in said for word in STATIC_BATCH) or (p.get("engine") == "trtllm" and "v0.5" in version)
+    return p["metric"] == "throughput" and not static and p.get("engine") != "llama.cpp"
 
 
 def output_lengths(p: dict, n: int) -> list[int]:

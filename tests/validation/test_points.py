@@ -143,6 +143,24 @@ def test_a_ttft_through_an_http_server_is_told_from_a_session_benchmark():
     assert vp.served_ttft(launched)
 
 
+def test_a_served_run_batches_in_flight_a_run_of_one_static_batch_does_not():
+    def run(engine, version="", benchmark="", batching=None):
+        cond = {"concurrency": 64, "engine_version": version, "benchmark": benchmark}
+        if batching:
+            cond["batching"] = batching
+        return {"metric": "throughput", "engine": engine, "conditions": cond}
+
+    # SGLang's 0.5 line serves in flight; only TensorRT-LLM's v0.5 batched statically
+    assert vp.in_flight(run("sglang", "SGLang v0.5.7", "InferenceX harness (bench_serving style)"))
+    assert not vp.in_flight(run("trtllm", "TensorRT-LLM v0.5.0"))
+    assert vp.in_flight(run("trtllm", "TensorRT-LLM v1.0"))
+    # one batch start to end, whichever field says so
+    assert not vp.in_flight(run("vllm", "vLLM 0.7.2", "benchmarks/benchmark_latency.py --batch-size 16"))
+    assert not vp.in_flight(run("sglang", "SGLang v0.4.3", "python3 -m sglang.bench_one_batch --batch-size 1"))
+    assert not vp.in_flight(run("trtllm", "TensorRT-LLM v0.6.1", batching="static"))
+    assert not vp.in_flight(run("llama.cpp", "build 2834"))
+
+
 def test_a_group_is_fitted_alone_only_when_its_points_separate_reads_from_flops():
     def term(i, reads, flops, kind="tpot"):
         return fit_defaults.Term(f"p{i}", kind, ("vllm", "hbm"), "bf16", "bf16", 0.01, reads, 1.0, flops, 0.0, 0.0, 0.0, 32)
