@@ -120,7 +120,7 @@ def _comm_blame(cands: list[Candidate], target: str, limits: Limits) -> str:
         if without is not None and without * 1e6 <= limits.max_tpot_us:
             return f"{without * 1e3:.1f} ms"
     if target == "max_ttft" and limits.max_ttft_us is not None:
-        without = min((c.ttft_s - _prefill_comm(c) for c in cands), default=None)
+        without = min((_ttft_without_comm_s(c) for c in cands), default=None)
         if without is not None and without * 1e6 <= limits.max_ttft_us:
             return f"{without * 1e3:.0f} ms"
     return ""
@@ -134,10 +134,19 @@ def _decode_comm_share_s(c: Candidate) -> float:
     return c.decode.tpot_s(c.batch) - silent.tpot_s(c.batch)
 
 
-def _prefill_comm(c: Candidate) -> float:
-    from solver.physics.interconnect import estimate_comm
-
-    return estimate_comm(c.shape.deployment, c.physics.prompt_tokens).time_s
+def _ttft_without_comm_s(c: Candidate) -> float:
+    """The plan's TTFT with its prefills' all-reduces at zero: under a closed loop of
+    users every queued prompt is that much shorter, so the queue is solved again; else
+    (a prefill pool, a traffic run) one prompt's share is taken off. The all-reduces are
+    those of the tokens prefilled, not of the cached prefix (a 100k-token prompt whose
+    96k are cached sends 4k tokens' activations: counted whole, they came out larger
+    than the TTFT itself)."""
+    dec = c.physics.decode
+    if c.prefill is None and c.ttft_at_load_s is None and dec is not None and dec.prompt_tokens:
+        silent = dataclasses.replace(dec, prefill_gpu_s=dec.prefill_gpu_s - c.physics.prefill_comm_s)
+        return silent.ttft_under_load_s(c.batch)
+    physics = c.prefill.physics if c.prefill is not None else c.physics
+    return c.ttft_s - physics.prefill_comm_s
 
 
 def _limit_field(target: str) -> str:

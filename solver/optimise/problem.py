@@ -79,6 +79,9 @@ class ShapePhysics:
     ttft_s: float
     decode: DecodeCoefficients | None
     prompt_tokens: int = 0
+    prefill_comm_s: float = 0.0
+    """What the all-reduces add to one prompt's prefill (of the tokens the prefix cache
+    does not supply), inside ttft_s."""
 
     @property
     def valid(self) -> bool:
@@ -229,13 +232,15 @@ def _shape_physics(shape: Shape, w: Workload) -> ShapePhysics:
             return ShapePhysics(shape, refused, 0, math.inf, None)
     max_batch = estimate_memory(d, w).max_batch
     try:
+        prefill = estimate_prefill(d, w)
         return ShapePhysics(
             shape,
             refused,
             max_batch,
-            estimate_prefill(d, w).ttft_s,
+            prefill.ttft_s,
             decode_coefficients(d, w.resident_tokens, w),
             w.prompt_tokens,
+            prefill.comm_time_s,
         )
     except ValueError:
         if not refused:

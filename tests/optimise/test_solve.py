@@ -4,6 +4,7 @@ cases whose binding constraint is known in advance (derivations beside them)."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -223,6 +224,35 @@ def test_interconnect_reason_quotes_plans_that_meet_the_other_targets():
     best_ms, without_ms = _pushed_ms(ru.reason)
     assert best_ms > 5.0
     assert 0 < without_ms <= 5.0 < best_ms
+
+
+def test_a_cached_prefix_sends_no_all_reduces_and_the_reason_says_so():
+    # Llama-3.1-70B, 100k-token prompts of which a 96k-token corpus is cached for 95 % of
+    # requests: a prefill computes about 100,000 - 0.95 x 96,000 = 8,800 tokens, and only
+    # those tokens' activations cross the all-reduces. Counted over the whole prompt the
+    # A10s' all-reduces came out longer than their TTFT ("-6850 ms without them"). The
+    # all-reduces are a part of every shape's TTFT, and a figure quoted without them lies
+    # between 0 and the figure with them.
+    spec = {
+        "model": "llama-3.1-70b",
+        "workload": {
+            "users": 24,
+            "context_tokens": 131072,
+            "prompt_tokens": 100000,
+            "output_tokens": 500,
+            "shared_prefix_tokens": 96000,
+            "prefix_hit_rate": 0.95,
+        },
+        "sla": {"max_ttft": "5s", "max_tpot": "50ms"},
+        "search": {"gpus": ["a10", "h100-sxm"], "weights": ["bf16", "fp8"], "kv_cache": ["bf16", "fp8"]},
+    }
+    r = solve(problem_of(spec))
+    ru = next(x for x in r.runners_up if x.device == "a10")
+    m = re.search(r"best TTFT to ([0-9.]+) ms \(([-0-9.]+) ms without them\)", ru.reason)
+    if m:
+        assert 0 <= float(m.group(2)) <= float(m.group(1)), ru.reason
+    else:
+        assert ru.reason.startswith("ruled out by max_ttft"), ru.reason
 
 
 def test_tp_beyond_the_domain_is_the_interconnect_constraint():
