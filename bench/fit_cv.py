@@ -9,6 +9,7 @@ fit is chosen without looking at the test split.
     python bench/fit_cv.py [--folds 5] [--seed 0] [--caps 2.5e-3:2e-5 1e-3:1e-5 5e-3:4e-5]
                            [--unhidden 0 0.3 0.6 1] [--prefill-unhidden 0 0.5 1] [--balance 0 0.5 1]
                            [--prefill-expert fitted none] [--attention-share held fitted]
+                           [--pull 0.1 0.3 1 3]
 
 --folds 0 leaves one campaign out at a time (no seed: every campaign is a fold).
 """
@@ -95,6 +96,7 @@ def main() -> None:
         help="decode attention's KV read share (fit_defaults.ATTENTION_SHARE): fitted, or held at 1",
     )
     ap.add_argument("--pool-expert-layer", nargs="*", choices=["on", "off"], default=[])
+    ap.add_argument("--pull", nargs="*", type=float, default=[], metavar="PULL", help="the pull toward the priors to compare (fit_defaults.PULL)")
     args = ap.parse_args()
     points = [p for p in load_points() if p.get("split") == "fit"]
     with contextlib.redirect_stdout(io.StringIO()):
@@ -119,6 +121,7 @@ def main() -> None:
         ("UNHIDDEN", "unhidden share", args.unhidden),
         ("UNHIDDEN_PREFILL", "prefill unhidden share", args.prefill_unhidden),
         ("BALANCE", "campaign balance", args.balance),
+        ("PULL", "pull toward the priors", args.pull),
     ):
         chosen = getattr(fit, name)
         for value in values:

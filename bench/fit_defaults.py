@@ -294,6 +294,12 @@ the fit split (bench/fit_cv.py --folds 0 --balance ..., 2026-12-01, before the m
 matmul share), all terms / TPOT / TTFT / median of the campaigns' medians: 0, 15.9 /
 13.7 / 26.0 / 16.3 %; 0.5, 18.2 / 15.7 / 27.0 / 18.3 %; 1, 18.4 / 15.8 / 26.7 / 17.3 %."""
 PULL = 0.3  # loss per unit of |log(value / prior)| (fixed costs: per ms and per 10 µs)
+"""How hard the fit pulls each factor toward its prior. Chosen by leave-one-campaign-out
+on the fit split (bench/fit_cv.py --folds 0 --pull ..., 2026-12-04, 440 terms of 36
+campaigns), TPOT / TTFT / all / campaigns' medians: 0.1 9.5 / 15.2 / 10.9 / 10.5 %;
+0.3 9.1 / 14.4 / 10.2 / 9.7 % (kept); 1 10.5 / 16.4 / 11.9 / 11.0 %; 3 12.0 / 17.5 /
+13.5 / 12.5 %; 10 11.7 / 21.1 / 15.3 / 13.9 %. A stronger pull (fewer effective factors)
+does not carry better to a campaign the fit has not seen."""
 EXPERT_PULL_S = 1e-3
 """The cost per MoE layer (s3) is pulled toward 0 per ms, as the step's fixed cost is,
 not per 10 µs as the per-layer cost is: only the mixture-of-experts points carry it,
