@@ -19,8 +19,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import math
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -71,15 +73,39 @@ def _summary(errs: dict[str, list[float]]) -> str:
     )
 
 
+def _number_in(low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: a finite number from low to high, or one clear error naming the range."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and low <= value <= high):
+            raise argparse.ArgumentTypeError(f"{text!r}: must be a number from {low:g} to {high:g}")
+        return value
+
+    return parse
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--folds", type=int, default=5, help="campaign folds; 0: leave one campaign out")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--caps", nargs="*", default=[], metavar="S0:S1", help="the step's cap and the held per-layer cost to compare, seconds")
-    ap.add_argument("--unhidden", nargs="*", type=float, default=[], metavar="SHARE", help="kernels' unhidden shares to compare (at the fit's caps)")
-    ap.add_argument("--prefill-unhidden", nargs="*", type=float, default=[], metavar="SHARE", help="prefill GEMMs' unhidden shares to compare")
     ap.add_argument(
-        "--balance", nargs="*", type=float, default=[], metavar="ALPHA", help="campaign balance of the loss to compare (fit_defaults.BALANCE)"
+        "--unhidden", nargs="*", type=_number_in(0, 1), default=[], metavar="SHARE", help="kernels' unhidden shares to compare (at the fit's caps)"
+    )
+    ap.add_argument(
+        "--prefill-unhidden", nargs="*", type=_number_in(0, 1), default=[], metavar="SHARE", help="prefill GEMMs' unhidden shares to compare"
+    )
+    ap.add_argument(
+        "--balance",
+        nargs="*",
+        type=_number_in(0, 1),
+        default=[],
+        metavar="ALPHA",
+        help="campaign balance of the loss to compare (fit_defaults.BALANCE)",
     )
     ap.add_argument(
         "--prefill-expert",
@@ -96,7 +122,9 @@ def main() -> None:
         help="decode attention's KV read share (fit_defaults.ATTENTION_SHARE): fitted, or held at 1",
     )
     ap.add_argument("--pool-expert-layer", nargs="*", choices=["on", "off"], default=[])
-    ap.add_argument("--pull", nargs="*", type=float, default=[], metavar="PULL", help="the pull toward the priors to compare (fit_defaults.PULL)")
+    ap.add_argument(
+        "--pull", nargs="*", type=_number_in(0, 100), default=[], metavar="PULL", help="the pull toward the priors to compare (fit_defaults.PULL)"
+    )
     args = ap.parse_args()
     points = [p for p in load_points() if p.get("split") == "fit"]
     with contextlib.redirect_stdout(io.StringIO()):
