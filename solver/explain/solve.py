@@ -156,10 +156,9 @@ def explain_plan(problem: Problem, s: Scenario, result: SolveResult) -> None:
     if c.prefill is not None:
         rows = [_disaggregated_row(r, c, s) for r in rows]
     result.constraints = rows
-    result.batch_capped_by = "memory" if c.max_batch_memory <= c.max_batch_tpot else "max_tpot"
+    result.batch_capped_by = c.caps if c.prefill is None else ("memory" if c.max_batch_memory <= c.max_batch_tpot else "max_tpot")
     if c.traffic is not None:
         result.constraints = [_at_percentile(r, c, s, result) for r in rows]
-        result.batch_capped_by = c.caps
     if c.replicas > 1:
         result.replicas_forced_by = result.batch_capped_by
 

@@ -16,8 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 
+from solver.optimise.capacity import Capacity, replica_capacity
 from solver.optimise.problem import Problem, Shape, ShapePhysics
-from solver.optimise.targets import TIME_TOLERANCE, ceil_us, time_us
+from solver.optimise.targets import ceil_us, time_us
 from solver.physics.costs import plan_tco
 from solver.physics.decode import DecodeCoefficients
 from solver.physics.deployment import Targets, Workload
@@ -195,13 +196,17 @@ class Candidate:
         return self.physics.max_batch_memory
 
     @property
+    def capacity(self) -> Capacity:
+        """Users one replica of this shape holds under each target and under all at once
+        (optimise/capacity.py: the one rule every command reads)."""
+        return Capacity(self.max_batch_memory, self.max_batch_tpot, self.max_batch_ttft)
+
+    @property
     def caps(self) -> str:
         """The limit that sets the batch per replica (under traffic: the rate per replica)."""
         if self.traffic is not None:
             return self.traffic.binding_target
-        if self.max_batch_ttft < min(self.max_batch_memory, self.max_batch_tpot):
-            return "max_ttft"
-        return "memory" if self.max_batch_memory <= self.max_batch_tpot else "max_tpot"
+        return self.capacity.binding
 
     # Integer coefficients for CP-SAT.
     @cached_property
@@ -237,10 +242,7 @@ class Candidate:
 def tpot_batch_cap(problem: Problem, ph: ShapePhysics, w: Workload, t: Targets, ignore: bool) -> int:
     """Most sequences per replica the TPOT target allows, searched up to the memory cap
     (that cap itself without a target, or when the caller ignores it)."""
-    upper = max(ph.max_batch_memory, 1)
-    if t.max_tpot_s is None or ignore:
-        return upper
-    return problem.tpot_cap(ph, w, t.max_tpot_s * (1 + TIME_TOLERANCE), upper)  # physics' ≤, as meets_time
+    return replica_capacity(problem, ph, w, Targets(max_tpot_s=t.max_tpot_s), ignore_latency=ignore).max_tpot
 
 
 MAX_BATCH_VARIANTS = 256
@@ -308,20 +310,13 @@ def candidates(
         dec = ph.decode
         if not ph.valid or dec is None:
             continue
-        b_mem = ph.max_batch_memory
-        upper = max(b_mem, 1)
-        b_tpot = tpot_batch_cap(problem, ph, w, t, ignore_tpot_cap)
-        cap = min(b_mem, b_tpot) if not ignore_tpot_cap else b_mem
-        b_ttft = 10**9
-        if dec.prompt_tokens and t.max_ttft_s is not None and not ignore_tpot_cap:
-            b_ttft = problem.ttft_cap(ph, w, t.max_ttft_s, upper)
-            cap = min(cap, b_ttft)
+        cap = replica_capacity(problem, ph, w, t, ignore_latency=ignore_tpot_cap)
         seen: set[int] = set()
-        for b in _batches(cap, w.users, batch_variants):
+        for b in _batches(cap.users, w.users, batch_variants):
             replicas = math.ceil(w.users / b)
             if replicas in seen:
                 continue
             seen.add(replicas)
             batch = math.ceil(w.users / replicas)
-            out.append(Candidate(shape, ph, batch, replicas, w.users, b_tpot, dec.tpot_s(batch), relaxed, b_ttft, t))
+            out.append(Candidate(shape, ph, batch, replicas, w.users, cap.max_tpot, dec.tpot_s(batch), relaxed, cap.max_ttft, t))
     return out

@@ -21,6 +21,7 @@ one is often cheapest); it then needs a weighted router, and `routes` gives the 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -40,6 +41,16 @@ class Assignment:
     workload: str
     option: Option
     replicas: int
+    carried: int = 0
+    """What its replicas carry in all (users, or thousandths of a request per second)."""
+    tpot_s: float = 0.0
+    ttft_s: float = 0.0
+    """TPOT and TTFT at the load each replica carries (optimise/capacity.py), not at its cap."""
+
+    @property
+    def load(self) -> int:
+        """Users per replica at most (a rate service: thousandths of a request per second)."""
+        return -(-self.carried // self.replicas) if self.replicas else 0
 
 
 @dataclass(frozen=True)
@@ -251,9 +262,38 @@ def solve_fleet(
             if result.rented[d] and p:
                 result.offers[d] = f"{p.provider}, {p.offer}, ${p.usd_per_gpu_hour:,.2f}/GPU-hour ({p.as_of})"
             result.tco_usd_per_hour += result.owned_used[d] * running + result.rented[d] * hourly
-    result.binds = _binds(fs, classes, result, devices, owned, quota, budget_hour)
     result.routes = routes(classes, result)
+    result.assignments = [_at_load(classes, result, a) for a in result.assignments]
+    result.binds = _binds(fs, classes, result, devices, owned, quota, budget_hour)
     return result
+
+
+def _carried(res: FleetResult, a: Assignment) -> int:
+    """What an assignment's replicas carry: the service's whole served demand, or its
+    share where the service runs on several shapes (`routes`)."""
+    for x in res.routes.get(a.service, []):
+        if x.plan == a.option.label:
+            return x.users
+    return res.served.get(a.service, 0)
+
+
+def _at_load(classes: list[ServiceClass], res: FleetResult, a: Assignment) -> Assignment:
+    """The assignment with its TPOT and TTFT at the load each replica carries — the
+    figures `plan-opt evaluate` gives for that replica at that load."""
+    from solver.optimise.capacity import latencies_at, rate_latencies_at
+    from solver.optimise.fleet_classes import RATE_SCALE
+
+    sc = next(c for c in classes if c.name == a.service)
+    p = sc.problem
+    shape = p.shapes[a.option.shape_index]
+    carried = _carried(res, a)
+    if carried <= 0:
+        return dataclasses.replace(a, carried=0, tpot_s=a.option.tpot_s, ttft_s=a.option.ttft_s)
+    if sc.rate:
+        tpot, ttft = rate_latencies_at(p, shape, p.workload, p.targets, carried / RATE_SCALE / a.replicas)
+    else:
+        tpot, ttft = latencies_at(p.physics(shape, p.workload), -(-carried // a.replicas))
+    return dataclasses.replace(a, carried=carried, tpot_s=tpot, ttft_s=ttft)
 
 
 def routes(classes: list[ServiceClass], res: FleetResult) -> dict[str, list[Route]]:
@@ -264,9 +304,10 @@ def routes(classes: list[ServiceClass], res: FleetResult) -> dict[str, list[Rout
     pushed past it; largest remainders make them whole, and rounding up never
     passes a cap, since served ≤ capacity. A request router needs other weights:
     by Little's law (L = λW) a shape holding u users, each request on it lasting
-    W = TTFT + output_tokens × TPOT (at the shape's full batch), takes requests at
+    W = TTFT + output_tokens × TPOT, takes requests at
     λ = u / W, so the request shares are u/W normalised — a faster shape takes a
-    larger share of requests than of users."""
+    larger share of requests than of users. W is taken at the load each replica then
+    carries (optimise/capacity.py), as the report prints it."""
     out: dict[str, list[Route]] = {}
     by_service: dict[str, list[Assignment]] = {}
     for a in res.assignments:
@@ -285,9 +326,23 @@ def routes(classes: list[ServiceClass], res: FleetResult) -> dict[str, list[Rout
         if rate_services.get(name):  # a rate service: the requests split as the capacity does
             rate = [float(u) for u in users]
         else:
-            rate = [u / (a.option.ttft_s + output_tokens[name] * a.option.tpot_s) for u, a in zip(users, parts)]
+            sc = next(c for c in classes if c.name == name)
+            rate = []
+            for u, a in zip(users, parts):
+                tpot, ttft = _latencies(sc, a, u)
+                rate.append(u / (ttft + output_tokens[name] * tpot) if u else 0.0)
         out[name] = [Route(name, a.option.label, a.replicas, u, u / served, lam / sum(rate)) for a, u, lam in zip(parts, users, rate)]
     return out
+
+
+def _latencies(sc: ServiceClass, a: Assignment, users: int) -> tuple[float, float]:
+    """(TPOT, TTFT) of a replica of `a` when its replicas hold `users` in all."""
+    from solver.optimise.capacity import latencies_at
+
+    p = sc.problem
+    if users <= 0:
+        return a.option.tpot_s, a.option.ttft_s
+    return latencies_at(p.physics(p.shapes[a.option.shape_index], p.workload), -(-users // a.replicas))
 
 
 def _resolve_counts(counts: dict[str, int]) -> dict[str, int]:
@@ -331,7 +386,10 @@ def _binds(
                 f"{a.service}: {a.option.label} sustains {sc.amount(a.option.cap)} per replica within the targets (screened; stopped by {CAPPED.get(a.option.capped_by, a.option.capped_by)})"
             )
         else:
-            out.append(f"{a.service}: {a.option.label} holds {a.option.cap} users per replica (capped by {CAPPED[a.option.capped_by]})")
+            out.append(
+                f"{a.service}: {a.option.label} holds up to {a.option.cap} users per replica (capped by {CAPPED[a.option.capped_by]}); "
+                f"carries {a.load} each: TPOT {a.tpot_s * 1e3:.1f} ms, TTFT {a.ttft_s * 1e3:.0f} ms"
+            )
     return out
 
 

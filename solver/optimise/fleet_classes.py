@@ -101,10 +101,9 @@ def _class_specs(fs: FleetSpec, w: FleetWorkloadIn, index: int) -> list[tuple[st
 
 
 def _options(problem: Problem) -> tuple[list[Option], str]:
-    """The shapes that can serve this class at all (memory, interconnect, TTFT, TPOT
-    hold for at least one user), pruned to those not beaten within their device on
+    """The shapes that can serve this class at all (memory, interconnect, TPOT and TTFT
+    under load hold for at least one user: the capacity rule solve's candidates read), pruned to those not beaten within their device on
     GPUs per replica, users per replica and format quality."""
-    t = problem.targets
     good = []
     for c in candidates(problem):
         if c.memory_excess > 0 or c.interconnect_excess or c.max_batch_memory < 1 or c.max_batch_tpot < 1:
@@ -117,11 +116,9 @@ def _options(problem: Problem) -> tuple[list[Option], str]:
             q = d.weights.quality_rank + d.kv.quality_rank
             good.append(Option(c.shape.index, c.shape.label, c.shape.device.name, c.shape.gpus_per_replica, rate_cap, c.caps, c.tpot_s, c.ttft_s, q))
             continue
-        if t.max_ttft_s is not None and c.ttft_s > t.max_ttft_s:
+        cap = c.capacity.users  # memory, TPOT and TTFT under load at once (optimise/capacity.py), as solve's
+        if cap < 1:
             continue
-        if t.max_tpot_s is not None and c.tpot_s > t.max_tpot_s:
-            continue
-        cap = min(c.max_batch_memory, c.max_batch_tpot)
         d = c.shape.deployment
         q = d.weights.quality_rank + d.kv.quality_rank
         good.append(Option(c.shape.index, c.shape.label, c.shape.device.name, c.shape.gpus_per_replica, cap, c.caps, c.tpot_s, c.ttft_s, q))

@@ -121,8 +121,7 @@ def _why(c: Candidate, axis: str, workload: Workload) -> str:
         comm = pre.comm_time_s / pre.ttft_s if pre.ttft_s else 0.0
         return f"prefill {pre.bound}-bound on TP {d.tp}" + (f", {comm:.0%} all-reduce" if comm >= 0.1 else "")
     if axis == "users":
-        cap = min(c.max_batch_memory, c.max_batch_tpot)
-        return f"{c.replicas} replica(s) of ≤ {cap} users: batch capped by {CAPPED[c.caps]}"
+        return f"{c.replicas} replica(s) of ≤ {c.capacity.users} users: batch capped by {CAPPED[c.caps]}"
     if axis == "rate":
         assert c.traffic is not None  # the rate frontier is built of traffic candidates
         sus = c.traffic.sustainable
@@ -239,7 +238,7 @@ def _users_frontier(problem: Problem) -> Frontier:
     m = cp_model.CpModel()
     x = [m.new_bool_var(f"x{i}") for i in range(len(base))]
     m.add_exactly_one(x)
-    caps = [max(1, min(c.max_batch_memory, c.max_batch_tpot)) for c in base]
+    caps = [max(1, c.capacity.users) for c in base]  # every target at once, as solve's and fleet's (optimise/capacity.py)
     r = []
     rented = []
     for i, c in enumerate(base):

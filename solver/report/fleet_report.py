@@ -40,10 +40,13 @@ def to_dict(res: FleetResult) -> dict:
                 "gpu": a.option.device,
                 "replicas": a.replicas,
                 "gpus": a.replicas * a.option.gpus_per_replica,
-                ("requests_per_s_per_replica" if a.service in res.rate_services else "users_per_replica"): _in_unit(res, a.service, a.option.cap),
+                ("requests_per_s_per_replica" if a.service in res.rate_services else "users_per_replica"): _in_unit(res, a.service, a.load),
+                ("capacity_requests_per_s_per_replica" if a.service in res.rate_services else "capacity_users_per_replica"): _in_unit(
+                    res, a.service, a.option.cap
+                ),
                 "batch_capped_by": a.option.capped_by,
-                "tpot_s": a.option.tpot_s,
-                "ttft_s": a.option.ttft_s,
+                "tpot_s": a.tpot_s,
+                "ttft_s": a.ttft_s,
             }
             for a in res.assignments
         ],
@@ -123,13 +126,15 @@ def render(res: FleetResult, title: str, markdown: bool = False, show_purchase: 
                 a.service,
                 a.option.label,
                 str(a.replicas),
+                _amount(res, a.service, a.load),
                 _amount(res, a.service, a.option.cap),
-                f"{a.option.tpot_s * 1e3:.1f} ms",
-                f"{a.option.ttft_s * 1e3:.0f} ms",
+                f"{a.tpot_s * 1e3:.1f} ms",
+                f"{a.ttft_s * 1e3:.0f} ms",
             ]
         )
     per = "per replica" if res.rate_services else "users/replica"
-    lines += _table(["service", "replica", "replicas", per, "TPOT", "TTFT"], rows, markdown)
+    lines += _table(["service", "replica", "replicas", per, "capacity", "TPOT", "TTFT"], rows, markdown)
+    lines.append("(TPOT and TTFT at the load each replica carries; capacity: the most it holds within every target)")
     rows = [[name, _amount(res, name, res.served.get(name, 0)), _amount(res, name, d)] for name, d in res.demand.items()]
     lines.append("")
     lines += _table(["service", "served", "demand"], rows, markdown)

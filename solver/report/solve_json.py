@@ -15,6 +15,7 @@ from pydantic import Field
 
 from solver.explain.exclusions import by_device, exclusions
 from solver.explain.records import SensitivityRow, SolveResult
+from solver.optimise.capacity import NO_CAP
 from solver.optimise.scenario import objective_value
 from solver.physics.costs import TokenCosts, token_costs
 from solver.report import strict_json
@@ -107,6 +108,12 @@ class PlanOut(SolveModel):
     batch_per_replica: int
     max_batch_memory: int = Field(description="Sequences per replica that fit beside the weights.")
     max_batch_tpot: int = Field(description="Sequences per replica the TPOT target allows.")
+    max_batch_ttft: int | None = Field(
+        default=None, description="Users per replica the TTFT target allows with their prompts queued (None: no TTFT cap applies)."
+    )
+    capacity_per_replica: int = Field(
+        default=0, description="Most users one replica holds under every target at once: the least of the three caps (optimise/capacity.py)."
+    )
     cost_usd_per_hour: float
     purchase_usd: float
     tpot_s: float
@@ -396,6 +403,8 @@ def to_output(r: SolveResult) -> SolveOut:
             batch_per_replica=c.batch,
             max_batch_memory=c.max_batch_memory,
             max_batch_tpot=c.max_batch_tpot,
+            max_batch_ttft=c.max_batch_ttft if c.max_batch_ttft < NO_CAP else None,
+            capacity_per_replica=c.capacity.users,
             cost_usd_per_hour=round(c.cost_usd_per_hour, 6) if rented or not bought else 0.0,
             purchase_usd=round(c.purchase_usd, 2),
             tpot_s=c.tpot_s if c.traffic is not None else est.decode.tpot_s,

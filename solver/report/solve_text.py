@@ -241,7 +241,9 @@ def render(r: SolveResult, markdown: bool = False) -> str:
                 if s.max_tpot_s is None
                 else f"TPOT allows {'at least ' if pl.max_batch_tpot >= pl.max_batch_memory else ''}{pl.max_batch_tpot:,}"
             )
-            cap = min(pl.max_batch_memory, pl.max_batch_tpot)
+            if pl.max_batch_ttft is not None:
+                tpot_allows += f", TTFT allows {'at least ' if pl.max_batch_ttft >= pl.max_batch_memory else ''}{pl.max_batch_ttft:,}"
+            cap = pl.capacity_per_replica
             if pl.replicas == 1 and s.users < cap:  # nothing capped it: every user fits one replica
                 lines.append(f"- batch per replica: all {s.users:,} users on one replica (memory allows {pl.max_batch_memory:,}, {tpot_allows})")
             else:

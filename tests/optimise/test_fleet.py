@@ -3,6 +3,7 @@ strictly cheaper on two GPU types than on any one, budgets, quotas, owned GPUs."
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -13,6 +14,8 @@ from hypothesis import strategies as st
 from solver.catalog import default_catalog
 from solver.optimise.fleet import solve_fleet, sweep
 from solver.optimise.fleet_classes import build_classes
+from solver.physics.deployment import Targets
+from solver.physics.evaluate import evaluate
 from solver.spec.fleet_spec import FleetSpec
 
 
@@ -231,9 +234,17 @@ def test_a_service_split_across_shapes_gets_router_weights_and_single_shape_forb
     users = _routed_users(n, one, two)
     assert (route[1].users, route[2].users) == users
     assert route[1].users_share == pytest.approx(users[0] / n) and route[2].users_share == pytest.approx(users[1] / n)
-    # Requests by Little's law: λ = users / (TTFT + 6,144 output tokens × TPOT).
+    # Requests by Little's law: λ = users / (TTFT + 6,144 output tokens × TPOT), each
+    # latency as `evaluate` gives it for one replica at the users it is routed (the
+    # load it carries, not its cap).
     opt = {o.gpus_per_replica: o for o in classes[0].options}
-    lam = {g: route[g].users / (opt[g].ttft_s + 6144 * opt[g].tpot_s) for g in (1, 2)}
+    problem = classes[0].problem
+    lam = {}
+    for g in (1, 2):
+        ev = evaluate(problem.shapes[opt[g].shape_index].deployment, dataclasses.replace(problem.workload, users=route[g].users), Targets())
+        lam[g] = route[g].users / (ev.estimates.ttft_s + 6144 * ev.estimates.decode.tpot_s)
+        (a,) = [x for x in split.assignments if x.option.gpus_per_replica == g]
+        assert (a.tpot_s, a.ttft_s) == pytest.approx((ev.estimates.decode.tpot_s, ev.estimates.ttft_s))
     assert route[1].request_share == pytest.approx(lam[1] / (lam[1] + lam[2]))
 
     single = solve_fleet(*fleet({**spec, "single_shape": True}))
