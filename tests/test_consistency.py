@@ -163,3 +163,51 @@ def test_cost_and_ttft_never_fall_as_users_or_prompts_grow():
         assert c is not None
         costs.append(c.cost_usd_per_hour)
     assert costs == sorted(costs), costs
+
+
+def _evaluate_printed(client, model: str, plan: dict, users: int, workload: dict, sla: dict) -> dict:
+    """`POST /evaluate` (plan-opt evaluate) on a plan as a command printed it: its GPU,
+    split, formats and replicas, at `users` in all."""
+    gpu, split, formats = (
+        plan["plan"].split(" ")[:3] if "plan" in plan else (plan["gpu"], f"TP{plan['tp']}", "/".join((plan["weights"], plan["kv_cache"])))
+    )
+    weights, kv = formats.split("/")
+    tp = int(split.removeprefix("TP"))
+    body = {
+        "model": model,
+        "hardware": {"gpu": gpu, "tp": tp, "count": tp * int(plan["replicas"])},
+        "precision": {"weights": weights, "kv_cache": kv},
+        "workload": {**workload, "users": users},
+        "sla": sla,
+    }
+    r = client.post("/evaluate", json=body)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_every_plan_the_api_prints_passes_evaluate_at_its_load():
+    """Through the HTTP API as a user sees it: each fleet assignment, at the users per
+    replica it prints, meets every target in `/evaluate`, with the TPOT and TTFT it printed."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from solver.api.app import Limits, create_app
+
+    client = TestClient(create_app(Limits(concurrency=1)))
+    spec = yaml.safe_load((ROOT / "specs" / "fleet-three-services.yaml").read_text())
+    r = client.post("/fleet", json=spec)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    by_name = {w["name"]: w for w in spec["workloads"]}
+    checked = 0
+    for a in out["assignments"]:
+        w = by_name[a["workload"]]
+        if a["service"] != a["workload"]:
+            continue  # a class of a request mix: its own lengths (checked in-process above)
+        users = a["users_per_replica"] * a["replicas"]
+        ev = _evaluate_printed(client, w["model"], a, users, {k: v for k, v in w["workload"].items() if k != "users"}, w["sla"])
+        assert all(v["ok"] is not False for v in ev["verdicts"]), (a["plan"], ev["verdicts"])
+        assert ev["decode"]["tpot_s"] == pytest.approx(a["tpot_s"], rel=1e-9)
+        checked += 1
+    assert checked >= 2
