@@ -211,3 +211,16 @@ def test_every_plan_the_api_prints_passes_evaluate_at_its_load():
         assert ev["decode"]["tpot_s"] == pytest.approx(a["tpot_s"], rel=1e-9)
         checked += 1
     assert checked >= 2
+
+
+def test_solve_with_an_inventory_points_to_the_plan_fleet_gives():
+    """With GPUs owned, solve's one-shape plan may leave them idle; the mix it reports
+    then is the fleet's answer to the same workload, at the same cost."""
+    spec = yaml.safe_load((ROOT / "specs" / "owned-inventory.yaml").read_text())
+    r = solve(problem_of(spec))
+    assert r.mixed is not None
+    w = {"name": "chat", "model": spec["model"], "workload": spec["workload"], "sla": spec["sla"]}
+    fs, classes = _fleet({"workloads": [w], "search": spec["search"], "inventory": spec["inventory"], "objective": "min_cost"})
+    res = solve_fleet(fs, classes)
+    assert res.cost_usd_per_hour == pytest.approx(r.mixed.cost_usd_per_hour, abs=1e-6)
+    assert res.cost_usd_per_hour < r.solution.candidate.cost_usd_per_hour

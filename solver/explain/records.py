@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from solver.explain.mixed import MixedPlan
 from solver.explain.validate import Violation
 from solver.optimise.model import (
     Solution,
@@ -108,6 +109,9 @@ class SolveResult:
     """With search.serving [aggregated, disaggregated]: the best of each (explain/serving.py)."""
     traffic_check: Check | None = None
     """Under traffic: the chosen plan's simulation (explain/traffic.py)."""
+    mixed: MixedPlan | None = None
+    """With an inventory: replicas of more than one shape (owned GPUs used) that cost
+    less than the one-shape plan (explain/mixed.py)."""
     traffic_unmet: str = ""
     """Under traffic, when no plan passed its simulation: why ('' otherwise)."""
     traffic_rejected: list[tuple[str, int, list[str]]] = field(default_factory=list)

@@ -13,6 +13,7 @@ import dataclasses
 import os
 
 from solver.explain.diagnosis import diagnose
+from solver.explain.mixed import mixed_plan
 from solver.explain.records import (
     ConstraintRow,
     SolveResult,
@@ -74,6 +75,8 @@ def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
             better_weights(problem, s, result)
     elif explain and not result.traffic_unmet:  # screened plans exist; their simulations all missed
         diagnose(problem, s, result)
+    if explain:
+        result.mixed = mixed_plan(problem, sol)
     return result
 
 

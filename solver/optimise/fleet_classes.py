@@ -100,7 +100,7 @@ def _class_specs(fs: FleetSpec, w: FleetWorkloadIn, index: int) -> list[tuple[st
     return out
 
 
-def _options(problem: Problem) -> tuple[list[Option], str]:
+def options_of(problem: Problem) -> tuple[list[Option], str]:
     """The shapes that can serve this class at all (memory, interconnect, TPOT and TTFT
     under load hold for at least one user: the capacity rule solve's candidates read), pruned to those not beaten within their device on
     GPUs per replica, users per replica and format quality."""
@@ -170,6 +170,6 @@ def build_classes(fs: FleetSpec, catalog: Catalog, base_dir: Path | None = None)
             # A service given as a rate runs on one shape, so that its simulation checks the
             # whole of it (optimise/fleet_traffic.py).
             sc = ServiceClass(w.name, cname, demand, w.priority, problem, single_shape=single or traffic is not None, rate=traffic is not None)
-            sc.options, sc.why_none = _options(problem)
+            sc.options, sc.why_none = options_of(problem)
             out.append(sc)
     return out

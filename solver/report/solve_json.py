@@ -19,6 +19,7 @@ from solver.optimise.capacity import NO_CAP
 from solver.optimise.scenario import objective_value
 from solver.physics.costs import TokenCosts, token_costs
 from solver.report import strict_json
+from solver.report.mixed_json import MixedPlanOut, mixed_out
 from solver.report.speculative_json import SpeculativeOut, speculative_out
 from solver.report.strict_json import SolveModel
 from solver.report.traffic_json import TrafficOut, traffic_out
@@ -258,6 +259,11 @@ class SolveOut(SolveModel):
         default=None, description="With search.serving [aggregated, disaggregated]: the best plan each way (None: one way searched)."
     )
     traffic: TrafficOut | None = Field(default=None, description="With workload.requests_per_s: the plan under traffic, screened and simulated.")
+    mixed_plan: MixedPlanOut | None = Field(
+        default=None,
+        description="With an inventory and min_cost: replicas of several shapes (owned GPUs used) that cost less than the one-shape plan, "
+        "or serve a workload no one shape can (None: no such mix).",
+    )
     traffic_unmet: str = Field(default="", description="With workload.requests_per_s and no plan: why no screened plan passed its simulation.")
     refused_by_simulation: list[str] = Field(
         default=[], description="With workload.requests_per_s: the plans the simulation refused, as replicas × shape."
@@ -478,6 +484,7 @@ def to_output(r: SolveResult) -> SolveOut:
         shapes_searched=len(p.shapes),
         devices_searched=len(p.devices),
         traffic=traffic_out(r),
+        mixed_plan=mixed_out(r.mixed),
         traffic_unmet=r.traffic_unmet,
         refused_by_simulation=[f"{n} × {label} (missed {', '.join(missed)})" for label, n, missed in r.traffic_rejected],
     )

@@ -6,6 +6,7 @@ from solver.catalog import TIERS
 from solver.explain.exclusions import line as exclusion_line
 from solver.explain.records import SolveResult
 from solver.optimise.targets import LABELS, TARGETS
+from solver.report.mixed_json import mixed_lines
 from solver.report.solve_json import ConstraintOut, PlanOut, SolveOut, to_output
 from solver.report.traffic_text import BINDING, targets_text, traffic_lines, workload_text
 from solver.spec.solve_spec import OBJECTIVES
@@ -215,6 +216,9 @@ def render(r: SolveResult, markdown: bool = False) -> str:
             lines.append("")
             lines.append(h("Under traffic"))
             lines += traffic_lines(o.traffic, pl.replicas)
+        if o.mixed_plan:
+            lines.append("")
+            lines += mixed_lines(o.mixed_plan, one_plan=True)
         lines.append("")
         lines.append(h("Constraints at the plan"))
         rows = []
@@ -302,6 +306,9 @@ def render(r: SolveResult, markdown: bool = False) -> str:
             lines += _table(["target", "change", "value", "plan", "objective", "Δ"], rows, markdown)
     else:
         lines.append(h("No plan"))
+        if o.mixed_plan:
+            lines += mixed_lines(o.mixed_plan, one_plan=False)
+            lines.append("")
         if o.traffic_unmet:
             lines.append(f"No plan passes its simulation: {o.traffic_unmet}.")
             lines += [f"- refused: {x}" for x in o.refused_by_simulation]
