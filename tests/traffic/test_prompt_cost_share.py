@@ -79,5 +79,8 @@ def test_at_capacity_input_and_output_pay_for_the_replicas_exactly():
     assert t is not None
     c = r.solution.chosen
     mu = t.sustainable_requests_per_s_per_replica
-    paid = (t.usd_per_million_input_tokens_at_capacity * mu * t.prompt.mean_tokens + t.usd_per_million_output_tokens_at_capacity * mu * t.output.mean_tokens) / 1e6
+    paid = (
+        t.usd_per_million_input_tokens_at_capacity * mu * t.prompt.mean_tokens
+        + t.usd_per_million_output_tokens_at_capacity * mu * t.output.mean_tokens
+    ) / 1e6
     assert paid == pytest.approx(c.cost_usd_per_hour / 3600 / c.replicas, rel=1e-9)
