@@ -1,6 +1,6 @@
-"""Ties broken by headroom: among the plans within HEADROOM_TOLERANCE of the optimum,
-the one with the most room left under its limits, and a flag on a plan whose room is
-too thin to survive what the estimate leaves out.
+"""Ties broken by headroom: a flag on a plan whose room under its limits is too thin to
+survive what the estimate leaves out, and, when the optimum is thin, the plan within
+HEADROOM_TOLERANCE of it with the most room left under its limits instead.
 
 The solve finds the proven optimum first (the cheapest, for min_cost); this only
 chooses among the admissible candidates whose objective is within the tolerance of
@@ -82,9 +82,12 @@ def within_tolerance(
 def most_headroom(
     cands: list[Candidate], limits: Limits, objective: str, optimum: Candidate, w: Workload, t: Targets, prefer: str = "quality"
 ) -> Candidate:
-    """Of the candidates within the tolerance of `optimum`, the one with the most
-    headroom (whole percent), then by the model's tie-break: the optimum itself when
-    none has more."""
+    """When the optimum is thin, of the candidates within the tolerance of it the one
+    with the most headroom (whole percent), then by the model's tie-break: the optimum
+    itself when none has more. An optimum with room enough stays, and with it the
+    spec's own tie-break (formats, latencies, a draft model it asked for)."""
+    if not headroom(optimum, w, t).thin():
+        return optimum
     near = within_tolerance(cands, limits, objective, optimum, HEADROOM_TOLERANCE)
     if prefer == "quality":  # headroom is never bought with a worse weight or KV format
         near = [c for c in near if _quality(c)[0] >= _quality(optimum)[0] and _quality(c)[1] >= _quality(optimum)[1]]

@@ -75,7 +75,7 @@ def headroom_lines(h: HeadroomOut | None, objective: str, value: float | None) -
             f"- headroom: +{_amount(objective, over)} ({share:.1%}) over the optimum, {h.cheapest_plan} at "
             f"{_amount(objective, h.cheapest_objective_value)}, for {h.least_slack_share:.1%} room under its tightest limit "
             f"against the optimum's {h.cheapest_least_slack_share or 0.0:.1%} (memory free, TPOT and TTFT under their targets); "
-            f"within {h.tolerance:.0%} of the optimum the plan with the most headroom is chosen"
+            f"the optimum is thin, and within {h.tolerance:.0%} of it the plan with the most headroom is chosen"
         )
     if h.thin:
         shares = {"memory": h.memory_free_share, "max_tpot": h.tpot_slack_share, "max_ttft": h.ttft_slack_share}

@@ -85,3 +85,29 @@ def test_qwen3_keeps_its_optimum_and_is_flagged_thin_on_tpot():
     out = to_output(r)
     assert out.headroom is not None and out.headroom.thin == ["max_tpot"]
     assert "- thin headroom: TPOT within" in render(r)
+
+
+def test_an_optimum_with_room_enough_keeps_the_specs_own_tie_break():
+    # Llama-3.1-8B on one H100 with an EAGLE draft: the plans with and without the draft
+    # cost the same ($/h of one GPU); the tie-break takes the draft (lower TPOT). The one
+    # without has more memory free (no draft weights), but the optimum is not thin, so
+    # the draft the spec asked for stays.
+    from solver.optimise.candidates import candidates
+    from solver.optimise.model import admissible
+    from tests.solve_helpers import problem_of
+
+    spec = {
+        "model": "llama-3.1-8b",
+        "workload": {"users": 4, "prompt_tokens": 1000, "output_tokens": 300},
+        "speculative": {"method": "eagle", "draft_checkpoint": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B"},
+        "search": {"gpus": ["h100-sxm"], "weights": ["bf16"], "kv_cache": ["bf16"]},
+    }
+    p = problem_of(spec)
+    r = solve(p, explain=False)
+    c = r.solution.chosen
+    assert c.shape.deployment.speculation is not None and r.cheapest is None
+    assert headroom(c, p.workload, p.targets).thin() == []
+    s = scenario_of(p)
+    plain = [x for x in candidates(p, s.workload, s.targets) if x.shape.deployment.speculation is None and admissible(x, s.limits())]
+    roomier = [x for x in plain if x.cost_usd_per_hour == c.cost_usd_per_hour]
+    assert roomier and max(headroom(x, p.workload, p.targets).least for x in roomier) > headroom(c, p.workload, p.targets).least
