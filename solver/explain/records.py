@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from solver.explain.mixed import MixedPlan
 from solver.explain.validate import Violation
+from solver.optimise.candidates import Candidate
 from solver.optimise.model import (
     Solution,
 )
@@ -118,6 +119,15 @@ class SolveResult:
     """Under traffic: plans the screen chose and the simulation refused — (shape, replicas,
     the targets missed) — before the one reported."""
 
+    cheapest: Candidate | None = None
+    """When a plan within the headroom tolerance (optimise/headroom.py) was chosen over
+    the optimum for its headroom: the optimum (None: the plan is the optimum)."""
+
     @property
     def feasible(self) -> bool:
         return self.solution.feasible
+
+    @property
+    def optimum(self) -> Candidate:
+        """The proven-optimal plan (the cheapest, for min_cost): what re-solves compare to."""
+        return self.cheapest if self.cheapest is not None else self.solution.chosen

@@ -9,6 +9,7 @@ from solver.explain.records import (
     SolveResult,
 )
 from solver.optimise.candidates import Candidate, candidates
+from solver.optimise.headroom import HEADROOM_TOLERANCE
 from solver.optimise.model import (
     Limits,
     admissible,
@@ -149,6 +150,14 @@ def _ttft_without_comm_s(c: Candidate) -> float:
     return c.ttft_s - physics.prefill_comm_s
 
 
+def loses_or_cheaper(obj: float, base: float) -> str:
+    """A runner-up cheaper than the plan is the optimum the plan was chosen over, within
+    the headroom tolerance (optimise/headroom.py)."""
+    if obj < base - 1e-9:
+        return f"cheaper, within {HEADROOM_TOLERANCE:.0%} of the plan: less room under its limits (the plan is chosen for its headroom)"
+    return "loses on the objective"
+
+
 def _limit_field(target: str) -> str:
     field = TARGETS[target].limit_field
     assert field is not None, target
@@ -182,7 +191,7 @@ def runners_up(problem: Problem, s: Scenario, result: SolveResult) -> None:
         sol = solve_scenario(problem, s, shapes=shapes)
         if sol.feasible:
             obj = objective_value(problem, sol.chosen)
-            result.runners_up.append(RunnerUp(device.name, plan_label(sol.chosen), obj, obj - base, "loses on the objective"))
+            result.runners_up.append(RunnerUp(device.name, plan_label(sol.chosen), obj, obj - base, loses_or_cheaper(obj, base)))
         else:
             reason = why_not(problem, s, shapes)
             result.runners_up.append(RunnerUp(device.name, None, None, None, reason))

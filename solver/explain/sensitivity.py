@@ -32,7 +32,10 @@ def _step_value(target: str, current: float, frac: float) -> float:
 
 
 def sensitivity(problem: Problem, s: Scenario, result: SolveResult) -> None:
-    base = objective_value(problem, result.solution.chosen)
+    # Re-solves find optima: a target binds when relaxing it lowers the optimum; it is
+    # tight when tightening it costs more than the plan (a headroom choice may be dearer).
+    base = objective_value(problem, result.optimum)
+    plan = objective_value(problem, result.solution.chosen)
     binding = []
     for target in set_targets(s):
         current = s.value(target)
@@ -47,7 +50,7 @@ def sensitivity(problem: Problem, s: Scenario, result: SolveResult) -> None:
                 result.sensitivity.append(SensitivityRow(target, change, v, plan_label(sol.chosen), obj, obj - base))
                 if change.startswith("relaxed") and obj < base - 1e-9 and target not in binding:
                     binding.append(target)
-                if change == "tightened 10%" and obj > base + 1e-9:
+                if change == "tightened 10%" and obj > plan + 1e-9:
                     result.tight_targets.append(target)
             else:
                 result.sensitivity.append(SensitivityRow(target, change, v, None, None, None))
@@ -61,7 +64,7 @@ def better_weights(problem: Problem, s: Scenario, result: SolveResult) -> None:
     the best plan that uses it (re-solved on its shapes alone)."""
     chosen = result.solution.chosen
     mine = chosen.shape.deployment.weights
-    base = objective_value(problem, chosen)
+    base = objective_value(problem, result.optimum)
     better: dict[str, tuple[Precision, list[Shape]]] = {}
     for sh in problem.shapes:
         w = sh.deployment.weights

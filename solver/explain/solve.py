@@ -21,14 +21,17 @@ from solver.explain.records import (
 from solver.explain.runners_up import runners_up
 from solver.explain.sensitivity import better_weights, sensitivity
 from solver.explain.serving import compare_serving
-from solver.explain.traffic import verified, verify_runners_up
+from solver.explain.traffic import passes_simulation, verified, verify_runners_up
 from solver.explain.validate import validate
-from solver.optimise.candidates import Candidate
+from solver.optimise.candidates import Candidate, candidates
+from solver.optimise.headroom import most_headroom
+from solver.optimise.model import Solution, tie_key
 from solver.optimise.problem import Problem
 from solver.optimise.scenario import (
     Scenario,
     scenario_of,
     solve_scenario,
+    wants_batch_variants,
     with_default_gpu_cap,
 )
 from solver.optimise.targets import LABELS
@@ -55,6 +58,7 @@ def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
     if problem.workload.traffic is not None:
         result.solution = sol = verified(problem, s, sol, result)
     if sol.feasible:
+        result.solution = sol = prefer_headroom(problem, s, sol, result)
         result.violations = validate(problem, sol.chosen, result.traffic_check)
         if result.violations and os.environ.get("PLAN_OPT_STRICT"):
             raise AssertionError(f"the plan breaks {[(v.rule, v.detail) for v in result.violations]}")
@@ -78,6 +82,23 @@ def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
     if explain:
         result.mixed = mixed_plan(problem, sol)
     return result
+
+
+def prefer_headroom(problem: Problem, s: Scenario, sol: Solution, result: SolveResult) -> Solution:
+    """The plan within HEADROOM_TOLERANCE of the optimum with the most headroom
+    (optimise/headroom.py), the optimum kept as result.cheapest; under traffic only if
+    its simulation passes too."""
+    cands = candidates(problem, s.workload, s.targets, batch_variants=wants_batch_variants(problem))
+    best = most_headroom(cands, s.limits(), problem.objective, sol.chosen, s.workload, s.targets, problem.spec.prefer)
+    if tie_key(best, problem.objective) == tie_key(sol.chosen, problem.objective):
+        return sol
+    if problem.workload.traffic is not None:
+        check = passes_simulation(problem, s, best.shape, best.replicas)
+        if check is None:
+            return sol
+        result.traffic_check = check
+    result.cheapest = sol.chosen
+    return dataclasses.replace(sol, candidate=best, objective_value=None)
 
 
 def explain_plan(problem: Problem, s: Scenario, result: SolveResult) -> None:

@@ -19,6 +19,7 @@ from solver.optimise.capacity import NO_CAP
 from solver.optimise.scenario import objective_value
 from solver.physics.costs import TokenCosts, token_costs
 from solver.report import strict_json
+from solver.report.headroom import HeadroomOut, headroom_out
 from solver.report.mixed_json import MixedPlanOut, mixed_out
 from solver.report.speculative_json import SpeculativeOut, speculative_out
 from solver.report.strict_json import SolveModel
@@ -268,6 +269,11 @@ class SolveOut(SolveModel):
     refused_by_simulation: list[str] = Field(
         default=[], description="With workload.requests_per_s: the plans the simulation refused, as replicas × shape."
     )
+    headroom: HeadroomOut | None = Field(
+        default=None,
+        description="The plan's room under its limits, the limits it is thin on, and the optimum when the plan was chosen "
+        "over it for its headroom (None: no plan).",
+    )
 
 
 def _plan_tco(c: Candidate, objective: str) -> tuple[float | None, str, int, int]:
@@ -487,6 +493,7 @@ def to_output(r: SolveResult) -> SolveOut:
         mixed_plan=mixed_out(r.mixed),
         traffic_unmet=r.traffic_unmet,
         refused_by_simulation=[f"{n} × {label} (missed {', '.join(missed)})" for label, n, missed in r.traffic_rejected],
+        headroom=headroom_out(r),
     )
 
 

@@ -6,6 +6,7 @@ from solver.catalog import TIERS
 from solver.explain.exclusions import line as exclusion_line
 from solver.explain.records import SolveResult
 from solver.optimise.targets import LABELS, TARGETS
+from solver.report.headroom import headroom_lines
 from solver.report.mixed_json import mixed_lines
 from solver.report.solve_json import ConstraintOut, PlanOut, SolveOut, to_output
 from solver.report.traffic_text import BINDING, targets_text, traffic_lines, workload_text
@@ -152,6 +153,8 @@ def render(r: SolveResult, markdown: bool = False) -> str:
         "infeasible": "no plan exists",
         "unknown": "unknown (time limit before any plan)",
     }[o.status]
+    if o.headroom is not None and o.headroom.cheapest_plan is not None:
+        status += f"; the plan is within {o.headroom.tolerance:.0%} of it, chosen for its headroom"
     lines.append(f"searched {o.shapes_searched:,} shapes on {o.devices_searched} devices: {status}")
     lines.append("")
 
@@ -259,6 +262,7 @@ def render(r: SolveResult, markdown: bool = False) -> str:
                 )
             elif pl.replicas > 1:
                 lines.append(f"- replicas: ⌈{s.users:,} users / {cap:,} per replica⌉ = {pl.replicas}, forced by {pl.replicas_forced_by}")
+        lines += headroom_lines(o.headroom, s.objective, o.objective_value)
         if pp_pool:
             lines.append(
                 f"- prefill pool: ⌈{s.users:,} users / {pp_pool.users_per_replica:,} per replica⌉ = {pp_pool.replicas}: each replica's "
@@ -346,7 +350,7 @@ def render(r: SolveResult, markdown: bool = False) -> str:
                 ru.plan or "—",
                 _objective_text(o.objective, ru.objective),
                 _delta_text(o.objective, ru.delta),
-                ru.reason if not ru.plan or "simulat" in ru.reason else "",
+                ru.reason if not ru.plan or "simulat" in ru.reason or ru.reason.startswith("cheaper") else "",
             ]
             for ru in o.runners_up
         ]

@@ -70,7 +70,9 @@ class TrafficOut(SolveModel):
     usd_per_million_tokens_at_load: float = Field(description="Input and output tokens together, at the spec's rate.")
     usd_per_million_tokens_at_capacity: float = Field(description="The same plan at its sustainable rate on every replica.")
     usd_per_million_input_tokens_at_load: float = Field(
-        description="The replicas' time split between prompts (the screen's prefill share) and decoding, at the spec's rate."
+        description="The replicas' time split between prompts and decoding at the spec's rate: prompt-only iterations the prompts', "
+        "decode-only ones the outputs', and a mixed iteration (a prompt chunk beside decoders) split in proportion to what "
+        "the chunk and the decoders would each take alone; input and output pay for the plan exactly."
     )
     usd_per_million_output_tokens_at_load: float
     usd_per_million_input_tokens_at_capacity: float
@@ -109,11 +111,12 @@ def traffic_out(r: SolveResult) -> TrafficOut | None:
     capacity = c.replicas * sizing.sustainable.rate_per_s
     at_capacity = per_hour / (3600 * capacity * tokens) * 1e6 if capacity > 0 else at_load
 
-    def split(rate_per_replica: float, prefill_share: float) -> tuple[float, float]:
+    def split(rate_per_replica: float, paid_share: float) -> tuple[float, float]:
         """$/M input and output tokens: each replica-second's cost split by the share of
-        the time its prompts take."""
+        its time the prompts pay for (the screen's prompt_cost_share: a mixed iteration
+        split between its chunk and its decoders by what each would take alone)."""
         per_s = per_hour / 3600 / c.replicas
-        share = min(1.0, max(0.0, prefill_share))
+        share = min(1.0, max(0.0, paid_share))
         assert w.traffic is not None
         if rate_per_replica <= 0:
             return 0.0, 0.0
@@ -123,10 +126,10 @@ def traffic_out(r: SolveResult) -> TrafficOut | None:
         )
 
     load = sizing.at_load
-    in_load, out_load = split(load.rate_per_s, load.prefill_share)
+    in_load, out_load = split(load.rate_per_s, load.prompt_cost_share)
     mu = sizing.sustainable.rate_per_s
-    # At capacity the prompts' share grows with the rate (their work per request is the same).
-    in_cap, out_cap = split(mu, load.prefill_share * mu / load.rate_per_s if load.rate_per_s > 0 else 0.0)
+    top = sizing.sustainable.at_rate
+    in_cap, out_cap = split(mu, top.prompt_cost_share if top is not None else load.prompt_cost_share)
     simulated = None
     if check is not None:
         sim = check.sim

@@ -87,6 +87,10 @@ class Screen:
     ttft_percentile: float
     tpot_percentile: float
     e2e_percentile: float
+    prompt_cost_share: float = 0.0
+    """Of the replica's time, the share its prompt tokens pay for (the $/Mtok split):
+    a prompt-only iteration whole; a mixed one (a chunk beside decoders) in proportion
+    to what each part would take alone (`split_mixed`), the rest the decoders'."""
 
     @property
     def concurrency(self) -> float:
@@ -122,17 +126,32 @@ def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: 
         n = max(n, 1.0)
         return cost(n, n * ctx, 0.0, 0.0)
 
-    def prompt_s(p: float, n: float) -> float:
-        """The iterations that carry a prompt of p tokens beside n decoders (chunked:
-        in chunks of what the budget leaves; else one prompt-only iteration)."""
-        if not chunked:
-            return cost(0.0, 0.0, p, p * (p + 1) / 2)
+    def chunked_prompt(p: float, n: float) -> tuple[int, float, float]:
+        """(chunks, tokens per chunk, attention pairs per chunk) of a p-token prompt in
+        what the budget leaves beside n decoders."""
         room = max(1.0, budget - n)
         chunks = math.ceil(p / room)
         chunk = p / chunks
         # chunk i attends to the i·chunk tokens before it: c·a + c(c+1)/2 each
         pairs = sum(chunk * (i * chunk) + chunk * (chunk + 1) / 2 for i in range(chunks))
-        return chunks * cost(n, n * ctx, chunk, pairs / chunks)
+        return chunks, chunk, pairs / chunks
+
+    def prompt_s(p: float, n: float) -> float:
+        """The iterations that carry a prompt of p tokens beside n decoders (chunked:
+        in chunks of what the budget leaves; else one prompt-only iteration)."""
+        if not chunked:
+            return cost(0.0, 0.0, p, p * (p + 1) / 2)
+        chunks, chunk, pairs = chunked_prompt(p, n)
+        return chunks * cost(n, n * ctx, chunk, pairs)
+
+    def prompt_paid_s(p: float, n: float) -> float:
+        """Of prompt_s, what the prompt's own tokens pay for: each mixed iteration split
+        with its n decoders by `split_mixed`."""
+        if not chunked:
+            return prompt_s(p, n)
+        chunks, chunk, pairs = chunked_prompt(p, n)
+        alone_decode = cost(n, n * ctx, 0.0, 0.0) if n > 0 else 0.0
+        return chunks * split_mixed(cost(n, n * ctx, chunk, pairs), cost(0.0, 0.0, chunk, pairs), alone_decode)
 
     def rounds(n: float) -> float:
         """Iterations per second, every one advancing each decoder a token (chunked) or
@@ -202,7 +221,17 @@ def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: 
     tpot_q = tpot_at(qp)
     e2e_mean = ttft_mean + (m.output_mean - 1) * tpot_mean
     e2e_q = ttft_mean + (m.output_at(qe) - 1) * tpot_at(qe)
-    return Screen(lam, True, "", tau, n, share, ttft_mean, tpot_mean, e2e_mean, ttft_q, tpot_q, e2e_q, qt, qp, qe)
+    paid = min(1.0, lam * prompt_paid_s(m.prompt_mean, n))
+    return Screen(lam, True, "", tau, n, share, ttft_mean, tpot_mean, e2e_mean, ttft_q, tpot_q, e2e_q, qt, qp, qe, paid)
+
+
+def split_mixed(mixed_s: float, prompt_alone_s: float, decode_alone_s: float) -> float:
+    """The prompt chunk's part of a mixed iteration of `mixed_s`: the iteration split in
+    proportion to what the chunk and the decoders would each take alone (the weights
+    read once, the fixed cost and the all-reduces' latency thus shared by that ratio),
+    so the two parts add up to the iteration."""
+    alone = prompt_alone_s + decode_alone_s
+    return mixed_s * prompt_alone_s / alone if alone > 0 else 0.0
 
 
 def misses(s: Screen, targets: Targets) -> str:
@@ -227,6 +256,8 @@ class Sustainable:
     """ttft, tpot, e2e (a target) or memory, max_num_seqs, budget, decode (a limit)."""
     idle: Screen
     """At a vanishing rate: the best the shape can do."""
+    at_rate: Screen | None = None
+    """At rate_per_s (None when it is 0): what the replica's time goes to at capacity."""
 
 
 def sustainable_rate(model: IterationModel, limits: EngineLimits, m: Moments, targets: Targets) -> Sustainable:
@@ -239,7 +270,7 @@ def sustainable_rate(model: IterationModel, limits: EngineLimits, m: Moments, ta
     while not misses(screen(model, limits, m, hi, targets), targets):
         lo, hi = hi, hi * 2
         if hi > 1e9:
-            return Sustainable(lo, "decode", idle)
+            return Sustainable(lo, "decode", idle, screen(model, limits, m, lo, targets))
     for _ in range(RATE_STEPS):
         if hi / lo < 1 + 1e-3:  # the rate to 0.1 %: replicas are whole numbers
             break
@@ -248,7 +279,7 @@ def sustainable_rate(model: IterationModel, limits: EngineLimits, m: Moments, ta
             hi = mid
         else:
             lo = mid
-    return Sustainable(lo, misses(screen(model, limits, m, hi, targets), targets), idle)
+    return Sustainable(lo, misses(screen(model, limits, m, hi, targets), targets), idle, screen(model, limits, m, lo, targets))
 
 
 BINDING_TARGETS = {
