@@ -106,19 +106,21 @@ def test_a_fleet_of_one_service_costs_what_solve_does(w):
     shapes it may be cheaper, never dearer; and every plan it prints passes evaluate."""
     spec = {"model": w["model"], "workload": w["workload"], "sla": w["sla"], "search": SEARCH, "objective": "min_cost"}
     problem = problem_of(spec)
-    solved = solve(problem, explain=False).solution
+    r = solve(problem, explain=False)
+    # solve's optimum (it may print a plan within 1 % of it for headroom: optimise/headroom.py)
+    cheapest = r.optimum if r.feasible else None
     fleet_spec = {"workloads": [w], "search": SEARCH, "objective": "min_cost"}
     fs, classes = _fleet({**fleet_spec, "single_shape": True})
     one = solve_fleet(fs, classes)
-    assert one.feasible == (solved.candidate is not None)
-    if solved.candidate is None:
+    assert one.feasible == (cheapest is not None)
+    if cheapest is None:
         return
-    assert one.cost_usd_per_hour == pytest.approx(solved.candidate.cost_usd_per_hour, abs=1e-6)
+    assert one.cost_usd_per_hour == pytest.approx(cheapest.cost_usd_per_hour, abs=1e-6)
     for a, ev in _assignment_evaluations(fs, classes, one):
         assert ev.ok, f"{a.replicas} × {a.option.label} at {a.carried} users fails {ev.failing}"
     fs, classes = _fleet(fleet_spec)
     mixed = solve_fleet(fs, classes)
-    assert mixed.cost_usd_per_hour <= solved.candidate.cost_usd_per_hour + 1e-6
+    assert mixed.cost_usd_per_hour <= cheapest.cost_usd_per_hour + 1e-6
     for a, ev in _assignment_evaluations(fs, classes, mixed):
         assert ev.ok, f"{a.replicas} × {a.option.label} at {a.carried} users fails {ev.failing}"
 
@@ -127,7 +129,8 @@ def test_a_fleet_of_one_service_costs_what_solve_does(w):
 def test_a_pareto_point_is_never_cheaper_than_solve_and_passes_evaluate(w):
     spec = {"model": w["model"], "workload": w["workload"], "sla": w["sla"], "search": SEARCH}
     problem = problem_of(spec)
-    solved = solve(problem, explain=False).solution.candidate
+    r = solve(problem, explain=False)
+    solved = r.optimum if r.feasible else None
     fronts = frontiers(problem, ["users", "tpot"])
     users = fronts["users"].points
     if solved is None:
@@ -143,8 +146,8 @@ def test_a_pareto_point_is_never_cheaper_than_solve_and_passes_evaluate(w):
     # A point on the TPOT frontier at TPOT v costs no less than solve with max_tpot = v.
     for p in fronts["tpot"].points[:4]:
         at = problem_of({**spec, "sla": {**w["sla"], "max_tpot": f"{p.candidate.tpot_s * 1e3 + 1e-6:.6f}ms"}})
-        best = solve(at, explain=False).solution.candidate
-        assert best is not None and best.cost_usd_per_hour <= p.cost_usd_per_hour + 1e-6
+        best = solve(at, explain=False)
+        assert best.feasible and best.optimum.cost_usd_per_hour <= p.cost_usd_per_hour + 1e-6
 
 
 def test_cost_and_ttft_never_fall_as_users_or_prompts_grow():
