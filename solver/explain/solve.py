@@ -38,6 +38,7 @@ from solver.optimise.targets import LABELS
 from solver.physics.deployment import Targets
 from solver.physics.evaluate import evaluate
 from solver.spec.solve_spec import DEFAULT_MAX_GPUS
+from solver.traffic.verify import Check
 from solver.units import fmt_seconds
 
 
@@ -187,6 +188,12 @@ def explain_plan(problem: Problem, s: Scenario, result: SolveResult) -> None:
         result.replicas_forced_by = result.batch_capped_by
 
 
+def _bound_note(check: Check | None, target: str, digits: int) -> str:
+    """The verdict's bound over the seeds, beside the first seed's figure."""
+    b = next((b for b in check.bounds if b.target == target), None) if check else None
+    return f" (seed {check.seeds[0]}), 95% bound over {len(check.seeds)} seeds {b.bound * 1e3:.{digits}f} ms" if b and check else ""
+
+
 def _at_percentile(row: ConstraintRow, c: Candidate, s: Scenario, result: SolveResult) -> ConstraintRow:
     """Under traffic, TPOT and TTFT are held at their percentiles: the screen's figure at
     the plan's load, with the simulation's beside it."""
@@ -194,12 +201,14 @@ def _at_percentile(row: ConstraintRow, c: Candidate, s: Scenario, result: SolveR
     t = s.targets
     if row.name == "max_tpot":
         sim = f"; simulated {check.tpot_q_s * 1e3:.1f} ms" if check else ""
+        sim += _bound_note(check, "max_tpot", 1)
         p = t.tpot_percentile or 99.0
         return dataclasses.replace(
             row, value=c.tpot_s, slack=None if t.max_tpot_s is None else t.max_tpot_s - c.tpot_s, note=f"P{p:g} at the plan's load, screened{sim}"
         )
     if row.name == "max_ttft":
         sim = f"; simulated {check.ttft_q_s * 1e3:.0f} ms" if check else ""
+        sim += _bound_note(check, "max_ttft", 0)
         p = t.ttft_percentile or 99.0
         return dataclasses.replace(
             row, value=c.ttft_s, slack=None if t.max_ttft_s is None else t.max_ttft_s - c.ttft_s, note=f"P{p:g} at the plan's load, screened{sim}"

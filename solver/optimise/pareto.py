@@ -25,6 +25,7 @@ from solver.optimise.candidates import Candidate, candidates
 from solver.optimise.enumerate import meets
 from solver.optimise.model import build_model, new_solver, prune, status_name
 from solver.optimise.problem import Problem
+from solver.optimise.rate_checks import RATE_TOLERANCE, per_replica_rate, simulation_misses
 from solver.optimise.scenario import plan_label, scenario_of
 from solver.optimise.targets import CAPPED
 from solver.physics.deployment import Workload
@@ -45,6 +46,9 @@ class ParetoPoint:
     """TPOT or TTFT in seconds, users served, or requests per second served."""
     binds: str
     """What limits this point: why its metric is not better at this cost."""
+    simulated: tuple[str, ...] | None = None
+    """Rate axis, a point at the spec's rate: the targets its simulation misses over
+    SEEDS seeds (() passes); None: priced from the screen alone, not simulated."""
 
     @property
     def label(self) -> str:
@@ -111,7 +115,7 @@ def _gpu_cap(problem: Problem) -> tuple[int, bool]:
     return (problem.max_gpus, False) if problem.max_gpus is not None else (DEFAULT_MAX_GPUS, True)
 
 
-def _why(c: Candidate, axis: str, workload: Workload) -> str:
+def _why(c: Candidate, axis: str, workload: Workload, per_replica: float | None = None) -> str:
     """What limits this point's metric at its cost, in a few words."""
     d = c.shape.deployment
     if axis == "ttft":
@@ -125,7 +129,8 @@ def _why(c: Candidate, axis: str, workload: Workload) -> str:
     if axis == "rate":
         assert c.traffic is not None  # the rate frontier is built of traffic candidates
         sus = c.traffic.sustainable
-        return f"{c.replicas} replica(s) of ≤ {sus.rate_per_s:,.3g} requests/s: each bound by {c.traffic.binding_target}"
+        each = sus.rate_per_s if per_replica is None else per_replica
+        return f"{c.replicas} replica(s) of ≤ {each:,.3g} requests/s: each bound by {c.traffic.binding_target}"
     dec = c.decode
     mem, comp, comm = dec.memory_time_s(c.batch), dec.compute_time_s(c.batch), dec.comm_time_s(c.batch)
     text = f"decode {'bandwidth' if mem >= comp else 'compute'}-bound at batch {c.batch}"
@@ -312,7 +317,7 @@ def _rate_frontier(problem: Problem) -> Frontier:
     target = w.traffic.requests_per_s
     gpu_cap, gpu_default = _gpu_cap(problem)
     front = Frontier("rate", max_gpus=gpu_cap, max_gpus_default=gpu_default)
-    options: list[tuple[float, float, Candidate]] = []
+    options: list[tuple[float, float, Candidate, float]] = []
     for c in candidates(problem, w, s.targets):
         if c.traffic is None or c.memory_excess > 0 or c.interconnect_excess != 0:
             continue
@@ -320,19 +325,26 @@ def _rate_frontier(problem: Problem) -> Frontier:
         if per <= 0:
             continue
         price = c.shape.device.price.usd_per_gpu_hour if c.shape.device.price else 0.0
-        top = min(math.ceil(target / per - 1e-9), gpu_cap // c.shape.gpus_per_replica)
+        # bursty arrivals: r replicas each sustain more than one alone (per_replica_rate);
+        # the candidate's replicas are then the fewest that carry the rate
+        top = min(math.ceil(target / per - 1e-9) if w.traffic.arrival_cv == 1 else c.replicas, gpu_cap // c.shape.gpus_per_replica)
         # the frontier keeps its MAX_POINTS dearest steps: a shape's cheaper counts below
         # its MAX_POINTS largest never reach them (tens of thousands under a large max_gpus)
         for r in range(max(1, top - MAX_POINTS + 1), top + 1):
             plan = dataclasses.replace(c, replicas=r)
             cost = price * max(0, r * c.shape.gpus_per_replica - c.shape.owned)
-            options.append((cost, min(target, r * per), plan))
+            each = per_replica_rate(problem, c, w, s.targets, r)
+            options.append((cost, min(target, r * each), plan, each))
     best = -1.0
-    for cost, served, plan in sorted(options, key=lambda o: (o[0], -o[1])):
+    for cost, served, plan, each in sorted(options, key=lambda o: (o[0], -o[1])):
         if served > best * (1 + 1e-9):
-            front.points.append(ParetoPoint("rate", plan, cost, served, _why(plan, "rate", w)))
+            front.points.append(ParetoPoint("rate", plan, cost, served, _why(plan, "rate", w, each)))
             best = served
     front.points = front.points[-MAX_POINTS:][::-1]  # the spec's rate first, then cheaper fleets
+    front.points = [
+        dataclasses.replace(p, simulated=simulation_misses(problem, p.candidate, w, s.targets)) if p.value >= target * (1 - RATE_TOLERANCE) else p
+        for p in front.points
+    ]
     front.knee = knee_index([(p.cost_usd_per_hour, 1 / p.value) for p in front.points])
     return front
 

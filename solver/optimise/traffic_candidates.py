@@ -21,8 +21,8 @@ from solver.optimise.problem import Problem, Shape
 from solver.physics.deployment import Targets, Workload
 from solver.physics.iteration import iteration_model
 from solver.spec.fields import MAX_GPUS
-from solver.traffic.requests import moments
-from solver.traffic.screen import ShapeScreen, TrafficSizing, engine_limits, screen, sustainable_rate
+from solver.traffic.requests import Moments, moments
+from solver.traffic.screen import ShapeScreen, TrafficSizing, engine_limits, misses, replica_cv, screen, sustainable_rate
 
 
 def screened(problem: Problem, shape: Shape, w: Workload, t: Targets) -> ShapeScreen:
@@ -34,9 +34,26 @@ def screened(problem: Problem, shape: Shape, w: Workload, t: Targets) -> ShapeSc
         it = iteration_model(d, w)
         limits = engine_limits(d, w)
         m = moments(w.traffic.prompt, w.traffic.output, it.cached_tokens)
-        got = ShapeScreen(it, limits, sustainable_rate(it, limits, m, t), m)
+        got = ShapeScreen(it, limits, sustainable_rate(it, limits, m, t, w.traffic.arrival_cv), m)
         problem._traffic[key] = got
     return got
+
+
+def _fewest(sc: ShapeScreen, m: Moments, rate: float, t: Targets, arrival_cv: float, alone: int) -> int:
+    """The fewest replicas whose screen meets the targets when each takes its share of a
+    bursty stream: `alone` replicas (each sustaining a replica's rate at the stream's
+    own cv) always do; fewer may, as each replica's share is smoother (`replica_cv`)."""
+    alone = max(1, alone)
+    if arrival_cv == 1.0:
+        return alone
+    lo, hi = 0, alone
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if misses(screen(sc.cost, sc.limits, sc.moments or m, rate / mid, t, replica_cv(arrival_cv, mid)), t):
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 MAX_REPLICA_VARIANTS = 16
@@ -84,12 +101,12 @@ def traffic_candidates(
                 )
             )
             continue
-        fewest = max(1, math.ceil(rate / sust.rate_per_s * (1 - 1e-12)), floor or 0)
+        fewest = max(_fewest(sc, m, rate, t, traffic.arrival_cv, math.ceil(rate / sust.rate_per_s * (1 - 1e-12))), floor or 0)
         counts = range(fewest, fewest + (MAX_REPLICA_VARIANTS if variants else 1))
         for replicas in counts:
             if replicas * shape.gpus_per_replica > MAX_GPUS:
                 break  # past the most GPUs a plan may have (spec/fields.py)
-            at = screen(sc.cost, sc.limits, sc.moments or m, rate / replicas, t)
+            at = screen(sc.cost, sc.limits, sc.moments or m, rate / replicas, t, replica_cv(traffic.arrival_cv, replicas))
             batch = max(1, min(ph.max_batch_memory, math.ceil(at.concurrency)))
             sizing = TrafficSizing(rate, sust, at, floor or 0, sc.limits.max_num_seqs)
             out.append(Candidate(shape, ph, batch, replicas, w.users, batch, at.tpot_q_s, relaxed, 10**9, t, at.ttft_q_s, sizing))

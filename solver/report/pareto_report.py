@@ -17,6 +17,7 @@ from solver.errors import InputError
 from solver.optimise.clock import WORK_FACTOR
 from solver.optimise.pareto import KNEE_MIN_DEPTH, Frontier, ParetoPoint
 from solver.report import strict_json
+from solver.traffic.verify import SEEDS
 from solver.units import fmt_seconds
 
 if TYPE_CHECKING:
@@ -77,7 +78,26 @@ def _point_dict(p: ParetoPoint, axis: str, knee: bool = False) -> dict[str, obje
         "ttft_s": c.ttft_s,
         "binds": p.binds,
         "knee": knee,
+        **_simulated_dict(p, axis),
     }
+
+
+def _simulated_dict(p: ParetoPoint, axis: str) -> dict[str, object]:
+    """Rate axis: whether the point's plan was simulated at the spec's rate and passed
+    (`basis`: simulated, refused by simulation, or screened: priced from the screen alone)."""
+    if axis != "rate":
+        return {}
+    if p.simulated is None:
+        return {"basis": "screened", "simulation_misses": None}
+    return {"basis": "refused by simulation" if p.simulated else "simulated", "simulation_misses": list(p.simulated)}
+
+
+def _simulated_text(p: ParetoPoint, axis: str) -> str:
+    if axis != "rate":
+        return ""
+    if p.simulated is None:
+        return "screened"
+    return f"refused: misses {', '.join(p.simulated)}" if p.simulated else f"passes ({SEEDS} seeds)"
 
 
 def to_dict(frontiers: dict[str, Frontier]) -> dict:
@@ -161,11 +181,12 @@ def render(frontiers: dict[str, Frontier], title: str, markdown: bool = False) -
                 f"${_point_costs(p.candidate)['usd_per_million_output_tokens']:,.2f}",
                 p.label,
                 p.binds,
+                *([_simulated_text(p, axis)] if axis == "rate" else []),
                 "knee" if i == f.knee else "",
             ]
             for i, p in enumerate(f.points)
         ]
-        headers = ["$/hour", name.split(" (")[0], "$/Mtok out", "plan", "what limits it", ""]
+        headers = ["$/hour", name.split(" (")[0], "$/Mtok out", "plan", "what limits it", *(["simulated"] if axis == "rate" else []), ""]
         if markdown:
             lines += ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
             lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -175,6 +196,11 @@ def render(frontiers: dict[str, Frontier], title: str, markdown: bool = False) -
             lines.append(fmt.format(*headers).rstrip())
             lines += [fmt.format(*r).rstrip() for r in rows]
         extra = _cut_lines(axis, f)
+        if axis == "rate":
+            extra.append(
+                f"simulated: a point at the spec's rate, on {SEEDS} seeds, held to the targets as solve holds its plan; "
+                "'screened': priced from the analytic screen alone (it may need more replicas)"
+            )
         if extra:
             lines.append("")
             lines += [f"- {x}" if markdown else f"  {x}" for x in extra]

@@ -25,7 +25,10 @@ class TargetCheckOut(SolveModel):
     percentile: float
     limit_s: float
     screened_s: float | None = Field(description="The analytic screen at the plan's load (None: not screened).")
-    simulated_s: float | None
+    simulated_s: float | None = Field(description="The first seed's run (simulated.seed).")
+    simulated_mean_s: float | None = Field(description="The mean over the seeds run (simulated.seeds).")
+    bound_s: float | None = Field(description="The one-sided 95 % prediction bound of another seed's percentile, held to the limit (the verdict).")
+    margin_s: float | None = Field(description="limit_s − bound_s: how far inside the target the bound is (negative: past it).")
 
 
 class PercentilesOut(SolveModel):
@@ -37,11 +40,13 @@ class PercentilesOut(SolveModel):
 class SimulatedOut(SolveModel):
     requests: int
     seed: int
+    seeds: list[int] = Field(description="Every seed the verdict ran (each with `requests` requests); the figures below are the first's.")
     routing: str
     ttft_s: PercentilesOut
     tpot_s: PercentilesOut
     e2e_s: PercentilesOut
     goodput: float = Field(description="Share of the requests meeting every target at once.")
+    goodput_bound: float | None = Field(description="With a min_goodput target: the lower 95 % prediction bound over the seeds, held to it.")
     utilisation: float = Field(description="Busy share of the replicas' time.")
     mean_queue: float = Field(description="Requests waiting, time-averaged, per replica (mean over replicas).")
     max_queue: int
@@ -97,6 +102,7 @@ def traffic_out(r: SolveResult) -> TrafficOut | None:
     if w.traffic is None or c is None or c.traffic is None:
         return None
     sizing, check = c.traffic, r.traffic_check
+    bounds = {b.target: b for b in check.bounds} if check else {}
     targets = []
     for name, limit, pct, screened, sim_s in (
         ("max_ttft", t.max_ttft_s, t.ttft_percentile, c.ttft_s, check.ttft_q_s if check else None),
@@ -104,7 +110,19 @@ def traffic_out(r: SolveResult) -> TrafficOut | None:
         ("max_e2e", t.max_e2e_s, t.e2e_percentile, sizing.at_load.e2e_q_s, check.e2e_q_s if check else None),
     ):
         if limit is not None and pct is not None:
-            targets.append(TargetCheckOut(target=name, percentile=pct, limit_s=limit, screened_s=screened, simulated_s=sim_s))
+            b = bounds.get(name)
+            targets.append(
+                TargetCheckOut(
+                    target=name,
+                    percentile=pct,
+                    limit_s=limit,
+                    screened_s=screened,
+                    simulated_s=sim_s,
+                    simulated_mean_s=b.mean if b else None,
+                    bound_s=b.bound if b else None,
+                    margin_s=b.margin if b else None,
+                )
+            )
     tokens = w.traffic.prompt.mean_tokens + w.traffic.output.mean_tokens
     per_hour = c.cost_usd_per_hour
     at_load = per_hour / (3600 * w.traffic.requests_per_s * tokens) * 1e6
@@ -137,11 +155,13 @@ def traffic_out(r: SolveResult) -> TrafficOut | None:
         simulated = SimulatedOut(
             requests=len(sim.results) + len(sim.rejected),
             seed=settings.seed,
+            seeds=list(check.seeds),
             routing=settings.routing,
             ttft_s=_percentiles(sim, "ttft_s"),
             tpot_s=_percentiles(sim, "tpot_s"),
             e2e_s=_percentiles(sim, "e2e_s"),
             goodput=check.goodput,
+            goodput_bound=bounds["goodput"].bound if "goodput" in bounds else None,
             utilisation=min(1.0, sim.utilisation),
             mean_queue=sum(x.mean_queue for x in sim.replicas) / max(1, len(sim.replicas)),
             max_queue=max((x.max_queue for x in sim.replicas), default=0),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from solver.physics.deployment import Targets, Traffic
 from solver.report.traffic_json import LengthsOut, PercentilesOut, TrafficOut, lengths_out
+from solver.traffic.verify import PREDICTION
 from solver.units import fmt_seconds
 
 NAMES = {"max_ttft": "TTFT", "max_tpot": "TPOT", "max_e2e": "end to end"}
@@ -56,6 +57,14 @@ def _pct(p: PercentilesOut) -> str:
     return " / ".join("—" if v is None else fmt_seconds(v) for v in (p.p50, p.p90, p.p99))
 
 
+def _seeds(seeds: list[int]) -> str:
+    return f"{seeds[0]}–{seeds[-1]}" if seeds == list(range(seeds[0], seeds[0] + len(seeds))) else ", ".join(map(str, seeds))
+
+
+def _signed(seconds: float) -> str:
+    return ("+" if seconds >= 0 else "−") + fmt_seconds(abs(seconds))
+
+
 def traffic_lines(t: TrafficOut, replicas: int) -> list[str]:
     lines = [
         f"{t.requests_per_s:,.4g} requests/s over {replicas} replica{'s' if replicas != 1 else ''} "
@@ -64,19 +73,37 @@ def traffic_lines(t: TrafficOut, replicas: int) -> list[str]:
     ]
     if t.targets:
         sim = t.simulated
-        head = f"simulated ({sim.requests:,} requests, seed {sim.seed}, {sim.routing.replace('_', '-')})" if sim else "simulated"
+        several = sim is not None and len(sim.seeds) > 1
+        if sim is None:
+            head = "simulated"
+        elif several:
+            head = f"simulated, {len(sim.seeds)} seeds ({_seeds(sim.seeds)}) × {sim.requests:,} requests, {sim.routing.replace('_', '-')}"
+        else:
+            head = f"simulated ({sim.requests:,} requests, seed {sim.seed}, {sim.routing.replace('_', '-')})"
         lines.append(f"  {'target':<16} {'limit':>9} {'screened':>9}  {head}")
+        if several:
+            lines.append(f"  {'':<16} {'':>9} {'':>9}  {'mean':>9} {'95% bound':>10} {'margin':>10}")
         for x in t.targets:
             name = f"{NAMES.get(x.target, x.target)} P{x.percentile:g}"
             screened = "—" if x.screened_s is None else fmt_seconds(x.screened_s)
-            simulated = "—" if x.simulated_s is None else fmt_seconds(x.simulated_s)
+            if several and x.bound_s is not None and x.simulated_mean_s is not None and x.margin_s is not None:
+                simulated = f"{fmt_seconds(x.simulated_mean_s):>9} {fmt_seconds(x.bound_s):>10} {_signed(x.margin_s):>10}"
+            else:
+                simulated = "—" if x.simulated_s is None else fmt_seconds(x.simulated_s)
             lines.append(f"  {name:<16} {fmt_seconds(x.limit_s):>9} {screened:>9}  {simulated}")
+        if several:
+            lines.append(
+                f"  (the bound: one-sided 95 % for another seed's percentile, mean + {PREDICTION:.2f} × the seeds' spread; it must meet the limit)"
+            )
     if t.simulated:
         s = t.simulated
-        lines.append(f"simulated P50 / P90 / P99: TTFT {_pct(s.ttft_s)}; TPOT {_pct(s.tpot_s)}; end to end {_pct(s.e2e_s)}")
+        first = f" (seed {s.seed})" if len(s.seeds) > 1 else ""
+        lines.append(f"simulated{first} P50 / P90 / P99: TTFT {_pct(s.ttft_s)}; TPOT {_pct(s.tpot_s)}; end to end {_pct(s.e2e_s)}")
         lines.append(
             f"  busy {s.utilisation:.0%} of the time, {s.mean_queue:,.2f} waiting on average (at most {s.max_queue:,}), "
-            f"{s.preemptions:,} preemptions, goodput {s.goodput:.1%}, {s.throughput_tokens_per_s:,.0f} output tokens/s"
+            f"{s.preemptions:,} preemptions, goodput {s.goodput:.1%}"
+            + (f" (95% bound over the seeds {s.goodput_bound:.1%})" if s.goodput_bound is not None else "")
+            + f", {s.throughput_tokens_per_s:,.0f} output tokens/s"
             + (f", {s.rejected:,} requests too long for the KV cache" if s.rejected else "")
         )
     for ref in t.refused_by_simulation:

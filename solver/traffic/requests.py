@@ -88,6 +88,9 @@ class Moments:
     prompt_quantiles: tuple[float, ...]
     output_quantiles: tuple[float, ...]
     """At QUANTILES."""
+    output_overlap: float = 0.5
+    """E[min(O, O')]/E[O] for two independent outputs: ∫P(O > x)² dx / E[O], the
+    κ of the infinite-server peakedness 1 + (ca² − 1)·κ (1 fixed lengths, ½ exponential)."""
 
     def prompt_at(self, p: float) -> float:
         return self.prompt_quantiles[QUANTILES.index(p)]
@@ -118,6 +121,8 @@ def moments(prompt: LengthDistribution, output: LengthDistribution, cached_token
         output_mean=sum(os_) / n,
         prompt_quantiles=tuple(q(ps, p) for p in QUANTILES),
         output_quantiles=tuple(q(os_, p) for p in QUANTILES),
+        # the i-th smallest of n is the smaller of two draws with probability (2(n − i) + 1)/n²
+        output_overlap=sum(x * (2 * (n - i) + 1) for i, x in enumerate(os_, 1)) / n**2 / (sum(os_) / n),
     )
 
 

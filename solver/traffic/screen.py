@@ -20,6 +20,12 @@ At a rate λ per replica, in the steady state of a continuous-batching engine:
   half an iteration (the one running at arrival) + that wait + the q-quantile
   prompt's own prefill.
 - End to end at q: mean TTFT + (q-quantile output − 1) × TPOT_q.
+- Bursty arrivals (gaps with cv ca ≠ 1): the prompt queue is G/G/1, its mean wait
+  Kingman's, ρ/(1 − ρ)·E[S]·(ca² + cs²)/2, which is Pollaczek–Khinchine's times
+  (ca² + cs²)/(1 + cs²) (`kingman_factor`); the decoders, a G/G/∞ population, vary by
+  the peakedness 1 + (ca² − 1)·κ times a Poisson count's (κ = ∫P(O > x)²dx / E[O],
+  `Moments.output_overlap`); and the prompts landing in one request's life vary by
+  ca² times a Poisson count's (a renewal count's variance, ca²·λt for long t).
 
 These are approximations — the simulator, which schedules request by request, is
 the check; the screen only has to rank shapes and size replicas close to right.
@@ -98,14 +104,36 @@ class Screen:
         return self.rate_per_s * self.e2e_mean_s
 
 
+def kingman_factor(arrival_cv: float, service_scv: float) -> float:
+    """Kingman's G/G/1 mean wait over Pollaczek–Khinchine's M/G/1 one at the same ρ and
+    service: (ca² + cs²)/2 over (1 + cs²)/2, `service_scv` being cs²."""
+    return (arrival_cv**2 + service_scv) / (1 + service_scv)
+
+
+def peakedness(arrival_cv: float, overlap: float) -> float:
+    """Var/mean of the number in a G/G/∞ system fed by renewal arrivals of cv `arrival_cv`
+    (Whitt's heavy-traffic approximation, 1 + (ca² − 1)·κ; exact 1 for Poisson)."""
+    return max(0.0, 1 + (arrival_cv**2 - 1) * overlap)
+
+
+def replica_cv(arrival_cv: float, replicas: int) -> float:
+    """The cv of one replica's arrivals when `replicas` share a renewal stream: split at
+    random (each arrival to a replica with p = 1/replicas), a replica's gap is a
+    geometric sum of the stream's, of squared cv p·ca² + (1 − p), so a Poisson stream
+    stays Poisson; round-robin and JSQ split more evenly still (this bounds them)."""
+    p = 1 / max(1, replicas)
+    return math.sqrt(p * arrival_cv**2 + (1 - p))
+
+
 def _wait_quantile_s(mean_wait_s: float, rho: float, p: float) -> float:
     if rho <= 0 or mean_wait_s <= 0 or rho <= 1 - p / 100:
         return 0.0
     return mean_wait_s / rho * math.log(rho / (1 - p / 100))
 
 
-def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: float, targets: Targets) -> Screen:
+def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: float, targets: Targets, arrival_cv: float = 1.0) -> Screen:
     lam = rate_per_s
+    peak = peakedness(arrival_cv, m.output_overlap)
     ctx = m.prompt_mean + m.output_mean / 2
     kv_seqs = limits.kv_capacity_tokens / (ctx + limits.block_size_tokens / 2)
     seq_cap = min(float(limits.max_num_seqs), kv_seqs)
@@ -179,7 +207,7 @@ def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: 
     else:
         return unstable("decode")
     tau = 1 / rounds(n)
-    if n + Z[99.0] * math.sqrt(n) > seq_cap:
+    if n + Z[99.0] * math.sqrt(peak * n) > seq_cap:
         return unstable("memory" if kv_seqs < limits.max_num_seqs else "max_num_seqs", tau)
     if chunked and n >= budget:
         return unstable("budget", tau)
@@ -187,11 +215,11 @@ def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: 
     def tpot_at(p: float) -> float:
         """A request's mean step over its output: decode-only steps at the q-quantile
         batch, and the prompt iterations that land in its life at their q-quantile count."""
-        nq = min(seq_cap, n + Z[p] * math.sqrt(n))
+        nq = min(seq_cap, n + Z[p] * math.sqrt(peak * n))
         steps = max(1.0, m.output_mean - 1)
         life_s = steps * tau
         mean_hits = lam * life_s * (math.ceil(m.prompt_mean / max(1.0, budget - nq)) if chunked else 1)
-        hits = min(steps, mean_hits + Z[p] * math.sqrt(mean_hits))
+        hits = min(steps, mean_hits + Z[p] * arrival_cv * math.sqrt(mean_hits))
         d = decode_s(nq)
         if chunked:
             return (d * (steps - hits) + prompt_s(m.prompt_mean, nq) * hits) / steps
@@ -206,7 +234,7 @@ def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: 
     if rho >= 1:
         return unstable("budget", tau)
     spread = m.prompt_p2_mean / m.prompt_mean**2  # E[S²] ≈ E[S]² · E[P²]/E[P]²
-    wait = lam * p_iter**2 * spread / (2 * (1 - rho))
+    wait = lam * p_iter**2 * spread / (2 * (1 - rho)) * kingman_factor(arrival_cv, spread - 1)
     residual = decode_s(n) / 2 + model.request_overhead_s  # and the front end's time
     ttft_mean = residual + wait + p_iter
 
@@ -260,26 +288,28 @@ class Sustainable:
     """At rate_per_s (None when it is 0): what the replica's time goes to at capacity."""
 
 
-def sustainable_rate(model: IterationModel, limits: EngineLimits, m: Moments, targets: Targets) -> Sustainable:
+def sustainable_rate(model: IterationModel, limits: EngineLimits, m: Moments, targets: Targets, arrival_cv: float = 1.0) -> Sustainable:
     """Bisection on the rate: every delay the screen computes grows with it."""
     tiny = 1e-9
-    idle = screen(model, limits, m, tiny, targets)
+    idle = screen(model, limits, m, tiny, targets, arrival_cv)
     if misses(idle, targets):
         return Sustainable(0.0, misses(idle, targets), idle)
     lo, hi = tiny, max(tiny * 2, 1.0 / max(idle.e2e_mean_s, 1e-9))
-    while not misses(screen(model, limits, m, hi, targets), targets):
+    while not misses(screen(model, limits, m, hi, targets, arrival_cv), targets):
         lo, hi = hi, hi * 2
         if hi > 1e9:
-            return Sustainable(lo, "decode", idle, screen(model, limits, m, lo, targets))
+            return Sustainable(lo, "decode", idle, screen(model, limits, m, lo, targets, arrival_cv))
     for _ in range(RATE_STEPS):
         if hi / lo < 1 + 1e-3:  # the rate to 0.1 %: replicas are whole numbers
             break
         mid = math.sqrt(lo * hi)
-        if misses(screen(model, limits, m, mid, targets), targets):
+        if misses(screen(model, limits, m, mid, targets, arrival_cv), targets):
             hi = mid
         else:
             lo = mid
-    return Sustainable(lo, misses(screen(model, limits, m, hi, targets), targets), idle, screen(model, limits, m, lo, targets))
+    return Sustainable(
+        lo, misses(screen(model, limits, m, hi, targets, arrival_cv), targets), idle, screen(model, limits, m, lo, targets, arrival_cv)
+    )
 
 
 BINDING_TARGETS = {

@@ -1,8 +1,20 @@
 """A plan under traffic, checked by simulation: the spec's requests (seeded) served by
-the plan's replicas, iteration by iteration, and the percentiles held to the targets."""
+the plan's replicas, iteration by iteration, and the percentiles held to the targets.
+
+One run is one draw: a plan at the edge passes on one seed and misses on the next. So
+`verify_plan` runs SEEDS independent seeds (the spec's seed and the next ones, the same
+requests each) and holds to each target the one-sided 95 % prediction bound of the
+next seed's percentile, mean + t₀.₉₅,ₖ₋₁ · s · √(1 + 1/k) over the k per-seed
+estimates (independent runs; the requests within one run are not, so an
+order-statistic interval over one run's requests would be too narrow). The plan
+passes when every bound meets its target; the margin is target − bound.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import statistics
 from dataclasses import dataclass
 
 from solver.physics.deployment import Deployment, Targets, Workload
@@ -20,6 +32,58 @@ class Settings:
     routing: str = "round_robin"
 
 
+SEEDS = 5
+"""Independent runs behind a verdict (the spec's seed and the SEEDS − 1 after it)."""
+T_95 = 2.131846786326649
+"""Student's t, one-sided 95 %, SEEDS − 1 = 4 degrees of freedom."""
+PREDICTION = T_95 * math.sqrt(1 + 1 / SEEDS)
+"""The bound's multiple of the per-seed standard deviation (2.335). It exceeds
+(k − 1)/√k = 1.789, the most any one of k values can lie above their mean in sample
+standard deviations (Samuelson's inequality), so one seed past a target puts the bound
+past it too: a run that misses settles the verdict without the rest."""
+assert PREDICTION >= (SEEDS - 1) / math.sqrt(SEEDS)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One target over SEEDS runs: each run's figure and the 95 % bound on the next
+    run's (upper for a time, lower for goodput)."""
+
+    target: str
+    """max_ttft, max_tpot, max_e2e or goodput."""
+    limit: float
+    per_seed: tuple[float, ...]
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.per_seed)
+
+    @property
+    def bound(self) -> float:
+        spread = PREDICTION * statistics.stdev(self.per_seed) if len(self.per_seed) > 1 else 0.0
+        return self.mean - spread if self.target == "goodput" else self.mean + spread
+
+    @property
+    def margin(self) -> float:
+        """How far the bound is inside the target (negative: past it)."""
+        return self.bound - self.limit if self.target == "goodput" else self.limit - self.bound
+
+    @property
+    def ok(self) -> bool:
+        return self.bound >= self.limit if self.target == "goodput" else meets_time(self.bound, self.limit)
+
+
+REQUESTS_PER_REPLICA = 300
+MAX_REQUESTS = 20_000
+"""A plan of many replicas is simulated with at least REQUESTS_PER_REPLICA requests
+each (a few per replica would be mostly start-up and drain), up to MAX_REQUESTS."""
+
+
+def settings_for(requests: int, seed: int, routing: str, replicas: int) -> Settings:
+    """The spec's simulation settings for a plan of `replicas` (REQUESTS_PER_REPLICA)."""
+    return Settings(max(requests, min(MAX_REQUESTS, REQUESTS_PER_REPLICA * replicas)), seed, routing)
+
+
 @dataclass(frozen=True)
 class Check:
     """One simulation of a plan: the percentiles the targets name, each against its limit."""
@@ -32,10 +96,17 @@ class Check:
     e2e_q_s: float
     goodput: float
     targets: Targets
+    seeds: tuple[int, ...] = ()
+    """The seeds run (the figures above are the first's); () for one run."""
+    bounds: tuple[Bound, ...] = ()
+    """With every seed run: each target's bound, which decides `failing`."""
 
     @property
     def failing(self) -> list[str]:
-        """The targets the simulation misses, by the name the constraints use."""
+        """The targets the simulation misses (the bounds, over several seeds), by the name
+        the constraints use."""
+        if self.bounds:
+            return [b.target for b in self.bounds if not b.ok] + (["rejected"] if self.sim.rejected else [])
         t = self.targets
         out = []
         if t.max_ttft_s is not None and not meets_time(self.ttft_q_s, t.max_ttft_s):
@@ -75,3 +146,23 @@ def simulate_plan(d: Deployment, w: Workload, targets: Targets, replicas: int, s
         goodput=sim.goodput(targets.max_ttft_s, targets.max_tpot_s, targets.max_e2e_s) if sim.results or sim.rejected else 0.0,
         targets=targets,
     )
+
+
+FIGURES = (("max_ttft", "ttft_q_s"), ("max_tpot", "tpot_q_s"), ("max_e2e", "e2e_q_s"))
+
+
+def verify_plan(d: Deployment, w: Workload, targets: Targets, replicas: int, settings: Settings, seeds: int = SEEDS) -> Check:
+    """The plan on `seeds` seeds from settings.seed, held to each target's bound; the
+    first run that misses ends it (its Check, naming what it missed and its seed)."""
+    runs: list[Check] = []
+    for i in range(seeds):
+        seed = (settings.seed + i) % 2**32
+        run = simulate_plan(d, w, targets, replicas, dataclasses.replace(settings, seed=seed))
+        runs.append(run)
+        if not run.ok or seeds == 1:
+            return dataclasses.replace(run, seeds=tuple((settings.seed + j) % 2**32 for j in range(i + 1)))
+    limits = {"max_ttft": targets.max_ttft_s, "max_tpot": targets.max_tpot_s, "max_e2e": targets.max_e2e_s}
+    bounds = [Bound(name, limit, tuple(getattr(r, attr) for r in runs)) for name, attr in FIGURES if (limit := limits[name]) is not None]
+    if targets.min_goodput is not None:
+        bounds.append(Bound("goodput", targets.min_goodput, tuple(r.goodput for r in runs)))
+    return dataclasses.replace(runs[0], seeds=tuple((settings.seed + j) % 2**32 for j in range(seeds)), bounds=tuple(bounds))
