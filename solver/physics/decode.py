@@ -246,13 +246,20 @@ class DecodeCoefficients:
         return self.draft_tokens * per_pass
 
     def prompt_service_s(self, batch: int) -> float:
-        """The GPUs' time for one prompt at this load: in chunks of what the step's token
-        budget leaves beside `batch` decoding sequences, one chunk per step (continuous
-        batching), or one pass of its own (isolated)."""
+        """The GPUs' time for one prompt at this load: its chunks (continuous batching),
+        or one pass of its own (isolated)."""
         if not self.prefill_budget_tokens:
             return self.prefill_gpu_s
+        return self.chunked_prompt_s(batch)
+
+    def chunked_prompt_s(self, batch: int) -> float:
+        """A prompt in chunks of what the step's token budget leaves beside `batch`
+        decoders, one chunk per step: a prompt of one chunk or less is one step carrying
+        it; past one, the last partial chunk costs its share of a full chunk's step (the
+        rest of that step's budget goes to the next queued prompt), so one more token
+        never adds a whole step."""
         chunk = max(1, self.prefill_budget_tokens - batch)
-        steps = -(-self.prompt_tokens // chunk)
+        steps = self.prompt_tokens / chunk if self.prompt_tokens > chunk else 1.0
         return steps * (self.step_s(batch, min(chunk, self.prompt_tokens)) + self.chunk_expert_setup_s)
 
     def delay_s(self, batch: int) -> float:
