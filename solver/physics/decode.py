@@ -107,6 +107,13 @@ class DecodeCoefficients:
     batched MoE TPOTs do not show it, its MoE prefills do."""
     prefill_budget_tokens: int = 0
     """Tokens a step may process (the engine's max_num_batched_tokens); 0 when isolated."""
+    chunk_flops_per_token: float = 0.0
+    """One token of a prompt's own chunk, the FLOPs on the GPU that carries it, where not
+    prefill_flops_per_token (0): under data-parallel attention the chunk's dense matmuls
+    and attention run whole on its rank, only its routed experts spread over tp."""
+    chunk_comm_tokens: float = 1.0
+    """A chunk token's weight in the step's communication, in replica tokens: tp under
+    data-parallel attention (its rank sends every token to its experts, as a prefill's)."""
     comm_pieces: tuple[CommSegment, ...] = ()
     """The communication over the step's tokens, piecewise linear: the all-reduce
     algorithm changes with the message (one-shot, two-shot, NVLS, ring). Empty: the
@@ -207,6 +214,20 @@ class DecodeCoefficients:
             + batch * self.sequence_overhead_s
         )
 
+    def chunk_step_s(self, batch: int, tokens: int) -> float:
+        """A step carrying `tokens` of one prompt beside `batch` decoders, on the GPU that
+        carries them: `_step`, but with the chunk's FLOPs and communication where they
+        fall (one rank under data-parallel attention, `chunk_flops_per_token`)."""
+        if not self.chunk_flops_per_token:
+            return self._step(batch, tokens)
+        linear = (batch * self.linear_flops_per_sequence + tokens * self.chunk_flops_per_token) / self._flops_rate()
+        comm_tokens = batch + tokens * self.chunk_comm_tokens
+        comm = (
+            comm_time_from_segments(self.comm_pieces, comm_tokens) if self.comm_pieces else self.comm_fixed_s + comm_tokens * self.comm_per_sequence_s
+        )
+        gemm = self._kernel(self.weights_time_s(batch), linear)
+        return gemm + self.attention_time_s(batch) + comm + self.step_overhead_s + batch * self.sequence_overhead_s
+
     def tpot_s(self, batch: int) -> float:
         """Time per output token: a step per token, or with speculative decoding a draft
         of k tokens and one verification step per (1 − α^(k+1)) / (1 − α) tokens."""
@@ -246,14 +267,22 @@ class DecodeCoefficients:
         return self.draft_tokens * per_pass
 
     def prompt_service_s(self, batch: int) -> float:
-        """The GPUs' time for one prompt at this load: in chunks of what the step's token
-        budget leaves beside `batch` decoding sequences, one chunk per step (continuous
-        batching), or one pass of its own (isolated)."""
+        """The GPUs' time for one prompt at this load: its chunks (continuous batching),
+        never less than the prompt alone on an idle replica (decoders beside it only take
+        from it), or one pass of its own (isolated)."""
         if not self.prefill_budget_tokens:
             return self.prefill_gpu_s
+        return max(self.prefill_gpu_s, self.chunked_prompt_s(batch))
+
+    def chunked_prompt_s(self, batch: int) -> float:
+        """A prompt in chunks of what the step's token budget leaves beside `batch`
+        decoders, one chunk per step: a prompt of one chunk or less is one step carrying
+        it; past one, the last partial chunk costs its share of a full chunk's step (the
+        rest of that step's budget goes to the next queued prompt), so one more token
+        never adds a whole step."""
         chunk = max(1, self.prefill_budget_tokens - batch)
-        steps = -(-self.prompt_tokens // chunk)
-        return steps * (self.step_s(batch, min(chunk, self.prompt_tokens)) + self.chunk_expert_setup_s)
+        steps = self.prompt_tokens / chunk if self.prompt_tokens > chunk else 1.0
+        return steps * (self.chunk_step_s(batch, min(chunk, self.prompt_tokens)) + self.chunk_expert_setup_s)
 
     def delay_s(self, batch: int) -> float:
         """What a request spends outside the prompt queue: its later tokens' steps and the front end."""
@@ -265,7 +294,7 @@ class DecodeCoefficients:
         over the ranks that prefill at once."""
         if self.prefill_budget_tokens:
             chunk = max(1, self.prefill_budget_tokens - batch)
-            s = self.prompt_tokens / chunk * (self.step_s(batch, min(chunk, self.prompt_tokens)) + self.chunk_expert_setup_s)
+            s = self.prompt_tokens / chunk * (self.chunk_step_s(batch, min(chunk, self.prompt_tokens)) + self.chunk_expert_setup_s)
         else:
             s = self.prefill_gpu_s
         return s / max(1, self.prefill_servers)
@@ -422,12 +451,21 @@ def _continuous(d: Deployment, w: Workload | None) -> dict:
     # the routed experts' FLOPs at their grouped GEMMs' share, as in a prefill
     experts = linear_flops(routed_active_params(d.model), new)
     linear = linear_flops(d.model.active_params, new) + experts * (expert_imbalance(d) / d.weights.expert_compute_share - 1)
-    per_token = (linear + attention_flops(d, p, cached)) / new / d.tp
+    attention = attention_flops(d, p, cached)
+    per_token = (linear + attention) / new / d.tp
     budget = d.engine.max_num_batched_tokens if d.engine else 8192
     # a request's prompt is spread over the steps of its life: with speculative decoding
     # fewer of them, each yielding (1 − α^(k+1)) / (1 − α) tokens
     steps = max(1, w.output_tokens) / (d.speculation.expected_tokens if d.speculation else 1.0)
+    dp = {}
+    if d.dp_ep:  # a prompt's chunk on its own rank: dense matmuls and attention whole, experts over tp
+        dense = linear_flops(d.model.active_params, new) - experts
+        dp = {
+            "chunk_flops_per_token": (dense + attention + experts * expert_imbalance(d) / d.weights.expert_compute_share / d.tp) / new,
+            "chunk_comm_tokens": float(d.tp),
+        }
     return {
+        **dp,
         "prefill_tokens_per_sequence": new / steps,
         "prefill_flops_per_token": per_token,
         "prefill_budget_tokens": budget,

@@ -404,6 +404,7 @@ def render_text(ev: Evaluation) -> str:
             f"one chunk per step (continuous batching)"
             + (f" and its expert setup ({fmt_seconds(c.chunk_expert_setup_s)} a chunk)" if c.chunk_expert_setup_s else "")
             + f", {fmt_seconds(c.prompt_service_s(dec.batch))}"
+            + (" (the idle replica's: the decoders beside it never speed it up)" if c.chunked_prompt_s(dec.batch) < c.prefill_gpu_s else "")
             if budget
             else f"the prompt in a pass of its own, {fmt_seconds(c.prompt_service_s(dec.batch))}"
         )

@@ -31,20 +31,23 @@ def test_ttft_under_load_is_chunks_of_the_step_budget(build_deployment):
     import dataclasses
 
     # vLLM's 8,192-token step budget less 32 decoding sequences leaves 8,160 prompt
-    # tokens per step: a 20,000-token prompt takes ⌈20000 / 8160⌉ = 3 steps.
+    # tokens per step: a 20,000-token prompt takes two full chunks and 3,680 tokens of a
+    # third step, whose rest goes to the next queued prompt: 20000 / 8160 chunks' steps.
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=32, prompt=20_000, output=256)
     cont = estimate_decode(d, dataclasses.replace(w, batching="continuous"))
     c = cont.coefficients
     assert c.prefill_budget_tokens == 8192
-    assert c.prompt_service_s(32) == pytest.approx(3 * c.step_s(32, 8160))
+    own = 20_000 / 8160 * c.step_s(32, 8160)
+    assert own > c.prefill_gpu_s  # slower than the prompt alone on an idle replica
+    assert c.prompt_service_s(32) == pytest.approx(own)
     # behind the other 31 users' prompts (closed loop): each takes 20,000 / 8,160 of a
     # step's budget from the others (prompts share a step's chunk), so the wait is the
-    # queue's at that share less its own; then its own 3 steps, and the front end once
+    # queue's at that share less its own; then its own steps, and the front end once
     front = d.factors.request_overhead_s
     delay = 255 * c.tpot_s(32) + front
     share = 20_000 / 8160 * c.step_s(32, 8160)
     wait = queued_prompt_s(share, 32, delay) - share
-    assert cont.ttft_under_load_s == pytest.approx(wait + 3 * c.step_s(32, 8160) + front)
+    assert cont.ttft_under_load_s == pytest.approx(wait + own + front)
     # More users leave less room per step: TTFT grows with the load.
     more = estimate_decode(d.replace(), dataclasses.replace(w, users=2000, batching="continuous"), batch=2000)
     assert more.ttft_under_load_s > cont.ttft_under_load_s
@@ -75,8 +78,8 @@ def test_a_moe_prompts_chunks_carry_its_expert_setup_and_the_decoders_steps_do_n
     import dataclasses
 
     # DeepSeek-R1 at TP 8, 10 µs an expert: a 20,000-token prompt in the 8,192-token budget
-    # less 4 decoders, ⌈20000 / 8188⌉ = 3 chunks, each reaching all 58 × 256 experts
-    # (1 − (31/32)^8188 rounds to 1): 3 × 148.48 ms more in the prompt's time; the mean
+    # less 4 decoders, 20000 / 8188 chunks, each reaching all 58 × 256 experts
+    # (1 − (31/32)^8188 rounds to 1): 20000 / 8188 × 148.48 ms more in the prompt's time; the mean
     # decode step, which the fit half's batched TPOTs show no such cost in, is unchanged.
     def coefficients(setup):
         over = {"factors": {"prefill_expert_overhead_s": setup}}
@@ -85,5 +88,5 @@ def test_a_moe_prompts_chunks_carry_its_expert_setup_and_the_decoders_steps_do_n
 
     with_setup, without = coefficients("10us"), coefficients(0)
     assert with_setup.chunk_expert_setup_s == pytest.approx(58 * 256 * 10e-6, rel=1e-12)
-    assert with_setup.prompt_service_s(4) - without.prompt_service_s(4) == pytest.approx(3 * 58 * 256 * 10e-6, rel=1e-9)
+    assert with_setup.chunked_prompt_s(4) - without.chunked_prompt_s(4) == pytest.approx(20_000 / 8188 * 58 * 256 * 10e-6, rel=1e-9)
     assert with_setup.tpot_s(4) == without.tpot_s(4)
