@@ -250,7 +250,7 @@ def run_simulate(data: dict, lines: dict, limits: Limits, plan: dict[str, Any]) 
     from solver.explain.solve import solve
     from solver.report.simulate_report import to_dict
     from solver.spec.solve_spec import MAX_SIMULATED_REQUESTS, Spec, parse_spec
-    from solver.traffic.verify import Settings, simulate_plan
+    from solver.traffic.verify import SEEDS, Settings, verify_plan
 
     _no_local_files(data, default_catalog())
     spec = _capped(parse_spec(data, lines, "request"), limits)
@@ -286,7 +286,7 @@ def run_simulate(data: dict, lines: dict, limits: Limits, plan: dict[str, Any]) 
         raise InputError("spec", None, f"no plan meets the spec: {_why_none(problem)}")
     c = result.solution.chosen
     replicas = plan.get("replicas") or c.replicas
-    check = simulate_plan(c.shape.deployment, problem.workload, problem.targets, replicas, settings)
+    check = verify_plan(c.shape.deployment, problem.workload, problem.targets, replicas, settings, 1 if plan.get("one_seed") else SEEDS)
     return 200, json.dumps(to_dict(check, f"{replicas} × {c.shape.label}", settings), indent=2, allow_nan=False)
 
 
@@ -416,6 +416,7 @@ def create_app(limits: Limits | None = None) -> Any:
         requests: int | None = Query(None, description="as --requests"),
         seed: int | None = Query(None, description="as --seed"),
         routing: str | None = Query(None, description="as --routing: round_robin or jsq"),
+        one_seed: bool = Query(False, description="as --one-seed: judge the plan on one draw, not on the 95 % bound over 5 seeds"),
     ) -> Response:
         body = await _read(request, limits.max_body_bytes)
         plan = {
@@ -427,6 +428,7 @@ def create_app(limits: Limits | None = None) -> Any:
             "requests": requests,
             "seed": seed,
             "routing": routing,
+            "one_seed": one_seed,
         }
         if routing not in (None, "round_robin", "jsq"):
             return JSONResponse(error_body("routing", routing, "routing = " + routing + ": round_robin or jsq"), status_code=422)
