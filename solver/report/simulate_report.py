@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from solver.errors import InputError
+from solver.report.batching import batching_line
 from solver.traffic.simulate import SimResult
 from solver.traffic.verify import Check, Settings
 from solver.units import fmt_seconds
@@ -37,6 +38,7 @@ def to_dict(check: Check, plan: str, settings: Settings) -> dict:
         "requests": len(sim.results) + len(sim.rejected),
         "seed": settings.seed,
         "routing": settings.routing,
+        "batching": "continuous",
         "requests_per_s": check.requests_per_s,
         "ok": check.ok,
         "failing": check.failing,
@@ -61,6 +63,7 @@ def render(check: Check, plan: str, settings: Settings, model: str) -> str:
         f"plan-opt simulate · {model} · {check.requests_per_s:,.4g} requests/s on {plan}",
         f"{d['requests']:,} requests (seed {settings.seed}, {settings.routing.replace('_', '-')}), "
         f"{sim.duration_s:,.0f} s of traffic: {'every target met' if check.ok else 'misses ' + ', '.join(check.failing)}",
+        batching_line("continuous", None, traffic=True),
         "",
     ]
     if d["targets"]:
