@@ -29,6 +29,10 @@ SEED_NO_FIXED_COST = {
 # it a device's measured matmuls reach (catalogs/devices.yaml matmul_share).
 SEED_DATASHEET_PEAK = {"matmul_share": {"fp16": 1.0, "bf16": 1.0, "fp8": 1.0}}
 
+# And prefills each prompt and runs each decode step alone (batching: isolated, the seed's
+# mode), where the engines' default would mix the prompts' chunks into the steps.
+SEED_BATCHING = {"batching": "isolated"}
+
 # And runs a prompt's GEMMs at that utilisation itself, not at the weight format's fitted
 # prefill share of it (16-bit 1.33, catalogs/fitted.yaml).
 SEED_ONE_UTILISATION = {"compute_share": 1.0}
@@ -43,9 +47,9 @@ def test_step1_70b_weights_in_16bit_are_140_gb(catalog):
 def test_step1_70b_rules_out_two_24gb_cards_but_not_two_a100_80gb(build_deployment):
     # "This immediately rules out dual-GPU 24GB consumer setups ... requiring ... two 80GB A100s."
     over = {"model": {"total_params": 70e9}, "factors": SEED_NO_OVERHEAD}
-    d, w, t = build_deployment("llama-3.1-70b", "rtx-4090", tp=2, users=1, context=2048, output=256, overrides=over)
+    d, w, t = build_deployment("llama-3.1-70b", "rtx-4090", tp=2, users=1, context=2048, output=256, overrides=over, workload_extra=SEED_BATCHING)
     assert not estimate_memory(d, w).fits  # 70 GB per card > 25.8 GB
-    d, w, t = build_deployment("llama-3.1-70b", "a100-80gb", tp=2, users=1, context=2048, output=256, overrides=over)
+    d, w, t = build_deployment("llama-3.1-70b", "a100-80gb", tp=2, users=1, context=2048, output=256, overrides=over, workload_extra=SEED_BATCHING)
     mem = estimate_memory(d, w)
     assert mem.weights_bytes == 70e9  # 140 GB split two ways
     assert mem.fits
@@ -53,7 +57,9 @@ def test_step1_70b_rules_out_two_24gb_cards_but_not_two_a100_80gb(build_deployme
 
 def _seed_step1(build_deployment, **kw):
     over = {"model": {"total_params": 8e9}, "factors": SEED_NO_OVERHEAD}
-    return build_deployment("llama-3.1-8b", "rtx-4090", users=16, context=8192, output=256, weights="fp16", overrides=over, **kw)
+    return build_deployment(
+        "llama-3.1-8b", "rtx-4090", users=16, context=8192, output=256, weights="fp16", overrides=over, workload_extra=SEED_BATCHING, **kw
+    )
 
 
 def test_step1_llama8b_kv_cache_is_17_179_869_184_bytes(build_deployment):
@@ -112,7 +118,15 @@ def test_step2_18gb_model_decodes_at_seed_rates(build_deployment, bandwidth, tok
         "precision": {"bandwidth_share": 1.0},  # every byte read at full bandwidth, whatever the format
     }
     d, w, _ = build_deployment(
-        "qwen2.5-32b", "m2-ultra-192gb", users=1, prompt=1, output=1, weights="int4-awq" if False else "q4_0", kv="fp16", overrides=over
+        "qwen2.5-32b",
+        "m2-ultra-192gb",
+        users=1,
+        prompt=1,
+        output=1,
+        weights="int4-awq" if False else "q4_0",
+        kv="fp16",
+        overrides=over,
+        workload_extra=SEED_BATCHING,
     )
     dec = estimate_decode(d, w)
     assert dec.weights_time_s == pytest.approx(18e9 / bandwidth)
@@ -130,7 +144,7 @@ def test_step3_mixtral_prefill_on_h100_pcie_takes_0_28_s(build_deployment):
         "factors": {"compute_efficiency": 0.5, **SEED_NO_FIXED_COST},
         "precision": SEED_ONE_UTILISATION,
     }
-    d, w, _ = build_deployment("mixtral-8x7b", "h100-pcie", users=1, prompt=4096, output=1, overrides=over)
+    d, w, _ = build_deployment("mixtral-8x7b", "h100-pcie", users=1, prompt=4096, output=1, overrides=over, workload_extra=SEED_BATCHING)
     pre = estimate_prefill(d, w)
     assert pre.linear_flops == 2 * 13e9 * 4096 == pytest.approx(106.4e12, rel=1e-3)
     assert pre.effective_flops_per_s == 378e12
@@ -146,7 +160,7 @@ def test_step3_rtx3060_at_6_5_effective_tflops_takes_over_16_s(build_deployment)
         "factors": {"compute_efficiency": 0.5, **SEED_NO_FIXED_COST},
         "precision": SEED_ONE_UTILISATION,
     }
-    d, w, _ = build_deployment("mixtral-8x7b", "rtx-3060-12gb", users=1, prompt=4096, output=1, overrides=over)
+    d, w, _ = build_deployment("mixtral-8x7b", "rtx-3060-12gb", users=1, prompt=4096, output=1, overrides=over, workload_extra=SEED_BATCHING)
     pre = estimate_prefill(d, w)
     assert pre.effective_flops_per_s == 6.5e12
     assert pre.linear_time_s == pytest.approx(106.496e12 / 6.5e12)

@@ -89,6 +89,11 @@ class Engine:
     them (vLLM's KV connectors, SGLang's --disaggregation-mode, TensorRT-LLM's
     disaggregated trtllm-serve)."""
     disaggregation_source: str = ""
+    batching: Literal["isolated", "continuous"] = "continuous"
+    """How it batches by default, the mode a spec without workload.batching is planned
+    in: continuous (prompts' chunks inside the decode steps, so TPOT counts the prompts'
+    work and TTFT the load) for every engine listed; isolated is the seed's figures."""
+    batching_source: str = ""
 
     def __post_init__(self) -> None:
         check_name("engine", self.name)

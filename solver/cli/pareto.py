@@ -94,6 +94,7 @@ def _axes(text: str, spec: Spec) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from solver.optimise.pareto import frontiers
+    from solver.report.batching import batching_line
     from solver.report.pareto_report import plot, render, to_json
     from solver.spec.solve_spec import load_spec
 
@@ -117,7 +118,9 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(to_json(fronts))
     else:
-        sys.stdout.write(render(fronts, title, markdown=args.format == "markdown"))
+        engine = problem.shapes[0].deployment.engine if problem.shapes else None
+        said = batching_line(w.batching, engine, traffic=w.traffic is not None)
+        sys.stdout.write(render(fronts, f"{title}\n{said}", markdown=args.format == "markdown"))
     if args.plot:
         files = plot(fronts, title, Path(args.plot))
         print(f"picture: {', '.join(str(f) for f in files)}", file=sys.stderr)

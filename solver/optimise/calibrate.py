@@ -86,7 +86,9 @@ def _evaluate(m: Measurement, catalog: Catalog, factors: Factors | None) -> Eval
         "engine": m.engine,
         "hardware": {"gpu": m.gpu, "tp": m.tp, "pp": m.pp},
         "precision": {"weights": m.weights, "kv_cache": m.kv_cache},
-        "workload": {"users": m.batch, "prompt_tokens": m.prompt_tokens, "output_tokens": m.output_tokens},
+        # isolated: the fit's lines (decode_xy, prefill_xy) take a step's reads and math and a
+        # prompt's pass apart, with no prompt chunk in the step
+        "workload": {"users": m.batch, "prompt_tokens": m.prompt_tokens, "output_tokens": m.output_tokens, "batching": "isolated"},
     }
     try:
         d, w, t = resolve(parse_input(data), catalog)

@@ -76,6 +76,8 @@ class FleetResult:
     served: dict[str, int] = field(default_factory=dict)
     demand: dict[str, int] = field(default_factory=dict)
     rate_services: set[str] = field(default_factory=set)
+    batching: dict[str, str] = field(default_factory=dict)
+    """Per service: the batching its TPOT and TTFT assume (its workload's)."""
     """Services given in requests per second: their served, demand and caps are in
     thousandths of a request per second (fleet_classes.RATE_SCALE)."""
     gpus: dict[str, int] = field(default_factory=dict)
@@ -127,6 +129,7 @@ def solve_fleet(
     quality_terms: list[tuple[int, cp_model.IntVar]] = []  # (lost quality of an option, its use literal)
     for k, sc in enumerate(classes):
         result.demand[sc.name] = sc.demand
+        result.batching[sc.name] = sc.problem.workload.batching
         if sc.rate:
             result.rate_services.add(sc.name)
         if not sc.options:

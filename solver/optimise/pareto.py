@@ -75,6 +75,8 @@ class Frontier:
     """A plan better on the axis exists beyond max_gpus (the frontier would go on)."""
     out_of_time: bool = False
     """The command's CP-SAT time ran out before the frontier ended (optimise/clock.py)."""
+    batching: str = ""
+    """The batching every point's TPOT and TTFT assume (the problem's workload)."""
 
     @property
     def knee_point(self) -> ParetoPoint | None:
@@ -362,4 +364,5 @@ def frontiers(problem: Problem, axes: Iterable[str] | None = None) -> dict[str, 
             out[axis] = _rate_frontier(problem)
         else:
             out[axis] = _latency_frontier(problem, axis)
+        out[axis].batching = problem.workload.batching
     return out

@@ -213,7 +213,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
     w = spec.workload
     # WorkloadIn derives the third of context, prompt and output from the other two.
     assert w.context_tokens is not None
-    workload = workload_of(w, spec.sla, pairs)
+    workload = workload_of(w, spec.sla, pairs, engine=catalog.engine(spec.engine.name))
     targets = targets_of(spec.sla)
     pricing = catalog.pricing(spec.pricing.providers, spec.pricing.tier, spec.pricing.statistic, secondary=spec.pricing.secondary)
     ownership = dataclasses.replace(catalog.ownership, **spec.ownership.model_dump(exclude_none=True))

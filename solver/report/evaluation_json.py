@@ -88,6 +88,7 @@ def _to_dict(ev: Evaluation) -> dict[str, Any]:
             "context_tokens": w.context_tokens,
             "prompt_tokens": w.prompt_tokens,
             "output_tokens": w.output_tokens,
+            "batching": w.batching,
         },
         "targets": {"max_ttft_s": t.max_ttft_s, "max_tpot_s": t.max_tpot_s},
         "factors": dataclasses.asdict(d.factors),

@@ -13,6 +13,7 @@ from solver.physics.evaluate import Evaluation, Verdict
 from solver.physics.interconnect import ROW_SPLIT_CHUNK_TOKENS, row_split_matrices, row_split_transfers
 from solver.physics.memory import MemoryEstimate, kv_bytes_per_token_per_layer
 from solver.physics.prefill import PrefillEstimate
+from solver.report.batching import batching_text
 from solver.units import GB, fmt_bytes, fmt_rate, fmt_seconds
 
 CONSTRAINT_TITLES = {
@@ -165,6 +166,7 @@ def render_text(ev: Evaluation) -> str:
             "workload",
             f"{w.users:,} concurrent users, {w.context_tokens:,}-token context (prompt {w.prompt_tokens:,} + output {w.output_tokens:,})",
         ),
+        ("batching", batching_text(w.batching, d.engine, traffic=w.traffic is not None)),
         (
             "targets",
             f"TTFT ≤ {fmt_seconds(t.max_ttft_s) if t.max_ttft_s else '—'}, TPOT ≤ {fmt_seconds(t.max_tpot_s) if t.max_tpot_s else '—'}",

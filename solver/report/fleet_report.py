@@ -6,6 +6,7 @@ from __future__ import annotations
 from solver.optimise.fleet import FleetResult
 from solver.optimise.fleet_classes import RATE_SCALE
 from solver.report import strict_json
+from solver.report.batching import MEANING
 
 
 def _in_unit(res: FleetResult, name: str, value: int) -> float | int:
@@ -32,6 +33,7 @@ def to_dict(res: FleetResult) -> dict:
         "served": {k: _in_unit(res, k, v) for k, v in res.served.items()},
         "demand": {k: _in_unit(res, k, v) for k, v in res.demand.items()},
         "units": {k: "requests_per_s" if k in res.rate_services else "users" for k in res.demand},
+        "batching": dict(res.batching),
         "assignments": [
             {
                 "service": a.service,
@@ -81,6 +83,14 @@ def to_json(res: FleetResult | None, sweep: list[tuple[float, FleetResult]] | No
     return strict_json.dumps(to_dict(res))
 
 
+def _batching_line(res: FleetResult) -> str:
+    """The services' batching, one line (report/batching.py's words for the mode)."""
+    modes = sorted(set(res.batching.values()))
+    if len(modes) == 1:
+        return f"batching: {modes[0]} for every service — {MEANING.get(modes[0], modes[0])}"
+    return "batching: " + "; ".join(f"{name} {mode}" for name, mode in res.batching.items())
+
+
 def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
     if markdown:
         return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + ["| " + " | ".join(r) + " |" for r in rows]
@@ -101,6 +111,7 @@ def render(res: FleetResult, title: str, markdown: bool = False, show_purchase: 
     lines.append(
         f"objective: {'least cost serving all demand' if res.objective == 'min_cost' else 'most weighted demand served, then least cost'} — {status}"
     )
+    lines.append(_batching_line(res))
     for name, why in res.unservable.items():
         lines.append(f"! {name}: {why}")
     if not res.feasible:
@@ -160,7 +171,10 @@ def render(res: FleetResult, title: str, markdown: bool = False, show_purchase: 
 
 
 def render_sweep(sweep: list[tuple[float, FleetResult]], title: str, markdown: bool = False) -> str:
-    lines = [f"# {title}" if markdown else title, ""]
+    lines = [f"# {title}" if markdown else title]
+    if sweep:
+        lines.append(_batching_line(sweep[0][1]))
+    lines.append("")
     rows = []
     for budget, r in sweep:
         if not r.feasible:

@@ -108,6 +108,7 @@ def to_dict(frontiers: dict[str, Frontier]) -> dict:
             "points": [_point_dict(p, axis, i == f.knee) for i, p in enumerate(f.points)],
             "knee": f.knee,
             "knee_rule": KNEE_RULE,
+            "batching": f.batching,
             "cut": {
                 "max_cost_ratio": f.max_cost_ratio if axis not in COUNTS else None,
                 "max_cost_usd_per_hour": None if f.max_cost_usd_per_hour is None else round(f.max_cost_usd_per_hour, 6),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from solver.errors import InputError
+from solver.report.batching import batching_line
 from solver.traffic.simulate import SimResult
 from solver.traffic.verify import Check, Settings
 from solver.units import fmt_seconds
@@ -50,6 +51,7 @@ def to_dict(check: Check, plan: str, settings: Settings) -> dict:
         "seed": settings.seed,
         "seeds": list(check.seeds) or [settings.seed],
         "routing": settings.routing,
+        "batching": "continuous",
         "requests_per_s": check.requests_per_s,
         "ok": check.ok,
         "failing": check.failing,
@@ -79,6 +81,7 @@ def render(check: Check, plan: str, settings: Settings, model: str) -> str:
     lines = [
         f"plan-opt simulate · {model} · {check.requests_per_s:,.4g} requests/s on {plan}",
         f"{d['requests']:,} requests (seed {settings.seed}, {settings.routing.replace('_', '-')}), {sim.duration_s:,.0f} s of traffic: {verdict}",
+        batching_line("continuous", None, traffic=True),
         "",
     ]
     if d["targets"]:

@@ -38,6 +38,10 @@ class SpecSummaryOut(SolveModel):
     prompt_tokens: int
     output_tokens: int
     kv_fill: float
+    batching: str = Field(
+        description="continuous (prompts prefilled in chunks inside the decode steps: TPOT carries their work) or isolated "
+        "(the seed's figures); workload.batching, else the engine's default (catalogs/engines.yaml)."
+    )
     max_ttft_s: float | None = Field(description="None: not set (unbounded).")
     max_tpot_s: float | None = Field(description="None: not set (unbounded).")
     objective: str
@@ -372,6 +376,7 @@ def to_output(r: SolveResult) -> SolveOut:
         prompt_tokens=w.prompt_tokens,
         output_tokens=w.output_tokens,
         kv_fill=w.kv_fill,
+        batching=w.batching,
         max_ttft_s=t.max_ttft_s,
         max_tpot_s=t.max_tpot_s,
         objective=p.objective,

@@ -6,6 +6,7 @@ from solver.catalog import TIERS
 from solver.explain.exclusions import line as exclusion_line
 from solver.explain.records import SolveResult
 from solver.optimise.targets import LABELS, TARGETS
+from solver.report.batching import batching_line
 from solver.report.headroom import headroom_lines
 from solver.report.mixed_json import mixed_lines
 from solver.report.solve_json import ConstraintOut, PlanOut, SolveOut, to_output
@@ -133,6 +134,9 @@ def render(r: SolveResult, markdown: bool = False) -> str:
             f"(prompt {s.prompt_tokens:,}) · {targets} · objective: {OBJECTIVES[s.objective]}"
         )
     lines.append(f"# {title}" if markdown else title)
+    engine = p.shapes[0].deployment.engine if p.shapes else None
+    pooled = o.plan is not None and o.plan.prefill_pool is not None
+    lines.append(batching_line(s.batching, engine, traffic=p.workload.traffic is not None, disaggregated=pooled))
     budgets = [
         f"${s.max_usd_per_hour:,.2f}/h" if s.max_usd_per_hour else "",
         f"${s.max_purchase_usd:,.0f} to buy" if s.max_purchase_usd else "",

@@ -22,6 +22,7 @@ PLAN_COLUMNS = [
     "gpus",
     "weights",
     "kv_cache",
+    "batching",
     "cost_usd_per_hour",
     "tco_usd_per_hour",
     "tpot_s",
@@ -39,6 +40,7 @@ def row_of(result: Any) -> dict[str, Any]:
     c = result.solution.candidate
     row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS, "")
     row["status"] = result.solution.status
+    row["batching"] = result.problem.workload.batching
     if c is None:
         row["binding"] = ",".join(result.conflict)
         return row

@@ -170,11 +170,13 @@ class WorkloadIn(SpecModel):
     kv_fill: KvFill = Field(
         default=1.0, description=f"Share of the context each user holds on average, {KV_FILL}; 1.0 = all at full context (worst case)."
     )
-    batching: Literal["isolated", "continuous"] = Field(
-        default="isolated",
-        description="isolated: the seed's figures (each prompt and step alone); continuous: prompts prefilled in chunks "
-        "inside the decode steps (as vLLM V1 schedules; SGLang by default runs a chunk as a pass of its own, "
-        "which the decoders wait for), so TTFT and TPOT grow with the load.",
+    batching: Literal["isolated", "continuous"] | None = Field(
+        default=None,
+        description="Left out: the engine's own (catalogs/engines.yaml `batching`: continuous for vLLM, SGLang, TensorRT-LLM "
+        "and llama.cpp). continuous: prompts prefilled in chunks inside the decode steps (as vLLM V1 schedules; SGLang by "
+        "default runs a chunk as a pass of its own, which the decoders wait for), so TTFT and TPOT grow with the load; "
+        "isolated: the seed's figures (each prompt and step alone, TPOT without the prompts' work). Under requests_per_s "
+        "always continuous.",
     )
     shared_prefix_tokens: PrefixTokens = Field(
         default=0,
@@ -210,6 +212,11 @@ class WorkloadIn(SpecModel):
             if self.prompt_tokens is not None or self.output_tokens is not None:
                 raise ValueError("lengths_file gives both lengths: drop prompt_tokens and output_tokens")
             return self  # the file is read with the spec's folder known (spec/lengths_file.py)
+        if traffic and self.batching == "isolated":
+            raise ValueError(
+                "batching: isolated cannot hold under requests_per_s: the traffic screen and simulator batch continuously, "
+                "as the engines do; drop batching, or give users"
+            )
         if not traffic:
             if self.arrival is not None:
                 raise ValueError("arrival describes requests_per_s; a users workload has none")

@@ -274,7 +274,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
         speculation=resolve_speculation(inp.speculative, model, weights, kv, engine, catalog),
         parallelism=hw.parallelism,
     ).as_engine_runs()
-    workload = workload_of(w, inp.sla)
+    workload = workload_of(w, inp.sla, engine=engine)
     if workload.users < replicas:
         raise InputError("workload.users", w.users, f"fewer users than replicas ({replicas}); lower hardware.count")
     return deployment, workload, targets_of(inp.sla)
@@ -296,10 +296,11 @@ FIRST_GUESS_TPOT_S = 0.05
 concurrency assumes (the traffic screen then sizes every shape on its own times)."""
 
 
-def workload_of(w: WorkloadIn, sla: SlaIn, pairs: tuple[tuple[int, int], ...] = ()) -> Workload:
+def workload_of(w: WorkloadIn, sla: SlaIn, pairs: tuple[tuple[int, int], ...] = (), *, engine: Engine) -> Workload:
     """The physics' workload. Under requests_per_s, `users` is a first guess of the
     concurrency (Little's law at the targets: rate × (TTFT + output × TPOT)); each
-    plan's own concurrency comes from the traffic screen."""
+    plan's own concurrency comes from the traffic screen, which batches continuously.
+    Batching: the spec's, else the engine's default (catalogs/engines.yaml)."""
     assert w.context_tokens is not None  # WorkloadIn derives it
     prompt, output = w.prompt_mean_tokens, w.output_mean_tokens
     if w.requests_per_s is None:
@@ -310,7 +311,7 @@ def workload_of(w: WorkloadIn, sla: SlaIn, pairs: tuple[tuple[int, int], ...] = 
             prompt,
             output,
             w.kv_fill,
-            w.batching,
+            w.batching or engine.batching,
             shared_prefix_tokens=w.shared_prefix_tokens,
             prefix_hit_rate=w.prefix_hit_rate,
         )

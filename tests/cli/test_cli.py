@@ -259,9 +259,12 @@ def test_evaluate_names_the_unhidden_share_where_a_kernel_has_one(capsys, tmp_pa
     # Llama-3.1-8B at 64 users on an H100: with unhidden_share 0.5 each decode kernel is
     # max(read, math) + 0.5 × min, with prefill_unhidden_share 0.25 the prefill's GEMMs
     # max + 0.25 × min, and the report says so beside the times.
+    # batching: isolated, so the step's rows are the ones spelt below (continuous adds a
+    # wider "prefill mixed in" row, which widens the label column)
     spec = tmp_path / "s.yaml"
     spec.write_text(
-        "model: llama-3.1-8b\nhardware: {gpu: h100-sxm}\nworkload: {users: 64, prompt_tokens: 1024, output_tokens: 256}\n"
+        "model: llama-3.1-8b\nhardware: {gpu: h100-sxm}\n"
+        "workload: {users: 64, prompt_tokens: 1024, output_tokens: 256, batching: isolated}\n"
         "overrides: {factors: {unhidden_share: 0.5, prefill_unhidden_share: 0.25}}\n"
     )
     code, out, _ = run(["evaluate", spec], capsys)

@@ -46,7 +46,10 @@ def synthetic(path):
         w = csv.writer(f)
         w.writerow(HEADER)
         for model, tp, batch, prompt in ROWS:
-            d, wl, _ = build(model, "h100-sxm", tp=tp, users=batch, prompt=prompt, output=256, overrides={"factors": {}})
+            # isolated, the mode calibrate fits in (optimise/calibrate.py _evaluate)
+            d, wl, _ = build(
+                model, "h100-sxm", tp=tp, users=batch, prompt=prompt, output=256, overrides={"factors": {}}, workload_extra={"batching": "isolated"}
+            )
             d = d.replace(factors=dataclasses.replace(d.factors, **true_factors(d.factors)))
             from solver.physics.evaluate import evaluate
 
@@ -216,7 +219,18 @@ def test_fit_recovers_llama_cpp_factors_whose_kernels_add_read_and_flops(tmp_pat
         w = csv.writer(f)
         w.writerow(HEADER + ["engine"])
         for model, prompt in (("llama-3.1-8b", 512), ("llama-3.1-8b", 2048), ("qwen2.5-7b", 1024), ("llama-3.2-3b", 512)):
-            d, wl, _ = build(model, "rtx-4090", users=1, prompt=prompt, output=128, weights="q4_k_m", kv="fp16", engine="llama.cpp")
+            # isolated, the mode calibrate fits in (optimise/calibrate.py _evaluate)
+            d, wl, _ = build(
+                model,
+                "rtx-4090",
+                users=1,
+                prompt=prompt,
+                output=128,
+                weights="q4_k_m",
+                kv="fp16",
+                engine="llama.cpp",
+                workload_extra={"batching": "isolated"},
+            )
             default = d.factors
             d = d.replace(factors=dataclasses.replace(d.factors, **true_factors(default)))
             from solver.physics.evaluate import evaluate
@@ -237,7 +251,8 @@ def _measured_with(path, factors_of):
         w = csv.writer(f)
         w.writerow(HEADER)
         for model, tp, batch, prompt in ROWS:
-            d, wl, _ = build(model, "h100-sxm", tp=tp, users=batch, prompt=prompt, output=256)
+            # isolated, the mode calibrate fits in (optimise/calibrate.py _evaluate)
+            d, wl, _ = build(model, "h100-sxm", tp=tp, users=batch, prompt=prompt, output=256, workload_extra={"batching": "isolated"})
             d = d.replace(factors=dataclasses.replace(d.factors, **factors_of(d.factors)))
             ev = evaluate(d, wl, with_remedies=False)
             w.writerow([model, "h100-sxm", tp, "bf16", "bf16", batch, prompt, 256, ev.decode.tpot_s * 1e3, ev.estimates.ttft_s * 1e3])

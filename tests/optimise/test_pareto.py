@@ -213,7 +213,9 @@ def test_every_frontier_point_says_what_a_million_output_tokens_cost():
 
     from solver.report.pareto_report import to_json
 
-    problem = problem_of(SPEC)
+    # batching: isolated pinned, the derivation's premise (under the engine's continuous
+    # default the TPOT carries the prompts' chunks, and a token's cost is the decode step's)
+    problem = problem_of({**SPEC, "workload": {**SPEC["workload"], "batching": "isolated"}})
     from solver.optimise.pareto import frontiers
 
     for axis in json.loads(to_json(frontiers(problem))).values():

@@ -135,7 +135,8 @@ def test_bandwidth_binds_when_tpot_caps_the_batch():
     # while memory would allow (76.97e9 − 16.06e9 − 2.15e9) / 0.537e9 = 109.
     spec = {
         "model": "llama-3.1-8b",
-        "workload": {"users": 32, "context_tokens": 4096, "output_tokens": 512},
+        # batching: isolated, the derivation's step (no prompt chunk in it)
+        "workload": {"users": 32, "context_tokens": 4096, "output_tokens": 512, "batching": "isolated"},
         "sla": {"max_tpot": "8ms"},
         "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
         "overrides": PINNED,
@@ -159,7 +160,8 @@ def test_compute_binds_when_ttft_forces_a_wider_tp_group():
     # Memory alone would take TP 2 (TP 1 has no room for the KV beside 70.6 GB of weights).
     spec = {
         "model": "llama-3.1-70b",
-        "workload": {"users": 1, "prompt_tokens": 8192, "output_tokens": 256},
+        # batching: isolated, the derivation's prefill: the prompt in one pass of its own
+        "workload": {"users": 1, "prompt_tokens": 8192, "output_tokens": 256, "batching": "isolated"},
         "sla": {"max_ttft": "650ms"},
         "search": {"gpus": ["h100-sxm"], "weights": ["fp8"], "kv_cache": ["fp8"]},
         "overrides": PINNED,
@@ -242,6 +244,9 @@ def test_a_cached_prefix_sends_no_all_reduces_and_the_reason_says_so():
             "output_tokens": 500,
             "shared_prefix_tokens": 96000,
             "prefix_hit_rate": 0.95,
+            # isolated, as the bug was found: under the engine's continuous default the A10s'
+            # TPOT, carrying the prompts' chunks, rules them out before their TTFT does
+            "batching": "isolated",
         },
         "sla": {"max_ttft": "5s", "max_tpot": "50ms"},
         "search": {"gpus": ["a10", "h100-sxm"], "weights": ["bf16", "fp8"], "kv_cache": ["bf16", "fp8"]},

@@ -13,7 +13,16 @@ N = 8_030_261_248  # Llama-3.1-8B parameters
 def test_each_step_carries_prompt_tokens_in_proportion(build_deployment):
     # 32 users, each request a 1,024-token prompt over 256 output steps: every step mixes
     # in 32 × 1024 / 256 = 128 prompt tokens beside the 32 decode tokens.
-    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=32, prompt=1024, output=256, overrides={"factors": {"compute_efficiency": 0.5}})
+    # iso pinned: the engine's default (continuous) would already mix the prompts in
+    d, w, _ = build_deployment(
+        "llama-3.1-8b",
+        "h100-sxm",
+        users=32,
+        prompt=1024,
+        output=256,
+        overrides={"factors": {"compute_efficiency": 0.5}},
+        workload_extra={"batching": "isolated"},
+    )
     iso = estimate_decode(d, w)
     import dataclasses
 

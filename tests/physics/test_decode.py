@@ -29,7 +29,10 @@ def test_the_step_is_a_sum_of_kernels_not_the_larger_of_memory_and_compute(build
     # 64 sequences at 32k context: the GEMMs are weight-bound, attention is KV-bound, and
     # the two add. KV per sequence: 32,768 tokens × 131,072 B = 4,294,967,296 B.
     over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED_COSTS}}
-    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=64, context=32_768, output=256, overrides=over)
+    # batching: isolated, the step alone (the engine's continuous default adds the prompts' chunks)
+    d, w, _ = build_deployment(
+        "llama-3.1-8b", "h100-sxm", users=64, context=32_768, output=256, overrides=over, workload_extra={"batching": "isolated"}
+    )
     dec = estimate_decode(d, w)
     weights_s = 15_009_849_344 / 3.35e12  # 4.48 ms
     kv_s = 64 * 4_294_967_296 / 3.35e12  # 82.05 ms
@@ -45,7 +48,10 @@ def test_the_shorter_of_a_kernels_read_and_math_adds_its_unhidden_share(build_de
     # table; 1.29 ms); the attention's: 64 × 4 × 32 heads × 128 × 32 layers × 32,768 keys
     # = 1.100 TFLOP (1.38 ms).
     over = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, "unhidden_share": 0.5, **NO_FIXED_COSTS}}
-    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=64, context=32_768, output=256, overrides=over)
+    # batching: isolated, the step alone (the engine's continuous default adds the prompts' chunks)
+    d, w, _ = build_deployment(
+        "llama-3.1-8b", "h100-sxm", users=64, context=32_768, output=256, overrides=over, workload_extra={"batching": "isolated"}
+    )
     dec = estimate_decode(d, w)
     weights_s, kv_s = 15_009_849_344 / 3.35e12, 64 * 4_294_967_296 / 3.35e12
     linear_s = 64 * 2 * 8_030_261_248 / (989.5e12 * 0.803)
@@ -154,7 +160,8 @@ def test_large_batch_short_context_turns_compute_bound(build_deployment):
     # Attention: 512 × 128 tokens × 128 KiB = 8.6 GB of KV / 2.68 TB/s = 3.2 ms, more than
     # its 4 × 32 heads × 128 × 32 layers × 128 keys × 512 = 34.4 GFLOP (0.07 ms).
     over = {"factors": {"bandwidth_efficiency": 0.8, "compute_efficiency": 0.5, **NO_FIXED_COSTS}}
-    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=512, prompt=64, output=64, overrides=over)
+    # batching: isolated, the step alone (the engine's continuous default adds the prompts' chunks)
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=512, prompt=64, output=64, overrides=over, workload_extra={"batching": "isolated"})
     dec = estimate_decode(d, w)
     assert dec.bound == "compute"
     linear = 2 * 8_030_261_248 * 512

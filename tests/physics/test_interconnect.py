@@ -27,7 +27,8 @@ def test_nvswitch_ring_runs_at_nvlink_speed(catalog):
 
 
 def test_pcie_only_tp_group_runs_at_pcie_speed(catalog, build_deployment):
-    d, w, _ = build_deployment("llama-3.1-8b", "rtx-4090", tp=2, users=16, context=8192, output=256)
+    # batching: isolated, so the step all-reduces the 16 decode tokens alone (no prompt chunk)
+    d, w, _ = build_deployment("llama-3.1-8b", "rtx-4090", tp=2, users=16, context=8192, output=256, workload_extra={"batching": "isolated"})
     assert d.platform.name == "workstation-gen4-4gpu"
     ring = tp_ring(d.platform, 2)
     assert ring.bandwidth_bytes_per_s == 31.5e9 and ring.link_kinds == ("pcie",)
@@ -101,7 +102,8 @@ def test_ring_answers_are_cached_on_disk_and_equal_to_a_fresh_computation(catalo
 
 
 def _tp8_70b(build_deployment, gpu="h200"):
-    d, w, _ = build_deployment("llama-3.1-70b", gpu, tp=8, users=1, prompt=1024, output=256, weights="fp8")
+    # batching: isolated: the figures below are the decode step alone, no prompt chunk in it
+    d, w, _ = build_deployment("llama-3.1-70b", gpu, tp=8, users=1, prompt=1024, output=256, weights="fp8", workload_extra={"batching": "isolated"})
     return d, w
 
 

@@ -23,10 +23,13 @@ KV_PER_TOKEN = 2 * 32 * 8 * 128 * 2  # 131,072 B: K and V, 32 layers, 8 KV heads
 
 
 def _pair(build_deployment, shared=3072, hit=1.0, engine=None, users=1):
-    extra = {"shared_prefix_tokens": shared, "prefix_hit_rate": hit}
+    # batching: isolated, the decode step alone: the engine's continuous default would mix
+    # in the prompts' chunks, which the prefix cache shortens
+    iso = {"batching": "isolated"}
+    extra = {"shared_prefix_tokens": shared, "prefix_hit_rate": hit, **iso}
     kw = {"engine": engine} if engine else {}
     with_cache = build_deployment("llama-3.1-8b", "h100-sxm", users=users, prompt=4096, output=256, workload_extra=extra, **kw)
-    without = build_deployment("llama-3.1-8b", "h100-sxm", users=users, prompt=4096, output=256, **kw)
+    without = build_deployment("llama-3.1-8b", "h100-sxm", users=users, prompt=4096, output=256, workload_extra=iso, **kw)
     return with_cache, without
 
 

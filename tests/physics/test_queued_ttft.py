@@ -60,7 +60,8 @@ def test_the_inverse_gives_back_the_service():
 def test_more_users_wait_longer_and_one_user_sees_the_idle_prefill(build_deployment):
     # Llama-3.1-8B on one H100, 2,000-token prompts and 300-token answers.
     over = {"factors": {"request_overhead_s": 0}}
-    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=2000, output=300, overrides=over)
+    # batching: isolated: each prompt one pass of its own (S = the idle prefill), as derived below
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, prompt=2000, output=300, overrides=over, workload_extra={"batching": "isolated"})
     idle = estimate_prefill(d, w).ttft_s
     assert estimate_decode(d, w).ttft_under_load_s == pytest.approx(idle)
     loads = [estimate_decode(d, w, batch=b).ttft_under_load_s for b in (1, 16, 64, 256)]

@@ -32,7 +32,8 @@ def _with(build_deployment, users, speculative, model="llama-3.1-8b", gpu="h100-
         "model": model,
         "hardware": {"gpu": gpu, "tp": tp},
         "precision": {"weights": weights, "kv_cache": "bf16"},
-        "workload": {"users": users, "prompt_tokens": 1000, "output_tokens": 300},
+        # batching: isolated: the steps and draft passes alone, as the derivations below take them
+        "workload": {"users": users, "prompt_tokens": 1000, "output_tokens": 300, "batching": "isolated"},
         "overrides": {"factors": UNIT},
     }
     if speculative is not None:

@@ -28,9 +28,9 @@ def _refused(data) -> str:
     return exc.value.message()
 
 
-def test_a_rate_spec_reads_as_traffic_with_percentile_targets():
+def test_a_rate_spec_reads_as_traffic_with_percentile_targets(catalog):
     spec = parse_spec(BASE)
-    w, t = workload_of(spec.workload, spec.sla), targets_of(spec.sla)
+    w, t = workload_of(spec.workload, spec.sla, engine=catalog.engine(spec.engine.name)), targets_of(spec.sla)
     assert w.traffic is not None and w.traffic.requests_per_s == 20
     assert (w.traffic.prompt.dist, w.traffic.prompt.mean_tokens, w.traffic.prompt.p99_tokens) == ("lognormal", 1000, 6000)
     assert (w.traffic.output.dist, w.traffic.output.mean_tokens) == ("fixed", 300)
