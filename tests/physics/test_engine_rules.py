@@ -93,6 +93,23 @@ def test_qwen3_235b_fp8_checkpoint_is_not_split_at_tp_8():
     assert all(r == [] for label, r in _reasons(ep).items() if "EP8" in label)
 
 
+def test_owned_gpus_count_only_in_whole_replicas():
+    # 4 owned H100s and TP-8 replicas: the owned four are no part of a TP-8 group, so one
+    # replica rents all 8 (on main it rented 4 and used the 4 owned).
+    spec = _spec("llama-3.1-70b", "h100-sxm", [8], ["bf16"], ["bf16"], inventory={"h100-sxm": 4})
+    spec["objective"] = "min_cost"
+    r = solve(problem_of(spec), explain=False)
+    c = r.solution.chosen
+    price = c.shape.device.price.usd_per_gpu_hour
+    assert c.shape.gpus_per_replica == 8
+    assert c.rented == c.gpus == 8 * c.replicas
+    assert c.cost_usd_per_hour == pytest.approx(8 * c.replicas * price)
+    # 8 owned: the same replica is wholly owned, and rents nothing
+    spec["inventory"] = {"h100-sxm": 8}
+    c8 = solve(problem_of(spec), explain=False).solution.chosen
+    assert c8.rented == 8 * (c8.replicas - 1)
+
+
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "llama.cpp"])
 def test_deploy_and_solve_read_one_list(engine):
     # the formats deploy knows how to pass (catalogs/engine_flags.yaml) are exactly the
