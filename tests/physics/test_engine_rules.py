@@ -110,6 +110,35 @@ def test_owned_gpus_count_only_in_whole_replicas():
     assert c8.rented == 8 * (c8.replicas - 1)
 
 
+def test_an_eagle3_head_launches_as_eagle3():
+    spec = _spec(
+        "llama-3.1-8b",
+        "h100-sxm",
+        [1],
+        ["bf16"],
+        ["bf16"],
+        speculative={"method": "eagle3", "draft_checkpoint": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"},
+    )
+    r = solve(problem_of(spec), explain=False)
+    argv = emit(r, "vllm").argv
+    assert '"method":"eagle3"' in argv[argv.index("--speculative-config") + 1]
+    sg = emit(r, "sglang").argv
+    assert sg[sg.index("--speculative-algorithm") + 1] == "EAGLE3"
+
+
+def test_an_eagle3_checkpoint_under_method_eagle_is_refused():
+    spec = _spec(
+        "llama-3.1-8b",
+        "h100-sxm",
+        [1],
+        ["bf16"],
+        ["bf16"],
+        speculative={"method": "eagle", "draft_checkpoint": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"},
+    )
+    with pytest.raises(InputError, match="method: eagle3"):
+        problem_of(spec)
+
+
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "llama.cpp"])
 def test_deploy_and_solve_read_one_list(engine):
     # the formats deploy knows how to pass (catalogs/engine_flags.yaml) are exactly the
