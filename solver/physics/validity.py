@@ -85,6 +85,17 @@ def _whole_blocks(d: Deployment, tp: int, per_gpu: int, experts: bool) -> list[t
     return out
 
 
+def padded_split(d: Deployment) -> bool:
+    """Whether the engine pads this split's expert slices (they hold part of a group per
+    GPU): the kernels then run shapes the estimate does not model."""
+    m, e, g = d.model, d.engine, d.weights.group_size
+    if e is None or d.expert_parallel or not m.is_moe or not m.moe_intermediate_size or d.weights.name not in e.pads_moe_intermediate:
+        return False
+    per_gpu = m.moe_intermediate_size // d.tp
+    block = d.model.served_block(d.weights.name, e.weights_container)
+    return bool((g and per_gpu % g) or (block and block.weight_block_size and per_gpu % block.weight_block_size))
+
+
 def _engine_formats(d: Deployment) -> list[tuple[str, str]]:
     """The formats the engine has kernels for: the list deploy emits from (catalogs/engines.yaml)."""
     e = d.engine
@@ -141,7 +152,7 @@ def check(d: Deployment, w: Workload) -> list[tuple[str, str]]:
         domain = scale_up_domain_size(plat)
         if tp > domain:
             out.append((INTERCONNECT, f"tp={tp} exceeds the scale-up domain of {plat.name} ({domain} GPUs); a TP group cannot span nodes"))
-    if d.engine is not None and d.engine.single_node and tp * pp > plat.gpus_per_node and plat.layout != "single":
+    if d.engine is not None and d.engine.single_node and plat.gpus_per_node < tp * pp <= plat.gpus_per_node * plat.max_nodes:
         out.append(
             (INTERCONNECT, f"tp×pp = {tp * pp} GPUs spans nodes of {plat.gpus_per_node}: {d.engine.display_name} runs a replica on one machine")
         )
