@@ -94,6 +94,19 @@ class Engine:
     in: continuous (prompts' chunks inside the decode steps, so TPOT counts the prompts'
     work and TTFT the load) for every engine listed; isolated is the seed's figures."""
     batching_source: str = ""
+    weight_formats: tuple[str, ...] = ()
+    """Weight formats it has kernels for (empty: not listed, none refused); solve offers
+    and deploy emits these only (physics/validity.py, report/deploy.py)."""
+    kv_formats: tuple[str, ...] = ()
+    """KV-cache formats it stores (empty: not listed, none refused)."""
+    formats_source: str = ""
+    pads_moe_intermediate: tuple[str, ...] = ()
+    """Weight formats whose expert MLP it pads per GPU to its kernels' block, so a TP
+    split that leaves part of a block per GPU still loads (vLLM's MXFP4 MoE)."""
+    pads_source: str = ""
+    single_node: bool = False
+    """A replica runs on one machine's GPUs only (llama.cpp: no multi-node backend modelled)."""
+    single_node_source: str = ""
 
     def __post_init__(self) -> None:
         check_name("engine", self.name)
@@ -118,7 +131,7 @@ class SpeculativeMethod:
     defaults plan-opt assumes when the spec gives none (catalogs/engines.yaml)."""
 
     __pydantic_config__ = FORBID
-    name: Literal["draft_model", "eagle", "mtp"]
+    name: Literal["draft_model", "eagle", "eagle3", "mtp"]
     draft: Literal["model", "head"]
     """A separate small model (draft_model), or one layer on the target's own hidden
     states that shares its embedding and head (EAGLE, DeepSeek's MTP module)."""

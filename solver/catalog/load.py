@@ -171,6 +171,11 @@ class Catalog:
         self._cross_check()
 
     def _cross_check(self) -> None:
+        for e in self.engines:
+            for use, formats in (("weights", e.weight_formats + e.pads_moe_intermediate), ("kv", e.kv_formats)):
+                for fmt in formats:
+                    if fmt not in self.precisions.entries or use not in self.precisions.entries[fmt].use:
+                        raise ValueError(f"engine '{e.name}' names '{fmt}', not a {use} format")
         for m in self.models:
             for c in m.published:
                 if c.format not in self.precisions.entries or "weights" not in self.precisions.entries[c.format].use:

@@ -62,6 +62,10 @@ class PublishedCheckpoint:
     as_of: dt.date
     container: Literal["safetensors", "gguf"] = "safetensors"
     """gguf: a llama.cpp file (llama-server `-hf <hf_id>:<FORMAT>` picks it)."""
+    weight_block_size: Count | None = None
+    """Block-quantised (its config's quantization_config.weight_block_size, square
+    blocks): one scale per block of this many rows and columns, so a TP split must give
+    each GPU whole blocks of every matrix it cuts (physics/validity.py)."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,13 @@ class Model:
     def embedding_params(self) -> int:
         """Input embedding plus LM head (one matrix when tied)."""
         return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
+
+    def served_block(self, weights_format: str, container: str = "safetensors") -> PublishedCheckpoint | None:
+        """The published checkpoint in that format deploy serves by default (the instruct
+        one first) when it is block-quantised; None when it is not, or none is listed."""
+        found = [c for c in self.published if c.format == weights_format and c.container == container]
+        found.sort(key=lambda c: c.variant != "instruct")
+        return found[0] if found and found[0].weight_block_size else None
 
     def checkpoint(self, weights_format: str) -> CheckpointLayout | None:
         return next((c for c in self.checkpoints if c.format == weights_format), None)

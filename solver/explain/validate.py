@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from solver.optimise.candidates import Candidate
 from solver.optimise.problem import Problem
+from solver.physics.costs import owned_in_use
 from solver.physics.deployment import Targets, Workload
 from solver.physics.disaggregation import kv_transfer, link_load_ok, prefill_pool_load
 from solver.physics.evaluate import evaluate
@@ -77,17 +78,20 @@ def validate(problem: Problem, c: Candidate, check: Check | None = None) -> list
         bad("interconnect", ev.verdict("interconnect").note)
     if problem.max_gpus is not None and c.gpus > problem.max_gpus:
         bad("max_gpus", f"{c.gpus} GPUs exceed {problem.max_gpus}")
-    if c.gpus - c.rented > c.shape.owned:
-        bad("inventory", f"{c.gpus - c.rented} owned GPUs used, {c.shape.owned} owned")
     rent = buy = 0.0
     gpus: dict[str, tuple[int, int, float, float]] = {}
-    for shape, n in c.pools:  # two pools of one device share its owned GPUs
+    whole: dict[str, list[tuple[int, int]]] = {}
+    for shape, n in c.pools:  # two pools of one device share its owned GPUs, in whole replicas
         dev = shape.device
         had = gpus.get(dev.name, (0, shape.owned, dev.price.usd_per_gpu_hour if dev.price else 0.0, dev.purchase_usd or 0.0))
         gpus[dev.name] = (had[0] + n, *had[1:])
-    for n, owned, price, purchase in gpus.values():
-        rent += max(0, n - owned) * price
-        buy += max(0, n - owned) * purchase
+        whole.setdefault(dev.name, []).append((shape.gpus_per_replica, n // shape.gpus_per_replica))
+    used = {name: owned_in_use(owned, whole[name]) for name, (_, owned, _, _) in gpus.items()}
+    if c.gpus - c.rented != sum(used.values()):
+        bad("inventory", f"{c.gpus - c.rented} owned GPUs used; whole replicas of the {c.shape.owned} owned fill {sum(used.values())}")
+    for name, (n, _, price, purchase) in gpus.items():
+        rent += (n - used[name]) * price
+        buy += (n - used[name]) * purchase
     if sum(n for n, *_ in gpus.values()) != c.gpus:
         bad("gpus", f"the pools hold {sum(n for n, *_ in gpus.values())} GPUs, the plan claims {c.gpus}")
     if abs(rent - c.cost_usd_per_hour) > 1e-6:

@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar, overload
 from solver.optimise.capacity import Capacity, replica_capacity
 from solver.optimise.problem import Problem, Shape, ShapePhysics
 from solver.optimise.targets import ceil_us, time_us
-from solver.physics.costs import plan_tco
+from solver.physics.costs import owned_in_use, plan_tco
 from solver.physics.decode import DecodeCoefficients
 from solver.physics.deployment import Targets, Workload
 from solver.physics.disaggregation import KvTransfer, PrefillPoolLoad
@@ -116,8 +116,11 @@ class Candidate:
         of one device share its owned GPUs."""
         gpus: dict[str, list] = {}
         for shape, n in self.pools:
-            gpus.setdefault(shape.device.name, [shape, 0])[1] += n
-        return tuple((shape, n, max(0, n - shape.owned)) for shape, n in gpus.values())
+            row = gpus.setdefault(shape.device.name, [shape, 0, []])
+            row[1] += n
+            row[2].append((shape.gpus_per_replica, n // shape.gpus_per_replica))
+        # whole replicas of owned GPUs only: a TP group is never part owned, part rented
+        return tuple((shape, n, n - owned_in_use(shape.owned, pools)) for shape, n, pools in gpus.values())
 
     @property
     def decode(self) -> DecodeCoefficients:

@@ -71,7 +71,7 @@ def exhaustive(problem: Problem) -> Found | None:
             if t.max_ttft_s is not None and ceil_us(ttft) > math.floor(t.max_ttft_s * 1e6 + 1e-6):
                 continue
             gpus = replicas * d.tp * d.pp
-            rented = max(0, gpus - shape.owned)
+            rented = max(0, gpus - shape.owned_usable)
             price = d.device.price.usd_per_gpu_hour if d.device.price else 0.0
             cost = rented * price if rented else 0.0
             purchase = rented * d.device.purchase_usd if rented and d.device.purchase_usd else 0.0

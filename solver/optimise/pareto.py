@@ -256,7 +256,7 @@ def _users_frontier(problem: Problem) -> Frontier:
         r.append(ri)
         gpr = c.shape.gpus_per_replica
         rent = m.new_int_var(0, top * gpr, f"rent{i}")
-        m.add(rent >= ri * gpr - c.shape.owned * x[i])
+        m.add(rent >= ri * gpr - c.shape.owned_usable * x[i])
         rented.append(rent)
     price = [round((c.shape.device.price.usd_per_gpu_hour if c.shape.device.price else 0) * 100) for c in base]
     cost = m.new_int_var(0, sum(p * (-(-users // cap)) * c.shape.gpus_per_replica for p, cap, c in zip(price, caps, base)), "cost")
@@ -334,7 +334,7 @@ def _rate_frontier(problem: Problem) -> Frontier:
         # its MAX_POINTS largest never reach them (tens of thousands under a large max_gpus)
         for r in range(max(1, top - MAX_POINTS + 1), top + 1):
             plan = dataclasses.replace(c, replicas=r)
-            cost = price * max(0, r * c.shape.gpus_per_replica - c.shape.owned)
+            cost = price * max(0, r * c.shape.gpus_per_replica - c.shape.owned_usable)
             each = per_replica_rate(problem, c, w, s.targets, r)
             options.append((cost, min(target, r * each), plan, each))
     best = -1.0

@@ -59,6 +59,12 @@ class Shape:
         return self.deployment.tp * self.deployment.pp
 
     @property
+    def owned_usable(self) -> int:
+        """Owned GPUs whole replicas of this shape fill: a TP group is all owned or all
+        rented, so 4 owned GPUs serve no TP-8 replica (physics/costs.owned_in_use)."""
+        return self.owned // self.gpus_per_replica * self.gpus_per_replica
+
+    @property
     def label(self) -> str:
         d = self.deployment
         pp = f" PP{d.pp}" if d.pp > 1 else ""

@@ -110,3 +110,23 @@ def plan_tco(
     if rent_usd_per_gpu_hour is not None:
         return owned + extra * rent_usd_per_gpu_hour, "rented"
     return float("inf"), ""
+
+
+def owned_in_use(owned: int, pools: list[tuple[int, int]]) -> int:
+    """Owned GPUs of one device that pools of (GPUs per replica, replicas) can use:
+    whole replicas only, since a replica's TP group is all owned or all rented (four owned
+    GPUs are no part of a TP-8 group: the group spans one machine's NVLink domain); the
+    pools share the `owned` GPUs, so the most that whole replicas of them fill."""
+    best = 0
+
+    def fill(i: int, left: int) -> None:
+        nonlocal best
+        if i == len(pools):
+            best = max(best, owned - left)
+            return
+        g, r = pools[i]
+        for k in range(min(r, left // g), -1, -1):
+            fill(i + 1, left - k * g)
+
+    fill(0, max(0, owned))
+    return best

@@ -10,7 +10,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
-from solver.catalog import Model, PublishedCheckpoint
+from solver.catalog import Model, PublishedCheckpoint, default_catalog
 from solver.errors import InputError
 from solver.explain.records import SolveResult
 from solver.report.launch import Launch, LaunchStep, flag_table
@@ -51,13 +51,21 @@ def _sixteen_bit_id(model: Model, variant: str) -> str:
     return c.hf_id if c else (model.hf_id or model.name)
 
 
-def _refuse(engine: str, what: str, value: str, table: dict[str, Any], key: str) -> InputError:
-    allowed = ", ".join(table[key])
+def _refuse(engine: str, what: str, value: str, allowed_formats: tuple[str, ...]) -> InputError:
+    allowed = ", ".join(allowed_formats)
     return InputError(
         f"engine ({engine})",
         value,
         f"{engine} cannot run {what} {value}; it runs {allowed} (plan with one of those, or deploy with an engine that has {value})",
     )
+
+
+def _formats(engine: str, d: Plan) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(weight formats, KV formats) the engine runs: catalogs/engines.yaml, the list
+    solve's split rules read too (physics/validity.py), so a plan solved for an engine
+    is one deploy emits for it."""
+    e = d.engine if d.engine is not None and d.engine.name == engine else default_catalog().engine(engine)
+    return e.weight_formats, e.kv_formats
 
 
 def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -> Launch:
@@ -138,11 +146,12 @@ def _pool_launch(
     model, device = d.model, d.device
     notes: list[str] = []
     kv, weights = d.kv.name, d.weights.name
-    if kv not in table["kv_cache"]:
-        raise _refuse(engine, "a KV cache in", kv, table, "kv_cache")
-    how = table["weights"].get(weights)
-    if how is None:
-        raise _refuse(engine, "weights in", weights, table, "weights")
+    weight_formats, kv_formats = _formats(engine, d)
+    if kv not in kv_formats:
+        raise _refuse(engine, "a KV cache in", kv, kv_formats)
+    if weights not in weight_formats:
+        raise _refuse(engine, "weights in", weights, weight_formats)
+    how = table["weights"][weights]  # how each is passed (tests/report: the two lists agree)
     gpus = d.tp * d.pp
     per_node = min(gpus, d.platform.gpus_per_node)
     nodes = math.ceil(gpus / d.platform.gpus_per_node)
@@ -225,7 +234,7 @@ def _speculative_flags(engine: str, d: Plan) -> list[str]:
         return ["--speculative-config", json.dumps(config, separators=(",", ":"), sort_keys=True)]
     if engine == "sglang":
         if s.sglang_algorithm is None:
-            raise InputError("speculative.method", s.method, "SGLang drafts with eagle or mtp (--speculative-algorithm EAGLE)")
+            raise InputError("speculative.method", s.method, "SGLang drafts with eagle, eagle3 or mtp (--speculative-algorithm EAGLE or EAGLE3)")
         argv = [
             "--speculative-algorithm",
             s.sglang_algorithm,

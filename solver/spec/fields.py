@@ -359,8 +359,9 @@ class SpeculativeIn(SpecModel):
     def _bare(cls, v: object) -> object:
         return {"method": v} if isinstance(v, str) else v
 
-    method: Literal["eagle", "mtp", "draft_model"] = Field(
-        description="eagle: an EAGLE head (one layer on the target's hidden states); mtp: the model's own multi-token-prediction "
+    method: Literal["eagle", "eagle3", "mtp", "draft_model"] = Field(
+        description="eagle: an EAGLE-1/2 head (one layer on the target's hidden states); eagle3: an EAGLE-3 head (fed three of "
+        "its layers' hidden states; engines load it apart); mtp: the model's own multi-token-prediction "
         "module (DeepSeek-V3/R1); draft_model: a small model of the same family (give draft_model)."
     )
     draft_model: Name | None = Field(default=None, description="draft_model: the draft's catalog name (`plan-opt list models`).")

@@ -12,10 +12,14 @@ from solver.spec.fields import SpeculativeIn
 
 HEAD_BYTES_PER_PARAM = 2.0
 """EAGLE heads are published in 16-bit."""
-ENGINE_METHODS = {"vllm": ("eagle", "mtp", "draft_model"), "sglang": ("eagle", "mtp"), "trtllm": ("eagle", "mtp", "draft_model")}
-"""What each engine drafts with: vLLM's --speculative-config methods, SGLang's EAGLE
-(MTP as EAGLE on the NextN layer), TensorRT-LLM's EAGLE, MTP and draft-target models.
-llama-server drafts with a small model only (--model-draft)."""
+ENGINE_METHODS = {
+    "vllm": ("eagle", "eagle3", "mtp", "draft_model"),
+    "sglang": ("eagle", "eagle3", "mtp"),
+    "trtllm": ("eagle", "eagle3", "mtp", "draft_model"),
+}
+"""What each engine drafts with: vLLM's --speculative-config methods, SGLang's EAGLE and
+EAGLE3 (MTP as EAGLE on the NextN layer), TensorRT-LLM's EAGLE/EAGLE-3, MTP and
+draft-target models. llama-server drafts with a small model only (--model-draft)."""
 
 
 def _layer_params(m: Model) -> float:
@@ -37,6 +41,12 @@ def resolve_speculation(
     if spec.method not in ENGINE_METHODS.get(engine_name, ("draft_model",)):
         allowed = ", ".join(ENGINE_METHODS.get(engine_name, ("draft_model",)))
         raise InputError("speculative.method", spec.method, f"{engine_name} drafts with {allowed}")
+    if spec.method == "eagle" and spec.draft_checkpoint and "eagle3" in spec.draft_checkpoint.lower().replace("-", "").replace("_", ""):
+        raise InputError(
+            "speculative.method",
+            "eagle",
+            f'{spec.draft_checkpoint} names an EAGLE-3 head, which engines load as method eagle3 (vLLM "method": "eagle3"); set method: eagle3',
+        )
     k = spec.num_tokens or method.num_tokens
     alpha = spec.acceptance or method.acceptance
     h = model.hidden_size
@@ -98,13 +108,15 @@ def resolve_speculation(
             method.sglang_algorithm,
         )
     # EAGLE: one decoder layer over the target's hidden states and a fusing projection
-    # (2h → h), sharing the target's embedding and LM head.
-    params = _layer_params(model) + 2 * h * h
+    # (2h → h; EAGLE-3 fuses three layers' states, 3h → h), sharing the target's
+    # embedding and LM head (an EAGLE-3 head's own LM head is at most as large).
+    fused = 3 if spec.method == "eagle3" else 2
+    params = _layer_params(model) + fused * h * h
     return Speculation(
-        "eagle",
+        spec.method,
         k,
         alpha,
-        "EAGLE head",
+        "EAGLE-3 head" if spec.method == "eagle3" else "EAGLE head",
         params * HEAD_BYTES_PER_PARAM,
         params * HEAD_BYTES_PER_PARAM + lm_head * 2.0,
         params + lm_head,

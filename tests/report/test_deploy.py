@@ -135,7 +135,8 @@ def test_an_engine_is_refused_only_what_it_cannot_run():
     r = _solve(LLAMA_CPP_8B)
     with pytest.raises(InputError, match="q8_0"):  # vLLM has no q8_0 KV cache
         emit(r, "vllm")
-    fp8 = {**LLAMA_CPP_8B, "search": {**LLAMA_CPP_8B["search"], "gpus": ["h100-sxm"], "weights": ["fp8"], "kv_cache": ["fp16"]}}
+    # planned for vLLM (solve under llama.cpp no longer offers FP8 weights at all)
+    fp8 = {**LLAMA_CPP_8B, "engine": "vllm", "search": {**LLAMA_CPP_8B["search"], "gpus": ["h100-sxm"], "weights": ["fp8"], "kv_cache": ["fp16"]}}
     with pytest.raises(InputError, match="fp8"):  # llama.cpp has no FP8 weight kernels
         emit(_solve(fp8), "llama.cpp")
     gguf_on_vllm = {**LLAMA_CPP_8B, "search": {**LLAMA_CPP_8B["search"], "kv_cache": ["fp16"]}}
@@ -212,8 +213,8 @@ def test_catalog_refuses_a_published_checkpoint_in_an_unknown_format(tmp_path):
     models = tmp_path / "models.yaml"
     models.write_text(
         models.read_text().replace(
-            'format: fp8, variant: instruct, as_of: 2026-12-02,\n         source: "Hugging Face deepseek-ai/DeepSeek-R1 ',
-            'format: fp9, variant: instruct, as_of: 2026-12-02,\n         source: "Hugging Face deepseek-ai/DeepSeek-R1 ',
+            'format: fp8, weight_block_size: 128, variant: instruct, as_of: 2026-12-02,\n         source: "Hugging Face deepseek-ai/DeepSeek-R1 ',
+            'format: fp9, weight_block_size: 128, variant: instruct, as_of: 2026-12-02,\n         source: "Hugging Face deepseek-ai/DeepSeek-R1 ',
         )
     )
     with pytest.raises(InputError, match="fp9"):
