@@ -8,7 +8,8 @@ holds at the class's targets (the same caps as `solve`); CP-SAT then chooses int
 replica counts:
 
     served_k ≤ Σ_s r_ks · cap_ks            (memory and TPOT, through the caps)
-    gpus_t   = Σ_{k, s on t} r_ks · gpus_s   rented_t ≥ gpus_t − owned_t, rented_t ≤ quota_t
+    gpus_t   = Σ_{k, s on t} r_ks · gpus_s   rented_t ≥ gpus_t − Σ o_ks · gpus_s, rented_t ≤ quota_t
+    o_ks ≤ r_ks, Σ_{k, s on t} o_ks · gpus_s ≤ owned_t   (owned GPUs in whole replicas)
     cost     = Σ_t rented_t · price_t ≤ budget; purchase likewise
     min_cost: served_k = demand_k, minimise cost (then GPUs)
     max_served: maximise Σ_k priority_k · served_k, then least cost
@@ -163,7 +164,20 @@ def solve_fleet(
         gpus[dev_name] = m.new_int_var(0, upper, f"gpus_{dev_name}")
         m.add(gpus[dev_name] == total)
         rented[dev_name] = m.new_int_var(0, upper, f"rented_{dev_name}")
-        m.add(rented[dev_name] >= gpus[dev_name] - owned.get(dev_name, 0))
+        # Owned GPUs count in whole replicas (a TP group is all owned or all rented, as
+        # solve's: physics/costs.owned_in_use): owned replicas per option, within its
+        # replicas, their GPUs within the inventory.
+        have = owned.get(dev_name, 0)
+        owned_terms = []
+        for k, sc in enumerate(classes):
+            for j, o in enumerate(sc.options):
+                if o.device == dev_name and have >= o.gpus_per_replica:
+                    own = m.new_int_var(0, min(have // o.gpus_per_replica, -(-sc.demand // o.cap)), f"own_{k}_{j}")
+                    m.add(own <= r[k, j])
+                    owned_terms.append(o.gpus_per_replica * own)
+        if owned_terms:
+            m.add(sum(owned_terms) <= have).with_name(f"inventory {dev_name}")
+        m.add(rented[dev_name] >= gpus[dev_name] - (sum(owned_terms) if owned_terms else 0))
         if dev_name in quota:
             m.add(rented[dev_name] <= quota[dev_name]).with_name(f"quota {dev_name}")
         price = round(dev.price.usd_per_gpu_hour * 100) if dev.price else None

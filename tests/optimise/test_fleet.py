@@ -51,7 +51,7 @@ def brute_force(fs: FleetSpec, classes):
             continue
         cost_cents = 0
         for d, g in gpus.items():
-            rented = max(0, g - owned.get(d, 0))
+            rented = g - _owned_in_whole_replicas(classes, choice, d, owned.get(d, 0))
             if d in fs.quota and rented > fs.quota[d]:
                 ok = False
             dev = default_catalog().device(d)
@@ -63,6 +63,19 @@ def brute_force(fs: FleetSpec, classes):
         key = (-served_w if fs.objective == "max_served" else 0, cost_cents, sum(gpus.values()))
         if best is None or key < best:
             best = key
+    return best
+
+
+def _owned_in_whole_replicas(classes, choice, device: str, have: int) -> int:
+    """The most owned GPUs of `device` whole replicas can use: each option's owned
+    replicas at most its replicas, their GPUs at most `have` (a TP group is all owned or
+    all rented), by trying every split."""
+    parts = [(n, o.gpus_per_replica) for sc, vec in zip(classes, choice) for n, o in zip(vec, sc.options) if o.device == device and n]
+    best = 0
+    for owned in itertools.product(*(range(n + 1) for n, _ in parts)):
+        used = sum(k * g for k, (_, g) in zip(owned, parts))
+        if used <= have:
+            best = max(best, used)
     return best
 
 
@@ -397,3 +410,27 @@ def test_a_rate_workload_cannot_have_a_mix():
     }
     with pytest.raises(ValueError, match="each class as its own workload"):
         FleetSpec.model_validate(spec)
+
+
+def test_owned_gpus_count_only_in_whole_replicas():
+    # 4 owned H100s cannot be half of a TP 8 group: a replica is all owned or all rented
+    # (as solve's, physics/costs.owned_in_use), so one TP 8 replica rents all 8 GPUs.
+    spec = {
+        "workloads": [
+            {
+                "name": "chat",
+                "model": "llama-3.1-70b",
+                "workload": {"users": 8, "context_tokens": 4096, "prompt_tokens": 1024},
+                "sla": {"max_tpot": "60ms"},
+            }
+        ],
+        "search": {"gpus": ["h100-sxm"], "tp": [8], "weights": ["bf16"], "kv_cache": ["bf16"]},
+        "inventory": {"h100-sxm": 4},
+    }
+    res = solve_fleet(*fleet(spec))
+    price = default_catalog().device("h100-sxm").price.usd_per_gpu_hour
+    assert res.gpus == {"h100-sxm": 8} and res.rented == {"h100-sxm": 8} and res.owned_used == {"h100-sxm": 0}
+    assert res.cost_usd_per_hour == pytest.approx(8 * price)
+    # With 8 owned, the replica is wholly owned and free.
+    res = solve_fleet(*fleet({**spec, "inventory": {"h100-sxm": 8}}))
+    assert res.rented == {"h100-sxm": 0} and res.cost_usd_per_hour == 0
