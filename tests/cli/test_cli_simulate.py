@@ -14,22 +14,32 @@ ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "specs" / "chat-70b-at-20-rps.yaml"
 
 
-def test_the_solved_plan_meets_its_targets_in_simulation(capsys):
+@pytest.fixture(scope="module")
+def at_the_specs_count():
+    """`simulate --format json` at the spec's own request count (exit status, JSON)."""
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = main(["simulate", str(SPEC), "--format", "json"])
+    return code, json.loads(buf.getvalue())
+
+
+def test_the_solved_plan_meets_its_targets_in_simulation(at_the_specs_count):
     # At the spec's own request count (5,000), the count its plan was verified at: each
     # target's 95 % bound over 5 seeds meets it, and the bound is what `ok` reads.
-    code = main(["simulate", str(SPEC), "--format", "json"])
-    out = json.loads(capsys.readouterr().out)
+    code, out = at_the_specs_count
     assert code == 0 and out["ok"] and out["requests"] == 5000 and out["seeds"] == [0, 1, 2, 3, 4]
     for t in out["targets"]:
         assert len(t["per_seed_s"]) == 5 and max(t["per_seed_s"]) <= t["bound_s"] <= t["limit_s"]
         assert t["margin_s"] == pytest.approx(t["limit_s"] - t["bound_s"])
 
 
-def test_fewer_requests_widen_the_bound_and_one_seed_is_on_request(capsys):
+def test_fewer_requests_widen_the_bound_and_one_seed_is_on_request(capsys, at_the_specs_count):
     # 1,000 requests per seed scatter the P99 TTFT more, so the bound over 5 seeds is
     # wider than at 5,000; --one-seed judges the single draw, as before the bound.
-    main(["simulate", str(SPEC), "--format", "json"])
-    wide = json.loads(capsys.readouterr().out)
+    _, wide = at_the_specs_count
     main(["simulate", str(SPEC), "--requests", "1000", "--format", "json"])
     few = json.loads(capsys.readouterr().out)
     spread = {t["target"]: t["bound_s"] - sum(t["per_seed_s"]) / 5 for t in wide["targets"]}
