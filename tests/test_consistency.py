@@ -258,3 +258,19 @@ def test_every_plan_solve_prints_passes_evaluate_at_its_load(w):
     ev = evaluate(c.shape.deployment.replace(replicas=c.replicas), problem.workload, problem.targets, with_remedies=False)
     assert ev.ok, (c.shape.label, ev.failing)
     assert (c.tpot_s, c.ttft_s) == pytest.approx((ev.estimates.decode.tpot_s, ev.estimates.ttft_s), rel=1e-9)
+
+
+def test_a_fleet_service_given_as_a_rate_costs_what_solve_does():
+    """The issue's 70B chat at 20 requests/s through both commands: each simulates its plan
+    on the same seeds and holds it to the same 95 % bound, so both give one answer."""
+    spec = yaml.safe_load((ROOT / "specs" / "chat-70b-at-20-rps.yaml").read_text())
+    r = solve(problem_of(spec), explain=False)
+    assert r.feasible and r.traffic_check is not None and r.traffic_check.bounds
+    from solver.optimise.fleet_traffic import solve_fleet_verified
+
+    w = {"name": "chat", "model": spec["model"], "workload": spec["workload"], "sla": spec["sla"]}
+    fs, classes = _fleet({"workloads": [w], "search": spec["search"]})
+    res = solve_fleet_verified(fs, classes)
+    assert res.cost_usd_per_hour == pytest.approx(r.optimum.cost_usd_per_hour, abs=1e-6)
+    (a,) = res.assignments
+    assert (a.option.label, a.replicas) == (r.optimum.shape.label, r.optimum.replicas)
