@@ -41,7 +41,8 @@ def _price(c: Candidate, gpus: int, shape_index: int) -> float:
     return 0.0
 
 
-def _amount(objective: str, value: float) -> str:
+def objective_amount(objective: str, value: float) -> str:
+    """An objective's value in its unit, as the reports write it."""
     return {
         "min_cost": f"${value:,.2f}/h",
         "min_tco": f"${value:,.2f}/h of TCO",
@@ -64,7 +65,7 @@ def _reason(problem: Problem, s: Scenario, chosen: Candidate, agg: Candidate | N
         return f"no aggregated plan meets the targets; disaggregated, {pool_text} takes the prompts off the decode replicas"
     gap = abs(objective_value(problem, agg) - objective_value(problem, dis))
     won = (
-        f"wins by {_amount(problem.objective, gap)}"
+        f"wins by {objective_amount(problem.objective, gap)}"
         if gap > 1e-9
         else f"ties on {problem.objective} and wins the tie-break (prefer: {problem.spec.prefer})"
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from solver.explain.records import SolveResult
+from solver.explain.serving import objective_amount
 from solver.optimise.headroom import HEADROOM_TOLERANCE, THIN_LATENCY_SHARE, THIN_MEMORY_SHARE, headroom
 from solver.optimise.scenario import objective_value, plan_label
 from solver.report.strict_json import SolveModel
@@ -50,16 +51,6 @@ def headroom_out(r: SolveResult) -> HeadroomOut | None:
     )
 
 
-def _amount(objective: str, value: float) -> str:
-    return {
-        "min_cost": f"${value:,.2f}/h",
-        "min_tco": f"${value:,.2f}/h of TCO",
-        "min_gpus": f"{value:,.0f} GPUs",
-        "min_purchase": f"${value:,.0f} to buy",
-        "min_tpot": f"{value * 1e3:,.2f} ms of TPOT",
-    }[objective]
-
-
 THIN_WHAT = {"memory": "memory {:.1%} free", "max_tpot": "TPOT within {:.1%} of its target", "max_ttft": "TTFT within {:.1%} of its target"}
 
 
@@ -72,8 +63,8 @@ def headroom_lines(h: HeadroomOut | None, objective: str, value: float | None) -
         over = value - h.cheapest_objective_value
         share = over / h.cheapest_objective_value if h.cheapest_objective_value else 0.0
         out.append(
-            f"- headroom: +{_amount(objective, over)} ({share:.1%}) over the optimum, {h.cheapest_plan} at "
-            f"{_amount(objective, h.cheapest_objective_value)}, for {h.least_slack_share:.1%} room under its tightest limit "
+            f"- headroom: +{objective_amount(objective, over)} ({share:.1%}) over the optimum, {h.cheapest_plan} at "
+            f"{objective_amount(objective, h.cheapest_objective_value)}, for {h.least_slack_share:.1%} room under its tightest limit "
             f"against the optimum's {h.cheapest_least_slack_share or 0.0:.1%} (memory free, TPOT and TTFT under their targets); "
             f"the optimum is thin, and within {h.tolerance:.0%} of it the plan with the most headroom is chosen"
         )
