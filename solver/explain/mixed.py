@@ -45,7 +45,8 @@ class MixedPlan:
 
 def mixed_plan(problem: Problem, sol: Solution) -> MixedPlan | None:
     """The cheapest mix of shapes for the workload, when the spec owns GPUs, asks for the
-    least $/hour and the mix costs less than `sol`'s plan (or `sol` has none); else None.
+    least $/hour, the mix uses some of them (in whole replicas) and costs less than
+    `sol`'s plan (or `sol` has none); else None.
     Users given as a count on aggregated replicas only (a request rate is sized by
     simulation, a disaggregated plan pairs pools)."""
     spec = problem.spec
@@ -73,12 +74,11 @@ def mixed_plan(problem: Problem, sol: Solution) -> MixedPlan | None:
     one = sol.chosen.cost_usd_per_hour if sol.feasible else None
     if one is not None and res.cost_usd_per_hour >= one - 0.005:
         return None
-    parts = []
-    owned_left = dict(res.owned_used)
-    for a in res.assignments:
-        gpus = a.replicas * a.option.gpus_per_replica
-        owned = min(gpus, owned_left.get(a.option.device, 0))
-        owned_left[a.option.device] = owned_left.get(a.option.device, 0) - owned
-        parts.append(MixedPart(a.option.label, a.replicas, gpus, owned, a.carried, a.load, a.tpot_s, a.ttft_s))
+    if not any(a.owned_gpus for a in res.assignments):
+        return None  # the mix uses none of the GPUs owned: not the question this answers
+    parts = [
+        MixedPart(a.option.label, a.replicas, a.replicas * a.option.gpus_per_replica, a.owned_gpus, a.carried, a.load, a.tpot_s, a.ttft_s)
+        for a in res.assignments
+    ]
     saving = (one if one is not None else res.cost_usd_per_hour) - res.cost_usd_per_hour
     return MixedPlan(res.cost_usd_per_hour, saving, tuple(parts), res.status)

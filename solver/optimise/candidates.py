@@ -299,7 +299,9 @@ def candidates(
     if w.traffic is not None:
         from solver.optimise.traffic_candidates import traffic_candidates
 
-        return traffic_candidates(problem, w, t, shapes if shapes is not None else problem.shapes, relaxed, variants=batch_variants)
+        return acquirable(
+            problem, traffic_candidates(problem, w, t, shapes if shapes is not None else problem.shapes, relaxed, variants=batch_variants)
+        )
     from solver.optimise.disaggregated import disaggregated_candidates, serves_disaggregated
 
     searched = shapes if shapes is not None else problem.shapes
@@ -307,7 +309,7 @@ def candidates(
     if serves_disaggregated(problem, w):
         out += disaggregated_candidates(problem, w, t, searched, relaxed, variants=batch_variants, ignore_caps=ignore_tpot_cap)
     if "aggregated" not in problem.spec.search.serving:
-        return out
+        return acquirable(problem, out)
     for shape in searched:
         ph = problem.physics(shape, w)
         dec = ph.decode
@@ -322,4 +324,28 @@ def candidates(
             seen.add(replicas)
             batch = math.ceil(w.users / replicas)
             out.append(Candidate(shape, ph, batch, replicas, w.users, cap.max_tpot, dec.tpot_s(batch), relaxed, cap.max_ttft, t))
-    return out
+    return acquirable(problem, out)
+
+
+def acquirable(problem: Problem, cands: list[Candidate]) -> list[Candidate]:
+    """The candidates whose GPUs beyond those owned can be had on the spec's terms: a
+    device with no rental price is never rented for free (min_cost, a $/hour budget),
+    one with no purchase price never bought (min_purchase, a purchase budget), one with
+    neither never acquired (min_tco). An owned device without a price serves in whole
+    owned replicas only."""
+    spec = problem.spec
+    by_price = spec.objective == "min_cost" or spec.budget.max_usd_per_hour is not None
+    by_purchase = spec.objective == "min_purchase" or spec.budget.max_purchase_usd is not None
+
+    def ok(c: Candidate) -> bool:
+        for shape, _, extra in c._by_device:
+            dev = shape.device
+            if not extra:
+                continue
+            if (by_price and dev.price is None) or (by_purchase and dev.purchase_usd is None):
+                return False
+            if spec.objective == "min_tco" and dev.price is None and dev.purchase_usd is None:
+                return False
+        return True
+
+    return [c for c in cands if ok(c)]

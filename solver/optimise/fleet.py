@@ -44,6 +44,8 @@ class Assignment:
     replicas: int
     carried: int = 0
     """What its replicas carry in all (users, or thousandths of a request per second)."""
+    owned_gpus: int = 0
+    """Of its GPUs, those owned: whole replicas (the model's owned replicas of it)."""
     tpot_s: float = 0.0
     ttft_s: float = 0.0
     """TPOT and TTFT at the load each replica carries (optimise/capacity.py), not at its cap."""
@@ -157,6 +159,7 @@ def solve_fleet(
     owned = _resolve_counts(fs.inventory)
     quota = _resolve_counts(fs.quota)
     gpus, rented, cost_terms, purchase_terms, uppers = {}, {}, [], [], {}
+    owns: dict[tuple[int, int], cp_model.IntVar] = {}
     for dev_name, dev in devices.items():
         total = sum(o.gpus_per_replica * r[k, j] for k, sc in enumerate(classes) for j, o in enumerate(sc.options) if o.device == dev_name)
         upper = sum(o.gpus_per_replica * (-(-sc.demand // o.cap)) for sc in classes for o in sc.options if o.device == dev_name)
@@ -172,7 +175,7 @@ def solve_fleet(
         for k, sc in enumerate(classes):
             for j, o in enumerate(sc.options):
                 if o.device == dev_name and have >= o.gpus_per_replica:
-                    own = m.new_int_var(0, min(have // o.gpus_per_replica, -(-sc.demand // o.cap)), f"own_{k}_{j}")
+                    own = owns[k, j] = m.new_int_var(0, min(have // o.gpus_per_replica, -(-sc.demand // o.cap)), f"own_{k}_{j}")
                     m.add(own <= r[k, j])
                     owned_terms.append(o.gpus_per_replica * own)
         if owned_terms:
@@ -181,9 +184,8 @@ def solve_fleet(
         if dev_name in quota:
             m.add(rented[dev_name] <= quota[dev_name]).with_name(f"quota {dev_name}")
         price = round(dev.price.usd_per_gpu_hour * 100) if dev.price else None
-        if price is None:
-            if dev_name not in owned:
-                m.add(rented[dev_name] == 0).with_name(f"no price for {dev_name}")
+        if price is None:  # never rented for free: owned (in whole replicas) or not at all
+            m.add(rented[dev_name] == 0).with_name(f"no price for {dev_name}")
         else:
             cost_terms.append(price * rented[dev_name])
         if dev.purchase_usd:
@@ -264,7 +266,8 @@ def solve_fleet(
         for j, o in enumerate(sc.options):
             n = sv.value(r[k, j])
             if n:
-                result.assignments.append(Assignment(sc.name, sc.workload, o, n))
+                owned_gpus = int(sv.value(owns[k, j])) * o.gpus_per_replica if (k, j) in owns else 0
+                result.assignments.append(Assignment(sc.name, sc.workload, o, n, owned_gpus=owned_gpus))
     for d, dev in devices.items():
         g = sv.value(gpus[d])
         if g:

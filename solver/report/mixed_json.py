@@ -42,7 +42,7 @@ def mixed_lines(m: MixedPlanOut, one_plan: bool) -> list[str]:
     head = (
         f"A cheaper mix of shapes (GPUs you own used): ${m.cost_usd_per_hour:,.2f}/hour, ${m.saving_usd_per_hour:,.2f}/hour less than the plan above"
         if one_plan
-        else f"A mix of shapes serves it (GPUs you own used): ${m.cost_usd_per_hour:,.2f}/hour"
+        else f"No one shape meets the spec, but a mix of shapes does (GPUs you own used): ${m.cost_usd_per_hour:,.2f}/hour"
     )
     out = [head]
     for p in m.parts:

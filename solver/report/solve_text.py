@@ -317,6 +317,7 @@ def render(r: SolveResult, markdown: bool = False) -> str:
         if o.mixed_plan:
             lines += mixed_lines(o.mixed_plan, one_plan=False)
             lines.append("")
+            lines.append("On one shape (what follows is for plans of one shape only):")
         if o.traffic_unmet:
             lines.append(f"No plan passes its simulation: {o.traffic_unmet}.")
             lines += [f"- refused: {x}" for x in o.refused_by_simulation]

@@ -64,3 +64,56 @@ def test_the_report_prints_the_mix(owned):
 def test_without_an_inventory_there_is_no_mix_to_report():
     spec = {k: v for k, v in OWNED.items() if k != "inventory"}
     assert solve(problem_of(spec)).mixed is None
+
+
+MIXBAD = {
+    "model": "llama-3.1-70b",
+    "workload": {"users": 200, "prompt_tokens": 512, "output_tokens": 512},
+    "sla": {"max_ttft": "3s", "max_tpot": "40ms"},
+    "search": {"gpus": ["a100-80gb", "rtx-4090", "l40s"], "weights": ["bf16", "fp8"], "kv_cache": ["bf16", "fp8"]},
+    "inventory": {"a100-80gb": 5},
+}
+
+
+def test_each_part_owns_whole_replicas_only():
+    # 5 owned A100s: a replica is all owned or all rented, so each part's owned GPUs are a
+    # whole number of its replicas, and together no more than the 5 owned.
+    r = solve(problem_of(MIXBAD))
+    m = r.mixed
+    assert m is not None
+    for p in m.parts:
+        per = p.gpus // p.replicas
+        assert p.owned_gpus % per == 0 and p.owned_gpus <= p.gpus, p
+    assert 0 < sum(p.owned_gpus for p in m.parts) <= 5
+
+
+def test_a_mix_that_uses_no_owned_gpu_is_not_reported():
+    # 3 owned RTX 4090s make no TP 4 replica: any mix would rent everything, which is not
+    # the question the mix answers (its saving would show only because of the inventory).
+    spec = {**MIXBAD, "workload": {"users": 400, "prompt_tokens": 512, "output_tokens": 512}}
+    spec = {**spec, "sla": {"max_ttft": "500ms", "max_tpot": "80ms"}, "inventory": {"rtx-4090": 3}}
+    spec["search"] = {**spec["search"], "gpus": ["rtx-4090", "h200", "a100-80gb"]}
+    m = solve(problem_of(spec)).mixed
+    assert m is None or sum(p.owned_gpus for p in m.parts) > 0
+
+
+def test_a_device_with_no_price_is_never_rented_for_free():
+    # RTX 3080s have no on-demand offer in the price book: 2 owned make one TP 2 replica
+    # (8 users fit it), and none is rented at $0.
+    spec = {
+        "model": "llama-3.1-8b",
+        "workload": {"users": 8, "context_tokens": 4096, "prompt_tokens": 1024},
+        "sla": {"max_tpot": "60ms"},
+        "search": {"gpus": ["rtx-3080"], "tp": [2], "weights": ["bf16"], "kv_cache": ["bf16"]},
+    }
+    assert default_catalog().device("rtx-3080").price is None
+    for owned in (1, 2):
+        r = solve(problem_of({**spec, "inventory": {"rtx-3080": owned}}))
+        c = r.solution.candidate
+        assert c is None or c.rented == 0, (owned, c.gpus, c.rented)
+    from solver.optimise.fleet import solve_fleet
+    from tests.optimise.test_fleet import fleet
+
+    w = {"name": "chat", "model": spec["model"], "workload": spec["workload"], "sla": spec["sla"]}
+    res = solve_fleet(*fleet({"workloads": [w], "search": spec["search"], "inventory": {"rtx-3080": 1}}))
+    assert not res.feasible or res.rented.get("rtx-3080", 0) == 0
