@@ -75,7 +75,8 @@ def render(check: Check, plan: str, settings: Settings, model: str) -> str:
     seeds = d["seeds"]
     verdict = "every target met" if check.ok else "misses " + ", ".join(check.failing)
     if check.bounds:
-        verdict += f" by its 95 % bound over seeds {seeds[0]}–{seeds[-1]}"
+        run = f"{seeds[0]}–{seeds[-1]}" if seeds[-1] > seeds[0] else ", ".join(map(str, seeds))  # they wrap at 2^32
+        verdict += f" by its 95 % bound over seeds {run}"
     elif len(seeds) > 1:
         verdict += f" on seed {seeds[-1]} (so its bound over {len(seeds)}+ seeds misses too; the rest not run)"
     lines = [
