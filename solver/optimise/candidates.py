@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 
-from solver.optimise.capacity import Capacity, replica_capacity
+from solver.optimise.capacity import Capacity, latencies_at, replica_capacity
 from solver.optimise.problem import Problem, Shape, ShapePhysics
 from solver.optimise.targets import ceil_us, time_us
 from solver.physics.costs import owned_in_use, plan_tco
@@ -189,10 +189,9 @@ class Candidate:
             return self.prefill.ttft_s
         if self.ttft_at_load_s is not None:
             return self.ttft_at_load_s
-        dec = self.physics.decode
-        if dec is not None and dec.prompt_tokens:
-            return dec.ttft_under_load_s(self.batch)
-        return self.physics.ttft_s
+        if self.physics.decode is None:
+            return self.physics.ttft_s
+        return latencies_at(self.physics, self.batch)[1]  # the one rule (optimise/capacity.py)
 
     @property
     def max_batch_memory(self) -> int:

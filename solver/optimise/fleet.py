@@ -300,19 +300,9 @@ def _carried(res: FleetResult, a: Assignment) -> int:
 def _at_load(classes: list[ServiceClass], res: FleetResult, a: Assignment) -> Assignment:
     """The assignment with its TPOT and TTFT at the load each replica carries — the
     figures `plan-opt evaluate` gives for that replica at that load."""
-    from solver.optimise.capacity import latencies_at, rate_latencies_at
-    from solver.optimise.fleet_classes import RATE_SCALE
-
     sc = next(c for c in classes if c.name == a.service)
-    p = sc.problem
-    shape = p.shapes[a.option.shape_index]
-    carried = _carried(res, a)
-    if carried <= 0:
-        return dataclasses.replace(a, carried=0, tpot_s=a.option.tpot_s, ttft_s=a.option.ttft_s)
-    if sc.rate:
-        tpot, ttft = rate_latencies_at(p, shape, p.workload, p.targets, carried / RATE_SCALE / a.replicas)
-    else:
-        tpot, ttft = latencies_at(p.physics(shape, p.workload), -(-carried // a.replicas))
+    carried = max(0, _carried(res, a))
+    tpot, ttft = _latencies(sc, a, carried)
     return dataclasses.replace(a, carried=carried, tpot_s=tpot, ttft_s=ttft)
 
 
@@ -355,14 +345,19 @@ def routes(classes: list[ServiceClass], res: FleetResult) -> dict[str, list[Rout
     return out
 
 
-def _latencies(sc: ServiceClass, a: Assignment, users: int) -> tuple[float, float]:
-    """(TPOT, TTFT) of a replica of `a` when its replicas hold `users` in all."""
-    from solver.optimise.capacity import latencies_at
+def _latencies(sc: ServiceClass, a: Assignment, carried: int) -> tuple[float, float]:
+    """(TPOT, TTFT) of a replica of `a` when its replicas carry `carried` in all (users,
+    or a rate service's thousandths of a request per second): optimise/capacity.py's."""
+    from solver.optimise.capacity import latencies_at, rate_latencies_at
+    from solver.optimise.fleet_classes import RATE_SCALE
 
     p = sc.problem
-    if users <= 0:
+    shape = p.shapes[a.option.shape_index]
+    if carried <= 0:
         return a.option.tpot_s, a.option.ttft_s
-    return latencies_at(p.physics(p.shapes[a.option.shape_index], p.workload), -(-users // a.replicas))
+    if sc.rate:
+        return rate_latencies_at(p, shape, p.workload, p.targets, carried / RATE_SCALE / a.replicas)
+    return latencies_at(p.physics(shape, p.workload), -(-carried // a.replicas))
 
 
 def _resolve_counts(counts: dict[str, int]) -> dict[str, int]:
