@@ -72,6 +72,13 @@ def exhaustive(problem: Problem) -> Found | None:
                 continue
             gpus = replicas * d.tp * d.pp
             rented = max(0, gpus - shape.owned_usable)
+            dev, spec = d.device, problem.spec
+            if rented and (
+                (dev.price is None and (spec.objective == "min_cost" or spec.budget.max_usd_per_hour is not None))
+                or (dev.purchase_usd is None and (spec.objective == "min_purchase" or spec.budget.max_purchase_usd is not None))
+                or (spec.objective == "min_tco" and dev.price is None and dev.purchase_usd is None)
+            ):
+                continue  # GPUs beyond those owned that cannot be had on the spec's terms (never free)
             price = d.device.price.usd_per_gpu_hour if d.device.price else 0.0
             cost = rented * price if rented else 0.0
             purchase = rented * d.device.purchase_usd if rented and d.device.purchase_usd else 0.0
