@@ -66,13 +66,16 @@ def small_specs(draw):
 @given(small_specs())
 def test_cpsat_optimum_equals_exhaustive_enumeration(spec):
     problem = problem_of(spec)
-    got = solve(problem, explain=False).solution
+    r = solve(problem, explain=False)
+    got = r.solution
     want = exhaustive(problem)
     if want is None:
         assert not got.feasible, spec
         return
     assert got.feasible and got.status == "optimal", spec
-    c = got.candidate
+    # CP-SAT's optimum (the plan printed may be one within 1 % of it with more headroom,
+    # optimise/headroom.py, held by tests/optimise/test_headroom.py).
+    c = r.optimum
     # Same plan, not just the same objective: the tie-break is part of the contract.
     assert (c.shape.index, c.replicas) == (want.shape.index, want.replicas), spec
     assert c.gpus == want.gpus and c.cost_usd_per_hour == pytest.approx(want.cost_usd_per_hour)
