@@ -46,13 +46,14 @@ def small_specs(draw, serving):
 @given(small_specs(["disaggregated"]))
 def test_the_cheapest_pair_of_pools_equals_brute_force(spec):
     problem = problem_of(spec)
-    got = solve(problem, explain=False).solution
+    r = solve(problem, explain=False)
+    got = r.solution
     want = exhaustive_disaggregated(problem)
     if want is None:
         assert not got.feasible, spec
         return
     assert got.feasible and got.status == "optimal", spec
-    c = got.chosen
+    c = r.optimum  # CP-SAT's (the plan printed may be within 1 % of it, for headroom)
     assert c.prefill is not None
     assert c.cost_cents == want.cost_cents, (spec, c.prefill.shape.label, c.prefill.replicas, c.shape.label, c.replicas, want)
     assert validate(problem, c) == []
@@ -62,14 +63,16 @@ def test_the_cheapest_pair_of_pools_equals_brute_force(spec):
 @given(small_specs(["aggregated", "disaggregated"]))
 def test_with_both_ways_allowed_the_plan_is_never_dearer_than_either(spec):
     problem = problem_of(spec)
-    got = solve(problem, explain=False).solution
+    r = solve(problem, explain=False)
+    got = r.solution
     agg, dis = exhaustive(problem), exhaustive_disaggregated(problem)
     if agg is None and dis is None:
         assert not got.feasible, spec
         return
     assert got.feasible, spec
     best = min(x for x in (agg.key[0] if agg else None, dis.cost_cents if dis else None) if x is not None)
-    assert got.chosen.cost_cents == best, spec
+    assert r.optimum.cost_cents == best, spec
+    assert got.chosen.cost_cents <= best * 1.01 + 1, spec  # within HEADROOM_TOLERANCE of it
 
 
 # --------------------------------------------------------------------------- which way wins, and why
