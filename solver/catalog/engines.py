@@ -107,6 +107,9 @@ class Engine:
     single_node: bool = False
     """A replica runs on one machine's GPUs only (llama.cpp: no multi-node backend modelled)."""
     single_node_source: str = ""
+    release: str = ""
+    """The release line whose defaults these are, as a report names it (catalogs/
+    engine_releases.yaml, set by catalog/releases.py); "" for the current release."""
 
     def __post_init__(self) -> None:
         check_name("engine", self.name)
@@ -120,7 +123,8 @@ class Engine:
     def batch_knobs(self, device_memory_bytes: float, device_name: str) -> tuple[int, int]:
         """(max_num_batched_tokens, max_num_seqs) as the engine defaults them on this GPU."""
         big = self.large_gpu
-        if big and device_memory_bytes >= big.min_memory_bytes and not any(x in device_name for x in big.except_names):
+        named = not big or not big.only_names or any(x in device_name for x in big.only_names)
+        if big and named and device_memory_bytes >= big.min_memory_bytes and not any(x in device_name for x in big.except_names):
             return big.max_num_batched_tokens, big.max_num_seqs
         return self.max_num_batched_tokens, self.max_num_seqs
 
@@ -155,3 +159,5 @@ class LargeGpuDefaults:
     max_num_batched_tokens: Count
     max_num_seqs: Count
     except_names: tuple[str, ...] = ()
+    only_names: tuple[str, ...] = ()
+    """Devices named so alone (empty: any): vLLM 0.8 raised its knobs on H100 and H200 by name."""

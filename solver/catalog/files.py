@@ -16,6 +16,7 @@ from solver.catalog.factors import DefaultFactors, FactorOverrides
 from solver.catalog.models import Model
 from solver.catalog.precisions import Precision
 from solver.catalog.prices import Ownership, PricesFile
+from solver.catalog.releases import ReleasesFile
 from solver.catalog.types import FORBID
 
 
@@ -95,4 +96,5 @@ CATALOG_FILES: dict[str, tuple[str, type]] = {
     "fitted": ("fitted.yaml", FittedFile),
     "prices": ("prices.yaml", PricesFile),
     "ownership": ("ownership.yaml", Ownership),
+    "releases": ("engine_releases.yaml", ReleasesFile),
 }

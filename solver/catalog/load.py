@@ -42,6 +42,7 @@ from solver.catalog.models import (
     Model,
 )
 from solver.catalog.precisions import Precision
+from solver.catalog.releases import Releases, ReleasesFile
 from solver.catalog.prices import (
     Offer,
     Ownership,
@@ -135,6 +136,7 @@ class Catalog:
         fitted: FittedFile | None = None,
         prices: PricesFile | None = None,
         ownership: Ownership | None = None,
+        releases: ReleasesFile | None = None,
     ):
         df = devices.default_factors
         fitted = fitted or FittedFile("nothing", dt.date.min)
@@ -161,6 +163,8 @@ class Catalog:
         self.precisions = _Index.build("precision", "precision", [with_fitted_shares(p, fitted) for p in precisions.precisions])
         self.engines = _Index.build("engine", "engine", [with_fitted_efficiency(e, fitted) for e in engines.engines])
         self.speculative_methods = {m.name: m for m in engines.speculative}
+        self.releases = Releases(releases, self.engines.entries)
+        """Each engine's release lines (catalogs/engine_releases.yaml, catalog/releases.py)."""
         for groups in fitted.engines.values():
             for key in groups:
                 if key.split(".")[-1] not in ("hbm", "gddr", "lpddr"):

@@ -64,10 +64,25 @@ def run(args: argparse.Namespace) -> int:
         for e in cat.engines:
             flag = f"{e.fraction_flag} {e.fraction:g}" if e.fraction_flag else "—"
             print(f"{e.name:<10} {e.rule:<18} {flag:<40} block {e.block_size_tokens:>2}  {e.display_name}")
+        _list_releases(cat)
     else:
         for prec in cat.precisions:
             print(f"{prec.name:<10} {prec.bytes_per_value:>8.5f} B/value  {'+'.join(prec.use):<10} {prec.display_name}")
     return EXIT_OK
+
+
+def _list_releases(cat: Catalog) -> None:
+    """Each engine's release lines (engine.version picks one), what each sets apart from
+    the catalog's engine, and the defaults recorded that no Engine field models yet."""
+    print()
+    print("release lines (engine.version; none given: the current line, the last of each engine)")
+    for e in cat.engines:
+        for ln in cat.releases.of(e.name):
+            print(f"{e.name:<10} {ln.spec.line:<12} {ln.span:<26} {ln.spec.label}")
+            changed = ", ".join(f"{k}={v}" for k, v in ln.overrides.items() if k != "display_name")
+            print(f"{'':<10} {'':<12} sets: {changed or 'nothing (the catalog engine as it is)'}")
+            if ln.spec.recorded:
+                print(f"{'':<10} {'':<12} recorded: {', '.join(f'{k}={r.value}' for k, r in ln.spec.recorded.items())}")
 
 
 def _list_prices(cat: Catalog, args: argparse.Namespace) -> int:

@@ -29,6 +29,7 @@ from solver.spec.resolve import (
     checkpoint_formats,
     engine_factors,
     override_device,
+    release_engine,
     resolve_engine,
     resolve_model,
     targets_of,
@@ -213,7 +214,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
     w = spec.workload
     # WorkloadIn derives the third of context, prompt and output from the other two.
     assert w.context_tokens is not None
-    workload = workload_of(w, spec.sla, pairs, engine=catalog.engine(spec.engine.name))
+    workload = workload_of(w, spec.sla, pairs, engine=release_engine(spec.engine, catalog))
     targets = targets_of(spec.sla)
     pricing = catalog.pricing(spec.pricing.providers, spec.pricing.tier, spec.pricing.statistic, secondary=spec.pricing.secondary)
     ownership = dataclasses.replace(catalog.ownership, **spec.ownership.model_dump(exclude_none=True))

@@ -74,6 +74,7 @@ def _to_dict(ev: Evaluation) -> dict[str, Any]:
         }
         if e
         else None,
+        "engine_release": e.release or None if e else None,
         "gpu": d.device.name,
         "platform": d.platform.name,
         "gpus": d.gpus,

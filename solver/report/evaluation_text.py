@@ -167,6 +167,7 @@ def render_text(ev: Evaluation) -> str:
             f"{w.users:,} concurrent users, {w.context_tokens:,}-token context (prompt {w.prompt_tokens:,} + output {w.output_tokens:,})",
         ),
         ("batching", batching_text(w.batching, d.engine, traffic=w.traffic is not None)),
+        *([("engine release", f"{d.engine.release} (catalogs/engine_releases.yaml)")] if d.engine and d.engine.release else []),
         (
             "targets",
             f"TTFT ≤ {fmt_seconds(t.max_ttft_s) if t.max_ttft_s else '—'}, TPOT ≤ {fmt_seconds(t.max_tpot_s) if t.max_tpot_s else '—'}",

@@ -44,6 +44,11 @@ class SpecSummaryOut(SolveModel):
     )
     max_ttft_s: float | None = Field(description="None: not set (unbounded).")
     max_tpot_s: float | None = Field(description="None: not set (unbounded).")
+    engine_release: str | None = Field(
+        default=None,
+        description="The engine release line whose defaults the plan assumes (engine.version; catalogs/engine_releases.yaml); "
+        "None: the current release, the catalog's engine as it stands.",
+    )
     objective: str
     max_usd_per_hour: float | None = Field(description="None: not set (unbounded).")
     max_purchase_usd: float | None = Field(description="None: not set (unbounded).")
@@ -379,6 +384,7 @@ def to_output(r: SolveResult) -> SolveOut:
         batching=w.batching,
         max_ttft_s=t.max_ttft_s,
         max_tpot_s=t.max_tpot_s,
+        engine_release=next((sh.deployment.engine.release for sh in p.shapes if sh.deployment.engine), "") or None,
         objective=p.objective,
         max_usd_per_hour=p.max_usd_per_hour,
         max_purchase_usd=p.max_purchase_usd,

@@ -137,6 +137,8 @@ def render(r: SolveResult, markdown: bool = False) -> str:
     engine = p.shapes[0].deployment.engine if p.shapes else None
     pooled = o.plan is not None and o.plan.prefill_pool is not None
     lines.append(batching_line(s.batching, engine, traffic=p.workload.traffic is not None, disaggregated=pooled))
+    if s.engine_release:
+        lines.append(f"engine release: {s.engine_release} (catalogs/engine_releases.yaml)")
     budgets = [
         f"${s.max_usd_per_hour:,.2f}/h" if s.max_usd_per_hour else "",
         f"${s.max_purchase_usd:,.0f} to buy" if s.max_purchase_usd else "",

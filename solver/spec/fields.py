@@ -389,6 +389,12 @@ class EngineIn(SpecModel):
     left out is defaulted as the engine defaults it (on this GPU)."""
 
     name: Name = Field(default="vllm", description="vllm, sglang, trtllm or llama.cpp (`plan-opt list engines`).")
+    version: str | None = Field(
+        default=None,
+        max_length=64,
+        description="The engine's release (\"0.6.3\", \"v0.6.3\"; llama.cpp a build, \"b4567\"): its line's defaults "
+        "(catalogs/engine_releases.yaml, `plan-opt list engines`). Default: the current release.",
+    )
     max_num_seqs: Sequences | None = Field(default=None, description=f"Sequences in one batch at most, {SEQUENCES}.")
     max_num_batched_tokens: Tokens | None = Field(default=None, description=f"Tokens one step may process, {TOKENS}.")
     max_model_len: Tokens | None = Field(default=None, description=f"Longest sequence, {TOKENS}; default the workload's context.")

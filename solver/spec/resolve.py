@@ -162,10 +162,16 @@ def engine_factors(catalog: Catalog, device: Device, engine: Engine, at: str = "
     return factors
 
 
+def release_engine(engine_in: EngineIn, catalog: Catalog) -> Engine:
+    """The catalog's engine with the defaults of the release the spec names
+    (engine.version; none: the current release, the catalog's entry as it is)."""
+    return catalog.releases.engine_at(catalog.engine(engine_in.name), engine_in.version)
+
+
 def resolve_engine(engine_in: EngineIn, catalog: Catalog, device: Device) -> Engine:
-    """The catalog's engine with the spec's knobs, the rest as the engine defaults
+    """The release's engine with the spec's knobs, the rest as the engine defaults
     them on this device (vLLM raises its batch knobs on GPUs of 70 GiB and more)."""
-    engine = catalog.engine(engine_in.name)
+    engine = release_engine(engine_in, catalog)
     tokens, seqs = engine.batch_knobs(device.memory_bytes, device.name)
     if engine_in.split_mode is not None and engine.split_mode is None:
         raise InputError("engine.split_mode", engine_in.split_mode, f"only llama.cpp splits by layer or row, not {engine.display_name}")
