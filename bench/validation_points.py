@@ -18,6 +18,7 @@ import datetime as dt
 import heapq
 import math
 import random
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -255,6 +256,25 @@ def tokens(p: dict, key: str, default: int) -> int:
     return int(_num(_cond(p).get(key), default) or default)
 
 
+_RELEASE = {
+    "vllm": re.compile(r"vllm\s+[~v]*(\d+\.\d+(?:\.\d+){0,2})", re.IGNORECASE),
+    "sglang": re.compile(r"sglang\s+[~v]*(\d+\.\d+(?:\.\d+){0,2})", re.IGNORECASE),
+    "trtllm": re.compile(r"tensorrt-llm\s+[~v]*(\d+\.\d+(?:\.\d+){0,2})", re.IGNORECASE),
+    "llama.cpp": re.compile(r"build\s+(?:(\d+)\s+\(|[0-9a-f]+\s+\((\d+)\))", re.IGNORECASE),
+}
+
+
+def release_of(name: str, engine_version: str) -> str | None:
+    """The release a run's conditions.engine_version names, as engine.version takes it
+    (catalogs/engine_releases.yaml): "vLLM 0.6.3.post2.dev308+g…" gives 0.6.3, "llama.cpp
+    build 4426e298 (2824)" b2824; None where it names none (a commit, "not stated")."""
+    m = _RELEASE[name].search(engine_version) if name in _RELEASE else None
+    if not m:
+        return None
+    found = next(g for g in m.groups() if g)
+    return f"b{found}" if name == "llama.cpp" else found
+
+
 def _engine(p: dict) -> dict:
     """The engine section for a point: the engine and every knob its run reports."""
     cond = _cond(p)
@@ -266,6 +286,9 @@ def _engine(p: dict) -> dict:
     if isinstance(cond.get("enforce_eager"), bool):
         engine["enforce_eager"] = cond["enforce_eager"]
     version = str(cond.get("engine_version", ""))
+    release = release_of(name, version)
+    if release is not None:
+        engine["version"] = release  # the release line's defaults (catalogs/engine_releases.yaml)
     if isinstance(cond.get("enable_chunked_prefill"), bool):
         engine["enable_chunked_prefill"] = cond["enable_chunked_prefill"]
     elif name == "vllm" and "V0" in version:
