@@ -42,7 +42,6 @@ from solver.catalog.models import (
     Model,
 )
 from solver.catalog.precisions import Precision
-from solver.catalog.releases import Releases, ReleasesFile
 from solver.catalog.prices import (
     Offer,
     Ownership,
@@ -56,6 +55,7 @@ from solver.catalog.prices import (
     providers_of,
     resolve_pricing,
 )
+from solver.catalog.releases import Releases, ReleasesFile
 from solver.errors import InputError
 
 if TYPE_CHECKING:

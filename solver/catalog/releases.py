@@ -155,10 +155,10 @@ class Releases:
         v = parse_version(engine.name, version)
         if v is None:
             form = 'a build such as "b4567"' if engine.name == "llama.cpp" else 'a release such as "0.6.3" or "v0.6.3"'
-            raise InputError("engine.version", version, f"not a version of {engine.display_name}: give {form}; lines known: {known}")
+            raise InputError("engine.version", version, f"not a version of {engine.name}: give {form}; lines known: {known}")
         line = next((ln for ln in lines if ln.covers(v)), None)
         if line is None:
-            raise InputError("engine.version", version, f"no {engine.display_name} release line holds it; lines known: {known}")
+            raise InputError("engine.version", version, f"no {engine.name} release line holds it; lines known: {known}")
         return line
 
     def engine_at(self, engine: Engine, version: str | None) -> Engine:

@@ -392,7 +392,7 @@ class EngineIn(SpecModel):
     version: str | None = Field(
         default=None,
         max_length=64,
-        description="The engine's release (\"0.6.3\", \"v0.6.3\"; llama.cpp a build, \"b4567\"): its line's defaults "
+        description='The engine\'s release ("0.6.3", "v0.6.3"; llama.cpp a build, "b4567"): its line\'s defaults '
         "(catalogs/engine_releases.yaml, `plan-opt list engines`). Default: the current release.",
     )
     max_num_seqs: Sequences | None = Field(default=None, description=f"Sequences in one batch at most, {SEQUENCES}.")
