@@ -93,7 +93,12 @@ def _kept_rows(d: Deployment, mem: MemoryEstimate) -> list[tuple[str, str]]:
         rows.append(("sampler peak", f"{fmt_bytes(k.sampler_bytes):>24}   {note if k.sampler_bytes else _activation_note(d, mem)}"))
     if k.cuda_graphs:
         layers = f"{-(-d.model.num_layers // d.pp)} layers"
-        rows.append(("CUDA graphs", f"{fmt_bytes(k.cuda_graph_bytes):>24}   {k.cuda_graphs} sizes × {layers} × {e.cuda_graph_bytes_per_layer_graph if e else 0:,} B"))
+        rows.append(
+            (
+                "CUDA graphs",
+                f"{fmt_bytes(k.cuda_graph_bytes):>24}   {k.cuda_graphs} sizes × {layers} × {e.cuda_graph_bytes_per_layer_graph if e else 0:,} B",
+            )
+        )
     return rows
 
 
