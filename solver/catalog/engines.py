@@ -69,7 +69,10 @@ class Engine:
     """Largest batch captured as a CUDA graph (vLLM max_cudagraph_capture_size, at
     most 2 × max_num_seqs); the sizes below it follow the engine's default list."""
     cuda_graph_bytes_per_layer_graph: NonNegInt = 0
-    """Pool bytes one captured size costs per layer piece (piecewise graphs)."""
+    """Pool bytes one captured size costs per layer piece (piecewise graphs), on every
+    TP rank alike."""
+    cuda_graph_sharded_bytes_per_layer_graph: NonNegInt = 0
+    """Of the same, the bytes TP splits (the captured activations' sharded share)."""
     overlaps_memory_and_compute: bool = True
     """Its kernels stream weights while they compute, so a matmul takes the larger of
     its read and its FLOPs; without (llama.cpp's dequantising kernels), the sum."""

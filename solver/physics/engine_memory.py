@@ -99,8 +99,9 @@ def engine_memory(d: Deployment, context_tokens: int) -> EngineMemory:
         forward = f.activation_peak_scale * tokens * forward_bytes_per_token(d)
         sampler = f.activation_peak_scale * e.max_num_seqs * d.model.vocab_size * e.sampler_bytes_per_logit
     graphs = cuda_graph_count(d)
-    # piecewise graphs: one per layer piece per size, each with its own fixed pool share
-    per_graph = e.cuda_graph_bytes_per_layer_graph if e is not None else 0
+    # piecewise graphs: one per layer piece per size, each with a fixed pool share and
+    # a share TP splits
+    per_graph = e.cuda_graph_bytes_per_layer_graph + e.cuda_graph_sharded_bytes_per_layer_graph / d.tp if e is not None else 0.0
     layers = -(-d.model.num_layers // d.pp)  # the heaviest stage captures its own layers
     graph_bytes = float(graphs * layers * per_graph)
     return EngineMemory(

@@ -14,7 +14,7 @@ from solver.physics.memory import estimate_memory
 from solver.report.evaluation_json import to_json
 from solver.report.evaluation_text import render_text
 
-PER_LAYER_GRAPH_B = 563_000  # catalogs/engines.yaml, vllm: median of the fit half's v0.19 logs
+FIXED_B, SHARDED_B = 394_800, 194_100  # catalogs/engines.yaml, vllm: per size per layer, a + b / TP
 
 
 def _graphs_on(d, **changes):
@@ -33,14 +33,17 @@ def test_capture_sizes_follow_vllms_default_list():
 
 def test_cuda_graphs_leave_the_kv_budget_only_where_the_release_counts_them(build_deployment):
     # Llama-3.1-8B on an H100 (max_num_seqs 1,024: largest size min(2 × 1,024, 512) = 512):
-    # 51 sizes × 32 layers × 563,000 B = 918,816,000 B (0.86 GiB; the v0.19 logs print
-    # 0.84 GiB estimated, 0.91 GiB captured).
+    # 51 sizes × 32 layers × (394,800 + 194,100) B = 1,632 × 588,900 = 961,084,800 B
+    # (0.895 GiB; the v0.19 log prints 0.91 GiB captured). At TP 4: 1,632 × (394,800 +
+    # 48,525) = 723,506,400 B (0.674 GiB; logged 0.67).
     d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, context=8192, output=128)
     assert engine_memory(d, 8192).cuda_graph_bytes == 0.0  # today's default: captured after the KV cache
     on = _graphs_on(d)
-    assert engine_memory(on, 8192).cuda_graph_bytes == 51 * 32 * PER_LAYER_GRAPH_B == 918_816_000
+    assert engine_memory(on, 8192).cuda_graph_bytes == 51 * 32 * (FIXED_B + SHARDED_B) == 961_084_800
     before, after = estimate_memory(d, w), estimate_memory(on, w)
-    assert before.kv_budget_bytes - after.kv_budget_bytes == pytest.approx(918_816_000)
+    assert before.kv_budget_bytes - after.kv_budget_bytes == pytest.approx(961_084_800)
+    d4, _, _ = build_deployment("llama-3.1-8b", "h100-sxm", tp=4, users=1, context=8192, output=128)
+    assert engine_memory(_graphs_on(d4), 8192).cuda_graph_bytes == pytest.approx(723_506_400)
 
 
 def test_cuda_graph_sizes_are_capped_by_max_num_seqs_and_eager_mode(build_deployment):
@@ -84,6 +87,6 @@ def test_the_terms_sum_to_the_overhead_and_each_is_named_in_evaluate(build_deplo
     for label in ("runtime overhead", "TP comm buffers", "activation peak", "sampler peak", "CUDA graphs"):
         assert label in text
     kept = json.loads(to_json(ev))["memory"]["engine_kept"]
-    assert kept["cuda_graph_bytes"] == 51 * 32 * PER_LAYER_GRAPH_B
+    assert kept["cuda_graph_bytes"] == 51 * 32 * (FIXED_B + SHARDED_B / 2)
     assert kept["cuda_graph_sizes"] == 51
     assert kept["sampler_bytes"] == 1024 * 128_256 * 8
