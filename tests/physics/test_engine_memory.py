@@ -90,3 +90,13 @@ def test_the_terms_sum_to_the_overhead_and_each_is_named_in_evaluate(build_deplo
     assert kept["cuda_graph_bytes"] == 51 * 32 * (FIXED_B + SHARDED_B / 2)
     assert kept["cuda_graph_sizes"] == 51
     assert kept["sampler_bytes"] == 1024 * 128_256 * 8
+
+
+def test_a_raised_max_num_seqs_costs_its_sampler_rows(build_deployment):
+    # Llama-3.1-8B on an RTX 4090 (24 GB: 256 rows by default); --max-num-seqs 512 adds
+    # 256 rows × 128,256 logits × 8 B = 262,668,288 B to the profile, out of the KV budget.
+    def budget(seqs):
+        d, w, _ = build_deployment("llama-3.1-8b", "rtx-4090", users=1, context=4096, output=128, engine={"name": "vllm", "max_num_seqs": seqs})
+        return estimate_memory(d, w).kv_budget_bytes
+
+    assert budget(256) - budget(512) == pytest.approx(256 * 128_256 * 8)
