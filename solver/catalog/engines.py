@@ -62,6 +62,17 @@ class Engine:
     over max_num_batched_tokens tokens and max_num_seqs sampled rows (vLLM)."""
     sampler_bytes_per_logit: NonNegInt = 0
     """Bytes per vocabulary entry per sequence the sampler holds at its peak."""
+    profiles_cuda_graphs: bool = False
+    """The KV budget leaves room for the CUDA graphs it will capture (vLLM from
+    v0.21.0); before, graphs are captured after the KV cache is sized, beyond it."""
+    cuda_graph_max_capture_size: NonNegInt = 0
+    """Largest batch captured as a CUDA graph (vLLM max_cudagraph_capture_size, at
+    most 2 × max_num_seqs); the sizes below it follow the engine's default list."""
+    cuda_graph_bytes_per_layer_graph: NonNegInt = 0
+    """Pool bytes one captured size costs per layer piece (piecewise graphs), on every
+    TP rank alike."""
+    cuda_graph_sharded_bytes_per_layer_graph: NonNegInt = 0
+    """Of the same, the bytes TP splits (the captured activations' sharded share)."""
     overlaps_memory_and_compute: bool = True
     """Its kernels stream weights while they compute, so a matmul takes the larger of
     its read and its FLOPs; without (llama.cpp's dequantising kernels), the sum."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from solver.bisect import largest_true
 from solver.catalog import Model, Precision
 from solver.physics.deployment import Deployment, Workload, shared_kv_tokens
+from solver.physics.engine_memory import EngineMemory, engine_memory
 
 BYTES_16BIT = 2.0
 BYTES_Q8_0 = 34 / 32
@@ -145,37 +146,12 @@ def stage_layer_fraction(model: Model, pp: int) -> float:
     return math.ceil(model.num_layers / pp) / model.num_layers
 
 
-def profiled_tokens(d: Deployment, context_tokens: int) -> int:
-    """Tokens in the engine's profiling pass: max_num_batched_tokens with chunked
-    prefill, else the whole max_model_len if that is longer (0: no profiling pass)."""
-    e = d.engine
-    if e is None or not e.profiles_activation:
-        return 0
-    length = e.max_model_len or context_tokens
-    return e.max_num_batched_tokens if e.enable_chunked_prefill else max(length, e.max_num_batched_tokens)
-
-
 def activation_peak_bytes(d: Deployment, context_tokens: int) -> float:
     """Per GPU: the activation peak of the engine's profiling pass, which its KV budget
     leaves room for (vLLM: a forward over max_num_batched_tokens tokens — over the
     whole max_model_len when chunked prefill is off — then the sampler over
-    max_num_seqs rows). The largest live tensors are the MLP's: the fused gate/up
-    output (2 × intermediate) and the activated half (intermediate), split by TP, beside
-    three hidden-width buffers (residual, normed input, output), all 16-bit; an MoE
-    layer holds that per routed expert of every token (fused-MoE caches). The sampler
-    holds fp32 logits and probabilities over the vocabulary per sampled row."""
-    e = d.engine
-    if e is None or not e.profiles_activation:
-        return 0.0
-    m = d.model
-    tokens = profiled_tokens(d, context_tokens)
-    if m.is_moe:
-        inter = m.experts_per_token * (3 * (m.moe_intermediate_size or m.intermediate_size) / d.tp + m.hidden_size)
-    else:
-        inter = 3 * m.intermediate_size / d.tp
-    per_token = BYTES_16BIT * (inter + 3 * m.hidden_size)
-    sampler = e.max_num_seqs * m.vocab_size * e.sampler_bytes_per_logit
-    return d.factors.activation_peak_scale * (tokens * per_token + sampler)
+    max_num_seqs rows; physics/engine_memory.py has each term)."""
+    return engine_memory(d, context_tokens).activation_bytes
 
 
 def visible_bytes(d: Deployment) -> float:
@@ -186,11 +162,8 @@ def visible_bytes(d: Deployment) -> float:
 
 
 def overhead_bytes(d: Deployment, context_tokens: int) -> float:
-    """Per GPU, beside weights and KV: the runtime's fixed memory (more in a TP group
-    whose all-reduces can use NVLink SHARP: NCCL's multicast buffers), and the
-    activation peak."""
-    tp = float(d.factors.tp_overhead_bytes) if d.tp > 1 and d.platform.allreduce.nvls is not None else 0.0
-    return float(d.factors.runtime_overhead_bytes) + tp + activation_peak_bytes(d, context_tokens)
+    """Per GPU, beside weights and KV: every term the engine keeps (engine_memory)."""
+    return engine_memory(d, context_tokens).total_bytes
 
 
 def kv_budget_bytes(rule: str, device_bytes: float, fraction: float, weights_bytes: float, overhead_bytes: float) -> float:
@@ -254,6 +227,8 @@ class MemoryEstimate:
     draft_weights_bytes: float = 0.0
     """Per GPU, a speculative draft's weights (in weights_bytes; its KV is in each
     sequence's)."""
+    engine_kept: EngineMemory | None = None
+    """The overhead by term: runtime, TP buffers, forward and sampler peaks, CUDA graphs."""
 
     @property
     def kv_budget_bytes(self) -> float:
@@ -356,10 +331,11 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
     if s:
         per_seq += s.draft_kv_bytes_per_token * w.resident_tokens / d.tp
     engine = d.engine
+    kept = engine_memory(d, w.context_tokens)
     return MemoryEstimate(
         weights_bytes=per_gpu_weights_bytes(d) + draft_weights,
         kv_bytes=per_seq * batch + shared_bytes,
-        overhead_bytes=overhead_bytes(d, w.context_tokens),
+        overhead_bytes=kept.total_bytes,
         device_bytes=visible_bytes(d),
         utilization=d.factors.memory_utilization,
         model_weights_bytes=deployment_weights_bytes(d),
@@ -371,14 +347,15 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
         kv_bytes_per_token=per_gpu_kv_bytes_per_sequence(d, 1),
         block_size_tokens=engine.block_size_tokens if engine else 16,
         context_tokens=w.context_tokens,
-        activation_bytes=activation_peak_bytes(d, w.context_tokens),
-        activation_tokens=profiled_tokens(d, w.context_tokens),
+        activation_bytes=kept.activation_bytes,
+        activation_tokens=kept.forward_tokens,
         reserved_bytes=float(d.device.memory_bytes) - visible_bytes(d),
         # data-parallel attention ranks schedule their own sequences: each its max_num_seqs
         max_num_seqs=engine.max_num_seqs * (d.tp if d.dp_ep else 1) if engine else None,
         kv_bytes_per_context_sequence=per_gpu_kv_bytes_per_sequence(d, w.context_tokens),
         shared_kv_bytes=shared_bytes,
         draft_weights_bytes=draft_weights,
+        engine_kept=kept,
     )
 
 

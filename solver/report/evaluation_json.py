@@ -9,7 +9,7 @@ import dataclasses
 from typing import Any
 
 from solver.physics.evaluate import Evaluation, Remedy, Verdict
-from solver.physics.memory import kv_bytes_per_token_per_layer
+from solver.physics.memory import MemoryEstimate, kv_bytes_per_token_per_layer
 from solver.report import strict_json
 
 
@@ -22,6 +22,22 @@ def _verdict_dict(v: Verdict) -> dict[str, Any]:
         "ok": v.ok,
         "margin": v.margin,
         "note": v.note,
+    }
+
+
+def _kept(mem: MemoryEstimate) -> dict[str, Any] | None:
+    """The memory the engine keeps beside weights and KV, by term (overhead_bytes is their sum)."""
+    k = mem.engine_kept
+    if k is None:
+        return None
+    return {
+        "runtime_bytes": k.runtime_bytes,
+        "comm_buffer_bytes": k.comm_buffer_bytes,
+        "forward_bytes": k.forward_bytes,
+        "forward_tokens": k.forward_tokens,
+        "sampler_bytes": k.sampler_bytes,
+        "cuda_graph_bytes": k.cuda_graph_bytes,
+        "cuda_graph_sizes": k.cuda_graphs,
     }
 
 
@@ -106,6 +122,7 @@ def _to_dict(ev: Evaluation) -> dict[str, Any]:
         "kv_bytes": mem.kv_bytes,
         "overhead_bytes": mem.overhead_bytes,
         "activation_bytes": mem.activation_bytes,
+        "engine_kept": _kept(mem),
         "reserved_bytes": mem.reserved_bytes,
         "needed_bytes": mem.needed_bytes,
         "device_bytes": mem.device_bytes,

@@ -72,9 +72,34 @@ def _activation_note(d: Deployment, mem: MemoryEstimate) -> str:
     if d.factors.activation_peak_scale == 0:
         return "ignored (activation_peak_scale 0)"
     return (
-        f"profiled pass of {mem.activation_tokens:,} tokens (max_num_batched_tokens{'' if e.enable_chunked_prefill else ', chunked prefill off'})"
-        f" and {e.max_num_seqs:,} sampled rows (max_num_seqs)"
+        f"profiled forward of {mem.activation_tokens:,} tokens (max_num_batched_tokens{'' if e.enable_chunked_prefill else ', chunked prefill off'})"
     )
+
+
+def _kept_rows(d: Deployment, mem: MemoryEstimate) -> list[tuple[str, str]]:
+    """The memory the engine keeps beside weights and KV, one row a term."""
+    k = mem.engine_kept
+    if k is None:
+        return []
+    e = d.engine
+    rows = [("runtime overhead", f"{fmt_bytes(k.runtime_bytes):>24}   non-torch memory: CUDA context, workspaces (runtime_overhead_bytes)")]
+    if d.tp > 1:
+        why = "NCCL's NVLink SHARP buffers (tp_overhead_bytes)" if k.comm_buffer_bytes else "none modelled without NVLink SHARP"
+        rows.append(("TP comm buffers", f"{fmt_bytes(k.comm_buffer_bytes):>24}   {why}"))
+    rows.append(("activation peak", f"{fmt_bytes(k.forward_bytes):>24}   {_activation_note(d, mem)}"))
+    if e is not None and e.profiles_activation:
+        per = e.sampler_bytes_per_logit
+        note = f"{e.max_num_seqs:,} rows × {d.model.vocab_size:,} logits × {per} B (max_num_seqs, sampler_bytes_per_logit)"
+        rows.append(("sampler peak", f"{fmt_bytes(k.sampler_bytes):>24}   {note if k.sampler_bytes else _activation_note(d, mem)}"))
+    if k.cuda_graphs:
+        layers = f"{-(-d.model.num_layers // d.pp)} layers"
+        rows.append(
+            (
+                "CUDA graphs",
+                f"{fmt_bytes(k.cuda_graph_bytes):>24}   {k.cuda_graphs} sizes × {layers} × {e.cuda_graph_bytes_per_layer_graph if e else 0:,} B",
+            )
+        )
+    return rows
 
 
 def _band(value: float, rel: float) -> str:
@@ -235,13 +260,7 @@ def render_text(ev: Evaluation) -> str:
         ("weights", f"{fmt_bytes(mem.weights_bytes):>24}   {wdesc}"),
         ("KV cache", f"{fmt_bytes(mem.kv_bytes):>24}   {per_layer * m.num_layers:,.0f} B/token = {kv_formula}"),
         ("", f"{'':>24}   × {kvdesc}"),
-        (
-            "runtime overhead",
-            f"{fmt_bytes(mem.overhead_bytes - mem.activation_bytes):>24}   non-torch memory: CUDA context, workspaces"
-            + (", NCCL and all-reduce buffers of the TP group" if d.tp > 1 else "")
-            + " (factors)",
-        ),
-        ("activation peak", f"{fmt_bytes(mem.activation_bytes):>24}   {_activation_note(d, mem)}"),
+        *_kept_rows(d, mem),
         ("needed", f"{fmt_bytes(mem.needed_bytes):>24}"),
         ("usable", f"{fmt_bytes(mem.usable_bytes):>24}   {_engine_rule(d, mem)}"),
     ]

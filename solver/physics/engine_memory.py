@@ -1,0 +1,115 @@
+"""Memory an engine keeps on each GPU beside weights and KV, one named term each.
+
+vLLM sizes its KV cache as total × gpu_memory_utilization less what its startup
+profile measured (vllm/v1/worker/gpu_worker.py, determine_available_memory): the
+weights, the non-torch memory (CUDA context, cuBLAS workspaces, NCCL's buffers), the
+torch peak of a dummy forward over its token budget followed by a dummy sampler run,
+and, where the release profiles them, the CUDA graphs it will capture. Each term here
+reads the engine's fields (catalogs/engines.yaml), so a release line that changes one
+changes the KV budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solver.physics.deployment import Deployment
+
+BYTES_16BIT = 2.0
+
+
+@dataclass(frozen=True)
+class EngineMemory:
+    """Per GPU, the bytes the engine holds outside weights and KV, by term."""
+
+    runtime_bytes: float
+    """Non-torch memory of one process: CUDA context, cuBLAS workspaces (factors)."""
+    comm_buffer_bytes: float
+    """The TP group's communication buffers (NCCL's NVLink SHARP multicast buffers)."""
+    forward_bytes: float
+    """The profiled forward pass's activation peak."""
+    sampler_bytes: float
+    """The profiled sampler run's peak over max_num_seqs rows of the vocabulary."""
+    cuda_graph_bytes: float
+    """The CUDA graphs' memory pool, where the engine counts it before sizing KV."""
+    forward_tokens: int
+    """Tokens in the profiled forward pass (0: the engine profiles none)."""
+    cuda_graphs: int
+    """Graphs captured per layer piece (0: eager, or not counted)."""
+
+    @property
+    def activation_bytes(self) -> float:
+        """The profile run's torch peak: forward then sampler, scaled alike."""
+        return self.forward_bytes + self.sampler_bytes
+
+    @property
+    def total_bytes(self) -> float:
+        return self.runtime_bytes + self.comm_buffer_bytes + self.activation_bytes + self.cuda_graph_bytes
+
+
+def profiled_tokens(d: Deployment, context_tokens: int) -> int:
+    """Tokens in the engine's profiling pass: max_num_batched_tokens with chunked
+    prefill, else the whole max_model_len if that is longer (0: no profiling pass)."""
+    e = d.engine
+    if e is None or not e.profiles_activation:
+        return 0
+    length = e.max_model_len or context_tokens
+    return e.max_num_batched_tokens if e.enable_chunked_prefill else max(length, e.max_num_batched_tokens)
+
+
+def forward_bytes_per_token(d: Deployment) -> float:
+    """Live 16-bit bytes per token at the forward's peak, per GPU: the MLP's fused
+    gate/up output (2 × intermediate) and its activated half (intermediate), split by
+    TP, beside three hidden-width buffers (residual, normed input, output); an MoE
+    layer holds that per routed expert of every token (fused-MoE caches)."""
+    m = d.model
+    if m.is_moe:
+        inter = m.experts_per_token * (3 * (m.moe_intermediate_size or m.intermediate_size) / d.tp + m.hidden_size)
+    else:
+        inter = 3 * m.intermediate_size / d.tp
+    return BYTES_16BIT * (inter + 3 * m.hidden_size)
+
+
+def capture_sizes(largest: int) -> list[int]:
+    """vLLM's default CUDA-graph batch sizes up to `largest`: 1, 2, 4, then every 8
+    below 256, then every 16 (vllm/config/compilation.py, the default
+    cudagraph_capture_sizes; 51 sizes up to 512, as the v0.19 logs print)."""
+    sizes = [1, 2, 4, *range(8, 256, 8), *range(256, largest + 1, 16)]
+    return [s for s in sizes if s <= largest]
+
+
+def cuda_graph_count(d: Deployment) -> int:
+    """Graphs captured per layer piece, 0 when eager or when the engine does not count
+    them before it sizes the KV cache. The largest size is capped at 2 × max_num_seqs
+    (vLLM: max_cudagraph_capture_size = min(max_num_seqs × 2, 512))."""
+    e = d.engine
+    if e is None or e.enforce_eager or not e.profiles_cuda_graphs or not e.cuda_graph_max_capture_size:
+        return 0
+    return len(capture_sizes(min(e.cuda_graph_max_capture_size, 2 * e.max_num_seqs)))
+
+
+def engine_memory(d: Deployment, context_tokens: int) -> EngineMemory:
+    """Every term for deployment d at a context of `context_tokens`."""
+    f = d.factors
+    comm = float(f.tp_overhead_bytes) if d.tp > 1 and d.platform.allreduce.nvls is not None else 0.0
+    e = d.engine
+    tokens = profiled_tokens(d, context_tokens)
+    forward = sampler = 0.0
+    if e is not None and e.profiles_activation:
+        forward = f.activation_peak_scale * tokens * forward_bytes_per_token(d)
+        sampler = f.activation_peak_scale * e.max_num_seqs * d.model.vocab_size * e.sampler_bytes_per_logit
+    graphs = cuda_graph_count(d)
+    # piecewise graphs: one per layer piece per size, each with a fixed pool share and
+    # a share TP splits
+    per_graph = e.cuda_graph_bytes_per_layer_graph + e.cuda_graph_sharded_bytes_per_layer_graph / d.tp if e is not None else 0.0
+    layers = -(-d.model.num_layers // d.pp)  # the heaviest stage captures its own layers
+    graph_bytes = float(graphs * layers * per_graph)
+    return EngineMemory(
+        runtime_bytes=float(f.runtime_overhead_bytes),
+        comm_buffer_bytes=comm,
+        forward_bytes=forward,
+        sampler_bytes=sampler,
+        cuda_graph_bytes=graph_bytes,
+        forward_tokens=tokens,
+        cuda_graphs=graphs,
+    )
