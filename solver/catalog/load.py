@@ -161,6 +161,10 @@ class Catalog:
         self.precisions = _Index.build("precision", "precision", [with_fitted_shares(p, fitted) for p in precisions.precisions])
         self.engines = _Index.build("engine", "engine", [with_fitted_efficiency(e, fitted) for e in engines.engines])
         self.speculative_methods = {m.name: m for m in engines.speculative}
+        for m in engines.speculative:
+            stray = [n for h in m.heads for n in h.models if n not in self.models.entries]
+            if stray:
+                raise ValueError(f"engines.yaml speculative {m.name}: heads name unknown model {', '.join(stray)}")
         for groups in fitted.engines.values():
             for key in groups:
                 if key.split(".")[-1] not in ("hbm", "gddr", "lpddr"):
