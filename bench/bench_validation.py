@@ -206,7 +206,9 @@ def spec_report(points: list[dict]) -> None:
         rows.append((p, got, speedup))
     if not rows:
         return
-    print(f"speculative decoding: {len(rows)} runs in reach (either half: none is fitted on), the method's default acceptance")
+    print(
+        f"speculative decoding: {len(rows)} runs in reach (either half: none is fitted on), α by position from the method and family's published figures"
+    )
     apes = [abs(g - measured(p)) / measured(p) for p, g, _ in rows]
     print(_row("  TPOT or throughput", apes))
     ups = [(m, q) for _, _, s in rows if s for m, q in [s]]

@@ -308,7 +308,8 @@ def speculation_of(p: dict) -> dict | None:
     sp = _cond(p).get("speculative")
     if not isinstance(sp, dict) or sp.get("method") in (None, "none"):
         return None
-    out = {"method": sp["method"]}
+    # an EAGLE-3 head is its own method in the engines (vLLM "eagle3", SGLang EAGLE3)
+    out = {"method": "eagle3" if sp["method"] == "eagle" and sp.get("variant") == "eagle3" else sp["method"]}
     if isinstance(sp.get("num_tokens"), int):
         out["num_tokens"] = sp["num_tokens"]
     if sp.get("draft_model"):

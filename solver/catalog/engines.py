@@ -140,6 +140,25 @@ class Engine:
         return self.max_num_batched_tokens, self.max_num_seqs
 
 
+Acceptance = Annotated[float, Gt(0), Lt(1)]
+
+
+@dataclass(frozen=True)
+class SpeculativeHead:
+    """Published acceptance of one method's drafts on a family of target models: the
+    heads trained for them differ (a Qwen3 EAGLE-3 head keeps fewer tokens than a Llama
+    one), and so does a reused MTP module's decay with depth."""
+
+    __pydantic_config__ = FORBID
+    models: tuple[Name, ...]
+    """The catalog's model names these figures stand for."""
+    acceptance: tuple[Acceptance, ...]
+    """α_k by position k = 1, 2, ...: the chance the k-th drafted token is kept, given
+    the ones before it were (positions past the list keep its last value)."""
+    source: str
+    as_of: dt.date
+
+
 @dataclass(frozen=True)
 class SpeculativeMethod:
     """A way of drafting tokens for the target model to verify in one step, with the
@@ -152,11 +171,25 @@ class SpeculativeMethod:
     states that shares its embedding and head (EAGLE, DeepSeek's MTP module)."""
     num_tokens: Count
     """Tokens drafted per step (k) by default."""
-    acceptance: Annotated[float, Gt(0), Lt(1)]
-    """Per-token acceptance rate α by default: the chance each drafted token is kept,
-    given the ones before it were."""
+    acceptance: tuple[Acceptance, ...]
+    """α_k by position by default (a model no head below names): the chance the k-th
+    drafted token is kept given the ones before it were; past the list, its last value."""
     source: str
     as_of: dt.date
+    heads: tuple[SpeculativeHead, ...] = ()
+    """Acceptance by model family, where published (each with its source)."""
+
+    def __post_init__(self) -> None:
+        for where, alphas in [("acceptance", self.acceptance)] + [(f"heads[{i}].acceptance", h.acceptance) for i, h in enumerate(self.heads)]:
+            if not alphas:
+                raise ValueError(f"speculative {self.name}: {where} is empty; give α for at least the first drafted token")
+
+    def acceptance_for(self, model_name: str) -> tuple[float, ...]:
+        """α_k by position for drafts on this model: its family's published figures, or
+        the method's default."""
+        head = next((h for h in self.heads if model_name in h.models), None)
+        return head.acceptance if head else self.acceptance
+
     vllm_method: str | None = None
     """The `method` of vLLM's --speculative-config (None: given by the draft model alone)."""
     sglang_algorithm: str | None = None

@@ -165,6 +165,10 @@ class Catalog:
         self.speculative_methods = {m.name: m for m in engines.speculative}
         self.releases = Releases(releases, self.engines.entries)
         """Each engine's release lines (catalogs/engine_releases.yaml, catalog/releases.py)."""
+        for m in engines.speculative:
+            stray = [n for h in m.heads for n in h.models if n not in self.models.entries]
+            if stray:
+                raise ValueError(f"engines.yaml speculative {m.name}: heads name unknown model {', '.join(stray)}")
         for groups in fitted.engines.values():
             for key in groups:
                 if key.split(".")[-1] not in ("hbm", "gddr", "lpddr"):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from solver.bisect import largest_true
 from solver.physics.compute import matmul_dtype, matmul_flops_per_s
-from solver.physics.deployment import Deployment, Workload, cached_prompt_tokens
+from solver.physics.deployment import Deployment, Workload, accepted_tokens, cached_prompt_tokens
 from solver.physics.interconnect import CommEstimate, CommSegment, comm_segments, comm_time_from_segments, estimate_comm
 from solver.physics.kernels import (
     attention_flops,
@@ -120,14 +120,19 @@ class DecodeCoefficients:
     single line comm_fixed_s + tokens × comm_per_sequence_s."""
     draft_tokens: int = 0
     """Speculative decoding: tokens drafted per step, k (0: none)."""
-    acceptance: float = 0.0
-    """Per-token acceptance rate α of the drafted tokens."""
+    acceptance: tuple[float, ...] = ()
+    """α_1 … α_k: the chance each drafted token is kept given the ones before it were."""
     draft_read_bytes: float = 0.0
     """Bytes one drafted token reads of the draft's weights, per TP rank."""
     draft_kv_bytes_per_sequence: float = 0.0
     """The draft's KV of one sequence at full context, per TP rank (read per drafted token)."""
     draft_fixed_s: float = 0.0
     """Fixed cost of one draft pass (its layers' launches)."""
+    draft_flops_per_sequence: float = 0.0
+    """FLOPs one drafted token costs on a TP rank, 2 × the draft's active parameters / tp."""
+    draft_comm_fixed_s: float = 0.0
+    """One draft pass's all-reduces under TP: its layers' share of the step's (fixed part)."""
+    draft_comm_per_sequence_s: float = 0.0
 
     @property
     def flops_per_sequence(self) -> float:
@@ -230,15 +235,14 @@ class DecodeCoefficients:
 
     def tpot_s(self, batch: int) -> float:
         """Time per output token: a step per token, or with speculative decoding a draft
-        of k tokens and one verification step per (1 − α^(k+1)) / (1 − α) tokens."""
+        of k tokens and one verification step per 1 + Σ_k Π_{j≤k} α_j tokens."""
         if not self.draft_tokens:
             return self.step_s(batch)
         return (self.verify_step_s(batch) + self.draft_s(batch)) / self.expected_tokens
 
     @property
     def expected_tokens(self) -> float:
-        a, k = self.acceptance, self.draft_tokens
-        return (1 - a ** (k + 1)) / (1 - a) if k else 1.0
+        return accepted_tokens(self.acceptance) if self.draft_tokens else 1.0
 
     def decode_only_s(self, batch: int) -> float:
         """Time per output token with no prompt tokens mixed in (steady decode, for the
@@ -260,11 +264,15 @@ class DecodeCoefficients:
         return gemm + attention + comm + self.step_overhead_s + batch * self.sequence_overhead_s
 
     def draft_s(self, batch: int) -> float:
-        """k draft passes, each reading the draft's weights and every sequence's draft KV
-        (a draft is small: its reads, not its FLOPs, set its time)."""
+        """k draft passes, each one forward of the draft over the batch: its weights read
+        once against its FLOPs for every sequence (the larger sets the time, as a step's
+        matmuls), every sequence's draft KV, its launches and, under TP, its layers'
+        all-reduces."""
         bw = self._bandwidth()
-        per_pass = self.draft_read_bytes / bw + batch * self.draft_kv_bytes_per_sequence / (bw * self.attention_bandwidth_share) + self.draft_fixed_s
-        return self.draft_tokens * per_pass
+        gemm = self._kernel(self.draft_read_bytes / bw, batch * self.draft_flops_per_sequence / self._flops_rate())
+        kv = batch * self.draft_kv_bytes_per_sequence / (bw * self.attention_bandwidth_share)
+        comm = self.draft_comm_fixed_s + batch * self.draft_comm_per_sequence_s
+        return self.draft_tokens * (gemm + kv + self.draft_fixed_s + comm)
 
     def prompt_service_s(self, batch: int) -> float:
         """The GPUs' time for one prompt at this load: its chunks (continuous batching),
@@ -411,17 +419,23 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         request_overhead_s=d.factors.request_overhead_s,
         **_prompts(d, w),
         **_continuous(d, w),
-        **_speculation(d, context_tokens),
+        **_speculation(d, context_tokens, comm0, estimate_comm(d, 1).time_s - comm0),
     )
 
 
-def _speculation(d: Deployment, context_tokens: int) -> dict:
+def _speculation(d: Deployment, context_tokens: int, comm_fixed_s: float, comm_per_sequence_s: float) -> dict:
+    """The draft's terms per TP rank; its all-reduces are its layers' share of the
+    target's (a head is one target layer; a draft model's layers are counted alike)."""
     s = d.speculation
     if s is None:
         return {}
+    layer_share = s.draft_layers / d.model.num_layers
     return {
+        "draft_flops_per_sequence": 2.0 * s.draft_active_params / d.tp,
+        "draft_comm_fixed_s": comm_fixed_s * layer_share,
+        "draft_comm_per_sequence_s": comm_per_sequence_s * layer_share,
         "draft_tokens": s.num_tokens,
-        "acceptance": s.acceptance,
+        "acceptance": s.alphas,
         "draft_read_bytes": s.draft_read_bytes / d.tp,
         "draft_kv_bytes_per_sequence": s.draft_kv_bytes_per_token * context_tokens / d.tp,
         "draft_fixed_s": d.factors.layer_overhead_s * s.draft_layers,

@@ -97,13 +97,35 @@ class Speculation:
     vllm_method: str | None = None
     """How the engines name the method (catalogs/engines.yaml), for deploy."""
     sglang_algorithm: str | None = None
+    acceptance_by_position: tuple[float, ...] = ()
+    """α_k for k = 1, 2, ... (empty: `acceptance` at every position); past the list, its last."""
+
+    @property
+    def alphas(self) -> tuple[float, ...]:
+        """α_1 … α_k of this draft's k positions."""
+        return position_alphas(self.acceptance_by_position or (self.acceptance,), self.num_tokens)
 
     @property
     def expected_tokens(self) -> float:
         """Tokens a verification step yields: the accepted run and the target's own,
-        (1 − α^(k+1)) / (1 − α)."""
-        a, k = self.acceptance, self.num_tokens
-        return (1 - a ** (k + 1)) / (1 - a)
+        1 + Σ_k Π_{j≤k} α_j."""
+        return accepted_tokens(self.alphas)
+
+
+def position_alphas(alphas: tuple[float, ...], k: int) -> tuple[float, ...]:
+    """The first k of α_1, α_2, ..., the last repeated past the list's end."""
+    return tuple(alphas[min(i, len(alphas) - 1)] for i in range(k)) if alphas else ()
+
+
+def accepted_tokens(alphas: tuple[float, ...]) -> float:
+    """Tokens one verification step yields on average: the target's own token, and the
+    k-th drafted token when it and every one before it are kept, 1 + Σ_k Π_{j≤k} α_j
+    (a constant α gives the geometric (1 − α^(k+1)) / (1 − α))."""
+    total, run = 1.0, 1.0
+    for a in alphas:
+        run *= a
+        total += run
+    return total
 
 
 @dataclass(frozen=True)

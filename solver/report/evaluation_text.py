@@ -343,8 +343,8 @@ def render_text(ev: Evaluation) -> str:
         rows[-1:-1] = [
             (
                 "speculative",
-                f"{sp.method} ({sp.draft_name}): {sp.num_tokens} drafted, α {sp.acceptance:g} a token → "
-                f"(1 − α^{sp.num_tokens + 1}) / (1 − α) = {sp.expected_tokens:.2f} tokens per verification step",
+                f"{sp.method} ({sp.draft_name}): {sp.num_tokens} drafted, α {'/'.join(f'{a:g}' for a in sp.alphas)} by position → "
+                f"1 + Σ_k Π_(j≤k) α_j = {sp.expected_tokens:.2f} tokens per verification step",
             ),
             (
                 "",

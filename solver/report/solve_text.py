@@ -280,7 +280,7 @@ def render(r: SolveResult, markdown: bool = False) -> str:
         if pl.speculative:
             sp = pl.speculative
             lines.append(
-                f"- speculative decoding: {sp.method} ({sp.draft}), {sp.num_tokens} drafted at α {sp.acceptance:g} a token → "
+                f"- speculative decoding: {sp.method} ({sp.draft}), {sp.num_tokens} drafted at α {'/'.join(f'{a:g}' for a in sp.acceptance_by_position)} by position → "
                 f"{sp.tokens_per_step:.2f} tokens per step: TPOT {fmt_seconds(pl.tpot_s)}, {fmt_seconds(sp.tpot_without_s)} one token a step"
             )
         if pl.prefix_cached_tokens:

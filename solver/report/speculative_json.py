@@ -18,8 +18,9 @@ class SpeculativeOut(SolveModel):
     method: str
     draft: str
     num_tokens: int
-    acceptance: float
-    tokens_per_step: float = Field(description="(1 − α^(k+1)) / (1 − α): the tokens one verification step yields.")
+    acceptance: float = Field(description="α_1: the chance the first drafted token is kept.")
+    acceptance_by_position: list[float] = Field(description="α_1 … α_k: the chance each drafted token is kept given the ones before it were.")
+    tokens_per_step: float = Field(description="1 + Σ_k Π_{j≤k} α_j: the tokens one verification step yields.")
     tpot_without_s: float = Field(description="The plan's TPOT at its batch with one token a step.")
 
 
@@ -32,7 +33,8 @@ def speculative_out(ev: Evaluation) -> SpeculativeOut | None:
         method=s.method,
         draft=s.draft_name,
         num_tokens=s.num_tokens,
-        acceptance=s.acceptance,
+        acceptance=s.alphas[0],
+        acceptance_by_position=list(s.alphas),
         tokens_per_step=round(s.expected_tokens, 6),
         tpot_without_s=plain.tpot_s,
     )

@@ -372,7 +372,8 @@ class SpeculativeIn(SpecModel):
         default=None, description="Tokens drafted per step, 1 to 16 (default: the method's)."
     )
     acceptance: Annotated[float, Bound(0.01, 0.99)] | None = Field(
-        default=None, description="Per-token acceptance rate α, 0.01 to 0.99 (default: the method's, sourced)."
+        default=None,
+        description="Acceptance rate α, 0.01 to 0.99, at every drafted position (default: the method's α by position for the model's family, sourced in catalogs/engines.yaml).",
     )
 
     @model_validator(mode="after")

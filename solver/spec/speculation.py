@@ -48,7 +48,8 @@ def resolve_speculation(
             f'{spec.draft_checkpoint} names an EAGLE-3 head, which engines load as method eagle3 (vLLM "method": "eagle3"); set method: eagle3',
         )
     k = spec.num_tokens or method.num_tokens
-    alpha = spec.acceptance or method.acceptance
+    # the user's α stands at every position; else the family's published α_k, or the method's
+    alphas = (spec.acceptance,) if spec.acceptance else method.acceptance_for(model.name)
     h = model.hidden_size
     lm_head = model.vocab_size * h
     if spec.method == "draft_model":
@@ -69,7 +70,7 @@ def resolve_speculation(
         return Speculation(
             "draft_model",
             k,
-            alpha,
+            alphas[0],
             draft.display_name,
             stored,
             stored - input_embedding_bytes(draft, weights),
@@ -79,6 +80,7 @@ def resolve_speculation(
             spec.draft_checkpoint or draft.hf_id,
             method.vllm_method,
             method.sglang_algorithm,
+            alphas,
         )
     if spec.method == "mtp":
         if not model.mtp_layers:
@@ -96,7 +98,7 @@ def resolve_speculation(
         return Speculation(
             "mtp",
             k,
-            alpha,
+            alphas[0],
             "MTP module",
             stored,
             read,
@@ -106,6 +108,7 @@ def resolve_speculation(
             spec.draft_checkpoint,
             method.vllm_method,
             method.sglang_algorithm,
+            alphas,
         )
     # EAGLE: one decoder layer over the target's hidden states and a fusing projection
     # (2h → h; EAGLE-3 fuses three layers' states, 3h → h), sharing the target's
@@ -115,7 +118,7 @@ def resolve_speculation(
     return Speculation(
         spec.method,
         k,
-        alpha,
+        alphas[0],
         "EAGLE-3 head" if spec.method == "eagle3" else "EAGLE head",
         params * HEAD_BYTES_PER_PARAM,
         params * HEAD_BYTES_PER_PARAM + lm_head * 2.0,
@@ -125,4 +128,5 @@ def resolve_speculation(
         spec.draft_checkpoint,
         method.vllm_method,
         method.sglang_algorithm,
+        alphas,
     )

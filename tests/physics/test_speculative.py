@@ -53,13 +53,16 @@ def test_the_eagle_head_is_one_target_layer_and_shares_the_lm_head(build_deploym
     d, _, _ = _with(build_deployment, 1, {"method": "eagle"})
     s = d.speculation
     assert s.draft_weight_bytes == HEAD_STORED and s.draft_read_bytes == HEAD_READ
-    assert s.num_tokens == 3 and s.acceptance == 0.7  # catalogs/engines.yaml's defaults
+    # catalogs/engines.yaml's defaults: k = 3, α_k from vLLM PR #16035's acceptance lengths
+    assert s.num_tokens == 3 and s.alphas == (0.568, 0.568, 0.416)
+    # 1 + 0.568 + 0.568² + 0.568² × 0.416 = 1 + 0.568 + 0.322624 + 0.134212 = 2.024836
+    assert s.expected_tokens == pytest.approx(2.024836)
 
 
 def test_tpot_is_a_verification_step_and_k_draft_passes_over_the_tokens_kept(build_deployment):
     # Batch 1 at 1,300 tokens of context, bandwidth at its 3.35 TB/s peak, no fixed costs:
     # a draft pass reads the head (1,554,006,272 B) and one layer of KV (4,096 B × 1,300).
-    d, w, _ = _with(build_deployment, 1, {"method": "eagle"})
+    d, w, _ = _with(build_deployment, 1, {"method": "eagle", "acceptance": 0.7})
     dec = estimate_decode(d, w)
     c = dec.coefficients
     draft = 3 * (HEAD_READ + HEAD_KV_PER_TOKEN * 1300) / 3.35e12
@@ -80,7 +83,7 @@ def test_the_gain_shrinks_as_batching_makes_the_step_compute_bound(build_deploym
     # 4 tokens a sequence make its matmuls (2 × 8.03 B × 256 tokens = 4.1 TFLOP, 8.3 ms)
     # outweigh its weight read (4.5 ms).
     for users in (1, 64, 128):
-        d, w, _ = _with(build_deployment, users, {"method": "eagle"})
+        d, w, _ = _with(build_deployment, users, {"method": "eagle", "acceptance": 0.7})
         d0, w0, _ = _with(build_deployment, users, None)
         gains.append(estimate_decode(d0, w0).tpot_s / estimate_decode(d, w).tpot_s)
     assert 2.533 > gains[0] > gains[1] > gains[2] > 1
