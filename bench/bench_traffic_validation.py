@@ -216,6 +216,9 @@ def simulate_run(p: dict, cap: int) -> Run:
         d, _, _ = deployment_for(q, 1, prompt, output, context=context, batching="continuous")
     except (InputError, KeyError, ValueError) as e:
         return Run(None, f"not in the catalog ({type(e).__name__})")
+    steps = _num(cond.get("num_scheduler_steps"))
+    if steps and d.engine is not None:  # vLLM V0 multi-step, as the run set it
+        d = d.replace(engine=dataclasses.replace(d.engine, num_scheduler_steps=int(steps)))
     w = Workload(1, context, prompt, output, kv_fill=(prompt + output / 2) / context, batching="continuous")
     cost = iteration_model(d, w)
     limits = engine_limits(d, w)
@@ -357,7 +360,7 @@ def main() -> None:
                 f"rate {cond['request_rate']:>6} n {run.requests:>5}: prompts {run.prompt.dist} ~{run.prompt.mean_tokens:.0f} "
                 f"[{run.prompt.low_tokens}, {run.prompt.high_tokens}], outputs ~{run.output.mean_tokens:.0f} "
                 f"[{run.output.low_tokens}, {run.output.high_tokens}]; seqs {lim.max_num_seqs} budget {lim.max_num_batched_tokens} "
-                f"KV {lim.kv_capacity_tokens:,} chunked {lim.chunked_prefill}; batch-1 step {run.batch1_tpot_ms:.1f} ms, "
+                f"KV {lim.kv_capacity_tokens:,} chunked {lim.chunked_prefill} {lim.prefill_schedule} steps {lim.scheduler_steps}; batch-1 step {run.batch1_tpot_ms:.1f} ms, "
                 f"idle prefill {run.idle_ttft_ms:.1f} ms; peak in system {run.peak}, growth {run.growth:.2f}"
                 f"{' SATURATED' if run.saturated else ''}; rejected {len(run.sim.rejected)}, "
                 f"preemptions {sum(r.preemptions for r in run.sim.replicas)}"

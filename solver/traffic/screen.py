@@ -68,6 +68,8 @@ def engine_limits(d: Deployment, w: Workload) -> EngineLimits:
         kv_capacity_tokens=max(block, mem.kv_capacity_tokens - shared),
         block_size_tokens=block,
         chunked_prefill=e.enable_chunked_prefill if e else True,
+        prefill_schedule=e.prefill_schedule if e else "mixed",
+        scheduler_steps=e.num_scheduler_steps if e else 1,
     )
 
 
