@@ -1,6 +1,10 @@
 """Requests over time, served by replicas: an iteration-level simulator of a
-continuous-batching engine, scheduling as vLLM V1 does (SGLang, unless
---enable-mixed-chunk, runs a prompt chunk as an iteration of its own; that is not told apart).
+continuous-batching engine, scheduling as vLLM V1 does, with two engines' rules told
+apart (EngineLimits): SGLang (prefill_schedule "separate", its default without
+--enable-mixed-chunk) runs prompt chunks first, as an iteration of their own that every
+decoder waits for; vLLM V0's multi-step scheduling (scheduler_steps k > 1) schedules k
+decode steps at once, so nothing is admitted until the window in flight is done (a
+prompt-only iteration is one step; windows follow each other from the first decode step).
 
 The physics says what one iteration costs; what a user sees under traffic also
 depends on the queue, the batch the scheduler builds and the KV cache it runs out of.
@@ -15,7 +19,8 @@ Each replica repeats one iteration at a time:
    back to the FRONT of the waiting queue, to prefill its prompt and the tokens
    generated so far again. Its first-token time stays as first measured. An
    iteration that preempted admits no waiting request (as vLLM V1).
-2. The rest of the budget goes to prompt chunks: first to requests admitted and
+2. The rest of the budget (separate: all of it, in an iteration without decoders,
+   whenever a chunk can run) goes to prompt chunks: first to requests admitted and
    partly prefilled (a chunk as large as the budget and the free blocks allow), then
    to waiting requests in FCFS order, admitted while fewer than max_num_seqs run, the
    budget lasts and the free blocks cover the request's chunk (the first request they

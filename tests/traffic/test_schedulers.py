@@ -8,6 +8,9 @@ from __future__ import annotations
 import pytest
 
 from solver.catalog import default_catalog
+from solver.physics.deployment import Targets
+from solver.traffic.requests import Moments
+from solver.traffic.screen import screen
 from solver.traffic.simulate import EngineLimits, Request, simulate
 
 
@@ -98,3 +101,46 @@ def test_bad_scheduling_knobs_are_refused() -> None:
         _limits(prefill_schedule="interleaved")
     with pytest.raises(ValueError, match="scheduler_steps"):
         _limits(scheduler_steps=0)
+
+
+# --- the analytic screen reads the same rules
+
+
+class Flat:
+    """The screen's view of Pass: 5 ms a pass, 1 ms per prompt token, 10 ms more when it decodes."""
+
+    request_overhead_s = 0.0
+
+    def mean_iteration_s(self, decode_seqs: float, decode_context_tokens: float, prefill_tokens: float, prefill_attention_tokens: float) -> float:
+        if decode_seqs <= 0 and prefill_tokens <= 0:
+            return 0.0
+        return 0.005 + 0.001 * prefill_tokens + (0.010 if decode_seqs > 0 else 0.0)
+
+
+FIXED = Moments(100.0, 100.0 * 101.0, 100.0**2, 50.0, (100.0,) * 4, (50.0,) * 4, 1.0)
+LOOSE = Targets(max_ttft_s=10.0, max_tpot_s=1.0, ttft_percentile=50.0, tpot_percentile=50.0)
+
+
+def test_screen_multi_step_adds_the_rest_of_the_window() -> None:
+    """An arrival lands, on average, half way through a window of k decode steps (15 ms
+    each here): k = 4 waits 4 × 15 / 2 = 30 ms against 7.5 ms for one step, 22.5 ms more;
+    nothing else moves (the decoders' rate is the same)."""
+    one = screen(Flat(), _limits(chunked_prefill=False), FIXED, 2.0, LOOSE)  # type: ignore[arg-type]
+    four = screen(Flat(), _limits(chunked_prefill=False, scheduler_steps=4), FIXED, 2.0, LOOSE)  # type: ignore[arg-type]
+    assert four.ttft_mean_s - one.ttft_mean_s == pytest.approx(0.0225)
+    assert four.tpot_mean_s == pytest.approx(one.tpot_mean_s)
+
+
+def test_screen_separate_prompt_pass_is_paid_by_the_decoders() -> None:
+    """SGLang's prompt pass (5 + 100 ms for a 100-token prompt) runs alone: a prompt's
+    own pass is 10 ms shorter than the mixed one (5 + 10 + 100 ms), and the decoders wait
+    for every pass that lands in their life instead of sharing it, so TPOT is longer."""
+    mixed = screen(Flat(), _limits(), FIXED, 2.0, LOOSE)  # type: ignore[arg-type]
+    apart = screen(Flat(), _limits(prefill_schedule="separate"), FIXED, 2.0, LOOSE)  # type: ignore[arg-type]
+    assert apart.tpot_mean_s > mixed.tpot_mean_s
+    # At a light load (no wait): half a 15 ms step in flight, then the prompt's pass,
+    # 105 ms apart against 115 ms mixed.
+    light_mixed = screen(Flat(), _limits(), FIXED, 1e-4, LOOSE)  # type: ignore[arg-type]
+    light_apart = screen(Flat(), _limits(prefill_schedule="separate"), FIXED, 1e-4, LOOSE)  # type: ignore[arg-type]
+    assert light_mixed.ttft_mean_s == pytest.approx(0.0075 + 0.115, rel=1e-3)
+    assert light_apart.ttft_mean_s == pytest.approx(0.0075 + 0.105, rel=1e-3)
