@@ -16,7 +16,7 @@ kv_fill = (prompt + output/2)/context, continuous); where the run's own log give
 KV cache (`kv_cache_tokens`, TensorRT-LLM's "Using N total tokens in paged KV cache")
 that capacity replaces the modelled one, since it is a condition of the run, not a
 prediction. The requests are `draw_requests(Traffic(rate, prompts, outputs),
-min(num_prompts, --requests), seed=0)` on `count // (tp·pp)` replicas (round robin).
+min(num_prompts, --requests), seed=--seed)` (0 by default) on `count // (tp·pp)` replicas (round robin).
 
 Length distributions, by dataset:
 
@@ -205,7 +205,7 @@ class Run:
     requests: int = 0
 
 
-def simulate_run(p: dict, cap: int) -> Run:
+def simulate_run(p: dict, cap: int, seed: int = 0) -> Run:
     cond = dict(_cond(p))
     if _num(cond.get("mem_fraction_static")) and not _num(cond.get("gpu_memory_utilization")):
         cond["gpu_memory_utilization"] = cond["mem_fraction_static"]  # SGLang's name for it
@@ -216,6 +216,9 @@ def simulate_run(p: dict, cap: int) -> Run:
         d, _, _ = deployment_for(q, 1, prompt, output, context=context, batching="continuous")
     except (InputError, KeyError, ValueError) as e:
         return Run(None, f"not in the catalog ({type(e).__name__})")
+    steps = _num(cond.get("num_scheduler_steps"))
+    if steps and d.engine is not None:  # vLLM V0 multi-step, as the run set it
+        d = d.replace(engine=dataclasses.replace(d.engine, num_scheduler_steps=int(steps)))
     w = Workload(1, context, prompt, output, kv_fill=(prompt + output / 2) / context, batching="continuous")
     cost = iteration_model(d, w)
     limits = engine_limits(d, w)
@@ -223,7 +226,7 @@ def simulate_run(p: dict, cap: int) -> Run:
         limits = dataclasses.replace(limits, kv_capacity_tokens=int(cond["kv_cache_tokens"]))
     pd, od = lengths(q)
     n = min(int(cond["num_prompts"]), cap)
-    requests = draw_requests(Traffic(float(cond["request_rate"]), pd, od), n, seed=0)
+    requests = draw_requests(Traffic(float(cond["request_rate"]), pd, od), n, seed=seed)
     per_replica = d.tp * d.pp
     replicas = max(1, (p.get("count") or per_replica) // per_replica)
     # every point is measured by a client through the server: its front end is in each TTFT
@@ -292,6 +295,7 @@ def main() -> None:
     ap.add_argument("--split", choices=["test", "fit", "all"], default="test")
     ap.add_argument("--verbose", action="store_true", help="one line per point, and each run's set-up")
     ap.add_argument("--requests", type=int, default=REQUEST_CAP, help=f"requests simulated per run at most (default {REQUEST_CAP:,})")
+    ap.add_argument("--seed", type=int, default=0, help="the requests' draw (default 0; others give the figures' spread)")
     args = ap.parse_args()
     started = time.perf_counter()
     points = [p for p in load_points() if p["metric"] in METRICS]
@@ -305,7 +309,7 @@ def main() -> None:
         if not why:
             key = run_key(p)
             if key not in runs:
-                runs[key] = simulate_run(p, args.requests)
+                runs[key] = simulate_run(p, args.requests, args.seed)
             run = runs[key]
             why = run.why
         if why:
@@ -357,7 +361,7 @@ def main() -> None:
                 f"rate {cond['request_rate']:>6} n {run.requests:>5}: prompts {run.prompt.dist} ~{run.prompt.mean_tokens:.0f} "
                 f"[{run.prompt.low_tokens}, {run.prompt.high_tokens}], outputs ~{run.output.mean_tokens:.0f} "
                 f"[{run.output.low_tokens}, {run.output.high_tokens}]; seqs {lim.max_num_seqs} budget {lim.max_num_batched_tokens} "
-                f"KV {lim.kv_capacity_tokens:,} chunked {lim.chunked_prefill}; batch-1 step {run.batch1_tpot_ms:.1f} ms, "
+                f"KV {lim.kv_capacity_tokens:,} chunked {lim.chunked_prefill} {lim.prefill_schedule} steps {lim.scheduler_steps}; batch-1 step {run.batch1_tpot_ms:.1f} ms, "
                 f"idle prefill {run.idle_ttft_ms:.1f} ms; peak in system {run.peak}, growth {run.growth:.2f}"
                 f"{' SATURATED' if run.saturated else ''}; rejected {len(run.sim.rejected)}, "
                 f"preemptions {sum(r.preemptions for r in run.sim.replicas)}"

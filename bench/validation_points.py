@@ -547,7 +547,8 @@ def out_of_reach(p: dict) -> str | None:
     if cond.get("serving") in ("aggregated", "disaggregated"):
         return "disaggregation runs (reported apart)"  # bench_validation.py disagg_report; never fitted on
     if kind == "ttft" and ((_num(cond.get("concurrency"), 1) or 1) > 1 or cond.get("scenario") == "Server" or cond.get("request_rate")):
-        return "queueing"
+        if closed_loop_wait(p) is None:
+            return "queueing"
     if kind == "ttft" and cond.get("enable_prefix_caching"):
         return "prefix-cached"
     if cond.get("split_mode") not in (None, "layer", "row"):
@@ -594,6 +595,43 @@ def served_ttft(p: dict) -> bool:
         or "serve_command" in cond  # the run's server, as launched (vllm serve ...)
         or any(k in bench for k in ("serve", "serving", "llmperf", "genai-perf", "guidellm", "benchmark_serving"))
     )
+
+
+def kv_wait_s(clients: int, held: int, in_engine_s: float) -> float:
+    """Mean wait for a slot in a closed loop of `clients` whose engine runs `held` of
+    their requests at once (its KV cache's cap): the engine is never idle, so it
+    finishes held / S requests a second (S each one's time inside it), and Little's law
+    over the clients, clients = rate × (wait + S), gives wait = S × (clients − held) / held."""
+    return in_engine_s * max(0, clients - held) / held
+
+
+def closed_loop_wait(p: dict, factors=None, catalog=None) -> tuple[object, float] | None:
+    """A TTFT measured by `concurrency` clients (no request rate) on an in-flight engine
+    whose KV cache holds fewer of their requests than they keep sent: (the evaluation at
+    the batch it holds, the mean wait for KV space that every TTFT then includes); None
+    when the cache holds them all (an open queueing question, left out of reach) or the
+    run is not such a run."""
+    cond = _cond(p)
+    clients = int(_num(cond.get("concurrency"), 1) or 1)
+    if kind_of(p) != "ttft" or clients <= 1 or cond.get("request_rate") or cond.get("scenario") == "Server" or p.get("engine") == "llama.cpp":
+        return None
+    prompt, output = tokens(p, "prompt_tokens", 128), tokens(p, "output_tokens", 128)
+    try:
+        d, w, t = deployment_for(p, clients, prompt, output, batching="continuous", factors=factors, catalog=catalog)
+        w = dataclasses.replace(w, kv_fill=min(1.0, (prompt + output / 2) / w.context_tokens))
+        ev = evaluate(d, w, t, with_remedies=False)
+        held = admitted(ev, clients) if ev.valid else clients
+        if held >= clients:
+            return None
+        d, w, t = deployment_for(p, held, prompt, output, batching="continuous", factors=factors, catalog=catalog)
+        w = dataclasses.replace(w, kv_fill=min(1.0, (prompt + output / 2) / w.context_tokens))
+        ev = evaluate(d, w, t, with_remedies=False)
+    except (InputError, KeyError, ValueError):
+        return None
+    if not ev.valid:
+        return None
+    in_engine_s = ev.ttft_s + (output - 1) * ev.decode.tpot_s
+    return ev, kv_wait_s(clients, held, in_engine_s)
 
 
 def _saturated_batch(p: dict, prompt: int, output: int, factors, catalog) -> int:
@@ -654,6 +692,10 @@ def predict(p: dict, factors: dict | None = None, catalog=None) -> float | None:
             return float(ev.memory.kv_capacity_tokens) if ev.valid and not too_big(ev) else None
         prompt = tokens(p, "prompt_tokens", 128)
         output = tokens(p, "output_tokens", 128)
+        waited = closed_loop_wait(p, factors, catalog) if kind == "ttft" else None
+        if waited:  # KV caps the batch: each request waits for space, then is prefilled under load
+            ev, wait_s = waited
+            return (ev.ttft_s + wait_s) * 1e3
         if kind == "ttft":
             d, w, t = deployment_for(p, 1, prompt, 1, factors=factors, catalog=catalog)
             if not served_ttft(p):  # measured without the server: no front end in it

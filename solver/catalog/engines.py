@@ -105,6 +105,15 @@ class Engine:
     in: continuous (prompts' chunks inside the decode steps, so TPOT counts the prompts'
     work and TTFT the load) for every engine listed; isolated is the seed's figures."""
     batching_source: str = ""
+    prefill_schedule: Literal["mixed", "separate"] = "mixed"
+    """Where a prompt's chunk runs under continuous batching: inside the decode step
+    (mixed: vLLM, TensorRT-LLM) or as a pass of its own that runs first while every
+    decoder waits (separate: SGLang unless --enable-mixed-chunk)."""
+    num_scheduler_steps: Count = 1
+    """Decode steps scheduled at once (vLLM 0.5.5-0.7 V0 --num-scheduler-steps): the
+    scheduler runs again only when the steps in flight are done, so a prompt that
+    arrives meanwhile waits for them."""
+    scheduling_source: str = ""
     weight_formats: tuple[str, ...] = ()
     """Weight formats it has kernels for (empty: not listed, none refused); solve offers
     and deploy emits these only (physics/validity.py, report/deploy.py)."""

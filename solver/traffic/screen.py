@@ -68,6 +68,8 @@ def engine_limits(d: Deployment, w: Workload) -> EngineLimits:
         kv_capacity_tokens=max(block, mem.kv_capacity_tokens - shared),
         block_size_tokens=block,
         chunked_prefill=e.enable_chunked_prefill if e else True,
+        prefill_schedule=e.prefill_schedule if e else "mixed",
+        scheduler_steps=e.num_scheduler_steps if e else 1,
     )
 
 
@@ -140,6 +142,8 @@ def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: 
     budget = float(limits.max_num_batched_tokens)
     cost = model.mean_iteration_s
     chunked = limits.chunked_prefill
+    separate = chunked and limits.prefill_schedule == "separate"  # SGLang: prompt passes apart, decoders wait
+    mixed = chunked and not separate
     qt = targets.ttft_percentile or DEFAULT_PERCENTILE
     qp = targets.tpot_percentile or DEFAULT_PERCENTILE
     qe = targets.e2e_percentile or DEFAULT_PERCENTILE
@@ -157,7 +161,7 @@ def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: 
     def chunked_prompt(p: float, n: float) -> tuple[int, float, float]:
         """(chunks, tokens per chunk, attention pairs per chunk) of a p-token prompt in
         what the budget leaves beside n decoders."""
-        room = max(1.0, budget - n)
+        room = max(1.0, budget - (0.0 if separate else n))
         chunks = math.ceil(p / room)
         chunk = p / chunks
         # chunk i attends to the i·chunk tokens before it: c·a + c(c+1)/2 each
@@ -170,12 +174,12 @@ def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: 
         if not chunked:
             return cost(0.0, 0.0, p, p * (p + 1) / 2)
         chunks, chunk, pairs = chunked_prompt(p, n)
-        return chunks * cost(n, n * ctx, chunk, pairs)
+        return chunks * (cost(0.0, 0.0, chunk, pairs) if separate else cost(n, n * ctx, chunk, pairs))
 
     def prompt_paid_s(p: float, n: float) -> float:
         """Of prompt_s, what the prompt's own tokens pay for: each mixed iteration split
         with its n decoders by `split_mixed`."""
-        if not chunked:
+        if not mixed:
             return prompt_s(p, n)
         chunks, chunk, pairs = chunked_prompt(p, n)
         alone_decode = cost(n, n * ctx, 0.0, 0.0) if n > 0 else 0.0
@@ -189,7 +193,7 @@ def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: 
         if busy >= 1:
             return 0.0
         per_s = (1 - busy) / decode_s(n)
-        return per_s + lam * math.ceil(m.prompt_mean / max(1.0, budget - n)) if chunked else per_s
+        return per_s + lam * math.ceil(m.prompt_mean / max(1.0, budget - n)) if mixed else per_s
 
     # Fixed point: n = λ·Ō·τ decoders, τ = 1 / rounds(n).
     n = 0.0
@@ -218,10 +222,10 @@ def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: 
         nq = min(seq_cap, n + Z[p] * math.sqrt(peak * n))
         steps = max(1.0, m.output_mean - 1)
         life_s = steps * tau
-        mean_hits = lam * life_s * (math.ceil(m.prompt_mean / max(1.0, budget - nq)) if chunked else 1)
+        mean_hits = lam * life_s * (chunked_prompt(m.prompt_mean, nq)[0] if chunked else 1)
         hits = min(steps, mean_hits + Z[p] * arrival_cv * math.sqrt(mean_hits))
         d = decode_s(nq)
-        if chunked:
+        if mixed:
             return (d * (steps - hits) + prompt_s(m.prompt_mean, nq) * hits) / steps
         return d + prompt_s(m.prompt_mean, nq) * hits / steps
 
@@ -235,7 +239,8 @@ def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: 
         return unstable("budget", tau)
     spread = m.prompt_p2_mean / m.prompt_mean**2  # E[S²] ≈ E[S]² · E[P²]/E[P]²
     wait = lam * p_iter**2 * spread / (2 * (1 - rho)) * kingman_factor(arrival_cv, spread - 1)
-    residual = decode_s(n) / 2 + model.request_overhead_s  # and the front end's time
+    # (vLLM multi-step: the rest of the window of k steps in flight, k × half a step)
+    residual = limits.scheduler_steps * decode_s(n) / 2 + model.request_overhead_s  # and the front end's time
     ttft_mean = residual + wait + p_iter
 
     def ttft_at(p: float) -> float:

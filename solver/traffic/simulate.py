@@ -1,6 +1,10 @@
 """Requests over time, served by replicas: an iteration-level simulator of a
-continuous-batching engine, scheduling as vLLM V1 does (SGLang, unless
---enable-mixed-chunk, runs a prompt chunk as an iteration of its own; that is not told apart).
+continuous-batching engine, scheduling as vLLM V1 does, with two engines' rules told
+apart (EngineLimits): SGLang (prefill_schedule "separate", its default without
+--enable-mixed-chunk) runs prompt chunks first, as an iteration of their own that every
+decoder waits for; vLLM V0's multi-step scheduling (scheduler_steps k > 1) schedules k
+decode steps at once, so nothing is admitted until the window in flight is done (a
+prompt-only iteration is one step; windows follow each other from the first decode step).
 
 The physics says what one iteration costs; what a user sees under traffic also
 depends on the queue, the batch the scheduler builds and the KV cache it runs out of.
@@ -15,7 +19,8 @@ Each replica repeats one iteration at a time:
    back to the FRONT of the waiting queue, to prefill its prompt and the tokens
    generated so far again. Its first-token time stays as first measured. An
    iteration that preempted admits no waiting request (as vLLM V1).
-2. The rest of the budget goes to prompt chunks: first to requests admitted and
+2. The rest of the budget (separate: all of it, in an iteration without decoders,
+   whenever a chunk can run) goes to prompt chunks: first to requests admitted and
    partly prefilled (a chunk as large as the budget and the free blocks allow), then
    to waiting requests in FCFS order, admitted while fewer than max_num_seqs run, the
    budget lasts and the free blocks cover the request's chunk (the first request they
@@ -140,6 +145,9 @@ class _Replica:
         self.budget = limits.max_num_batched_tokens
         self.block = limits.block_size_tokens
         self.chunked = limits.chunked_prefill
+        self.separate = limits.prefill_schedule == "separate"
+        self.steps = limits.scheduler_steps
+        self.window_left = 0  # decode steps left in the multi-step window in flight
         self.step_by_step = step_by_step
         self.free = limits.kv_blocks
         self.clock = -math.inf
@@ -254,6 +262,16 @@ class _Replica:
 
     # --- one iteration
 
+    def _prompt_ready(self) -> bool:
+        """A prompt chunk can run now: a partly prefilled prompt with room for its next
+        token, or the head of the queue admissible (SGLang's get_new_batch_prefill)."""
+        block = self.block
+        if any((s.blocks + self.free) * block > s.computed for s in self.prefilling):
+            return True
+        if not self.waiting or len(self.running) >= self.max_seqs:
+            return False
+        return _ceil_div(min(self.waiting[0].target, self.budget), block) <= self.free
+
     def _iteration(self) -> None:
         t = self.clock
         block, waiting, running = self.block, self.waiting, self.running
@@ -263,8 +281,9 @@ class _Replica:
         decoders = 0
         context = 0
         queue_changed = False
+        held = self.window_left > 0 and self.decoders > 0  # multi-step: steps in flight, no scheduling
 
-        if not self.chunked and waiting and len(running) < self.max_seqs:
+        if not self.chunked and not held and waiting and len(running) < self.max_seqs:
             # vLLM V0: whole prompts, and only prompts, when one can be admitted
             left = self.budget
             while waiting and len(running) < self.max_seqs:
@@ -285,7 +304,8 @@ class _Replica:
 
         if not chunks:
             preempted = False
-            if self.decoders:
+            prompt_pass = self.separate and not held and self._prompt_ready()
+            if self.decoders and not prompt_pass:
                 due = (-self.step) % block
                 while self.by_offset[due] > self.free:
                     self._preempt_last(t)
@@ -293,7 +313,7 @@ class _Replica:
                 self.free -= self.by_offset[due]
                 decoders = self.decoders
                 context = self.sum_base + decoders * (self.step + 1)
-            if self.chunked:
+            if self.chunked and not (held and self.decoders):
                 left = self.budget - decoders
                 for s in self.prefilling:
                     if left <= 0:
@@ -339,6 +359,9 @@ class _Replica:
             self.step += 1
             stats.tokens_out += decoders
             finished += self._finish_decoders(end)
+            self.window_left = (self.window_left or self.steps) - 1
+        else:
+            self.window_left = 0
         completed = False
         for s, c in chunks:
             s.computed += c
@@ -372,19 +395,27 @@ class _Replica:
         first_need = by_offset[(-step) % block]
         if first_need > free:
             return False
+        window = 0  # > 0: a waiting prompt is admitted after this many steps in flight
         if self.waiting and len(self.running) < self.max_seqs:
             head = self.waiting[0]
-            if self.chunked:
+            if self.separate:
+                ready = _ceil_div(min(head.target, self.budget), block) <= free
+            elif self.chunked:
                 left = self.budget - n
-                if left > 0 and _ceil_div(min(head.target, left), block) <= free - first_need:
-                    return False
-            elif _ceil_div(head.target, block) <= free:
+                ready = left > 0 and _ceil_div(min(head.target, left), block) <= free - first_need
+            else:
+                ready = _ceil_div(head.target, block) <= free
+            if ready and self.window_left == 0:
                 return False
+            if ready:
+                window = self.window_left
         # The batch cannot change before its next completion...
         heap = self.heap
         while heap[0][1] != heap[0][2].heap_id:
             heapq.heappop(heap)
         k = heap[0][0] - step
+        if window:
+            k = min(k, window)
         # ...nor past the blocks: over k steps the decoders need (k // block) × n blocks plus
         # those due in the first k mod block steps of the next cycle.
         full, rest = divmod(free, n)
@@ -405,6 +436,7 @@ class _Replica:
         dt = k * (c0 + c_last) / 2
         need = (k // block) * n + sum(by_offset[(-(step + i)) % block] for i in range(k % block))
         self.free -= need
+        self.window_left = ((self.window_left or self.steps) - k) % self.steps
         self.step += k
         stats = self.stats
         stats.tokens_out += k * n

@@ -60,11 +60,21 @@ class EngineLimits:
     chunked_prefill: bool = True
     """False: a prompt is prefilled whole in one iteration (it must fit the budget; when
     prefills are waiting, an iteration runs prefills only, as vLLM V0 did)."""
+    prefill_schedule: str = "mixed"
+    """Chunked: "mixed" puts prompt chunks in the decode step; "separate" (SGLang) runs
+    them first as a pass of their own while the decoders wait."""
+    scheduler_steps: int = 1
+    """Decode steps scheduled at once (vLLM multi-step): nothing is admitted until the
+    steps in flight are done."""
 
     def __post_init__(self) -> None:
         for name in ("max_num_seqs", "max_num_batched_tokens", "kv_capacity_tokens", "block_size_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)!r}")
+        if self.prefill_schedule not in ("mixed", "separate"):
+            raise ValueError(f"prefill_schedule must be mixed or separate, got {self.prefill_schedule!r}")
+        if self.scheduler_steps < 1:
+            raise ValueError(f"scheduler_steps must be at least 1, got {self.scheduler_steps!r}")
         if self.max_num_batched_tokens < self.max_num_seqs:
             # vLLM refuses it too: a full batch of decoders must fit one iteration.
             raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be at least max_num_seqs ({self.max_num_seqs})")

@@ -489,3 +489,32 @@ def test_a_campaign_offset_trend_is_the_slope_of_offsets_on_dates():
     assert vp.offset_trend_interval(line) == pytest.approx((0.10, 0.10))
     with pytest.raises(ValueError):
         vp.offset_trend([(2025.0, 0.1), (2025.0, 0.2)])
+
+
+def test_kv_wait_by_littles_law():
+    # 32 clients, 8 held, 2 s inside the engine: 8 / 2 s = 4 requests a second leave;
+    # 32 = 4 × (wait + 2)  =>  wait = 6 s. All held: no wait.
+    assert vp.kv_wait_s(32, 8, 2.0) == pytest.approx(6.0)
+    assert vp.kv_wait_s(8, 8, 2.0) == 0.0
+
+
+def _clients(p: dict, n: int) -> dict:
+    q = copy.deepcopy(p)
+    q["conditions"]["concurrency"] = n
+    return q
+
+
+def test_saturated_closed_loop_ttft_includes_the_wait_for_kv():
+    """A TTFT run of more clients than the engine holds (its KV cache or max_num_seqs): each request waits for space,
+    so the prediction is the loaded TTFT at the batch held plus a wait affine in the
+    clients (Little's law: S × (clients − held) / held), far above the idle TTFT."""
+    base = copy.deepcopy(next(p for p in POINTS if p["id"] == "vllm-ree2raz-qwen2.5-7b-l4-short-c4-ttft"))
+    del base["conditions"]["enable_prefix_caching"]  # the same run without its prompt cache
+    assert vp.out_of_reach(base) == "queueing"  # 4 clients fit the cache: an open question, out of reach
+    many = [_clients(base, n) for n in (512, 768, 1024)]  # beyond the 256 sequences the engine runs
+    assert all(vp.out_of_reach(q) is None for q in many)
+    a, b, c = (vp.predict(q) for q in many)
+    assert a < b < c
+    assert c - b == pytest.approx(b - a, rel=1e-9)  # affine in the clients beyond those held
+    idle = vp.predict(dict(copy.deepcopy(base), conditions={**base["conditions"], "concurrency": 1}))
+    assert a > 10 * idle
