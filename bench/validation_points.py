@@ -264,6 +264,10 @@ _RELEASE = {
 }
 
 
+GRAPHS_PROFILED_SINCE = "2026-01-01"
+"""No vLLM release before this date counted CUDA graphs before sizing the KV cache."""
+
+
 def release_of(name: str, engine_version: str) -> str | None:
     """The release a run's conditions.engine_version names, as engine.version takes it
     (catalogs/engine_releases.yaml): "vLLM 0.6.3.post2.dev308+g…" gives 0.6.3, "llama.cpp
@@ -287,6 +291,11 @@ def _engine(p: dict) -> dict:
         engine["enforce_eager"] = cond["enforce_eager"]
     version = str(cond.get("engine_version", ""))
     release = release_of(name, version)
+    if release is None and name == "vllm" and str(p.get("as_of", "")) < GRAPHS_PROFILED_SINCE:
+        # No release named: a run published before the change that made vLLM count its
+        # CUDA graphs ahead of the KV cache (PR #30515, merged 2025-12, default from v0.21.0)
+        # ran a line that did not, the latest of which is 0.17-0.20.
+        release = "0.20.0"
     if release is not None:
         engine["version"] = release  # the release line's defaults (catalogs/engine_releases.yaml)
     if isinstance(cond.get("enable_chunked_prefill"), bool):

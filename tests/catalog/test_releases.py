@@ -52,9 +52,14 @@ def test_versions_parse_by_hand(engine: str, text: str, expected: tuple[int, ...
         ("0.7.3", "0.6.5-0.7"),
         ("0.8.0", "0.8.0-0.8.3"),  # V1 on by default
         ("0.8.4", "0.8.4"),
-        ("0.8.5", "0.8.5+"),
-        ("0.19.0", "0.8.5+"),
-        ("99.0", "0.8.5+"),  # any later release: the current line
+        ("0.8.5", "0.8.5-0.14"),
+        ("0.14.9", "0.8.5-0.14"),
+        ("0.15.0", "0.15-0.16"),  # the sampler's 32 B a logit (fit half's version sweep)
+        ("0.16.1", "0.15-0.16"),
+        ("0.17.0", "0.17-0.20"),
+        ("0.19.0", "0.17-0.20"),
+        ("0.21.0", "0.21+"),  # CUDA-graph memory counted before the KV cache (PR #30515)
+        ("99.0", "0.21+"),  # any later release: the current line
     ],
 )
 def test_vllm_versions_fall_in_their_lines(version: str, line: str) -> None:
@@ -68,7 +73,7 @@ def test_unknown_version_is_one_clear_error_naming_the_lines() -> None:
     assert msg.startswith("engine.version = latest:") and "0.6.3" in msg and "0.2-0.5.3" in msg
     with pytest.raises(InputError) as early:
         CAT.releases.line_for(CAT.engine("vllm"), "0.1.7")  # before the first line listed
-    assert "engine.version" in str(early.value) and "no vllm release line" in str(early.value) and "0.8.5+" in str(early.value)
+    assert "engine.version" in str(early.value) and "no vllm release line" in str(early.value) and "0.21+" in str(early.value)
     with pytest.raises(InputError) as build:
         CAT.releases.line_for(CAT.engine("llama.cpp"), "0.6.3")
     assert "b4567" in str(build.value)
@@ -129,7 +134,7 @@ def test_no_version_is_the_catalog_engine_unchanged() -> None:
     assert plain.release == ""
     assert dataclasses.replace(plain, release="x") != plain
     # the current line sets nothing: naming a current release gives the same figures
-    current = _resolved({"name": "vllm", "version": "0.19.0"})
+    current = _resolved({"name": "vllm", "version": "0.21.0"})
     assert dataclasses.replace(current, release="") == plain
 
 
@@ -152,3 +157,16 @@ def test_evaluate_json_names_the_release() -> None:
             assert out["engine_release"] is None
         else:
             assert out["engine_release"].startswith(named)
+
+
+def test_graph_memory_is_counted_only_from_v0_21() -> None:
+    """vLLM counts its CUDA graphs before sizing the KV cache from v0.21.0 (PR #30515);
+    earlier lines capture them after, beyond gpu_memory_utilization; v0.15-0.16's sampler
+    profile holds 32 B a logit, 8 before and after."""
+    vllm = CAT.engine("vllm")
+    at = CAT.releases.engine_at
+    assert at(vllm, "0.21.0").profiles_cuda_graphs is True
+    assert at(vllm, "0.20.3").profiles_cuda_graphs is False
+    assert at(vllm, "0.6.3").profiles_cuda_graphs is False
+    assert at(vllm, "0.15.1").sampler_bytes_per_logit == 32
+    assert at(vllm, "0.17.0").sampler_bytes_per_logit == 8
