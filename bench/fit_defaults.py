@@ -15,7 +15,8 @@ What is fitted, and from what (every other figure is a sourced catalog fact):
   and 26.8 → 25.1 % on seeds 1 and 0 with it) — from batch-1
   and batched decode TPOT and from single-prompt TTFT points of that engine and kind;
 - per quantised weight format: the share of 16-bit bandwidth its decode kernels reach
-  (FP8's held at 1, see HELD)
+  (FP8's held at 1, see HELD; a backend's own sourced share, Precision.bandwidth_share_by_memory
+  such as Metal's 4-bit GGUF kernels', is held on that backend's points, Term.held_share)
   and the share of the group's utilisation its prefill GEMMs reach — the 16-bit formats'
   too, one value for bf16 and fp16 (PREFILL_SHARE_16);
 - the runtime's memory beside weights, KV and activations: the median non-torch memory
@@ -352,10 +353,14 @@ class Term:
     comm_chunk_s: float = 0.0
     expert_units: float = 0.0
     """A prefill's MoE layers × routed experts its prompt reaches (what sp multiplies)."""
+    held_share: float = 0.0
+    """The format's sourced decode share on this point's backend
+    (Precision.bandwidth_share_by_memory, Metal's 4-bit GGUF kernels), held in place of
+    the format's fitted share; 0 where the format's fitted share applies."""
 
 
 def _unit_shares(d):
-    w = dataclasses.replace(d.weights, bandwidth_share=1.0, compute_share=1.0, expert_compute_share=1.0)
+    w = dataclasses.replace(d.weights, bandwidth_share=1.0, bandwidth_share_by_memory={}, compute_share=1.0, expert_compute_share=1.0)
     kv = dataclasses.replace(d.kv, bandwidth_share=1.0, compute_share=1.0)
     return d.replace(weights=w, kv=kv)
 
@@ -423,6 +428,8 @@ def terms_of(p: dict, catalog) -> Term | None:
     if not ev.valid or too_big(ev):
         return None
     group = (d.engine.name, d.device.memory_kind if d.device.vendor == "NVIDIA" else f"{d.device.vendor.lower()}.{d.device.memory_kind}")
+    own = catalog.precision(d.weights.name, "weights").bandwidth_share_by_memory
+    held = own.get(f"{d.device.vendor.lower()}.{d.device.memory_kind}", 0.0)
     src = source_key(p)
     layers = d.model.num_layers
     if kind == "ttft":
@@ -450,6 +457,7 @@ def terms_of(p: dict, catalog) -> Term | None:
             d.engine.name,
             tp=d.tp,
             expert_units=_expert_units(d, prompt),
+            held_share=held,
         )
     dec = ev.decode
     c = dec.coefficients
@@ -486,6 +494,7 @@ def terms_of(p: dict, catalog) -> Term | None:
         chunk_share=steps[0],
         linear_chunk_s=steps[3],
         comm_chunk_s=steps[4],
+        held_share=held,
     )
 
 
@@ -529,6 +538,7 @@ class Model:
                 "linear_chunk_s",
                 "comm_chunk_s",
                 "expert_units",
+                "held_share",
             )
         }
         self.is_ttft = np.array([t.kind == "ttft" for t in terms])
@@ -589,6 +599,7 @@ class Model:
         s0, s1 = self._vec("s0", self.gidx, self.groups), self._vec("s1", self.gidx, self.groups)
         s2 = self._vec("s2", self.gidx, self.groups)
         sb, sc = self._vec("sb", self.widx, self.formats), self._vec("sc", self.widx, self.formats)
+        sb = np.where(a["held_share"] > 0, a["held_share"], sb)  # a backend's sourced share
         sck = self._vec("sc", self.kidx, self.formats)
         weights = a["weights_s"] * (a["sixteen_fraction"] + (1 - a["sixteen_fraction"]) / sb) / e
         s3 = self._vec("s3", self.gidx, self.groups)
@@ -686,6 +697,7 @@ class Model:
                     continue  # its value is its tie's
                 tied = {f} | {g for (g, k), src in self.tie.items() if src == (f, key)}  # and the formats tied to it
                 mine = [t for t in self.terms if t.weights in tied and (t.kind == "ttft") == ttft and (key != "sx" or t.expert_fraction > 0)]
+                mine = [t for t in mine if key != "sb" or not t.held_share]  # points at a held backend share set no fitted one
                 sources = len({t.source for t in mine})
                 sixteen = key == "sc" and f in ("bf16", "fp16")  # PREFILL_SHARE_16: no exotic kernel to guard against
                 enough = len(mine) >= (MIN_TERM_POINTS if key == "sx" or sixteen else min_format)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 from typing import Annotated, Literal
@@ -46,6 +47,12 @@ class Precision:
     bandwidth_share: Annotated[float, Gt(0), Le(1.5)] = 1.0
     """Share of a 16-bit GEMV's achieved bandwidth that this format's decode kernels
     reach (dequantisation costs); fitted, catalogs/fitted.yaml."""
+    bandwidth_share_by_memory: dict[str, Annotated[float, Gt(0), Le(1.5)]] = dataclasses.field(default_factory=dict)
+    """The decode share on one backend's memory, keyed as the fitted factors are (vendor
+    and memory kind, "apple.lpddr"): a format's kernels are written per backend (Metal's
+    dequantising GEMVs are not CUDA's), so a share fitted on CUDA need not carry; where a
+    key is absent, `bandwidth_share`. Sourced in catalogs/precisions.yaml."""
+    bandwidth_share_by_memory_source: str = ""
     compute_share: Annotated[float, Gt(0), Le(1.5)] = 1.0
     """Share of the engine's fitted utilisation (compute_efficiency, set by decode and
     prefill together) that this format's prefill GEMMs reach of their own peak: above 1
@@ -70,6 +77,10 @@ class Precision:
             raise ValueError(
                 f"precision '{self.name}': effective_bits_per_value {self.effective_bits_per_value} is below its stored bits {self.bits}"
             )
+
+    def bandwidth_share_on(self, vendor: str, memory_kind: str) -> float:
+        """The decode share on a device of this vendor and memory kind."""
+        return self.bandwidth_share_by_memory.get(f"{vendor.lower()}.{memory_kind}", self.bandwidth_share)
 
     @property
     def bytes_per_value(self) -> float:

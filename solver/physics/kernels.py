@@ -32,8 +32,9 @@ def split_weight_bytes(d: Deployment) -> tuple[float, float]:
 
 def bandwidth_share(d: Deployment) -> float:
     """The share of a 16-bit GEMV's bandwidth the weight reads reach as a whole: the
-    bytes a step reads in 16-bit at 1, the quantised ones at the format's share."""
-    share = d.weights.bandwidth_share
+    bytes a step reads in 16-bit at 1, the quantised ones at the format's share on this
+    device's backend (Precision.bandwidth_share_on)."""
+    share = d.weights.bandwidth_share_on(d.device.vendor, d.device.memory_kind)
     if share == 1.0 or d.weights_bytes_override is not None:
         return share
     m = d.model

@@ -253,6 +253,8 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
             f"stores {allowed[0]} weights, but precision.weights is {weights.name}; set precision.weights: {allowed[0]}, or drop the checkpoint",
         )
     shares = inp.overrides.precision.model_dump(exclude_none=True)
+    if "bandwidth_share" in shares:  # the user's share holds on every backend
+        shares["bandwidth_share_by_memory"] = {}
     weights = dataclasses.replace(weights, **shares) if shares else weights
     kv = catalog.precision(inp.precision.kv_cache, "kv")
 

@@ -223,3 +223,30 @@ def test_tp8_decode_share_of_allreduce_fell(build_deployment):
     dec = estimate_decode(d, w)
     assert dec.comm_time_s == pytest.approx(1.1928e-3, rel=1e-3)
     assert dec.comm_time_s / dec.tpot_s < 0.37
+
+
+def test_tp4_all_reduces_are_near_the_measured_kernels_and_do_not_grow_with_the_group(build_deployment):
+    # Issue 42 item 4 asked whether a small message's all-reduce grows with the group.
+    # SGLang PR #2904 (H100, vLLM's custom kernel, no CUDA graph): 4 KiB at TP 2/4/8 took
+    # 8.8 / 8.5 / 9.3 µs — flat, so the model keeps one fixed cost per call. Modelled, a
+    # batch-1 decode message of 16 KiB: TP 2 7.2 + 16384 / 450e9 = 7.236 µs, TP 8
+    # 7.2 + 7 × 16384 / 450e9 = 7.455 µs (0.22 µs apart; measured 0.8 µs apart).
+    def one_shot(tp: int) -> float:
+        d, _, _ = build_deployment("llama-3.1-70b", "h100-sxm", tp=tp, users=1, prompt=1, output=1)
+        a = allreduce_algorithm(d, 16 * KiB)
+        assert a is not None and a.name == "custom one-shot"
+        return a.time_s(16 * KiB)
+
+    assert one_shot(2) == pytest.approx(7.236e-6, rel=1e-3)
+    assert one_shot(8) == pytest.approx(7.455e-6, rel=1e-3)
+    assert one_shot(8) - one_shot(2) < 1e-6
+    # A 128-token prompt at TP 4 (128 × 8192 × 2 B = 2 MiB, above the one-shot's 512 KiB):
+    # two-shot 13.1 + 1.5 × 2097152 / 450e9 = 13.1 + 6.99 = 20.09 µs; vLLM PR #24532's H100
+    # TP 4 table (CUDA graphs) gives 23 µs (ca_1stage, symm_mem_two_shot) to 26 µs
+    # (ca_2stage): within 25 %, so the 160 all-reduces of a 70B prompt are 3.2 ms, not the
+    # 5-9 ms a 30 % short TTFT would need.
+    d, _, _ = build_deployment("llama-3.1-70b", "h100-sxm", tp=4, users=1, prompt=128, output=1)
+    a = allreduce_algorithm(d, 2 * MiB)
+    assert a is not None and a.name == "custom two-shot"
+    assert a.time_s(2 * MiB) == pytest.approx(20.09e-6, rel=1e-3)
+    assert 23e-6 / 1.25 < a.time_s(2 * MiB) < 26e-6
