@@ -8,6 +8,7 @@ which, and over how many points it was fitted."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import Annotated
 
 from annotated_types import Ge, Gt, Le
 
+from solver.catalog.factors import Factors
 from solver.catalog.types import FORBID
 
 METRICS = ("tpot1", "tpot", "ttft", "throughput", "kv")
@@ -108,3 +110,44 @@ def slow_edge(band: Band | None) -> float:
     """How much slower than predicted a time metric is at the band's slow edge: its
     upper quantile, never below 1 (a pessimistic plan is never held to a faster figure)."""
     return max(1.0, band.hi) if band else 1.0
+
+
+@dataclass(frozen=True)
+class Bands:
+    """The bands of one deployment's figures (its engine and memory kind)."""
+
+    tpot1: Band | None = None
+    tpot: Band | None = None
+    ttft: Band | None = None
+    throughput: Band | None = None
+    kv: Band | None = None
+
+    def tpot_at(self, batch: float) -> Band | None:
+        """A step's band: batch-1 TPOT's for one sequence, batched TPOT's for more."""
+        return self.tpot1 if batch <= 1 else self.tpot
+
+
+def bands_for(bands: BandsFile | None, engine: str, memory_kind: str) -> Bands | None:
+    if bands is None or not bands.metrics:
+        return None
+    return Bands(**{m: band_for(bands, m, engine, memory_kind) for m in METRICS})
+
+
+def slowed(factors: Factors, tpot_edge: float, ttft_edge: float) -> Factors:
+    """The factors at the bands' slow edge, every time a step or a prompt takes grown
+    by at least its edge: a decode step's reads and fixed costs by tpot_edge, a
+    prompt's fixed costs by ttft_edge, the matmul rate (both run on it) by the larger.
+    A device's links are facts, not factors: at TP > 1 the all-reduces stay as they are."""
+    both = max(tpot_edge, ttft_edge)
+    return dataclasses.replace(
+        factors,
+        bandwidth_efficiency=factors.bandwidth_efficiency / tpot_edge,
+        compute_efficiency=factors.compute_efficiency / both,
+        step_overhead_s=factors.step_overhead_s * tpot_edge,
+        layer_overhead_s=factors.layer_overhead_s * tpot_edge,
+        sequence_overhead_s=factors.sequence_overhead_s * tpot_edge,
+        expert_layer_overhead_s=factors.expert_layer_overhead_s * tpot_edge,
+        tp_rank_overhead_s=factors.tp_rank_overhead_s * tpot_edge,
+        prefill_expert_overhead_s=factors.prefill_expert_overhead_s * ttft_edge,
+        request_overhead_s=factors.request_overhead_s * ttft_edge,
+    )

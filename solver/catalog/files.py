@@ -10,6 +10,7 @@ from typing import Annotated
 
 from annotated_types import Gt, Le
 
+from solver.catalog.bands import BandsFile
 from solver.catalog.devices import Device, Platform
 from solver.catalog.engines import Engine, SpeculativeMethod
 from solver.catalog.factors import DefaultFactors, FactorOverrides
@@ -95,4 +96,5 @@ CATALOG_FILES: dict[str, tuple[str, type]] = {
     "fitted": ("fitted.yaml", FittedFile),
     "prices": ("prices.yaml", PricesFile),
     "ownership": ("ownership.yaml", Ownership),
+    "bands": ("bands.yaml", BandsFile),
 }
