@@ -207,6 +207,23 @@ def print_coverage(rows: list[tuple[str, str, str, float]], bands: BandsFile, sp
         print(f"  {NAMES[m]:<32} {k:>4}/{n:<4} {k / n:>6.1%}  ({lo:.1%} to {hi:.1%})")
 
 
+def coverage_report(ours: dict[str, tuple[float, float, str]], by_id: dict[str, dict], split: str) -> None:
+    """bench_validation.py's block: per metric, its median error and how many of the
+    split's points lie inside the band catalogs/bands.yaml gives their prediction, with
+    the count and the share's Wilson 95 % interval. ours: point id → (predicted,
+    measured, metric)."""
+    bands = read_bands()
+    catalog = default_catalog()
+    rows = [(pid, k, g, b / a) for pid, (a, b, k) in ours.items() if k in METRICS and a > 0 and (g := group_of(by_id[pid], catalog))]
+    nominal = bands.quantiles[1] - bands.quantiles[0]
+    print(f"bands on the {split} split: points inside their P10–P90 band (catalogs/bands.yaml, fitted on the fit split; nominal {nominal:.0%})")
+    print(f"  {'metric':<32} {'n':>4} {'median':>7} {'in band':>9} {'share':>6}  Wilson 95 %")
+    for m, (k, n) in coverage(rows, bands).items():
+        lo, hi = wilson(k, n)
+        med = statistics.median(abs(1 / r - 1) for _, kk, _, r in rows if kk == m)
+        print(f"  {NAMES[m]:<32} {n:>4} {med:>7.1%} {k:>4}/{n:<4} {k / n:>6.1%}  ({lo:.1%} to {hi:.1%})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--write", action="store_true", help="rewrite catalogs/bands.yaml")

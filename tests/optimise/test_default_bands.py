@@ -10,7 +10,6 @@ import pytest
 import yaml
 
 from solver.catalog import default_catalog
-from solver.catalog.bands import slow_edge
 from solver.cli.main import main
 from solver.physics.evaluate import evaluate
 from tests.conftest import build
