@@ -178,6 +178,8 @@ def _to_dict(ev: Evaluation) -> dict[str, Any]:
         "ttft_band_s": _pair(bands.ttft_band(d, pre.ttft_s)),
         "ttft_band_from": bands.ttft_source(d),
         "ttft_under_load_s": dec.ttft_under_load_s,
+        # the idle prompt's band multiples: queueing's own error is not in them
+        "ttft_under_load_band_s": _pair(bands.ttft_band(d, dec.ttft_under_load_s)) if dec.ttft_under_load_s is not None else None,
         "bound": pre.bound,
     }
     out["interconnect"] = {

@@ -425,7 +425,9 @@ def render_text(ev: Evaluation) -> str:
             (
                 "TTFT",
                 f"{fmt_seconds(dec.ttft_under_load_s)} under load: {own}, behind the prompts of the replica's other "
-                f"{dec.batch - 1:,} users (each sends its next request when its last ends)" + (", and the front end" if c.request_overhead_s else ""),
+                f"{dec.batch - 1:,} users (each sends its next request when its last ends)"
+                + (", and the front end" if c.request_overhead_s else "")
+                + bands.time_text(bands.ttft_band(d, dec.ttft_under_load_s), bands.ttft_source(d)),
             )
         )
     out += _rows(rows)

@@ -30,6 +30,8 @@ def test_evaluate_json_gives_each_figure_its_band(capsys):
     assert "fit points" in dec["tpot_band_from"]
     lo, hi = _pooled("ttft")
     assert pre["ttft_band_s"] == pytest.approx([pre["ttft_s"] * lo, pre["ttft_s"] * hi])
+    load = pre["ttft_under_load_s"]
+    assert pre["ttft_under_load_band_s"] == pytest.approx([load * lo, load * hi])
     lo, hi = _pooled("throughput")
     assert dec["tokens_per_s_band"] == pytest.approx([dec["tokens_per_s"] * lo, dec["tokens_per_s"] * hi])
     lo, hi = _pooled("kv")
