@@ -93,3 +93,14 @@ def test_slowed_factors_by_hand():
     assert f.layer_overhead_s == pytest.approx(base.layer_overhead_s * 1.5)
     assert f.request_overhead_s == pytest.approx(base.request_overhead_s * 2.0)
     assert f.memory_utilization == base.memory_utilization  # memory is not a time
+
+
+def test_shipped_bands_rest_on_the_fit_splits_predicted_points():
+    # catalogs/bands.yaml is bench/fit_bands.py's output on today's physics: each metric's
+    # band counts the fit points predicted now (a change to the physics or the points that
+    # moves them means `python bench/fit_bands.py --write` must be re-run).
+    rows = fit_bands.ratios(fit_bands.load_points(), "fit")
+    bands = default_catalog().bands
+    for m in METRICS:
+        assert bands.metrics[m].pooled.points == sum(1 for _, k, _, _ in rows if k == m), m
+    assert all(r > 0 for *_, r in rows)
