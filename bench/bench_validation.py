@@ -32,6 +32,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from fit_bands import coverage_report  # noqa: E402
 from validation_points import (  # noqa: E402
     KINDS,
     ROOT,
@@ -406,6 +407,7 @@ def main() -> None:
             print(_row("  KV points with engine knobs", knobbed))
             vllm = [abs(a - b) / b for pid, (a, b, _) in rows if by_id[pid].get("engine") == "vllm"]
             print(_row("  vLLM KV points", vllm))
+    coverage_report(ours, by_id, args.split)
     print("each median with its 95 % interval over campaigns resampled (2,000 draws, seed 0):")
     for kind, name in KINDS.items():
         by_campaign: dict[str, list[float]] = {}

@@ -35,6 +35,25 @@ from validation_points import load_points  # noqa: E402
 from solver.catalog import default_catalog  # noqa: E402
 
 
+def predict_from(train: list, test: list) -> np.ndarray:
+    """The test terms' times (s) as a fit on the train terms predicts them, a group the
+    train terms lack taking its fallback's values (fit_defaults.fallback)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        model = fit.fit_model(train)
+    fitted = {k[0] for k in model.free(fit.MIN_POINTS, fit.MIN_FORMAT_POINTS) if isinstance(k[0], tuple) and k[0] not in (fit.SERVED, fit.GLOBAL)}
+    check = fit.Model(test)
+    check.tie = {}  # the values copied in are already resolved
+    for key in list(check.values):
+        owner, name = key
+        if isinstance(owner, tuple) and owner not in (fit.SERVED, fit.GLOBAL):
+            src = owner if owner in fitted else fit.fallback(owner, fitted)
+            if src is not None and (src, name) in model.values:
+                check.values[key] = model.value(src, name)
+        elif key in model.values:
+            check.values[key] = model.value(owner, name)
+    return check.predict()
+
+
 def held_out(terms: list, folds: list[set[str]]) -> dict[str, list[float]]:
     errs: dict[str, list[float]] = {"tpot": [], "ttft": [], "campaign": []}
     for fold in folds:
@@ -42,20 +61,7 @@ def held_out(terms: list, folds: list[set[str]]) -> dict[str, list[float]]:
         test = [t for t in terms if t.source in fold]
         if not test:
             continue
-        with contextlib.redirect_stdout(io.StringIO()):
-            model = fit.fit_model(train)
-        fitted = {k[0] for k in model.free(fit.MIN_POINTS, fit.MIN_FORMAT_POINTS) if isinstance(k[0], tuple) and k[0] not in (fit.SERVED, fit.GLOBAL)}
-        check = fit.Model(test)
-        check.tie = {}  # the values copied in are already resolved
-        for key in list(check.values):
-            owner, name = key
-            if isinstance(owner, tuple) and owner not in (fit.SERVED, fit.GLOBAL):
-                src = owner if owner in fitted else fit.fallback(owner, fitted)
-                if src is not None and (src, name) in model.values:
-                    check.values[key] = model.value(src, name)
-            elif key in model.values:
-                check.values[key] = model.value(owner, name)
-        ape = np.abs(check.predict() / check.arr["measured_s"] - 1)
+        ape = np.abs(predict_from(train, test) / np.array([t.measured_s for t in test]) - 1)
         for t, e in zip(test, ape):
             errs["ttft" if t.kind == "ttft" else "tpot"].append(float(e))
         by_source: dict[str, list[float]] = {}

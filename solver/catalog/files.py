@@ -10,6 +10,7 @@ from typing import Annotated
 
 from annotated_types import Gt, Le
 
+from solver.catalog.bands import BandsFile
 from solver.catalog.devices import Device, Platform
 from solver.catalog.engines import Engine, SpeculativeMethod
 from solver.catalog.factors import DefaultFactors, FactorOverrides
@@ -97,4 +98,5 @@ CATALOG_FILES: dict[str, tuple[str, type]] = {
     "prices": ("prices.yaml", PricesFile),
     "ownership": ("ownership.yaml", Ownership),
     "releases": ("engine_releases.yaml", ReleasesFile),
+    "bands": ("bands.yaml", BandsFile),
 }

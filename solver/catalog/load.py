@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from solver.catalog import cache
+from solver.catalog.bands import BandsFile
 from solver.catalog.devices import (
     Device,
     Platform,
@@ -137,6 +138,7 @@ class Catalog:
         prices: PricesFile | None = None,
         ownership: Ownership | None = None,
         releases: ReleasesFile | None = None,
+        bands: BandsFile | None = None,
     ):
         df = devices.default_factors
         fitted = fitted or FittedFile("nothing", dt.date.min)
@@ -148,6 +150,8 @@ class Catalog:
         """Device → factors a user's calibration fitted (--calibration; see catalog/calibration.py)."""
         self.calibration_bands: dict[str, dict[str, float]] = {}
         """Device → the worst residual per metric that calibration left (its band)."""
+        self.bands = bands
+        """The default prediction bands (bands.yaml, fitted by bench/fit_bands.py)."""
         self.default_pricing = self.prices.default
         for d in devices.devices:
             if d.price is not None:

@@ -27,6 +27,7 @@ from solver.spec.resolve import (
     band_of,
     check_engine_fits,
     checkpoint_formats,
+    default_bands,
     engine_factors,
     override_device,
     release_engine,
@@ -305,6 +306,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
                                 weights_bytes_override=mo.weights_bytes,
                                 engine=engine,
                                 band=band_of(catalog, device),
+                                bands=default_bands(catalog, device, engine),
                                 speculation=resolve_speculation(spec.speculative, model, wf, kf, engine, catalog) if drafts else None,
                                 parallelism=parallel,
                             ).as_engine_runs()

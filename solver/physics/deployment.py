@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from solver.catalog import Device, Engine, Factors, Model, Platform, Precision
+from solver.catalog.bands import Bands
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,8 @@ class Deployment:
     """How the KV cache is sized; None: vLLM's rule (a fraction of the total)."""
     band: tuple[float, float] = (0.0, 0.0)
     """Relative uncertainty of (TPOT, TTFT): the worst residual of a calibration."""
+    bands: Bands | None = None
+    """The default P10–P90 bands of its figures (catalogs/bands.yaml), for the reports."""
     speculation: Speculation | None = None
     """Speculative decoding (None: one token per step)."""
     parallelism: str = "tp"

@@ -10,7 +10,7 @@ from typing import Any
 
 from solver.physics.evaluate import Evaluation, Remedy, Verdict
 from solver.physics.memory import MemoryEstimate, kv_bytes_per_token_per_layer
-from solver.report import strict_json
+from solver.report import bands, strict_json
 
 
 def _verdict_dict(v: Verdict) -> dict[str, Any]:
@@ -137,6 +137,7 @@ def _to_dict(ev: Evaluation) -> dict[str, Any]:
         "kv_budget_bytes": mem.kv_budget_bytes,
         "kv_capacity_blocks": mem.kv_capacity_blocks,
         "kv_capacity_tokens": mem.kv_capacity_tokens,
+        "kv_capacity_tokens_band": _pair(bands.kv_band(d, mem.kv_capacity_tokens)),
         "block_size_tokens": mem.block_size_tokens,
         "max_concurrency": mem.max_concurrency,
     }
@@ -156,10 +157,12 @@ def _to_dict(ev: Evaluation) -> dict[str, Any]:
         "attention_time_s": dec.attention_time_s,
         "fixed_time_s": dec.step_overhead_s,
         "tpot_s": dec.tpot_s,
-        "tpot_band_s": [dec.tpot_s * (1 - d.band[0]), dec.tpot_s * (1 + d.band[0])] if d.band[0] else None,
+        "tpot_band_s": _pair(bands.tpot_band(d, dec.tpot_s, dec.batch)),
+        "tpot_band_from": bands.tpot_source(d, dec.batch),
         "bound": dec.bound,
         "tokens_per_s_per_user": dec.tokens_per_s_per_user,
         "tokens_per_s": dec.tokens_per_s * d.replicas,
+        "tokens_per_s_band": _pair(bands.throughput_band(d, dec.tokens_per_s * d.replicas)),
         "expert_hit_fraction": dec.expert_hit_fraction,
         "speculative": None
         if d.speculation is None
@@ -191,8 +194,11 @@ def _to_dict(ev: Evaluation) -> dict[str, Any]:
         "expert_compute_share": pre.expert_compute_share,
         "request_overhead_s": pre.request_overhead_s,
         "ttft_s": pre.ttft_s,
-        "ttft_band_s": [pre.ttft_s * (1 - d.band[1]), pre.ttft_s * (1 + d.band[1])] if d.band[1] else None,
+        "ttft_band_s": _pair(bands.ttft_band(d, pre.ttft_s)),
+        "ttft_band_from": bands.ttft_source(d),
         "ttft_under_load_s": dec.ttft_under_load_s,
+        # the idle prompt's band multiples: queueing's own error is not in them
+        "ttft_under_load_band_s": _pair(bands.ttft_band(d, dec.ttft_under_load_s)) if dec.ttft_under_load_s is not None else None,
         "bound": pre.bound,
     }
     out["interconnect"] = {
@@ -209,3 +215,7 @@ def _to_dict(ev: Evaluation) -> dict[str, Any]:
     out["verdicts"] = [_verdict_dict(v) for v in ev.verdicts]
     out["remedies"] = [_remedy_dict(r) for r in ev.remedies]
     return out
+
+
+def _pair(lohi: tuple[float, float] | None) -> list[float] | None:
+    return list(lohi) if lohi else None

@@ -13,6 +13,7 @@ from solver.physics.evaluate import Evaluation, Verdict
 from solver.physics.interconnect import ROW_SPLIT_CHUNK_TOKENS, row_split_matrices, row_split_transfers
 from solver.physics.memory import MemoryEstimate, kv_bytes_per_token_per_layer
 from solver.physics.prefill import PrefillEstimate
+from solver.report import bands
 from solver.report.batching import batching_text
 from solver.units import GB, fmt_bytes, fmt_rate, fmt_seconds
 
@@ -102,10 +103,14 @@ def _kept_rows(d: Deployment, mem: MemoryEstimate) -> list[tuple[str, str]]:
     return rows
 
 
-def _band(value: float, rel: float) -> str:
-    if not rel:
-        return ""
-    return f"; band {fmt_seconds(value * (1 - rel))} – {fmt_seconds(value * (1 + rel))} (calibration residuals)"
+def _kv_band(d: Deployment, kv_tokens: int) -> str:
+    lohi = bands.kv_band(d, kv_tokens)
+    return f"; P10–P90 {lohi[0]:,.0f} – {lohi[1]:,.0f} tokens" if lohi else ""
+
+
+def _rate_band(d: Deployment, tokens_per_s: float) -> str:
+    lohi = bands.throughput_band(d, tokens_per_s)
+    return f", throughput {lohi[0]:,.0f} – {lohi[1]:,.0f} tokens/s" if lohi else ""
 
 
 def _combine(overlapped: bool, unhidden_share: float, parts: str) -> str:
@@ -277,7 +282,7 @@ def render_text(ev: Evaluation) -> str:
             (
                 "KV capacity",
                 f"{mem.kv_capacity_tokens:>17,} tokens   {mem.kv_capacity_blocks:,} blocks of {mem.block_size_tokens}; "
-                f"max concurrency at {w.context_tokens:,} tokens: {mem.max_concurrency:.2f}x ({name})",
+                f"max concurrency at {w.context_tokens:,} tokens: {mem.max_concurrency:.2f}x ({name})" + _kv_band(d, mem.kv_capacity_tokens),
             )
         )
         if m.sliding_layers:
@@ -334,7 +339,9 @@ def render_text(ev: Evaluation) -> str:
         (
             "TPOT",
             f"{fmt_seconds(dec.tpot_s)} ({dec.bound}-bound): {dec.tokens_per_s_per_user:,.1f} tokens/s per user, "
-            f"{dec.tokens_per_s * d.replicas:,.0f} tokens/s in all" + _band(dec.tpot_s, d.band[0]),
+            f"{dec.tokens_per_s * d.replicas:,.0f} tokens/s in all"
+            + bands.time_text(bands.tpot_band(d, dec.tpot_s, dec.batch), bands.tpot_source(d, dec.batch), "TPOT")
+            + _rate_band(d, dec.tokens_per_s * d.replicas),
         ),
     ]
     sp = d.speculation
@@ -386,7 +393,11 @@ def render_text(ev: Evaluation) -> str:
         ("communication", _comm(pre.comm_time_s, d)),
         ("fixed cost", _fixed(d, pre.step_overhead_s)),
         *_expert_setup(d, pre),
-        ("idle TTFT", f"{fmt_seconds(pre.ttft_s)} ({pre.bound}-bound, one prompt on an idle replica)" + _band(pre.ttft_s, d.band[1])),
+        (
+            "idle TTFT",
+            f"{fmt_seconds(pre.ttft_s)} ({pre.bound}-bound, one prompt on an idle replica)"
+            + bands.time_text(bands.ttft_band(d, pre.ttft_s), bands.ttft_source(d)),
+        ),
     ]
     if pre.cached_tokens:
         rows.insert(
@@ -434,7 +445,9 @@ def render_text(ev: Evaluation) -> str:
             (
                 "TTFT",
                 f"{fmt_seconds(dec.ttft_under_load_s)} under load: {own}, behind the prompts of the replica's other "
-                f"{dec.batch - 1:,} users (each sends its next request when its last ends)" + (", and the front end" if c.request_overhead_s else ""),
+                f"{dec.batch - 1:,} users (each sends its next request when its last ends)"
+                + (", and the front end" if c.request_overhead_s else "")
+                + bands.time_text(bands.ttft_band(d, dec.ttft_under_load_s), bands.ttft_source(d)),
             )
         )
     out += _rows(rows)

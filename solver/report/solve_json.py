@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -18,7 +18,8 @@ from solver.explain.records import SensitivityRow, SolveResult
 from solver.optimise.capacity import NO_CAP
 from solver.optimise.scenario import objective_value
 from solver.physics.costs import TokenCosts, token_costs
-from solver.report import strict_json
+from solver.physics.deployment import Deployment
+from solver.report import bands, strict_json
 from solver.report.headroom import HeadroomOut, headroom_out
 from solver.report.mixed_json import MixedPlanOut, mixed_out
 from solver.report.speculative_json import SpeculativeOut, speculative_out
@@ -130,6 +131,12 @@ class PlanOut(SolveModel):
     tpot_s: float
     ttft_s: float = Field(description="At the plan's load: the prompts of a replica's users (or arrivals) queued ahead of each other.")
     idle_ttft_s: float = Field(description="One prompt on an idle replica, no queue.")
+    tpot_band_s: list[float] | None = Field(
+        default=None,
+        description="TPOT's band [low, high]: a calibration's residual band (--calibration), else the default P10–P90 of catalogs/bands.yaml.",
+    )
+    ttft_band_s: list[float] | None = Field(default=None, description="TTFT's band [low, high], as tpot_band_s, around ttft_s.")
+    band_from: str | None = Field(default=None, description="Where TPOT's band comes from (calibration residuals, or bands.yaml and its fit points).")
     prefix_cached_tokens: int = Field(
         default=0, description="Of each prompt, the tokens the prefix cache supplies (workload.shared_prefix_tokens × prefix_hit_rate)."
     )
@@ -409,6 +416,7 @@ def to_output(r: SolveResult) -> SolveOut:
         # build_problem gives every shape its costs and the problem its ownership;
         # explain_plan sets the plan and its batch cap together.
         assert hc is not None and own is not None and capped_by is not None
+        plan_ttft_s = c.ttft_s if c.traffic is not None or c.prefill is not None else ttft_s
         plan = PlanOut(
             gpu=d.device.name,
             gpu_display_name=d.device.display_name,
@@ -433,6 +441,7 @@ def to_output(r: SolveResult) -> SolveOut:
             tpot_s=c.tpot_s if c.traffic is not None else est.decode.tpot_s,
             ttft_s=c.ttft_s if c.traffic is not None or c.prefill is not None else ttft_s,
             idle_ttft_s=est.prefill.ttft_s if c.prefill is None else c.prefill.ttft_s - c.prefill.load.wait_s,
+            **_bands_out(d, c.tpot_s if c.traffic is not None else est.decode.tpot_s, c.batch, plan_ttft_s),
             serving=c.serving,
             prefill_pool=_prefill_pool_out(c),
             prefix_cached_tokens=est.prefill.cached_tokens,
@@ -518,3 +527,9 @@ def to_json(r: SolveResult) -> str:
 
 def result_json_schema() -> dict:
     return SolveOut.model_json_schema()
+
+
+def _bands_out(d: Deployment, tpot_s: float, batch: int, ttft_s: float) -> dict[str, Any]:
+    """The plan's TPOT and TTFT bands (report/bands.py)."""
+    tb, fb = bands.tpot_band(d, tpot_s, batch), bands.ttft_band(d, ttft_s)
+    return {"tpot_band_s": list(tb) if tb else None, "ttft_band_s": list(fb) if fb else None, "band_from": bands.tpot_source(d, batch)}

@@ -203,6 +203,11 @@ def render(r: SolveResult, markdown: bool = False) -> str:
                 f"{pl.batch_per_replica:,} users per {'decode ' if pp_pool else ''}replica on {pl.platform}; TPOT {fmt_seconds(pl.tpot_s)}, "
                 f"TTFT {fmt_seconds(pl.ttft_s)}, {pl.tokens_per_s:,.0f} tokens/s in all"
             )
+        if pl.tpot_band_s and pl.ttft_band_s:
+            lines.append(
+                f"how sure: TPOT {fmt_seconds(pl.tpot_band_s[0])} – {fmt_seconds(pl.tpot_band_s[1])}, "
+                f"TTFT {fmt_seconds(pl.ttft_band_s[0])} – {fmt_seconds(pl.ttft_band_s[1])} ({pl.band_from})"
+            )
             if pp_pool:
                 lines.append(
                     f"each prompt's KV cache ({pp_pool.kv_transfer_bytes / GB:,.2f} GB) goes from its prefill replica to a decode replica over "

@@ -264,7 +264,8 @@ class SlaIn(SpecModel):
     goodput: Share | None = Field(default=None, description=f"With requests_per_s: share of requests meeting every target at once, {SHARE}.")
     at: Literal["nominal", "pessimistic"] = Field(
         default="nominal",
-        description="pessimistic: with --calibration, hold the targets at the slow edge of the band the calibration residuals give.",
+        description="pessimistic: hold the targets at the slow edge of the band: the calibration residuals' with --calibration, "
+        "else the default P90 of catalogs/bands.yaml (every step and prompt that much slower).",
     )
 
 

@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 from solver.catalog import Catalog, Device, Engine, FactorOverrides, Factors, Model
+from solver.catalog.bands import Bands, bands_for, slow_edge, slowed
 from solver.catalog.calibration import pessimistic
 from solver.errors import InputError
 from solver.physics.deployment import Deployment, LengthDistribution, Targets, Traffic, Workload
@@ -148,7 +149,9 @@ def engine_factors(catalog: Catalog, device: Device, engine: Engine, at: str = "
     """Catalog defaults, then the engine's memory fraction and its measured efficiency
     on this kind of memory, then the device's own factors (an Apple GPU's Metal cap
     wins over any engine), then a calibration's fitted factors — at the slow edge of
-    its band when `at` is pessimistic."""
+    its band when `at` is pessimistic; without a calibration, at the slow edge of the
+    default bands (catalogs/bands.yaml): every step and prompt at least its band's
+    upper quantile slower."""
     base = dataclasses.replace(catalog.default_factors, memory_utilization=engine.fraction)
     measured = engine.efficiency_on(device)
     if measured:
@@ -159,6 +162,10 @@ def engine_factors(catalog: Catalog, device: Device, engine: Engine, at: str = "
     band = catalog.calibration_bands.get(device.name)
     if at == "pessimistic" and band:
         factors = pessimistic(factors, band)
+    elif at == "pessimistic":
+        b = default_bands(catalog, device, engine)
+        if b is not None:
+            factors = slowed(factors, max(slow_edge(b.tpot1), slow_edge(b.tpot)), slow_edge(b.ttft))
     return factors
 
 
@@ -166,6 +173,9 @@ def release_engine(engine_in: EngineIn, catalog: Catalog) -> Engine:
     """The catalog's engine with the defaults of the release the spec names
     (engine.version; none: the current release, the catalog's entry as it is)."""
     return catalog.releases.engine_at(catalog.engine(engine_in.name), engine_in.version)
+def default_bands(catalog: Catalog, device: Device, engine: Engine) -> Bands | None:
+    """The default bands of this engine's figures on this kind of memory."""
+    return bands_for(catalog.bands, engine.name, device.memory_kind)
 
 
 def resolve_engine(engine_in: EngineIn, catalog: Catalog, device: Device) -> Engine:
@@ -279,6 +289,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
         weights_bytes_override=mo.weights_bytes,
         engine=engine,
         band=band_of(catalog, device),
+        bands=default_bands(catalog, device, engine),
         speculation=resolve_speculation(inp.speculative, model, weights, kv, engine, catalog),
         parallelism=hw.parallelism,
     ).as_engine_runs()
