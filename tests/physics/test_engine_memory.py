@@ -36,9 +36,11 @@ def test_cuda_graphs_leave_the_kv_budget_only_where_the_release_counts_them(buil
     # 51 sizes × 32 layers × (394,800 + 194,100) B = 1,632 × 588,900 = 961,084,800 B
     # (0.895 GiB; the v0.19 log prints 0.91 GiB captured). At TP 4: 1,632 × (394,800 +
     # 48,525) = 723,506,400 B (0.674 GiB; logged 0.67).
-    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, context=8192, output=128)
-    assert engine_memory(d, 8192).cuda_graph_bytes == 0.0  # today's default: captured after the KV cache
+    d, w, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, context=8192, output=128, engine={"name": "vllm", "version": "0.20.0"})
+    assert engine_memory(d, 8192).cuda_graph_bytes == 0.0  # before v0.21.0: captured after the KV cache
     on = _graphs_on(d)
+    current, _, _ = build_deployment("llama-3.1-8b", "h100-sxm", users=1, context=8192, output=128)
+    assert engine_memory(current, 8192).cuda_graph_bytes == 961_084_800  # the current line counts them
     assert engine_memory(on, 8192).cuda_graph_bytes == 51 * 32 * (FIXED_B + SHARDED_B) == 961_084_800
     before, after = estimate_memory(d, w), estimate_memory(on, w)
     assert before.kv_budget_bytes - after.kv_budget_bytes == pytest.approx(961_084_800)
