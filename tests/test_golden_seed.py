@@ -17,6 +17,9 @@ from tests.solve_helpers import NO_FIXED_COSTS
 
 # The seed counts the whole card: no runtime overhead, no driver share, no activation peak.
 SEED_NO_OVERHEAD = {"memory_utilization": 1.0, "runtime_overhead_bytes": 0, "reserved_bytes": 0, "activation_peak_scale": 0, "tp_overhead_bytes": 0}
+# Nor CUDA graphs' memory (vLLM counts them before sizing the KV cache from v0.21.0):
+# an engine run eager captures none.
+SEED_EAGER = {"name": "vllm", "enforce_eager": True}
 # Nor any fixed cost per forward pass, and a kernel (decode or prefill) is the larger of its read and its math.
 SEED_NO_FIXED_COST = {
     "unhidden_share": 0,
@@ -47,9 +50,9 @@ def test_step1_70b_weights_in_16bit_are_140_gb(catalog):
 def test_step1_70b_rules_out_two_24gb_cards_but_not_two_a100_80gb(build_deployment):
     # "This immediately rules out dual-GPU 24GB consumer setups ... requiring ... two 80GB A100s."
     over = {"model": {"total_params": 70e9}, "factors": SEED_NO_OVERHEAD}
-    d, w, t = build_deployment("llama-3.1-70b", "rtx-4090", tp=2, users=1, context=2048, output=256, overrides=over, workload_extra=SEED_BATCHING)
+    d, w, t = build_deployment("llama-3.1-70b", "rtx-4090", tp=2, users=1, context=2048, output=256, overrides=over, workload_extra=SEED_BATCHING, engine=SEED_EAGER)
     assert not estimate_memory(d, w).fits  # 70 GB per card > 25.8 GB
-    d, w, t = build_deployment("llama-3.1-70b", "a100-80gb", tp=2, users=1, context=2048, output=256, overrides=over, workload_extra=SEED_BATCHING)
+    d, w, t = build_deployment("llama-3.1-70b", "a100-80gb", tp=2, users=1, context=2048, output=256, overrides=over, workload_extra=SEED_BATCHING, engine=SEED_EAGER)
     mem = estimate_memory(d, w)
     assert mem.weights_bytes == 70e9  # 140 GB split two ways
     assert mem.fits
@@ -58,7 +61,7 @@ def test_step1_70b_rules_out_two_24gb_cards_but_not_two_a100_80gb(build_deployme
 def _seed_step1(build_deployment, **kw):
     over = {"model": {"total_params": 8e9}, "factors": SEED_NO_OVERHEAD}
     return build_deployment(
-        "llama-3.1-8b", "rtx-4090", users=16, context=8192, output=256, weights="fp16", overrides=over, workload_extra=SEED_BATCHING, **kw
+        "llama-3.1-8b", "rtx-4090", users=16, context=8192, output=256, weights="fp16", overrides=over, workload_extra=SEED_BATCHING, engine=SEED_EAGER, **kw
     )
 
 
