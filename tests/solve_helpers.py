@@ -20,5 +20,10 @@ TP rank), and attention's KV reads at the weights' speed: the overrides a hand d
 cost goes here, once."""
 
 
+EAGER = {"name": "vllm", "enforce_eager": True}
+"""An engine that captures no CUDA graphs: a hand derivation of memory counts weights, KV
+and the runtime overhead only (the current vLLM line counts its graphs before the KV cache)."""
+
+
 def problem_of(spec: dict):
     return build_problem(parse_spec(spec), default_catalog())

@@ -50,9 +50,13 @@ def test_step1_70b_weights_in_16bit_are_140_gb(catalog):
 def test_step1_70b_rules_out_two_24gb_cards_but_not_two_a100_80gb(build_deployment):
     # "This immediately rules out dual-GPU 24GB consumer setups ... requiring ... two 80GB A100s."
     over = {"model": {"total_params": 70e9}, "factors": SEED_NO_OVERHEAD}
-    d, w, t = build_deployment("llama-3.1-70b", "rtx-4090", tp=2, users=1, context=2048, output=256, overrides=over, workload_extra=SEED_BATCHING, engine=SEED_EAGER)
+    d, w, t = build_deployment(
+        "llama-3.1-70b", "rtx-4090", tp=2, users=1, context=2048, output=256, overrides=over, workload_extra=SEED_BATCHING, engine=SEED_EAGER
+    )
     assert not estimate_memory(d, w).fits  # 70 GB per card > 25.8 GB
-    d, w, t = build_deployment("llama-3.1-70b", "a100-80gb", tp=2, users=1, context=2048, output=256, overrides=over, workload_extra=SEED_BATCHING, engine=SEED_EAGER)
+    d, w, t = build_deployment(
+        "llama-3.1-70b", "a100-80gb", tp=2, users=1, context=2048, output=256, overrides=over, workload_extra=SEED_BATCHING, engine=SEED_EAGER
+    )
     mem = estimate_memory(d, w)
     assert mem.weights_bytes == 70e9  # 140 GB split two ways
     assert mem.fits
@@ -61,7 +65,16 @@ def test_step1_70b_rules_out_two_24gb_cards_but_not_two_a100_80gb(build_deployme
 def _seed_step1(build_deployment, **kw):
     over = {"model": {"total_params": 8e9}, "factors": SEED_NO_OVERHEAD}
     return build_deployment(
-        "llama-3.1-8b", "rtx-4090", users=16, context=8192, output=256, weights="fp16", overrides=over, workload_extra=SEED_BATCHING, engine=SEED_EAGER, **kw
+        "llama-3.1-8b",
+        "rtx-4090",
+        users=16,
+        context=8192,
+        output=256,
+        weights="fp16",
+        overrides=over,
+        workload_extra=SEED_BATCHING,
+        engine=SEED_EAGER,
+        **kw,
     )
 
 

@@ -173,6 +173,8 @@ def release_engine(engine_in: EngineIn, catalog: Catalog) -> Engine:
     """The catalog's engine with the defaults of the release the spec names
     (engine.version; none: the current release, the catalog's entry as it is)."""
     return catalog.releases.engine_at(catalog.engine(engine_in.name), engine_in.version)
+
+
 def default_bands(catalog: Catalog, device: Device, engine: Engine) -> Bands | None:
     """The default bands of this engine's figures on this kind of memory."""
     return bands_for(catalog.bands, engine.name, device.memory_kind)

@@ -18,7 +18,7 @@ from solver.physics.deployment import Workload
 from solver.physics.prefill import estimate_prefill
 from solver.report.deploy import emit
 from solver.report.solve_json import to_output
-from tests.solve_helpers import NO_FIXED_COSTS, problem_of
+from tests.solve_helpers import EAGER, NO_FIXED_COSTS, problem_of
 
 GiB = 2**30
 
@@ -109,6 +109,7 @@ def test_seed_scenario_is_memory_bound_with_hand_derived_batch():
         "workload": {"users": 16, "context_tokens": 8192, "output_tokens": 256},
         "search": {"gpus": ["rtx-4090"], "tp": [1], "weights": ["fp16"], "kv_cache": ["fp16"]},
         "overrides": PINNED,
+        "engine": EAGER,
     }
     r = solve(problem_of(spec))
     usable = 24_564 * 2**20 * 0.9  # 23,181,498,777.6 B
@@ -143,6 +144,7 @@ def test_bandwidth_binds_when_tpot_caps_the_batch():
         "sla": {"max_tpot": "8ms"},
         "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
         "overrides": PINNED,
+        "engine": EAGER,
     }
     r = solve(problem_of(spec))
     c = r.solution.candidate
@@ -168,6 +170,7 @@ def test_compute_binds_when_ttft_forces_a_wider_tp_group():
         "sla": {"max_ttft": "650ms"},
         "search": {"gpus": ["h100-sxm"], "weights": ["fp8"], "kv_cache": ["fp8"]},
         "overrides": PINNED,
+        "engine": EAGER,
     }  # the derivation's factors
     r = solve(problem_of(spec))
     c = r.solution.candidate
@@ -190,6 +193,7 @@ def test_interconnect_rules_out_the_pcie_pair():
         "sla": {"max_tpot": "10.5ms"},
         "search": {"gpus": ["rtx-4090", "h100-sxm"], "tp": [1, 2], "weights": ["bf16"], "kv_cache": ["bf16"]},
         "overrides": PINNED,
+        "engine": EAGER,
     }
     r = solve(problem_of(spec))
     assert r.solution.candidate.shape.device.name == "h100-sxm"
@@ -361,6 +365,7 @@ def test_sliding_window_layers_count_once_in_every_capacity_figure():
         "model": "gpt-oss-120b",
         "workload": {"users": 32, "context_tokens": 8192, "output_tokens": 512},
         "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["mxfp4"], "kv_cache": ["bf16"]},
+        "engine": EAGER,
         "overrides": {**PINNED, "factors": {**PINNED["factors"], "memory_utilization": 0.9}, "model": {"weights_bytes": 63e9}},
     }
     r = solve(problem_of(spec), explain=False)

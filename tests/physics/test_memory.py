@@ -214,7 +214,9 @@ def test_max_batch_and_context_fill_the_room_left(build_deployment):
         "factors": {"memory_utilization": 1.0, "runtime_overhead_bytes": 0, "reserved_bytes": 0, "activation_peak_scale": 0},
     }
     eager = {"name": "vllm", "enforce_eager": True}  # no CUDA graphs: the room is memory less weights
-    d, w, _ = build_deployment("llama-3.1-8b", "rtx-4090", users=16, context=8192, output=256, weights="fp16", kv="fp16", overrides=over, engine=eager)
+    d, w, _ = build_deployment(
+        "llama-3.1-8b", "rtx-4090", users=16, context=8192, output=256, weights="fp16", kv="fp16", overrides=over, engine=eager
+    )
     room = 24_564 * 2**20 - 16e9
     per_seq = 131_072 * 8192
     assert estimate_memory(d, w).max_batch == int(room // per_seq) == 9
