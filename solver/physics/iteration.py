@@ -19,6 +19,9 @@ the tokens attended (the simulator's bulk decode steps rely on it); a sliding-wi
 model's are taken at the workload's context, an approximation. K is a kernel's
 max + unhidden share × min: the decode step's share where sequences decode (a chunk
 rides in their step, as decode.py mixes it), the prefill's share in a prefill-only pass.
+A mixed pass's GEMMs are never cheaper than its chunk's prefill-only GEMMs (and
+experts reached) plus the decoders' matmuls: with the prefill's share (fitted 1) and
+the decode's (0) a 230-token prompt alone at TP 8 cost more than with 32 decoders.
 """
 
 from __future__ import annotations
@@ -96,6 +99,13 @@ class IterationModel:
             linear_s = k * self.prefill_linear_s_per_token
             setup_s = self._prefill_expert_s(max(1, round(k)))
         gemm_s = kernel_time_s(weights_s, linear_s, c.overlapped, c.unhidden_share if b > 0 else self.prefill_unhidden_share)
+        if b > 0 and k > 0:
+            # the chunk priced as a prefill-only pass of its own, plus the decoders' matmuls:
+            # a pass never costs less when decoders join a prompt (monotone in b and k)
+            chunk = max(1, round(k))
+            alone_s = kernel_time_s(self._prefill_weights_s(chunk), k * self.prefill_linear_s_per_token, c.overlapped, self.prefill_unhidden_share)
+            decoders_s = b * c.linear_flops_per_sequence / (c.matmul_flops_per_s * c.compute_efficiency)
+            gemm_s = max(gemm_s, alone_s + self._prefill_expert_s(chunk) + decoders_s)
         kv_s = decode_context_tokens * self.kv_s_per_token
         attend_s = decode_context_tokens * self.decode_attention_s_per_token
         attention_s = kernel_time_s(kv_s, attend_s, c.overlapped, c.unhidden_share) + prefill_attention_tokens * self.prefill_attention_s_per_pair

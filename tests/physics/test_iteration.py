@@ -62,3 +62,38 @@ def test_one_request_alone_sees_the_idle_ttft_and_the_decode_step_at_its_mean_co
     assert r.tpot_s == pytest.approx(it.iteration_s(1, round(mean_ctx), 0, 0), rel=1e-6)
     ctx_w = Workload(1, round(mean_ctx), prompt, output)
     assert r.tpot_s == pytest.approx(decode_coefficients(d, ctx_w.context_tokens).step_s(1), rel=1e-6)
+
+
+def test_a_pass_never_costs_less_when_decoders_join_a_prompt_hand_derived():
+    # Llama-3.1-8B on one H100, prompt 230 tokens. With the prefill's unhidden share 1
+    # its GEMMs alone are weights read + FLOPs; joined by decoders at the decode share 0
+    # they were max(read, FLOPs), less than the prompt alone, however many decoders
+    # came (the min term dropped). Adding work must not make the pass cheaper:
+    # iteration(b decoders + 230 tokens) >= iteration(230 tokens alone) for b >= 1.
+    d, w = _deployment("llama-3.1-8b", "h100-sxm", 1, prompt=230, output=100)
+    it = iteration_model(d, w)
+    alone = it.iteration_s(0, 0, 230, 230 * 231 / 2)
+    for b in (1, 2, 32):
+        assert it.iteration_s(b, b * w.context_tokens, 230, 230 * 231 / 2) >= alone
+
+
+@pytest.mark.parametrize("model, gpu, tp", [*CASES, ("llama-3.1-405b", "h200", 8)])
+def test_a_pass_is_monotone_in_its_decoders_and_prompt_tokens(model, gpu, tp):
+    # property: over a grid of (decoders, prompt tokens), adding either never lowers the cost
+    d, w = _deployment(model, gpu, tp, prompt=512, output=128)
+    it = iteration_model(d, w)
+    ctx = w.context_tokens
+    grid_b, grid_k = (0, 1, 4, 32, 128), (0, 1, 16, 230, 512, 2048)
+
+    def cost(b: int, k: int) -> float:
+        return it.iteration_s(b, b * ctx, k, k * (k + 1) / 2)
+
+    for b in grid_b:
+        for k in grid_k:
+            here = cost(b, k)
+            for b2 in grid_b:
+                if b2 > b:
+                    assert cost(b2, k) >= here * (1 - 1e-12), (b, k, b2)
+            for k2 in grid_k:
+                if k2 > k:
+                    assert cost(b, k2) >= here * (1 - 1e-12), (b, k, k2)
