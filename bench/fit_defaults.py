@@ -134,6 +134,24 @@ at TP 8 and batch 1 came out 2 ms under SGLang's. Leave-one-campaign-out on the 
 split (bench/fit_cv.py --folds 0 --pool-expert-layer on, 2026-12-02, 402 terms of 28
 campaigns), TPOT / TTFT / all / campaigns' medians: per engine 9.2 / 17.7 / 11.4 / 9.9 %,
 pooled 8.8 / 17.9 / 11.4 / 9.9 %."""
+# Mixture-of-experts shapes tried and not kept (bench/fit_cv.py --folds 5, seed 0,
+# 2026-12-05, 440 terms of 36 campaigns; TPOT / TTFT / all / campaigns' medians; as
+# fitted 10.4 / 17.3 / 11.9 / 12.3 %). The fit split's MoE decode steps at batches of
+# 1-64 leave, after their reads and all-reduces, a fixed cost that follows the layers
+# more than the step (DeepSeek-R1 on SGLang at TP 4-8, 61 layers: 5.3-6.5 ms, 90 µs a
+# layer; gpt-oss-120b on vLLM, 36: 2.1-3.6 ms at TP 1-8, 60-100 µs a layer; on
+# TensorRT-LLM 1.4 ms), which the pooled 2 ms a step and 0.17 ms a TP rank cannot give
+# both; none of these moved the held-out error:
+#   expert coverage 1 − (1 − k/E)^(b^γ), skewed routing: γ 0.85 10.6 / 19.8 / 12.2 /
+#   11.8 %; γ 0.7 13.7 / 18.2 / 15.0 / 16.3 %.
+#   a multi-head latent attention layer counted as two layers' fixed cost: 10.0 / 17.9 /
+#   12.0 / 12.7 % (decode only, the same).
+#   the cost per MoE layer scaled by k/8 (experts per token): 10.1 / 17.8 / 12.1 / 12.8 %;
+#   decode only 10.8 / 17.6 / 12.1 / 12.8 %; by 1 + shared experts: 10.6 / 17.3 / 12.0 / 12.8 %.
+#   the TP rank's cost per layer (× layers / 60) rather than per step: 10.6 / 17.3 / 12.0 / 12.4 %.
+#   routed reads at s / (s + 0.5 MB) of the bandwidth (s: one expert's bytes per GPU,
+#   small slices read slower): 10.3 / 17.3 / 12.0 / 12.1 % (seed 1: 10.3 / 16.2 / 12.2 /
+#   10.5 % against 10.3 / 16.2 / 12.2 / 10.6 %); at 2 MB 10.6 / 17.3 / 12.4 / 13.5 %.
 MIN_FORMAT_POINTS = 4
 MIN_FORMAT_SOURCES = 2
 MIN_FORMAT_POINTS_ONE_SOURCE = 20
