@@ -11,11 +11,11 @@ from annotated_types import Ge, MinLen
 
 from solver.catalog.factors import FactorOverrides
 from solver.catalog.prices import Price
+from solver.catalog.ranges import BANDWIDTH, BOARD_POWER_W, FLOPS, GPU_PURCHASE_USD, MEMORY_BYTES, SHARE
 from solver.catalog.types import (
     FORBID,
     ComputeDtype,
     Count,
-    Fraction,
     LinkKind,
     Name,
     Positive,
@@ -31,14 +31,14 @@ class Device:
     display_name: str
     vendor: str
     family: str
-    memory_bytes: PositiveInt
+    memory_bytes: Annotated[int, MEMORY_BYTES]
     """Device memory as the device reports it (e.g. nvidia-smi total)."""
     memory_note: str
     """Where memory_bytes comes from."""
-    memory_bandwidth_bytes_per_s: Positive
+    memory_bandwidth_bytes_per_s: Annotated[float, BANDWIDTH]
     memory_kind: Literal["hbm", "gddr", "lpddr"]
     """HBM, GDDR or LPDDR (unified memory): engines reach different shares of each."""
-    dense_flops_per_s: dict[ComputeDtype, Positive]
+    dense_flops_per_s: dict[ComputeDtype, Annotated[float, FLOPS]]
     """Dense (no 2:4 sparsity) tensor throughput per precision; absent = unsupported.
     16-bit figures are with FP32 accumulate (what cuBLAS uses for LLM GEMMs)."""
     weight_formats: Annotated[tuple[str, ...], MinLen(1)]
@@ -48,19 +48,19 @@ class Device:
     source: str
     as_of: dt.date
     aliases: tuple[str, ...] = ()
-    tdp_w: Positive | None = None
+    tdp_w: Annotated[float, BOARD_POWER_W] | None = None
     price: Price | None = None
-    purchase_usd: Positive | None = None
+    purchase_usd: Annotated[float, GPU_PURCHASE_USD] | None = None
     purchase_source: str | None = None
     factors: FactorOverrides = FactorOverrides()
     pcie_p2p: bool = True
     """Whether the driver lets two of these cards read each other's memory over PCIe
     (GeForce cards: no). Without it a PCIe all-reduce bounces through host memory."""
     pcie_p2p_source: str | None = None
-    fp16_accumulate_flops_per_s: Positive | None = None
+    fp16_accumulate_flops_per_s: Annotated[float, FLOPS] | None = None
     """FP16 matmuls with FP16 accumulate, where faster than with FP32 accumulate
     (GeForce: twice): what an engine that accumulates in FP16 (llama.cpp) reaches."""
-    matmul_share: dict[ComputeDtype, Fraction] = dataclasses.field(default_factory=dict)
+    matmul_share: dict[ComputeDtype, Annotated[float, SHARE]] = dataclasses.field(default_factory=dict)
     """Per dtype, the share of dense_flops_per_s the best measured matmuls reach on this
     device (maximum achievable matmul FLOPS over the peak); absent = not measured (see
     physics/compute.matmul_share for which figure a dtype without its own takes)."""

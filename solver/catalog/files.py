@@ -8,8 +8,6 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Annotated
 
-from annotated_types import Gt, Le
-
 from solver.catalog.bands import BandsFile
 from solver.catalog.devices import Device, Platform
 from solver.catalog.engines import Engine, SpeculativeMethod
@@ -17,6 +15,7 @@ from solver.catalog.factors import DefaultFactors, FactorOverrides
 from solver.catalog.models import Model
 from solver.catalog.precisions import Precision
 from solver.catalog.prices import Ownership, PricesFile
+from solver.catalog.ranges import KERNEL_SHARE
 from solver.catalog.releases import ReleasesFile
 from solver.catalog.types import FORBID
 
@@ -56,9 +55,9 @@ class EnginesFile:
 @dataclass(frozen=True)
 class FittedShares:
     __pydantic_config__ = FORBID
-    bandwidth_share: Annotated[float, Gt(0), Le(1.5)] | None = None
-    compute_share: Annotated[float, Gt(0), Le(1.5)] | None = None
-    expert_compute_share: Annotated[float, Gt(0), Le(1.5)] | None = None
+    bandwidth_share: Annotated[float, KERNEL_SHARE] | None = None
+    compute_share: Annotated[float, KERNEL_SHARE] | None = None
+    expert_compute_share: Annotated[float, KERNEL_SHARE] | None = None
 
 
 @dataclass(frozen=True)

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
+from solver.catalog.ranges import PARAMS
 from solver.catalog.types import (
     FORBID,
     AttentionKind,
     Count,
     Name,
     NonNegInt,
-    PositiveInt,
     check_name,
 )
 
@@ -80,8 +80,8 @@ class Model:
     head_dim: Count
     intermediate_size: Count
     vocab_size: Count
-    total_params: PositiveInt
-    active_params: PositiveInt
+    total_params: Annotated[int, PARAMS]
+    active_params: Annotated[int, PARAMS]
     """Parameters used per token (= total for dense models)."""
     attention: AttentionKind
     max_context_tokens: Count

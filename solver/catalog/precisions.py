@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from annotated_types import Ge, Gt, Le, MinLen
 
+from solver.catalog.ranges import KERNEL_SHARE
 from solver.catalog.types import (
     FORBID,
     ComputeDtype,
@@ -44,21 +45,21 @@ class Precision:
     """Embedding and LM head stay in 16-bit (AWQ/GPTQ/FP8 checkpoints)."""
     fallback_compute: ComputeDtype | None = None
     """Precision used (weight-only kernels) on a device without `compute`."""
-    bandwidth_share: Annotated[float, Gt(0), Le(1.5)] = 1.0
+    bandwidth_share: Annotated[float, KERNEL_SHARE] = 1.0
     """Share of a 16-bit GEMV's achieved bandwidth that this format's decode kernels
     reach (dequantisation costs); fitted, catalogs/fitted.yaml."""
-    bandwidth_share_by_memory: dict[str, Annotated[float, Gt(0), Le(1.5)]] = dataclasses.field(default_factory=dict)
+    bandwidth_share_by_memory: dict[str, Annotated[float, KERNEL_SHARE]] = dataclasses.field(default_factory=dict)
     """The decode share on one backend's memory, keyed as the fitted factors are (vendor
     and memory kind, "apple.lpddr"): a format's kernels are written per backend (Metal's
     dequantising GEMVs are not CUDA's), so a share fitted on CUDA need not carry; where a
     key is absent, `bandwidth_share`. Sourced in catalogs/precisions.yaml."""
     bandwidth_share_by_memory_source: str = ""
-    compute_share: Annotated[float, Gt(0), Le(1.5)] = 1.0
+    compute_share: Annotated[float, KERNEL_SHARE] = 1.0
     """Share of the engine's fitted utilisation (compute_efficiency, set by decode and
     prefill together) that this format's prefill GEMMs reach of their own peak: above 1
     for 16-bit (a prompt's GEMMs of thousands of tokens run nearer the matmul rate than
     a decode step's), FP8 at twice the peak near it; fitted, catalogs/fitted.yaml."""
-    expert_compute_share: Annotated[float, Gt(0), Le(1.5)] = 1.0
+    expert_compute_share: Annotated[float, KERNEL_SHARE] = 1.0
     """Share of this format's dense prefill GEMM rate that its grouped expert GEMMs
     (a mixture-of-experts model's routed experts) reach: FP8 expert kernels fall
     further short of FP8's doubled peak than dense ones do; fitted (1: as dense)."""

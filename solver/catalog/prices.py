@@ -10,12 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from annotated_types import Ge, Gt, Le, MinLen
+from annotated_types import MinLen
 
+from solver.catalog.ranges import GPU_HOUR_USD, HOSTING_USD, INSTANCE_HOUR_USD, LIFE_YEARS, PUE, USD_PER_KWH, UTILISATION
 from solver.catalog.types import (
     FORBID,
-    Fraction,
-    Positive,
     PositiveInt,
 )
 from solver.errors import InputError
@@ -28,7 +27,7 @@ class Price:
     """What a GPU-hour costs in a plan: the offer it was priced at, and on what basis."""
 
     __pydantic_config__ = FORBID
-    usd_per_gpu_hour: Positive
+    usd_per_gpu_hour: Annotated[float, GPU_HOUR_USD]
     provider: str
     offer: str
     as_of: dt.date
@@ -61,14 +60,14 @@ class Offer:
     provider: str
     gpu: str
     tier: Tier
-    usd_per_gpu_hour: Positive
+    usd_per_gpu_hour: Annotated[float, GPU_HOUR_USD]
     as_of: dt.date
     source: str
     quote: str = ""
     source_kind: str = ""
     instance: str | None = None
     gpus_per_instance: PositiveInt | None = None
-    instance_usd_per_hour: Positive | None = None
+    instance_usd_per_hour: Annotated[float, INSTANCE_HOUR_USD] | None = None
     region: str | None = None
     note: str = ""
     suspect: bool = False
@@ -99,11 +98,11 @@ class Ownership:
     `ownership:` overrides any figure)."""
 
     __pydantic_config__ = FORBID
-    life_years: Annotated[float, Gt(0), Le(30)]
-    utilisation: Fraction
-    pue: Annotated[float, Ge(1), Le(5)]
-    usd_per_kwh: Annotated[float, Ge(0), Le(10)]
-    hosting_usd_per_kw_month: Annotated[float, Ge(0), Le(100_000)]
+    life_years: Annotated[float, LIFE_YEARS]
+    utilisation: Annotated[float, UTILISATION]
+    pue: Annotated[float, PUE]
+    usd_per_kwh: Annotated[float, USD_PER_KWH]
+    hosting_usd_per_kw_month: Annotated[float, HOSTING_USD]
     as_of: dt.date = dt.date.min
     life_source: str = ""
     utilisation_source: str = ""

@@ -37,6 +37,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
+from solver.catalog.ranges import BANDWIDTH, FLOPS, KERNEL_SHARE, MEMORY_BYTES, PARAMS, SHARE
 from solver.catalog.types import Bound
 
 MAX_USERS = 10_000_000
@@ -54,13 +55,7 @@ OWNED_COUNT = Bound(0, MAX_GPUS, integer=True)
 SEQUENCES = Bound(1, 1_000_000, integer=True)
 KV_FILL = Bound(0.001, 1)
 LATENCY = Bound(1e-6, 3600, quantity="seconds", shown="1 µs to 1 h")
-MEMORY_BYTES = Bound(1e6, 1e15, quantity="bytes", shown="1 MB to 1,000 TB (1e6 to 1e15 bytes)")
-BANDWIDTH = Bound(1e9, 1e15, quantity="bytes_per_s", shown="1 GB/s to 1,000 TB/s (1e9 to 1e15 bytes/s)")
-FLOPS = Bound(1e9, 1e18, quantity="flop_per_s", shown="1 GFLOP/s to 1 EFLOP/s (1e9 to 1e18 FLOP/s)")
-PARAMS = Bound(1e6, 1e13, shown="1e6 to 1e13 (a million to ten trillion)")
-KERNEL_SHARE = Bound(0.01, 1.5)
 FRACTION = Bound(0.01, 1)
-SHARE = Bound(0.001, 1)
 RATE = Bound(1e-6, 1e6, shown="0.000001 to 1,000,000 requests/s")
 CV = Bound(0.05, 20)
 

@@ -21,6 +21,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
+from solver.catalog.ranges import GPU_HOUR_USD, GPU_PURCHASE_USD, HOSTING_USD, LIFE_YEARS, PUE, USD_PER_KWH, UTILISATION
 from solver.catalog.types import Bound
 from solver.catalog.yaml_lines import load_yaml_file
 from solver.errors import InputError
@@ -69,13 +70,6 @@ OBJECTIVES: dict[str, str] = {
 
 BUDGET_USD_PER_HOUR = Bound(0.01, 1e9, shown="$0.01 to $1e9 per hour")
 BUDGET_PURCHASE_USD = Bound(1, 1e12, shown="$1 to $1e12")
-GPU_HOUR_USD = Bound(0.001, 1000, shown="$0.001 to $1,000 per GPU-hour")
-GPU_PURCHASE_USD = Bound(1, 1e7, shown="$1 to $10,000,000")
-LIFE_YEARS = Bound(0.1, 30, shown="0.1 to 30 years")
-UTILISATION = Bound(0.01, 1)
-PUE = Bound(1, 5)
-USD_PER_KWH = Bound(0, 10, shown="$0 to $10 per kWh")
-HOSTING_USD = Bound(0, 100_000, shown="$0 to $100,000 per kW-month")
 COST_RATIO = Bound(1, 1e6)
 TIME_LIMIT = Bound(0.1, 3600, shown="0.1 to 3,600 s")
 
