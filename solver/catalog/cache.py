@@ -14,17 +14,23 @@ A folder that others may write (world-writable, or owned by another user than th
 one or root) is not used either: someone else could plant entries there.
 
 What. One file per entry, `<kind>-<key>.json`, where the key is a digest of every
-input that made the entry (the files' bytes, the code). The file is a JSON header
-line — format, version, kind, key, the body's size and SHA-256 — then the JSON body.
-An entry whose header does not match, whose body is truncated or edited (the digest
-no longer matches), that is not UTF-8, not JSON, not a regular file, too large, or
-owned by someone else reads as missing. The body is data, never code (no pickle), and
+input that made the entry (the files' bytes, the code, the versions). The file is a
+JSON header line — format, version, kind, key, the body's size and its HMAC-SHA256
+under the folder's own secret — then the JSON body. The secret (`SECRET_NAME`: 32
+random bytes, made with the folder, private to this user) never leaves the folder, so
+an entry edited with its SHA-256 recomputed, or copied from another machine's cache,
+does not verify. An entry whose header does not match, whose body is truncated or
+edited, that is not UTF-8, not JSON, not a regular file, too large, or owned by
+someone else reads as missing, silently (the cache only costs or saves speed). The body is data, never code (no pickle), and
 the caller validates it like any input before using it (`load_catalog` runs it through
 the catalog's pydantic schemas; the topology checks each answer's shape), so a
 well-formed entry of the wrong shape is rebuilt too.
 
-What it cannot do: someone who can write this user's files can also recompute the
-digest; the digest catches corruption and edits, the ownership check other users.
+What it trusts: this user's own account. Someone who can write this user's files can
+read the secret and sign an entry; the MAC catches corruption, edits and stray copies,
+the ownership checks other users, and the caller's validation (the same ranges the
+catalog files obey, catalog/ranges.py) bounds what even a signed forgery can change
+to what an edit of the catalog files could.
 
 Writing is atomic: a temporary file in the same folder, then `os.replace`, so a reader
 (or a racing writer) sees a whole entry or none; the temporary file is removed on any
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import hmac
 import json
 import os
 import stat
@@ -42,7 +49,10 @@ import tempfile
 from pathlib import Path
 
 FORMAT = "plan-opt-cache"
-VERSION = 1
+VERSION = 2
+"""2: the body is signed (HMAC-SHA256 under the folder's secret), not only digested."""
+SECRET_NAME = "secret.key"
+_SECRET_BYTES = 32
 MAX_ENTRY_BYTES = 32 * 1024 * 1024
 """A larger file is not an entry of ours: it is not read."""
 _MAX_HEADER_BYTES = 1024
@@ -142,8 +152,55 @@ def _read_regular(path: Path) -> bytes | None:
         os.close(fd)
 
 
-def _header(kind: str, key: str, body: bytes) -> dict[str, object]:
-    return {"format": FORMAT, "version": VERSION, "kind": kind, "key": key, "size": len(body), "sha256": hashlib.sha256(body).hexdigest()}
+def _secret(folder: Path, create: bool) -> bytes | None:
+    """The folder's signing secret (read each time: a folder deleted and made again
+    gets a new one): read (a regular file of ours, exactly 32 bytes),
+    else, when `create`, made (written aside, then linked into place, so racing
+    processes agree on one); None when there is none to be had."""
+    path = folder / SECRET_NAME
+    raw = _read_regular(path)
+    if raw is not None and len(raw) == _SECRET_BYTES:
+        return raw
+    if not create:
+        return None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f"{SECRET_NAME}.", suffix=".tmp")
+    except OSError:
+        return None
+    try:
+        try:
+            _write_all(fd, os.urandom(_SECRET_BYTES))
+        finally:
+            os.close(fd)
+        if raw is None:
+            try:
+                os.link(tmp, path)  # fails if another process made one meanwhile: that one is read below
+            except FileExistsError:
+                pass
+        else:  # a damaged secret (wrong length): replaced; what it signed no longer verifies
+            os.replace(tmp, path)
+    except OSError:
+        return None
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+    raw = _read_regular(path)
+    if raw is None or len(raw) != _SECRET_BYTES:
+        return None
+    return raw
+
+
+def _mac(secret: bytes, kind: str, key: str, body: bytes) -> str:
+    """The entry's signature: its kind and key as well as its body, so that a signed
+    body moved under another key (its header edited) does not verify."""
+    parts = (FORMAT.encode(), str(VERSION).encode(), kind.encode(), key.encode(), body)
+    return hmac.new(secret, b"".join(len(p).to_bytes(8, "little") + p for p in parts), hashlib.sha256).hexdigest()
+
+
+def _header(secret: bytes, kind: str, key: str, body: bytes) -> dict[str, object]:
+    return {"format": FORMAT, "version": VERSION, "kind": kind, "key": key, "size": len(body), "hmac_sha256": _mac(secret, kind, key, body)}
 
 
 def load(kind: str, key: str) -> object:
@@ -151,7 +208,8 @@ def load(kind: str, key: str) -> object:
     is the one asked for; None otherwise (also for a stored null). Still to be
     validated by the caller."""
     folder = _usable_dir(create=False)
-    if folder is None:
+    secret = _secret(folder, create=False) if folder is not None else None
+    if folder is None or secret is None:
         return None
     raw = _read_regular(folder / f"{kind}-{key}.json")
     if raw is None:
@@ -161,7 +219,9 @@ def load(kind: str, key: str) -> object:
         return None
     try:
         header = json.loads(head.decode("utf-8"))
-        if header != _header(kind, key, body):
+        if not isinstance(header, dict) or not hmac.compare_digest(str(header.get("hmac_sha256")), _mac(secret, kind, key, body)):
+            return None
+        if header != _header(secret, kind, key, body):
             return None
         return json.loads(body.decode("utf-8"))
     except (ValueError, RecursionError):  # not UTF-8, not JSON
@@ -197,9 +257,10 @@ def store(kind: str, key: str, body: bytes) -> None:
     """Store `body` (from `encode`) as the entry for (kind, key), atomically; on any
     OSError (read-only folder, full disk) store nothing and leave nothing behind."""
     folder = _usable_dir(create=True)
-    if folder is None:
+    secret = _secret(folder, create=True) if folder is not None else None
+    if folder is None or secret is None:
         return
-    data = json.dumps(_header(kind, key, body), separators=(",", ":")).encode() + b"\n" + body
+    data = json.dumps(_header(secret, kind, key, body), separators=(",", ":")).encode() + b"\n" + body
     name = f"{kind}-{key}.json"
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f"{name}.", suffix=".tmp")

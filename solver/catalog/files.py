@@ -6,8 +6,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated
 
+from solver.catalog import cache
 from solver.catalog.bands import BandsFile
 from solver.catalog.devices import Device, Platform
 from solver.catalog.engines import Engine, SpeculativeMethod
@@ -99,3 +101,23 @@ CATALOG_FILES: dict[str, tuple[str, type]] = {
     "releases": ("engine_releases.yaml", ReleasesFile),
     "bands": ("bands.yaml", BandsFile),
 }
+
+
+CACHE_SCHEMA = 1
+"""Raise when what a catalog entry holds changes in a way its inputs' digests miss."""
+
+
+def catalog_cache_key(raw: dict[str, bytes]) -> str:
+    """The catalog entry's key: the name and bytes of every catalog file (so an edited
+    file is never served from an older entry), the code that reads them (this package
+    and the units it parses), the YAML parser's version, plan-opt's version and the
+    entry's schema."""
+    import yaml
+
+    import solver
+    from solver import units
+
+    here = Path(__file__).resolve().parent  # solver/catalog, with load.py and cache.py
+    code = [f.read_bytes() for f in [*sorted(here.glob("*.py")), Path(units.__file__)]]
+    versions = f"plan-opt {solver.__version__}; PyYAML {yaml.__version__}; schema {CACHE_SCHEMA}".encode()
+    return cache.digest(versions, *code, *(p for key, b in raw.items() for p in (CATALOG_FILES[key][0].encode(), b)))

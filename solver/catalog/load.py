@@ -36,6 +36,7 @@ from solver.catalog.files import (
     ModelsFile,
     PlatformsFile,
     PrecisionsFile,
+    catalog_cache_key,
     with_fitted_efficiency,
     with_fitted_shares,
 )
@@ -323,8 +324,7 @@ def load_catalog(directory: Path | None = None, *, use_cache: bool = True) -> Ca
             raw[key] = (directory / fname).read_bytes()
         except OSError:
             raise InputError("catalog", str(directory / fname), "no such catalog file") from None
-    code = [f.read_bytes() for f in sorted(Path(__file__).resolve().parent.glob("*.py"))]
-    cache_key = cache.digest(*code, *(p for key, b in raw.items() for p in (CATALOG_FILES[key][0].encode(), b)))
+    cache_key = catalog_cache_key(raw)
     if use_cache:
         cached = _parts_from(cache.load("catalog", cache_key))
         if cached is not None:

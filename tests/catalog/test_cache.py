@@ -104,7 +104,7 @@ def times_ten(data: dict) -> dict:
 def test_a_warm_cache_skips_the_yaml_and_gives_the_same_catalog(folder, expected, monkeypatch):
     assert snapshot(load_catalog()) == expected
     path = the_entry(folder, "catalog")
-    assert path.read_bytes().startswith(b'{"format":"plan-opt-cache","version":1,"kind":"catalog"')
+    assert path.read_bytes().startswith(b'{"format":"plan-opt-cache","version":2,"kind":"catalog"')
     assert not list(folder.glob("*.pickle")) and not leftovers(folder)
 
     def no_yaml(*a: object) -> None:
