@@ -6,6 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
+from solver.catalog.hf_config_schema import Context, DenseLayers, Experts, HeadDim, Heads, Hidden, Intermediate, Layers, Rank, Shared, Vocab
 from solver.catalog.ranges import PARAMS
 from solver.catalog.types import (
     FORBID,
@@ -73,38 +74,38 @@ class Model:
     __pydantic_config__ = FORBID
     name: Name
     display_name: str
-    num_layers: Count
-    hidden_size: Count
-    num_attention_heads: Count
-    num_kv_heads: Count
-    head_dim: Count
-    intermediate_size: Count
-    vocab_size: Count
+    num_layers: Layers
+    hidden_size: Hidden
+    num_attention_heads: Heads
+    num_kv_heads: Heads
+    head_dim: HeadDim
+    intermediate_size: Intermediate
+    vocab_size: Vocab
     total_params: Annotated[int, PARAMS]
     active_params: Annotated[int, PARAMS]
     """Parameters used per token (= total for dense models)."""
     attention: AttentionKind
-    max_context_tokens: Count
+    max_context_tokens: Context
     source: str
     as_of: dt.date
     hf_id: str | None = None
     aliases: tuple[str, ...] = ()
-    v_head_dim: Count | None = None
+    v_head_dim: HeadDim | None = None
     """When V heads differ from Q/K heads (MLA)."""
-    moe_intermediate_size: Count | None = None
+    moe_intermediate_size: Intermediate | None = None
     tie_word_embeddings: bool = False
-    num_experts: NonNegInt = 0
+    num_experts: Experts = 0
     """Routed experts per MoE layer (0 = dense)."""
-    experts_per_token: NonNegInt = 0
-    shared_experts: NonNegInt = 0
-    dense_layers: NonNegInt = 0
+    experts_per_token: Experts = 0
+    shared_experts: Shared = 0
+    dense_layers: DenseLayers = 0
     """Leading layers of an MoE model with a dense MLP (config.json first_k_dense_replace)."""
-    kv_lora_rank: Count | None = None
+    kv_lora_rank: Rank | None = None
     """MLA: compressed KV latent width."""
-    qk_rope_head_dim: Count | None = None
+    qk_rope_head_dim: HeadDim | None = None
     """MLA: decoupled RoPE key width."""
-    sliding_window: Count | None = None
-    sliding_layers: NonNegInt = 0
+    sliding_window: Context | None = None
+    sliding_layers: DenseLayers = 0
     """How many layers attend only within the window."""
     checkpoints: tuple[CheckpointLayout, ...] = ()
     """Published checkpoints whose tensors are not all in one format."""

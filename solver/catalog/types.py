@@ -18,10 +18,14 @@ ComputeDtype = Literal["fp16", "bf16", "fp8", "int8", "fp4"]
 AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
 LinkKind = Literal["nvlink", "nvswitch", "pcie", "infinity-fabric", "ici", "roce", "infiniband", "ethernet", "neuronlink"]
 
-Positive = Annotated[float, Gt(0)]
-PositiveInt = Annotated[int, Gt(0)]
-Count = Annotated[int, Ge(1)]
-NonNegInt = Annotated[int, Ge(0)]
+MAX_FIGURE = 1e18
+"""No catalog figure lies beyond this (the largest, a device's FLOP/s, is under 1e16):
+a bound for the figures without a range of their own, so that every one, from a file
+or a cache entry, stays finite through the physics."""
+Positive = Annotated[float, Gt(0), Le(MAX_FIGURE)]
+PositiveInt = Annotated[int, Gt(0), Le(MAX_FIGURE)]
+Count = Annotated[int, Ge(1), Le(MAX_FIGURE)]
+NonNegInt = Annotated[int, Ge(0), Le(MAX_FIGURE)]
 Fraction = Annotated[float, Gt(0), Le(1)]
 Name = str  # checked in check_name: lowercase letters, digits, '.', '_' and '-'
 

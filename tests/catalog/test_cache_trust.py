@@ -185,3 +185,22 @@ def test_a_damaged_secret_is_replaced_and_its_entries_rebuilt(folder):
     load_catalog()
     assert len(secret.read_bytes()) == 32
     assert cache.load("catalog", key) is not None
+
+
+@pytest.mark.parametrize(
+    "name,old,new,field",
+    [
+        # config.json's own range for a model's layers (hf_config_schema.MAX_LAYERS = 1,000)
+        ("models.yaml", rb"num_layers: (\d+)", b"num_layers: 100000000000000000000", "num_layers"),
+        # a link's bandwidth has no range of its own: the catalog-wide MAX_FIGURE (1e18)
+        ("platforms.yaml", rb"bandwidth_bytes_per_s: ([0-9.e+]+)", b"bandwidth_bytes_per_s: 1e300", "bandwidth_bytes_per_s"),
+    ],
+)
+def test_a_catalog_figure_past_every_range_is_bad_input(tmp_path, name, old, new, field):
+    """A signed entry found this: 10**19 layers overflowed to an internal error."""
+    first = re.search(old, (load.catalog_dir() / name).read_bytes())
+    assert first
+    changed = _catalog_copy(tmp_path / "cat", name, first.group(0), new)
+    with pytest.raises(InputError) as info:
+        load_catalog(changed, use_cache=False)
+    assert field in str(info.value)

@@ -8,6 +8,8 @@ in `test_fuzz.py`, and `bench/fuzz.py` runs as many as it is asked for.
 from __future__ import annotations
 
 import copy
+import functools
+import hashlib
 import json
 import math
 import random
@@ -310,10 +312,113 @@ def measurements_case(rng: random.Random) -> Case:
     return Case("calibrate", {"m.csv": data}, ["calibrate", "{dir}/m.csv", "-o", out], what=f"measurements: {what} → {out}")
 
 
+CACHE_SECRET = bytes(range(32))
+"""The fuzzed cache folder's own secret (solver/catalog/cache.py SECRET_NAME): a case
+signs some entries with it, as only the user's own account could."""
+
+
+@functools.lru_cache(maxsize=1)
+def _catalog_entry_base() -> tuple[str, dict[str, Any]]:
+    """The catalog cache entry's key and body for the bundled catalogs, made the way
+    solver/catalog/load.py makes them (their parsed YAML, as JSON)."""
+    from solver.catalog import cache
+    from solver.catalog.files import CATALOG_FILES, catalog_cache_key
+    from solver.catalog.load import catalog_dir
+    from solver.catalog.yaml_lines import load_yaml_text
+
+    raw = {k: (catalog_dir() / fname).read_bytes() for k, (fname, _) in CATALOG_FILES.items()}
+    data = {k: load_yaml_text(raw[k].decode(), source=fname)[0] for k, (fname, _) in CATALOG_FILES.items()}
+    return catalog_cache_key(raw), json.loads(cache.encode(data) or b"null")
+
+
+def cache_case(rng: random.Random) -> Case:
+    """A catalog cache entry edited: figures in and out of the catalog's ranges, huge
+    numbers, wrong types and damaged bytes; signed with the folder's secret (a forgery
+    only the user could make), with its SHA-256 recomputed in the signature's place, or
+    left as edited. Whatever the entry holds, the run ends as the catalog files say."""
+    from solver.catalog import cache
+
+    key, base = _catalog_entry_base()
+    doc = copy.deepcopy(base)
+    values = [1e308, 10**400, 1e-300, -1.0, 0, math.nan, "1e308", None, "x", [1], 1e6, 1e-6]
+    if rng.random() < 0.3:  # one figure in every entry: the plan is sure to meet it
+        part, entries, name = rng.choice(
+            [
+                ("prices", "offers", "usd_per_gpu_hour"),
+                ("prices", "offers", "instance_usd_per_hour"),
+                ("devices", "devices", "memory_bytes"),
+                ("devices", "devices", "memory_bandwidth_bytes_per_s"),
+                ("devices", "devices", "purchase_usd"),
+                ("devices", "devices", "tdp_w"),
+                ("models", "models", "total_params"),
+                ("models", "models", "num_layers"),
+                ("precisions", "precisions", "bandwidth_share"),
+            ]
+        )
+        value = rng.choice(values)
+        scale = not isinstance(value, str) and rng.random() < 0.3  # in range or out: each entry's own figure scaled
+        for entry in doc[part][entries]:
+            if isinstance(entry.get(name), (int, float)) or not scale:
+                entry[name] = entry[name] * 10 ** rng.choice([-3, -1, 1, 3]) if scale else value
+        what = f"every {part}.{entries}.{name}={'scaled' if scale else str(value)[:20]}"
+    elif rng.random() < 0.6:
+        numbers = [
+            p
+            for p in _paths(doc)
+            if p and p[0] in ("prices", "devices", "models", "ownership", "precisions", "engines") and type(_get(doc, p)) in (int, float)
+        ]
+        notes = []
+        for _ in range(rng.choice([1, 1, 2, 5])):
+            path = rng.choice(numbers)
+            x = _get(doc, path)
+            if type(x) not in (int, float):  # an earlier edit of this case replaced it
+                continue
+            value = rng.choice([x * 1.1, x / 1.1, x * 10, x / 10, x * 1e6, 1e308, 10**400, -x, 0, math.nan, math.inf, str(x), "1e308", None, [x]])
+            doc = _set(doc, path, value)
+            notes.append(f"{'.'.join(map(str, path))}={str(value)[:20]}")
+        what = "numbers " + " ".join(notes)
+    else:
+        doc, what = mutate_doc(doc, rng)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20_000))
+    try:
+        body = json.dumps(doc, allow_nan=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    finally:
+        sys.setrecursionlimit(limit)
+    if rng.random() < 0.1:
+        body, how = corrupt_text(body, rng)
+        what += f" bytes:{how}"
+    signing = rng.choice(["signed", "signed", "sha256 recomputed", "as edited"])
+    header = cache._header(CACHE_SECRET, "catalog", key, body)
+    if signing == "sha256 recomputed":
+        header["hmac_sha256"] = hashlib.sha256(body).hexdigest()
+    elif signing == "as edited":
+        header = cache._header(CACHE_SECRET, "catalog", key, json.dumps(base, separators=(",", ":")).encode())
+    entry = json.dumps(header, separators=(",", ":")).encode() + b"\n" + body
+    command = rng.choice(
+        [
+            ["list", "prices"],
+            ["list", "devices"],
+            ["evaluate", "--format", "json", str(ROOT / "examples" / "chat-llama70b-h100.yaml")],
+            ["solve", "--no-explain", "{dir}/spec.yaml"],
+        ]
+    )
+    spec = {
+        "model": "llama-3.1-8b",
+        "workload": {"users": 16, "context_tokens": 4096, "prompt_tokens": 1024},
+        "sla": {"max_ttft": "1s", "max_tpot": "50ms"},
+        "search": {"gpus": ["h100-sxm", "a100-80gb", "l40s", "rtx-4090"], "tp": [1, 2], "weights": ["bf16"], "kv_cache": ["bf16"]},
+        "objective": "min_cost",
+    }
+    files = {cache.SECRET_NAME: CACHE_SECRET, f"catalog-{key}.json": entry, "spec.yaml": _dump_yaml(spec)}
+    return Case("cache", files, command, env={"PLAN_OPT_CACHE_DIR": "{dir}"}, what=f"{signing}: {what[:300]}")
+
+
 KINDS = {
     "solve": solve_case,
     "fleet": fleet_case,
     "evaluate": evaluate_case,
     "config": config_case,
     "calibrate": measurements_case,
+    "cache": cache_case,
 }

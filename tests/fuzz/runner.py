@@ -41,7 +41,13 @@ class Outcome:
 def _child(case: Case, folder: Path, out: Path, err: Path) -> None:
     from solver.cli.main import main
 
-    os.environ.update(case.env)
+    os.environ.update({k: v.replace("{dir}", str(folder)) for k, v in case.env.items()})
+    if "PLAN_OPT_CACHE_DIR" in case.env:  # a case with its own cache reads it, as a new process would
+        import solver.catalog.load as load
+        import solver.catalog.topology as topology
+
+        load._cached = None
+        topology._loaded = None
     with open(out, "wb") as o, open(err, "wb") as e:
         os.dup2(o.fileno(), 1)
         os.dup2(e.fileno(), 2)
