@@ -23,8 +23,8 @@ does not verify. An entry whose header does not match, whose body is truncated o
 edited, that is not UTF-8, not JSON, not a regular file, too large, or owned by
 someone else reads as missing, silently (the cache only costs or saves speed). The body is data, never code (no pickle), and
 the caller validates it like any input before using it (`load_catalog` runs it through
-the catalog's pydantic schemas; the topology checks each answer's shape), so a
-well-formed entry of the wrong shape is rebuilt too.
+the catalog's pydantic schemas and ranges; the topology checks that each answer is one
+the platform's links could give), so a well-formed entry of the wrong shape is rebuilt too.
 
 What it trusts: this user's own account. Someone who can write this user's files can
 read the secret and sign an entry; the MAC catches corruption, edits and stray copies,

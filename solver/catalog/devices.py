@@ -7,7 +7,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from annotated_types import Ge, MinLen
+from annotated_types import Ge, Le, MinLen
 
 from solver.catalog.factors import FactorOverrides
 from solver.catalog.prices import Price
@@ -88,9 +88,9 @@ class Device:
 class Link:
     __pydantic_config__ = FORBID
     kind: LinkKind
-    bandwidth_bytes_per_s: Positive
+    bandwidth_bytes_per_s: Annotated[float, BANDWIDTH]
     """Per GPU, per direction."""
-    latency_s: Annotated[float, Ge(0)]
+    latency_s: Annotated[float, Ge(0), Le(1)]
     """Per link."""
     source: str
 

@@ -168,11 +168,16 @@ def _finite(x: object, low: float, strict: bool) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and (x > low if strict else x >= low)
 
 
-def _well_formed(what: str, answer: object) -> bool:
-    """Whether a cached answer has the shape `what` computes: a domain size (a whole
-    number of GPUs), or a ring's [bandwidth, latency, link kinds, parallel rings] or
-    None; anything else is rebuilt."""
-    count = isinstance(answer, int) and not isinstance(answer, bool) and answer >= 1
+def _well_formed(platform: Platform, what: str, answer: object) -> bool:
+    """Whether a cached answer is one `what` could compute for `platform`: a domain
+    size (a whole number of GPUs the platform holds), or a ring's [bandwidth, latency,
+    link kinds, parallel rings] built of the platform's own links (the bandwidth one of
+    theirs times the rings, the kinds theirs, the latency at most every link's in
+    turn), or None; anything else is rebuilt. So a cached answer, even one signed by
+    this user, can say nothing the platform's catalog entry could not."""
+    links = [x for x in (platform.scale_up, platform.host, platform.scale_out) if x is not None]
+    most = platform.gpus_per_node * platform.max_nodes
+    count = isinstance(answer, int) and not isinstance(answer, bool) and 1 <= answer <= most
     if what == "domain":
         return count
     if answer is None:
@@ -180,14 +185,19 @@ def _well_formed(what: str, answer: object) -> bool:
     if not isinstance(answer, list) or len(answer) != 4:
         return False
     bw, lat, kinds, parallel = answer
+    size = int(what.removeprefix("ring")) if what.removeprefix("ring").isdigit() else 0
+    staged = platform.allreduce.host_staged_hop_latency_s or 0.0 if platform.allreduce else 0.0
+    longest_s = (size + 2) * (sum(x.latency_s for x in links) + staged)
     return (
-        _finite(bw, 0.0, strict=True)
-        and _finite(lat, 0.0, strict=False)
-        and isinstance(kinds, list)
-        and all(isinstance(k, str) for k in kinds)
-        and isinstance(parallel, int)
+        isinstance(parallel, int)
         and not isinstance(parallel, bool)
-        and parallel >= 1
+        and parallel in (1, size - 1)
+        and _finite(bw, 0.0, strict=True)
+        and any(bw == x.bandwidth_bytes_per_s * parallel for x in links)
+        and _finite(lat, 0.0, strict=False)
+        and lat <= longest_s
+        and isinstance(kinds, list)
+        and all(isinstance(k, str) and k in {x.kind for x in links} for k in kinds)
     )
 
 
@@ -201,7 +211,7 @@ def _memo(platform: Platform, what: str, compute: Callable[[], _T]) -> _T:
     key = cache.digest(_SOURCE.encode(), repr(platform).encode(), what.encode())
     if key not in _loaded:
         entry = cache.load("topology", key)
-        if isinstance(entry, dict) and set(entry) == {"answer"} and _well_formed(what, entry["answer"]):
+        if isinstance(entry, dict) and set(entry) == {"answer"} and _well_formed(platform, what, entry["answer"]):
             _loaded[key] = entry["answer"]
         else:
             answer = compute()

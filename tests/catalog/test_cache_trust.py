@@ -204,3 +204,23 @@ def test_a_catalog_figure_past_every_range_is_bad_input(tmp_path, name, old, new
     with pytest.raises(InputError) as info:
         load_catalog(changed, use_cache=False)
     assert field in str(info.value)
+
+
+@pytest.mark.parametrize("bandwidth", [1e-300, 1e300, 1.0])
+def test_a_signed_topology_answer_the_platform_could_not_give_is_recomputed(folder, catalog, bandwidth):
+    """A ring's bandwidth is one of the platform's links' (times the parallel rings): a
+    signed entry with any other (1e-300 overflowed a plan's integer costs) is rebuilt."""
+    plat = catalog.platform("hgx-hopper-8gpu")
+    fresh = topo._compute_ring(plat, 8)
+    topo.tp_ring.cache_clear()
+    topo.tp_ring(plat, 8)
+    for path in folder.glob("topology-*.json"):
+        key = path.name.removeprefix("topology-").removesuffix(".json")
+        entry = cache.load("topology", key)
+        if isinstance(entry, dict) and isinstance(entry["answer"], list):
+            entry["answer"][0] = bandwidth
+            cache.store("topology", key, cache.encode(entry) or b"")
+    topo._loaded = None
+    topo.tp_ring.cache_clear()
+    assert topo.tp_ring(plat, 8) == fresh
+    topo.tp_ring.cache_clear()
