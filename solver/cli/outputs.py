@@ -6,7 +6,7 @@ is there:
   temporary file beside it, then renamed over it (keeping the old file's permissions);
 - a character device (/dev/null, a terminal) or a FIFO is written as a stream, never
   replaced; a FIFO must have its reader already (else the write would wait for ever);
-- a symbolic link is written through: the file it points to is rewritten as above (or
+- a symbolic link is written through: the file it points to is written as above (or
   streamed, if it is a device or FIFO), the link itself stays;
 - a folder, a block device, a socket, a link to nothing, a read-only file or folder, a
   folder that does not exist, and an output that is one of the command's inputs (the
@@ -82,8 +82,8 @@ def check(given: str, flag: str, inputs: Iterable[str | Path] = (), others: Iter
     except OSError as exc:
         raise InputError(flag, given, f"cannot be written: {exc.strerror or exc}") from None
     st = _stat(given) if link is not None else None
-    if link is not None and st is None:
-        raise InputError(flag, given, f"is a link to nothing ({os.readlink(given)}); give a file name")
+    if link is not None and st is None and not Path(os.path.realpath(given)).parent.is_dir():
+        raise InputError(flag, given, f"is a link to nothing ({os.readlink(given)}: its folder does not exist); give a file name")
     kind = kind_of(st)
     if kind not in (NEW, FILE, STREAM):
         raise InputError(flag, given, kind)
@@ -207,6 +207,8 @@ def plot_name(given: str, flag: str) -> tuple[str, str]:
     """The file a --plot FILE draws to and its format: FILE as given if its suffix is a
     format, FILE.png if it has none (so --plot cost draws cost.png); a device or FIFO
     as given, in PNG."""
+    if not given or given.endswith(("/", ".")) or os.path.isdir(given):
+        raise InputError(flag, given, "is a folder; give a file name")
     suffix = Path(given).suffix.lower().lstrip(".")
     if is_stream(given):
         return given, suffix if suffix in PLOT_FORMATS else "png"

@@ -102,7 +102,7 @@ def _pictures(args: argparse.Namespace) -> list[tuple[outputs.Target, str]]:
     """--plot's files, checked before any work: FILE.png and FILE.svg, or a stream's PNG."""
     outputs.needs("matplotlib", "--plot", args.plot, "plot")
     inputs = [args.spec, *([args.calibration] if args.calibration else [])]
-    if outputs.is_stream(args.plot):
+    if outputs.plot_name(args.plot, "--plot")[0] == args.plot and outputs.is_stream(args.plot):
         return [(outputs.check(args.plot, "--plot", inputs), "png")]
     png = outputs.check(str(Path(args.plot).with_suffix(".png")), "--plot", inputs)
     return [(png, "png"), (outputs.check(str(Path(args.plot).with_suffix(".svg")), "--plot", inputs, [png]), "svg")]
