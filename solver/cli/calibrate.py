@@ -30,7 +30,13 @@ Example:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("measurements", nargs="+", help="CSV file(s), or vllm bench JSON file(s)")
-    p.add_argument("-o", "--output", default="calibration.yaml", help="calibration file to write (default calibration.yaml)")
+    p.add_argument(
+        "-o",
+        "--output",
+        default="calibration.yaml",
+        help="calibration file to write (default calibration.yaml): written whole, beside it then renamed over it; a device "
+        "or FIFO as a stream; a symbolic link written through (the link stays); never one of the measurement files",
+    )
     for flag in ("--model", "--gpu", "--weights", "--kv-cache"):
         p.add_argument(flag, help="for vllm bench JSON inputs")
     p.add_argument("--tp", type=int, default=1, help="for vllm bench JSON inputs")
@@ -39,10 +45,11 @@ Example:
 
 def run(args: argparse.Namespace) -> int:
     from solver.catalog import default_catalog
-    from solver.cli.common import write_output
+    from solver.cli import outputs
     from solver.optimise.calibrate import calibration_yaml, fit
     from solver.spec.measurements import read_csv, read_vllm_bench
 
+    out = outputs.check(args.output, "--output", args.measurements)
     ms = []
     for f in args.measurements:
         if f.endswith(".json"):
@@ -83,6 +90,6 @@ def run(args: argparse.Namespace) -> int:
                 "measurements", ", ".join(args.measurements), "the defaults predict these points best held out: nothing to write (see above)"
             )
         raise InputError("measurements", ", ".join(args.measurements), "too few usable points to fit anything (see above)")
-    write_output(args.output, calibration_yaml(fits, ", ".join(args.measurements)), "--output")
+    outputs.write_text(out, calibration_yaml(fits, ", ".join(args.measurements)))
     print(f"wrote {args.output}")
     return EXIT_OK

@@ -1,15 +1,10 @@
-"""What the commands share: the catalog with a user's calibration, --set paths, and
-writing the files a user asks for."""
+"""What the commands share: the catalog with a user's calibration, and the spec's problem
+(the files a command writes: cli/outputs.py)."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING
-
-from solver.errors import InputError
 
 if TYPE_CHECKING:
     from solver.catalog import Catalog
@@ -35,26 +30,3 @@ def problem_from(spec: Spec, lines: dict[tuple, int], path: str, catalog: Catalo
         return build_problem(spec, catalog, Path(path).parent)
     except InputError as exc:
         raise exc.located(lines, path) from None
-
-
-def write_output(path: str, text: str, flag: str) -> None:
-    """Write a file the user asked for, whole or not at all: into a temporary file
-    beside it, then renamed over it. A failure is one line naming the flag and path."""
-    target = Path(path)
-    if target.is_dir():
-        raise InputError(flag, path, "is a folder; give a file name")
-    folder = target.parent
-    if not folder.is_dir():
-        raise InputError(flag, path, f"its folder {folder} does not exist")
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, target)
-        tmp = None
-    except OSError as exc:
-        raise InputError(flag, path, f"cannot be written: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)

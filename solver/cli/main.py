@@ -40,7 +40,7 @@ from solver.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 EXIT_INTERNAL = 70
 EXIT_OUTPUT = EXIT_BAD_INPUT
 """Standard output cannot be written (a full disk, a closed file): the same status as an
-`-o FILE` that cannot be written (cli/common.write_output)."""
+`-o FILE` that cannot be written (cli/outputs.py)."""
 
 ASCII_SUBSTITUTES: dict[str, str] = {
     "—": "-",

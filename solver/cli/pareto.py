@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from solver.cli import outputs
 from solver.cli.common import catalog_for, problem_from
 from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK, InputError
 
@@ -33,7 +34,12 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "named by them (p99_ttft, p90_tpot). Default: all that apply",
     )
     p.add_argument("--format", choices=["text", "json", "markdown"], default="text", help="report format (default text)")
-    p.add_argument("--plot", metavar="FILE", help="also draw the frontiers: FILE.png and FILE.svg")
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="also draw the frontiers: FILE.png and FILE.svg (FILE's suffix replaced), each written whole; a device or "
+        "FIFO gets the PNG only, as a stream; a symbolic link is written through",
+    )
     p.add_argument(
         "--max-cost-ratio",
         metavar="R",
@@ -92,6 +98,16 @@ def _axes(text: str, spec: Spec) -> list[str]:
     return axes
 
 
+def _pictures(args: argparse.Namespace) -> list[tuple[outputs.Target, str]]:
+    """--plot's files, checked before any work: FILE.png and FILE.svg, or a stream's PNG."""
+    outputs.needs("matplotlib", "--plot", args.plot, "plot")
+    inputs = [args.spec, *([args.calibration] if args.calibration else [])]
+    if outputs.plot_name(args.plot, "--plot")[0] == args.plot and outputs.is_stream(args.plot):
+        return [(outputs.check(args.plot, "--plot", inputs), "png")]
+    png = outputs.check(str(Path(args.plot).with_suffix(".png")), "--plot", inputs)
+    return [(png, "png"), (outputs.check(str(Path(args.plot).with_suffix(".svg")), "--plot", inputs, [png]), "svg")]
+
+
 def run(args: argparse.Namespace) -> int:
     from solver.optimise.pareto import frontiers
     from solver.report.batching import batching_line
@@ -100,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
 
     spec, lines = load_spec(args.spec)
     axes = _axes(args.axes, spec)
+    pictures = _pictures(args) if args.plot else []
     if args.max_cost_ratio is not None:
         spec = spec.model_copy(update={"pareto": spec.pareto.model_copy(update={"max_cost_ratio": _cost_ratio(args.max_cost_ratio)})})
     problem = problem_from(spec, lines, args.spec, catalog_for(args))
@@ -121,7 +138,11 @@ def run(args: argparse.Namespace) -> int:
         engine = problem.shapes[0].deployment.engine if problem.shapes else None
         said = batching_line(w.batching, engine, traffic=w.traffic is not None)
         sys.stdout.write(render(fronts, f"{title}\n{said}", markdown=args.format == "markdown"))
-    if args.plot:
-        files = plot(fronts, title, Path(args.plot))
-        print(f"picture: {', '.join(str(f) for f in files)}", file=sys.stderr)
+    if pictures:
+        from solver.cli.outputs import save_figure
+
+        fig = plot(fronts, title)
+        for target, fmt in pictures:
+            save_figure(target, fig, fmt, dpi=130)
+        print(f"picture: {', '.join(t.given for t, _ in pictures)}", file=sys.stderr)
     return EXIT_OK if any(f.points for f in fronts.values()) else EXIT_DOES_NOT_FIT

@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from solver.cli import outputs
 from solver.cli.common import catalog_for, problem_from
 from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK, InputError
 
@@ -53,7 +53,12 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--routing", choices=["round_robin", "jsq"], help="how requests reach replicas (default: the spec's)")
     p.add_argument("--format", choices=["text", "json"], default="text", help="report format (default text)")
-    p.add_argument("--plot", metavar="FILE", help="also draw the latency CDFs and the queue over time: FILE.png")
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="also draw the latency CDFs and the queue over time: FILE (.png, .svg, .pdf; FILE.png without a suffix), "
+        "written whole; a device or FIFO as a stream; a symbolic link written through",
+    )
     p.add_argument("--calibration", metavar="FILE", help="factors fitted by `plan-opt calibrate` (applied to their devices)")
     p.set_defaults(func=run)
 
@@ -89,6 +94,11 @@ def run(args: argparse.Namespace) -> int:
     from solver.traffic.verify import SEEDS, Settings, verify_plan
 
     spec, lines = load_spec(args.spec)
+    picture = None
+    if args.plot:  # checked before any work
+        outputs.needs("matplotlib", "--plot", args.plot, "plot")
+        name, fmt = outputs.plot_name(args.plot, "--plot")
+        picture = outputs.check(name, "--plot", [args.spec, *([args.calibration] if args.calibration else [])])
     if spec.workload.requests_per_s is None:
         raise InputError(
             "workload.requests_per_s", None, "simulate serves a request rate: give workload.requests_per_s (and percentile targets)", source=args.spec
@@ -132,11 +142,11 @@ def run(args: argparse.Namespace) -> int:
         from solver.report.simulate_report import render
 
         sys.stdout.write(render(check, label, settings, spec.model))
-    if args.plot:
+    if picture is not None:
         from solver.report.simulate_report import plot
 
-        out = plot(check, label, Path(args.plot))
-        print(f"drew {out}", file=sys.stderr)
+        outputs.save_figure(picture, plot(check, label), fmt, dpi=110)
+        print(f"drew {picture.given}", file=sys.stderr)
     return EXIT_OK if check.ok else EXIT_DOES_NOT_FIT
 
 

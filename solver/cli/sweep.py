@@ -41,13 +41,29 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("sweep", help="YAML sweep file")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the CSV table (read first to resume)")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="the CSV table, read first to resume (a regular file that is a sweep table, at most 512 MiB; another file is "
+        "refused, not overwritten). Written whole: beside it, then renamed over it; a device or FIFO (/dev/stdout) is "
+        "written once, as a stream, and never read; a symbolic link is written through (the link stays)",
+    )
     p.add_argument("--parquet", metavar="FILE", help="also write the table as Parquet (needs pyarrow: the sweep extra)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes of the local pool (default: the CPUs; 1: serial)")
     p.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster at ADDRESS (or 'local' for one started here)")
     p.add_argument("--plot", metavar="FILE", help="draw cost against --x to FILE.png")
     p.add_argument("--x", metavar="AXIS", help="the axis --plot draws against (default: the first)")
     p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.add_argument(
+        "--max-hours",
+        type=float,
+        default=DEFAULT_HOURS,
+        metavar="H",
+        help=f"refuse a sweep whose estimated work (scenarios left × the seconds each of the first took, over the workers) "
+        f"is over H hours (default {DEFAULT_HOURS:g}; at most {MAX_HOURS:,})",
+    )
     p.set_defaults(func=run)
 
 
@@ -83,20 +99,30 @@ def _progress(done: int, total: int, started: float, quiet: bool, final: bool = 
 
 
 def run(args: argparse.Namespace) -> int:
-    from solver.report.sweep_table import columns, plot, read_done, write_csv, write_parquet
+    from solver.cli import outputs
+    from solver.report.sweep_table import MAX_TABLE_BYTES, columns, plot, read_done, table_csv, write_parquet
     from solver.spec.sweep_spec import load_sweep, scenario_id, scenarios
 
     if not 1 <= args.workers <= 1024:
         raise InputError("--workers", args.workers, "1 to 1,024 processes")
+    if not 0 < args.max_hours <= MAX_HOURS:
+        raise InputError("--max-hours", args.max_hours, f"hours of estimated work, more than 0 and at most {MAX_HOURS:,}")
     sweep, base, folder = load_sweep(args.sweep)
     todo = scenarios(sweep)
     axes = list(dict.fromkeys(k for s in todo for k in s))
     if args.x is not None and args.x not in axes:
         raise InputError("--x", args.x, f"one of the sweep's axes: {', '.join(axes)}")
-    out = Path(args.output)
-    if not out.parent.is_dir():
-        raise InputError("--output", args.output, f"its folder {out.parent} does not exist")
-    done = read_done(out)
+    inputs = _inputs(args.sweep, sweep.base, base, folder)
+    out = outputs.check(args.output, "--output", inputs)
+    parquet = plot_to = None
+    if args.parquet:
+        outputs.needs("pyarrow", "--parquet", args.parquet, "sweep")
+        parquet = outputs.check(args.parquet, "--parquet", inputs, [out])
+    if args.plot:
+        outputs.needs("matplotlib", "--plot", args.plot, "plot")
+        name, fmt = outputs.plot_name(args.plot, "--plot")
+        plot_to = outputs.check(name, "--plot", inputs, [t for t in (out, parquet) if t is not None])
+    done = read_done(outputs.read_back(out, MAX_TABLE_BYTES), args.output)
     rows: dict[str, dict[str, Any]] = {}
     pending = []
     for i, settings in enumerate(todo):
@@ -106,30 +132,111 @@ def run(args: argparse.Namespace) -> int:
         else:
             pending.append((i, sid, settings))
     header = columns(axes)
-    started = time.monotonic()
-    total = len(pending)
 
     def keep(i: int, sid: str, settings: dict[str, Any], row: dict[str, Any]) -> None:
         rows[sid] = {"scenario": i, "id": sid, **{k: _cell(v) for k, v in settings.items()}, **row}
 
+    measured = _measure(pending, base, str(folder), sweep.explain)
+    for i, sid, settings, row in measured.rows:
+        keep(i, sid, settings, row)
+    rest = pending[len(measured.rows) :]
+    _budget(measured, len(rest), args)
+    started = time.monotonic()
+    total = len(rest)
     finished = 0
     last_write = time.monotonic()
-    for i, sid, settings, row in _execute(pending, base, str(folder), sweep.explain, args):
+    for i, sid, settings, row in _execute(rest, base, str(folder), sweep.explain, args):
         keep(i, sid, settings, row)
         finished += 1
         _progress(finished, total, started, args.quiet)
-        if time.monotonic() - last_write > 5:  # a table on disk to resume from
-            write_csv(out, header, list(rows.values()))
+        if out.kind != outputs.STREAM and time.monotonic() - last_write > 5:  # a table on disk to resume from
+            outputs.write_text(out, table_csv(header, list(rows.values())))
             last_write = time.monotonic()
     _progress(finished, total, started, args.quiet, final=True)
-    write_csv(out, header, list(rows.values()))
-    if args.parquet:
-        write_parquet(Path(args.parquet), header, list(rows.values()))
-    if args.plot:
-        drawn = plot(Path(args.plot), list(rows.values()), args.x or axes[0])
-        print(f"picture: {drawn}", file=sys.stderr)
-    print(f"{len(rows):,} scenarios in {out} ({len(done):,} already there, {finished:,} solved)", file=sys.stderr)
+    outputs.write_text(out, table_csv(header, list(rows.values())))
+    if parquet is not None:
+        outputs.write(parquet, lambda f: write_parquet(f, header, list(rows.values())))
+    if plot_to is not None:
+        outputs.save_figure(plot_to, plot(list(rows.values()), args.x or axes[0]), fmt, dpi=110)
+        print(f"picture: {plot_to.given}", file=sys.stderr)
+    solved = finished + len(measured.rows)
+    print(f"{len(rows):,} scenarios in {args.output} ({len(done):,} already there, {solved:,} solved)", file=sys.stderr)
     return EXIT_OK
+
+
+DEFAULT_HOURS = 2.0
+MAX_HOURS = 10_000
+MEASURE_N = 3
+"""Scenarios solved first, one after another, to time them (their rows are kept)."""
+MEASURE_S = 10.0
+"""No more are timed once this many seconds are spent."""
+
+
+def _inputs(sweep_file: str, base_name: str | None, base: dict[str, Any], folder: Path) -> list[Path]:
+    """The files the sweep reads: the sweep file, its base spec, the base's lengths file."""
+    files = [Path(sweep_file)]
+    if base_name is not None:
+        files.append(Path(sweep_file).parent / base_name)
+    lengths = (base.get("workload") or {}).get("lengths_file") if isinstance(base.get("workload"), dict) else None
+    if isinstance(lengths, str):
+        files.append(Path(lengths) if Path(lengths).is_absolute() else folder / lengths)
+    return files
+
+
+class _Measured:
+    """The first scenarios, solved serially and timed: their rows and seconds each."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, str, dict[str, Any], dict[str, Any]]] = []
+        self.seconds: list[float] = []
+
+    def per_scenario_s(self) -> float:
+        """Seconds a scenario: the first pays the imports and the catalog's load, so it
+        is left out when there are later ones."""
+        later = self.seconds[1:] or self.seconds
+        return sum(later) / len(later) if later else 0.0
+
+
+def _measure(pending: list, base: dict, folder: str, explain: bool) -> _Measured:
+    m = _Measured()
+    for i, sid, settings in pending[:MEASURE_N]:
+        t0 = time.monotonic()
+        m.rows.append((i, sid, settings, solve_row(base, settings, folder, explain)))
+        m.seconds.append(time.monotonic() - t0)
+        if sum(m.seconds) > MEASURE_S:
+            break
+    return m
+
+
+def estimate_s(per_scenario_s: float, scenarios: int, workers: int) -> float:
+    """Wall seconds for `scenarios` more on `workers` processes, none faster than one
+    alone and no more of them at once than there are scenarios or CPUs."""
+    parallel = max(1, min(workers, scenarios, os.cpu_count() or 1))
+    return per_scenario_s * scenarios / parallel
+
+
+def _budget(m: _Measured, left: int, args: argparse.Namespace) -> None:
+    """Say the work before starting it; refuse it past --max-hours."""
+    if not left:
+        return
+    per = m.per_scenario_s()
+    workers = 1 if args.workers == 1 else args.workers
+    wall = estimate_s(per, left, workers)
+    where = f"on Ray (counted as {workers} workers)" if args.ray else f"on {max(1, min(workers, left, os.cpu_count() or 1))} process(es)"
+    said = f"{left:,} scenarios left × about {per:.3g} s each (timed on the first {len(m.seconds)}) ≈ {_duration(wall)} {where}"
+    if wall > args.max_hours * 3600:
+        raise InputError(
+            "--max-hours", f"{args.max_hours:g}", f"over {args.max_hours:g} h of work: {said}; raise --max-hours to run it, or split the grid"
+        )
+    print(f"plan-opt sweep: {said}", file=sys.stderr)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.2g} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _cell(value: Any) -> Any:

@@ -10,10 +10,8 @@ the frontier, a dashed line, with the first point left out as a hollow circle.
 from __future__ import annotations
 
 import math
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from solver.errors import InputError
 from solver.optimise.clock import WORK_FACTOR
 from solver.optimise.pareto import KNEE_MIN_DEPTH, Frontier, ParetoPoint
 from solver.report import strict_json
@@ -216,12 +214,10 @@ def _short(label: str) -> str:
     return f"{reps}×{parts[0]} {parts[1]} {parts[-1].split('/')[0]}"
 
 
-def plot(frontiers: dict[str, Frontier], title: str, path: Path) -> list[Path]:
-    """Write the picture as PNG and SVG (path's stem, both suffixes); return the files."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise InputError("--plot", str(path), "drawing needs matplotlib, an optional extra: pip install 'plan-opt[plot]'") from None
+def plot(frontiers: dict[str, Frontier], title: str) -> Any:
+    """The frontiers drawn: the figure, for the command to save (as PNG and SVG);
+    matplotlib is checked for before the command starts."""
+    import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -299,15 +295,4 @@ def plot(frontiers: dict[str, Frontier], title: str, path: Path) -> list[Path]:
         ax.legend(loc="upper right" if axis not in COUNTS else "upper left", fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    path = Path(path)
-    files = []
-    for suffix in (".png", ".svg"):
-        out = path.with_suffix(suffix)
-        try:
-            fig.savefig(out, dpi=130)
-        except OSError as exc:
-            plt.close(fig)
-            raise InputError("--plot", str(out), f"cannot be written: {exc.strerror or exc}") from None
-        files.append(out)
-    plt.close(fig)
-    return files
+    return fig

@@ -3,9 +3,8 @@ distributions, the replicas' load, and a plot of the latency CDFs and the queue.
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
-from solver.errors import InputError
 from solver.report.batching import batching_line
 from solver.traffic.simulate import SimResult
 from solver.traffic.verify import Check, Settings
@@ -125,12 +124,11 @@ def render(check: Check, plan: str, settings: Settings, model: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(check: Check, plan: str, path: Path) -> Path:
-    """Latency CDFs (TTFT, TPOT) and the first replica's queue over time, as PNG."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise InputError("--plot", str(path), "drawing needs matplotlib, an optional extra: pip install 'plan-opt[plot]'") from None
+def plot(check: Check, plan: str) -> Any:
+    """Latency CDFs (TTFT, TPOT) and the first replica's queue over time: the figure,
+    for the command to save (matplotlib is checked for before the command starts)."""
+    import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -158,11 +156,4 @@ def plot(check: Check, plan: str, path: Path) -> Path:
     axs[2].grid(alpha=0.3)
     fig.suptitle(f"{plan} · {check.requests_per_s:,.4g} requests/s")
     fig.tight_layout()
-    out = path if path.suffix else path.with_suffix(".png")
-    try:
-        fig.savefig(out, dpi=110)
-    except OSError as exc:
-        raise InputError("--plot", str(out), f"cannot be written ({exc.strerror or type(exc).__name__})") from None
-    finally:
-        plt.close(fig)
-    return out
+    return fig

@@ -4,9 +4,9 @@ it, the status — written as CSV (and Parquet), read back to resume, and drawn.
 from __future__ import annotations
 
 import csv
+import io
 import math
-from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from solver.errors import InputError
 
@@ -76,52 +76,60 @@ def columns(axes: list[str]) -> list[str]:
     return ["scenario", "id", *axes, *PLAN_COLUMNS]
 
 
-def read_done(path: Path) -> dict[str, dict[str, str]]:
-    """Rows already written (by scenario id), to resume a sweep; none if no file."""
-    if not path.exists():
+MAX_TABLE_BYTES = 512 * 2**20
+"""The largest table a sweep resumes from: a million scenarios (the most one sweep
+holds) at about 300 bytes a row, with room for long error messages."""
+TABLE_KEYS = ("scenario", "id", "status")
+"""The columns that make a CSV a sweep's table (and not a file -o would destroy)."""
+
+
+def read_done(raw: bytes | None, source: str) -> dict[str, dict[str, str]]:
+    """Rows already written (by scenario id), to resume a sweep; none if no file or an
+    empty one. A file that is not a sweep table is refused, not overwritten."""
+    if not raw or not raw.strip():
         return {}
     try:
-        with path.open(newline="", encoding="utf-8") as f:
-            return {r["id"]: r for r in csv.DictReader(f) if r.get("id")}
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError("--output", str(path), f"cannot be read to resume: {exc}") from None
+        reader = csv.DictReader(io.StringIO(raw.decode("utf-8").removeprefix("\ufeff"), newline=""))
+        missing = [k for k in TABLE_KEYS if k not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(
+                "--output",
+                source,
+                f"holds a file that is not a sweep table (no {', '.join(missing)} column); the sweep would overwrite it: give a new file",
+            )
+        return {r["id"]: r for r in reader if r.get("id")}
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise InputError("--output", source, f"cannot be read to resume: {exc}") from None
 
 
-def write_csv(path: Path, header: list[str], rows: list[dict[str, Any]]) -> None:
-    """Whole or not at all: into a temporary file beside it, then renamed over it."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        with tmp.open("w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=header, extrasaction="ignore")
-            w.writeheader()
-            for r in sorted(rows, key=lambda r: int(r["scenario"])):
-                w.writerow(r)
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise InputError("--output", str(path), f"cannot be written: {exc.strerror or exc}") from None
+def table_csv(header: list[str], rows: list[dict[str, Any]]) -> str:
+    """The table as CSV, a row per scenario in scenario order."""
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=header, extrasaction="ignore")
+    w.writeheader()
+    for r in sorted(rows, key=lambda r: int(r["scenario"])):
+        w.writerow(r)
+    return buf.getvalue()
 
 
-def write_parquet(path: Path, header: list[str], rows: list[dict[str, Any]]) -> None:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise InputError("--parquet", str(path), "needs pyarrow: pip install 'plan-opt[sweep]'") from None
+def write_parquet(out: BinaryIO, header: list[str], rows: list[dict[str, Any]]) -> None:
+    """The table as Parquet into `out` (pyarrow is checked for before the sweep starts)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     ordered = sorted(rows, key=lambda r: int(r["scenario"]))
     table = pa.table({k: [None if r.get(k) in ("", None) else str(r.get(k)) for r in ordered] for k in header})
-    pq.write_table(table, path)
+    pq.write_table(table, out)
 
 
-def plot(path: Path, rows: list[dict[str, Any]], axis: str) -> Path:
-    """Cost against one axis, a point per scenario that has a plan."""
-    try:
-        import matplotlib
+def plot(rows: list[dict[str, Any]], axis: str) -> Any:
+    """Cost against one axis, a point per scenario that has a plan: the figure
+    (matplotlib is checked for before the sweep starts)."""
+    import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise InputError("--plot", str(path), "needs matplotlib: pip install 'plan-opt[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     pts = [(r.get(axis), float(r["cost_usd_per_hour"])) for r in rows if r.get("cost_usd_per_hour") not in ("", None)]
     fig, ax = plt.subplots(figsize=(7, 4))
     labels = sorted({str(x) for x, _ in pts}, key=_order)
@@ -131,10 +139,7 @@ def plot(path: Path, rows: list[dict[str, Any]], axis: str) -> Path:
     ax.set_ylabel("$/hour")
     ax.set_title(f"plan-opt sweep: cost against {axis}")
     fig.tight_layout()
-    out = path if path.suffix else path.with_suffix(".png")
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return fig
 
 
 def _order(text: str) -> tuple[int, float, str]:

@@ -16,6 +16,8 @@ MAX_FILE_BYTES = 256 * 2**20
 """A log of a million requests is about 20 MB as CSV."""
 MAX_ROWS = 2_000_000
 COLUMNS = ("prompt_tokens", "output_tokens")
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+"""A file so named is JSON Lines whatever its first line holds (one not an object is refused at its line)."""
 
 
 def _whole(value: object, key: str, source: str, line: int, text: bool = True) -> int:
@@ -59,7 +61,8 @@ def read_lengths(path: Path, field: str = "workload.lengths_file") -> tuple[tupl
         raise InputError(field, source, f"holds over {MAX_ROWS:,} requests; at most {MAX_ROWS:,} (sample it)")
     lines = text.splitlines()
     first = next((ln for ln in lines if ln.strip()), "")
-    pairs = _jsonl(lines, source) if first.lstrip().startswith("{") else _csv(lines, source)
+    jsonl = path.suffix.lower() in JSONL_SUFFIXES or first.lstrip()[:1] in ("{", "[")
+    pairs = _jsonl(lines, source) if jsonl else _csv(lines, source)
     if not pairs:
         raise InputError(field, source, "holds no requests")
     if len(pairs) > MAX_ROWS:
@@ -69,11 +72,17 @@ def read_lengths(path: Path, field: str = "workload.lengths_file") -> tuple[tupl
 
 def _csv(lines: list[str], source: str) -> list[tuple[int, int]]:
     reader = csv.DictReader(lines)
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    try:
+        fieldnames = reader.fieldnames  # the header is read here: a cell past the csv module's limit fails in it
+    except csv.Error as exc:
+        raise InputError(
+            "CSV header", None, f"not readable: {exc}; a CSV lengths file starts prompt_tokens,output_tokens", source=source, line=1
+        ) from None
+    missing = [c for c in COLUMNS if c not in (fieldnames or [])]
     if missing:
         raise InputError(
             "columns",
-            ", ".join(reader.fieldnames or []) or "none",
+            ", ".join(fieldnames or [])[:200] or "none",
             f"missing {', '.join(missing)}; a CSV lengths file has prompt_tokens,output_tokens",
             source=source,
             line=1,
@@ -86,7 +95,7 @@ def _csv(lines: list[str], source: str) -> list[tuple[int, int]]:
                 raise InputError("CSV", None, f"{len(row[None])} cell(s) beyond the header's columns", source=source, line=n)
             out.append((_whole(row.get("prompt_tokens"), "prompt_tokens", source, n), _whole(row.get("output_tokens"), "output_tokens", source, n)))
     except csv.Error as exc:
-        raise InputError("CSV", None, f"not readable: {exc}", source=source, line=reader.line_num or 1) from None
+        raise InputError("CSV", None, f"not readable: {exc}", source=source, line=reader.line_num + 1) from None
     return out
 
 

@@ -12,6 +12,7 @@ import functools
 import hashlib
 import json
 import math
+import os
 import random
 import sys
 from collections.abc import Iterator
@@ -66,6 +67,12 @@ class Case:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     what: str = ""
+    specials: dict[str, str] = field(default_factory=dict)
+    """Name → what the runner makes there in the case's folder: 'fifo', 'null' or 'zero' (a
+    character device node like /dev/null, /dev/zero: made only there, never the real one),
+    or 'link:TARGET' (a symbolic link; {dir} in TARGET is the folder)."""
+    kept: tuple[str, ...] = ()
+    """Files (of `files`) the command reads and must leave byte for byte as they were."""
 
 
 MAX_PATHS = 20_000
@@ -414,6 +421,81 @@ def cache_case(rng: random.Random) -> Case:
     return Case("cache", files, command, env={"PLAN_OPT_CACHE_DIR": "{dir}"}, what=f"{signing}: {what[:300]}")
 
 
+OUTPUT_BASE = {
+    "model": "llama-3.1-8b",
+    "workload": {"users": 32, "context_tokens": 4096, "prompt_tokens": 1024},
+    "sla": {"max_tpot": "40ms"},
+    "search": {"gpus": ["l40s"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
+}
+OUTPUT_TARGETS: dict[str, dict[str, str]] = {
+    "new.csv": {},
+    "fifo": {"fifo": "fifo"},  # no reader: refused, never waited on
+    "null": {"null": "null"},  # a device: streamed to, never replaced or read
+    "zero": {"zero": "zero"},  # read to resume, it would never end
+    "link.csv": {"link.csv": "link:{dir}/real.csv"},
+    "link-to-null": {"link-to-null": "link:{dir}/null", "null": "null"},
+    "dangling": {"dangling": "link:{dir}/nowhere/t.csv"},
+    "link-to-grid": {"link-to-grid": "link:{dir}/grid.yaml"},
+    "grid.yaml": {},
+    "base.yaml": {},
+    "notes.txt": {},
+    "missing/t.csv": {},
+    "": {},
+    ".": {},
+}
+
+
+def output_case(rng: random.Random) -> Case:
+    """An output path of every kind (device, FIFO, link, folder, missing folder, one of
+    the command's inputs) for sweep's -o, --parquet or --plot, or calibrate's -o."""
+    name = rng.choice(sorted(OUTPUT_TARGETS))
+    specials = dict(OUTPUT_TARGETS[name])
+    if any(v in ("null", "zero") for v in specials.values()) and os.geteuid() != 0:
+        specials = {k: "fifo" if v in ("null", "zero") else v for k, v in specials.items()}  # a device node needs root
+    files = {
+        "base.yaml": _dump_yaml(OUTPUT_BASE),
+        "grid.yaml": _dump_yaml({"base": "base.yaml", "axes": {"workload.users": [8, 64]}}),
+        "notes.txt": b"not a table\n",
+        "real.csv": rng.choice([b"", b"scenario,id,status\n", b"a,b\n1,2\n"]),
+        "m.csv": MEASUREMENTS.read_bytes(),
+    }
+    out = "{dir}/" + name if name not in ("", ".") else name
+    if name == ".":
+        out = "{dir}"
+    flag = rng.choice(["-o", "-o", "--parquet", "--plot", "calibrate"])
+    if flag == "calibrate":
+        argv = ["calibrate", "{dir}/m.csv", "-o", out]
+    else:
+        argv = ["sweep", "{dir}/grid.yaml", "--workers", "1", "--quiet", "-o", out if flag == "-o" else "{dir}/t.csv"]
+        argv += [] if flag == "-o" else [flag, out]
+    kept = ("m.csv",) if flag == "calibrate" else ("base.yaml", "grid.yaml", "notes.txt")  # inputs; sweep's table only replaces a table
+    return Case("output", files, argv, what=f"{flag} {name!r} ({specials})", specials=specials, kept=kept)
+
+
+def lengths_case(rng: random.Random) -> Case:
+    """A lengths file whose first line the csv module cannot read (a cell past its
+    131,072 characters) or, as JSON Lines, is not an object."""
+    n = 131_073 + rng.randrange(50_000)
+    name, text = rng.choice(
+        [
+            ("log.csv", "p" * n + ",output_tokens\n1,2\n"),
+            ("log.csv", '"' + "q" * n + '"\n1,2\n'),
+            ("log.csv", "prompt_tokens,output_tokens\n1," + "9" * n + "\n"),
+            ("log.jsonl", rng.choice(["[1, 2]", '"x"', "7", "null", "prompt_tokens,output_tokens"]) + '\n{"prompt_tokens": 1, "output_tokens": 2}\n'),
+            ("log", "[" + "1," * (n // 2) + "1]\n"),
+            ("log.jsonl", '{"prompt_tokens": ' + "1" * n + "}\n"),
+        ]
+    )
+    spec = {
+        "model": "llama-3.1-8b",
+        "workload": {"requests_per_s": 5, "lengths_file": name},
+        "sla": {"ttft": {"p99": "2s"}, "tpot": {"p90": "50ms"}},
+        "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
+    }
+    files = {name: text.encode(), "spec.yaml": _dump_yaml(spec)}
+    return Case("lengths", files, ["solve", "--no-explain", "{dir}/spec.yaml"], what=f"{name}: {text[:40]!r}… ({len(text):,} chars)")
+
+
 KINDS = {
     "solve": solve_case,
     "fleet": fleet_case,
@@ -421,4 +503,6 @@ KINDS = {
     "config": config_case,
     "calibrate": measurements_case,
     "cache": cache_case,
+    "output": output_case,
+    "lengths": lengths_case,
 }

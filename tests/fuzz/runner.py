@@ -105,6 +105,35 @@ def message_place(stderr: str, folder_mark: str = "plan-opt-fuzz-") -> str:
     return "file and line" if m.group("line") else "file"
 
 
+def _make_special(path: Path, what: str) -> None:
+    """A case's FIFO, device node (only in the case's own folder) or link."""
+    import stat
+
+    if what == "fifo":
+        os.mkfifo(path)
+    elif what in ("null", "zero"):
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3 if what == "null" else 5))
+    elif what.startswith("link:"):
+        path.symlink_to(what.removeprefix("link:"))
+    else:
+        raise ValueError(f"unknown special {what!r}")
+
+
+def _clobbered(case: Case, folder: Path) -> str:
+    """A FIFO, device node or link the command replaced, or an input it changed; '' if none."""
+    import stat
+
+    for name, what in case.specials.items():
+        mode = os.lstat(folder / name).st_mode if os.path.lexists(folder / name) else 0
+        kind = stat.S_ISLNK if what.startswith("link:") else stat.S_ISFIFO if what == "fifo" else stat.S_ISCHR
+        if not kind(mode):
+            return f"{name} ({what})"
+    for name in case.kept:
+        if (folder / name).read_bytes() != case.files[name].replace(b"{dir}", str(folder).encode()):
+            return f"input {name}"
+    return ""
+
+
 def run_cases(cases: Iterator[Case], *, timeout_s: float = 10.0, jobs: int = 2) -> Iterator[Outcome]:
     """Run cases `jobs` at a time; yield each outcome as it finishes."""
     running: dict[int, tuple[Case, tempfile.TemporaryDirectory, float]] = {}
@@ -121,6 +150,8 @@ def run_cases(cases: Iterator[Case], *, timeout_s: float = 10.0, jobs: int = 2) 
             folder = Path(tmp.name)
             for name, data in case.files.items():
                 (folder / name).write_bytes(data.replace(b"{dir}", str(folder).encode()))
+            for name, what in case.specials.items():
+                _make_special(folder / name, what.replace("{dir}", str(folder)))
             case.env.setdefault("HOME", home)
             pid = os.fork()
             if pid == 0:
@@ -143,5 +174,7 @@ def run_cases(cases: Iterator[Case], *, timeout_s: float = 10.0, jobs: int = 2) 
             stdout = (folder / ".stdout").read_bytes() if (folder / ".stdout").exists() else b""
             stderr = (folder / ".stderr").read_bytes().decode("utf-8", "replace") if (folder / ".stderr").exists() else ""
             del running[pid]
+            verdict = _classify(case, code, stdout, stderr)
+            clobbered = _clobbered(case, folder) if verdict in EXIT_CLASSES.values() else ""
             tmp.cleanup()
-            yield Outcome(case, _classify(case, code, stdout, stderr), code, elapsed, stderr)
+            yield Outcome(case, f"clobbered {clobbered}" if clobbered else verdict, code, elapsed, stderr)
