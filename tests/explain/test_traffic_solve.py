@@ -87,3 +87,35 @@ def test_the_simulation_budget_is_counted_in_requests_not_seconds(monkeypatch):
     spec = {**SPEC, "search": {**SPEC["search"], "gpus": ["h100-sxm", "a100-80gb"]}}
     r = solve(build_problem(parse_spec(spec), default_catalog()), explain=False)
     assert r.solution.feasible and r.traffic_rejected == []
+
+
+def test_refused_screen_picks_do_not_run_out_before_the_passing_one(monkeypatch):
+    """Issue 43 item 8: adding GPU types turned a spec with a plan into "no plan exists",
+    as the correction loop gave up after a fixed count of refused picks in all. Here the
+    simulation is replaced by a verdict that refuses the first 7 shapes picked at any
+    replica count (each is then dropped: no floor passes) and passes the 8th: the search
+    must reach it, since its bound is per shape, not per search."""
+    from types import SimpleNamespace
+
+    import solver.explain.traffic as traffic
+    from solver.explain.records import SolveResult
+    from solver.optimise.scenario import scenario_of, solve_scenario
+
+    spec = {**SPEC, "search": {**SPEC["search"], "tp": [1, 2, 4], "weights": ["bf16", "fp8"], "kv_cache": ["bf16", "fp8"]}}
+    problem = build_problem(parse_spec(spec), default_catalog())
+    refused: list[int] = []
+
+    def verdict(problem, s, shape, replicas, seeds=5):
+        if shape.index not in refused and len(refused) < 7:
+            refused.append(shape.index)
+        ok = shape.index not in refused
+        return SimpleNamespace(ok=ok, failing=[] if ok else ["max_ttft"], seeds=(0,))
+
+    monkeypatch.setattr(traffic, "_simulate", verdict)
+    s = scenario_of(problem)
+    result = SolveResult(problem, solve_scenario(problem, s))
+    sol = traffic.verified(problem, s, result.solution, result)
+    assert len(refused) == 7
+    assert sol.feasible, result.traffic_unmet
+    assert sol.chosen.shape.index not in refused
+    assert len(result.traffic_rejected) == 7
