@@ -67,13 +67,19 @@ def verified(problem: Problem, s: Scenario, sol: Solution, result: SolveResult, 
     refusals: dict[int, int] = {}
     while True:
         if not sol.feasible:
-            if result.traffic_rejected and result.traffic_unmet is None:
+            if result.traffic_rejected and not result.traffic_unmet:
                 result.traffic_unmet = (
                     f"every screened candidate was simulated and refused ({len(result.traffic_rejected)} picks, "
                     f"at most {MAX_CORRECTIONS_PER_SHAPE} corrections a shape): the targets may be out of reach at this rate"
                 )
             return sol
         c = sol.chosen
+        if problem.clock.run_out:
+            result.traffic_unmet = (
+                f"the time limit ({problem.spec.solver.time_limit_s:g} s a solve, 3× that in all) was spent before a plan passed its simulation"
+            )
+            result.cut_short.append(f"the plan's simulated corrections (after {len(result.traffic_rejected)} refused)")
+            return Solution("infeasible", None)
         check = _simulate(problem, s, c.shape, c.replicas, seeds)
         if check is None:
             result.traffic_unmet = (
@@ -141,6 +147,11 @@ def verify_runners_up(problem: Problem, s: Scenario, result: SolveResult) -> Non
         shapes = [sh for sh in problem.shapes if sh.device.name == ru.device]
         if budget_spent(problem):
             out.append(dataclasses.replace(ru, reason=ru.reason + " (screened: the simulation budget is spent)"))
+            continue
+        if problem.clock.run_out:
+            out.append(dataclasses.replace(ru, reason=ru.reason + " (screened: the time limit is spent)"))
+            if "the runners-up's simulations (stopped by the time limit)" not in result.cut_short:
+                result.cut_short.append("the runners-up's simulations (stopped by the time limit)")
             continue
         scratch = SolveResult(problem, solve_scenario(problem, s, shapes=shapes))
         sol = verified(problem, s, scratch.solution, scratch, shapes=shapes, seeds=RUNNER_UP_SEEDS)

@@ -50,7 +50,13 @@ def test_owned_gpus_in_a_disaggregated_prefill_pool_are_counted_alike():
         "model": "llama-3.1-70b",
         "workload": {"users": 128, "prompt_tokens": 8192, "output_tokens": 512, "batching": "continuous"},
         "sla": {"max_ttft": "3s", "max_tpot": "20ms"},
-        "search": {"gpus": ["h100-sxm", "b200"], "tp": [1, 2, 4, 8], "weights": ["bf16", "fp8"], "kv_cache": ["bf16", "fp8"], "serving": ["disaggregated"]},
+        "search": {
+            "gpus": ["h100-sxm", "b200"],
+            "tp": [1, 2, 4, 8],
+            "weights": ["bf16", "fp8"],
+            "kv_cache": ["bf16", "fp8"],
+            "serving": ["disaggregated"],
+        },
         "objective": "min_cost",
         "inventory": {"b200": 8},
     }
