@@ -44,7 +44,9 @@ class FleetWorkloadIn(SpecModel):
     model: Name = Field(description="Catalog name, Hugging Face id, or path to a local config.json.")
     workload: WorkloadIn
     sla: SlaIn = SlaIn()
-    priority: Annotated[float, PRIORITY] = Field(default=1.0, description=f"Weight of a user served, for max_served, {PRIORITY}.")
+    priority: Annotated[float, PRIORITY] = Field(
+        default=1.0, description=f"Weight of the service's served share (served / its demand), for max_served, {PRIORITY}."
+    )
     mix: list[MixClassIn] = Field(default=[], description="Request-size classes; shares sum to 1.")
     single_shape: bool | None = Field(
         default=None,
