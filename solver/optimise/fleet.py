@@ -435,7 +435,8 @@ def _binds(
 
 
 def sweep(fs: FleetSpec, classes: list[ServiceClass], budgets: list[float]) -> list[tuple[float, FleetResult]]:
-    """What each budget buys: the most weighted demand served within it."""
+    """What each budget buys, screened only (rate services not simulated): the CLI
+    sweeps with fleet_traffic.sweep_verified."""
     swept = fs.model_copy(update={"objective": "max_served"})
     clock = SolverClock(fs.solver.time_limit_s)  # the whole sweep shares one command's time
     return [(b, solve_fleet(swept, classes, max_usd_per_hour=b, clock=clock)) for b in budgets]

@@ -72,7 +72,8 @@ class FleetSpec(SpecModel):
     engine: EngineField = Field(default=EngineIn(), description="Serving engine: a name, or a mapping with its knobs.")
     search: SearchIn = SearchIn()
     objective: Literal["min_cost", "max_served"] = Field(
-        default="min_cost", description="min_cost: serve all demand at least cost; max_served: most weighted demand within the budget."
+        default="min_cost",
+        description="min_cost: serve all demand at least cost; max_served: the largest priority-weighted served share (served / demand) within the budget.",
     )
     budget: BudgetIn = BudgetIn()
     pricing: PricingIn = Field(default=PricingIn(), description="The basis rented GPUs are priced on (`plan-opt list prices`).")
