@@ -36,7 +36,7 @@ def sensitivity(problem: Problem, s: Scenario, result: SolveResult) -> None:
     # tight when tightening it costs more than the plan (a headroom choice may be dearer).
     base = objective_value(problem, result.optimum)
     plan = objective_value(problem, result.solution.chosen)
-    binding = []
+    binding: list[str] = []
     for target in set_targets(s):
         current = s.value(target)
         assert current is not None  # set_targets names only the targets that are set

@@ -14,6 +14,7 @@ import math
 from solver.optimise.clock import SolverClock
 from solver.optimise.fleet import FleetResult, solve_fleet
 from solver.optimise.fleet_classes import RATE_SCALE, ServiceClass
+from solver.physics.deployment import Workload
 from solver.spec.fleet_spec import FleetSpec
 from solver.traffic.verify import SEEDS, Settings, simulate_plan, verify_plan
 
@@ -21,7 +22,7 @@ MAX_ROUNDS = 6
 MAX_EXTRA_TRIES = 8
 
 
-def _at_rate(sc: ServiceClass, served: int):
+def _at_rate(sc: ServiceClass, served: int) -> Workload:
     """The class's workload at the rate its replicas serve (served thousandths of a req/s)."""
     w = sc.problem.workload
     assert w.traffic is not None
