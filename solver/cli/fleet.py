@@ -20,7 +20,7 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="one fleet for several workloads, within budgets, quotas and owned GPUs",
         description="Choose GPU types and replica counts for several workloads at once (each workload, or each "
         "request-size class of its mix, on replicas of its own), proven optimal by CP-SAT: the least cost serving "
-        "all demand, or (objective max_served) the most weighted demand within the budget.",
+        "all demand, or (objective max_served) the largest priority-weighted share of demand within the budget.",
         epilog="""The fleet file:
   workloads:
     - {name: chat, model: llama-3.1-70b, workload: {users: 200, context_tokens: 8192, prompt_tokens: 2048},
@@ -38,16 +38,19 @@ Examples:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("fleet", help="YAML fleet file")
-    p.add_argument("--budget", metavar="B1,B2,...", help="sweep $/hour budgets: the most weighted demand each buys")
+    p.add_argument(
+        "--budget",
+        metavar="B1,B2,...",
+        help="sweep $/hour budgets: the largest weighted share of demand each buys, rate services simulated as fleet does",
+    )
     p.add_argument("--format", choices=["text", "json", "markdown"], default="text", help="report format (default text)")
     p.add_argument("--calibration", metavar="FILE", help="factors fitted by `plan-opt calibrate` (applied to their devices)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from solver.optimise.fleet import sweep
     from solver.optimise.fleet_classes import build_classes
-    from solver.optimise.fleet_traffic import solve_fleet_verified
+    from solver.optimise.fleet_traffic import solve_fleet_verified, sweep_verified
     from solver.report.fleet_report import render, render_sweep, to_json
     from solver.spec.fleet_spec import load_fleet_spec
 
@@ -68,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         raise exc.located(lines, args.fleet) from None
     title = f"plan-opt fleet · {len(fs.workloads)} workload(s): " + ", ".join(w.name for w in fs.workloads)
     if budgets:
-        swept = sweep(fs, classes, budgets)
+        swept = sweep_verified(fs, classes, budgets)
         if args.format == "json":
             print(to_json(None, swept))
         else:

@@ -22,7 +22,8 @@ The spec (YAML; `plan-opt schema` prints its JSON Schema, specs/ has examples):
   overrides: {gpus: {h100-sxm: {price_usd_per_gpu_hour: 2.5}}, factors: {...}, model: {...}}
   solver: {time_limit_s: 10}
 
-Exit status: 0 a plan; 3 no plan meets the spec (the report says why); 2 bad input.
+Exit status: 0 a plan; 3 no plan meets the spec (the report says why); 2 bad input;
+4 the solver-free validator refused the plan (a bug: nothing is printed on standard output).
 
 Examples:
   plan-opt solve specs/chat-llama70b.yaml
@@ -61,12 +62,12 @@ def run(args: argparse.Namespace) -> int:
         spec = spec.model_copy(update={"solver": spec.solver.model_copy(update={"time_limit_s": args.time_limit})})
     problem = problem_from(spec, lines, args.spec, catalog_for(args))
     result = solve(problem, explain=not args.no_explain)
+    if result.violations:  # a plan the validator refuses is never printed: a reader would act on it
+        for v in result.violations:
+            print(f"plan-opt: internal error: the plan breaks {v.rule}: {v.detail} (a bug: please report it)", file=sys.stderr)
+        return EXIT_INVALID_PLAN
     if args.format == "json":
         print(to_json(result))
     else:
         sys.stdout.write(render(result, markdown=args.format == "markdown"))
-    if result.violations:
-        for v in result.violations:
-            print(f"plan-opt: internal error: the plan breaks {v.rule}: {v.detail} (a bug: please report it)", file=sys.stderr)
-        return EXIT_INVALID_PLAN
     return EXIT_OK if result.feasible else EXIT_DOES_NOT_FIT

@@ -115,6 +115,8 @@ class SolveResult:
     less than the one-shape plan (explain/mixed.py)."""
     traffic_unmet: str = ""
     """Under traffic, when no plan passed its simulation: why ('' otherwise)."""
+    cut_short: list[str] = field(default_factory=list)
+    """Explanations the command's time limit (optimise/clock.py) skipped or stopped early."""
     traffic_rejected: list[tuple[str, int, list[str]]] = field(default_factory=list)
     """Under traffic: plans the screen chose and the simulation refused — (shape, replicas,
     the targets missed) — before the one reported."""

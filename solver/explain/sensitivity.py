@@ -36,7 +36,7 @@ def sensitivity(problem: Problem, s: Scenario, result: SolveResult) -> None:
     # tight when tightening it costs more than the plan (a headroom choice may be dearer).
     base = objective_value(problem, result.optimum)
     plan = objective_value(problem, result.solution.chosen)
-    binding = []
+    binding: list[str] = []
     for target in set_targets(s):
         current = s.value(target)
         assert current is not None  # set_targets names only the targets that are set
@@ -44,6 +44,10 @@ def sensitivity(problem: Problem, s: Scenario, result: SolveResult) -> None:
             v = _step_value(target, current, frac)
             if v == current:
                 continue
+            if problem.clock.run_out:  # each re-solve screens every shape anew: the command's time covers them
+                result.cut_short.append(f"the price of each target (stopped after {len(result.sensitivity)} re-solves)")
+                result.binding_targets = binding
+                return
             sol = solve_scenario(problem, s.with_value(target, v))
             if sol.feasible:
                 obj = objective_value(problem, sol.chosen)
@@ -71,6 +75,9 @@ def better_weights(problem: Problem, s: Scenario, result: SolveResult) -> None:
         if w.quality_rank > mine.quality_rank:
             better.setdefault(w.name, (w, []))[1].append(sh)
     for name, (w, shapes) in sorted(better.items(), key=lambda kv: -kv[1][0].quality_rank):
+        if problem.clock.run_out:
+            result.cut_short.append(f"the price of better weights (stopped after {len(result.better_weights)} formats)")
+            return
         sol = solve_scenario(problem, s, shapes=shapes)
         if sol.feasible:
             obj = objective_value(problem, sol.chosen)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 
 from solver.explain.diagnosis import diagnose
 from solver.explain.mixed import mixed_plan
@@ -43,6 +44,9 @@ from solver.units import fmt_seconds
 
 
 def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
+    """The plan, simulated under traffic, validated and explained; the spec's time limit
+    (optimise/clock.py) covers all of it from here, and `cut_short` names what it skipped."""
+    problem.clock.start()
     s = scenario_of(problem)
     sol = solve_scenario(problem, s)
     # The default GPU cap enters only where it binds: a spec whose cheapest plan fits
@@ -72,17 +76,25 @@ def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
                 for r in result.constraints
             ]
         if explain:
-            compare_serving(problem, s, result)
-            sensitivity(problem, s, result)
-            runners_up(problem, s, result)
-            if problem.workload.traffic is not None:
-                verify_runners_up(problem, s, result)
-            better_weights(problem, s, result)
+            _timed(problem, result, "the serving comparison", lambda: compare_serving(problem, s, result))
+            _timed(problem, result, "the price of each target", lambda: sensitivity(problem, s, result))
+            _timed(problem, result, "the runners-up", lambda: runners_up(problem, s, result))
+            if problem.workload.traffic is not None and result.runners_up:
+                _timed(problem, result, "the runners-up's simulations", lambda: verify_runners_up(problem, s, result))
+            _timed(problem, result, "the price of better weights", lambda: better_weights(problem, s, result))
     elif explain and not result.traffic_unmet:  # screened plans exist; their simulations all missed
-        diagnose(problem, s, result)
+        _timed(problem, result, "the diagnosis", lambda: diagnose(problem, s, result))
     if explain:
-        result.mixed = mixed_plan(problem, sol)
+        _timed(problem, result, "the mixed plan", lambda: setattr(result, "mixed", mixed_plan(problem, sol)))
     return result
+
+
+def _timed(problem: Problem, result: SolveResult, what: str, step: Callable[[], None]) -> None:
+    """An explanation run only while the command's time is left; else named as skipped."""
+    if problem.clock.run_out:
+        result.cut_short.append(f"{what} (skipped)")
+    else:
+        step()
 
 
 def prefer_headroom(problem: Problem, s: Scenario, sol: Solution, result: SolveResult) -> Solution:

@@ -15,8 +15,12 @@ from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import Scenario, solve_scenario
 from solver.traffic.verify import SEEDS, Check, Settings, settings_for, verify_plan
 
-MAX_ROUNDS = 6
-"""Plans simulated and refused before the search gives up (each adds a floor)."""
+MAX_CORRECTIONS_PER_SHAPE = 3
+"""Times one shape's plan may be refused (each raises its floor) before the shape is
+dropped. The bound is per shape, not per search: a fixed count of refused picks in all
+made a spec lose its plan when GPU types were added (more cheap screened picks refused
+before the passing one). The loop ends when a plan passes, no screened candidate is
+left, or the simulation budget below is spent (then the report says so)."""
 MAX_EXTRA_TRIES = 8
 """Replica counts tried above a refused plan's before its shape is dropped."""
 MAX_SIMULATIONS = 120
@@ -58,12 +62,24 @@ def _simulate(problem: Problem, s: Scenario, shape: Shape, replicas: int, seeds:
 def verified(problem: Problem, s: Scenario, sol: Solution, result: SolveResult, shapes: list[Shape] | None = None, seeds: int = SEEDS) -> Solution:
     """`sol` if its plan passes its simulation (on `seeds` seeds: verify_plan), else the
     plan after the corrections; `shapes` restricts the re-solves (a runner-up's device).
-    When no plan passes within the rounds (or the simulation budget), there is no plan:
-    infeasible, and `result.traffic_unmet` says why."""
-    for _ in range(MAX_ROUNDS):
+    When no screened candidate passes (or the simulation budget is spent first), there
+    is no plan: infeasible, and `result.traffic_unmet` says why."""
+    refusals: dict[int, int] = {}
+    while True:
         if not sol.feasible:
+            if result.traffic_rejected and not result.traffic_unmet:
+                result.traffic_unmet = (
+                    f"every screened candidate was simulated and refused ({len(result.traffic_rejected)} picks, "
+                    f"at most {MAX_CORRECTIONS_PER_SHAPE} corrections a shape): the targets may be out of reach at this rate"
+                )
             return sol
         c = sol.chosen
+        if problem.clock.run_out:
+            result.traffic_unmet = (
+                f"the time limit ({problem.spec.solver.time_limit_s:g} s a solve, 3× that in all) was spent before a plan passed its simulation"
+            )
+            result.cut_short.append(f"the plan's simulated corrections (after {len(result.traffic_rejected)} refused)")
+            return Solution("infeasible", None)
         check = _simulate(problem, s, c.shape, c.replicas, seeds)
         if check is None:
             result.traffic_unmet = (
@@ -87,11 +103,11 @@ def verified(problem: Problem, s: Scenario, sol: Solution, result: SolveResult, 
             if more.ok:
                 floor = r
                 break
+        refusals[c.shape.index] = refusals.get(c.shape.index, 0) + 1
+        if refusals[c.shape.index] >= MAX_CORRECTIONS_PER_SHAPE:
+            floor = 0  # refused this often: dropped (each round drops a shape or raises a floor, so the loop ends)
         problem.replica_floor[c.shape.index] = floor
         sol = solve_scenario(problem, s, shapes=shapes)
-    if sol.feasible:
-        result.traffic_unmet = f"no plan passed its simulation within {MAX_ROUNDS} corrections (the targets may be out of reach at this rate)"
-    return Solution("infeasible", None)
 
 
 def passes_simulation(problem: Problem, s: Scenario, shape: Shape, replicas: int) -> Check | None:
@@ -131,6 +147,11 @@ def verify_runners_up(problem: Problem, s: Scenario, result: SolveResult) -> Non
         shapes = [sh for sh in problem.shapes if sh.device.name == ru.device]
         if budget_spent(problem):
             out.append(dataclasses.replace(ru, reason=ru.reason + " (screened: the simulation budget is spent)"))
+            continue
+        if problem.clock.run_out:
+            out.append(dataclasses.replace(ru, reason=ru.reason + " (screened: the time limit is spent)"))
+            if "the runners-up's simulations (stopped by the time limit)" not in result.cut_short:
+                result.cut_short.append("the runners-up's simulations (stopped by the time limit)")
             continue
         scratch = SolveResult(problem, solve_scenario(problem, s, shapes=shapes))
         sol = verified(problem, s, scratch.solution, scratch, shapes=shapes, seeds=RUNNER_UP_SEEDS)

@@ -1,7 +1,9 @@
 """A command's CP-SAT time, bounded in all: one solve may take the spec's
 solver.time_limit_s, and every solve of one command together (the plan, the
 re-solves that explain it, a Pareto frontier's steps, a fleet's budget sweep)
-WORK_FACTOR times that, counted in wall time from the first solve."""
+WORK_FACTOR times that, counted in wall time from the first solve (from the start of
+`solve`, which starts it: its screens, simulations and explanations count too, and
+what the time cut short is reported)."""
 
 from __future__ import annotations
 
@@ -19,12 +21,17 @@ class SolverClock:
         self.time_limit_s = time_limit_s
         self._deadline: float | None = None
 
+    def start(self) -> None:
+        """Start the clock now (a no-op once started): `solve` starts it on entry, so its
+        screening, simulations and explanations count, not its CP-SAT solves alone."""
+        if self._deadline is None:
+            self._deadline = time.monotonic() + WORK_FACTOR * self.time_limit_s
+
     def limit_s(self) -> float:
         """The time the next solve may take; the first call starts the clock."""
-        now = time.monotonic()
-        if self._deadline is None:
-            self._deadline = now + WORK_FACTOR * self.time_limit_s
-        return max(MIN_SOLVE_S, min(self.time_limit_s, self._deadline - now))
+        self.start()
+        assert self._deadline is not None
+        return max(MIN_SOLVE_S, min(self.time_limit_s, self._deadline - time.monotonic()))
 
     @property
     def run_out(self) -> bool:

@@ -12,7 +12,7 @@ replica counts:
     o_ks ≤ r_ks, Σ_{k, s on t} o_ks · gpus_s ≤ owned_t   (owned GPUs in whole replicas)
     cost     = Σ_t rented_t · price_t ≤ budget; purchase likewise
     min_cost: served_k = demand_k, minimise cost (then GPUs)
-    max_served: maximise Σ_k priority_k · served_k, then least cost
+    max_served: maximise Σ_k priority_k · served_k / demand of k's service, then least cost
     single_shape: r_ks ≤ top_ks · use_ks, Σ_s use_ks ≤ 1   (one shape per service)
     last tie-break: fewest shapes per service (Σ use_ks)
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from solver.catalog import Device
 from solver.optimise.clock import SolverClock
@@ -32,6 +33,9 @@ from solver.optimise.fleet_classes import Option, ServiceClass
 from solver.optimise.targets import CAPPED
 from solver.physics.costs import gpu_hour_costs
 from solver.spec.fleet_spec import FleetSpec
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 # --------------------------------------------------------------------------- the model
 
@@ -103,6 +107,25 @@ class FleetResult:
     @property
     def feasible(self) -> bool:
         return self.status in ("optimal", "feasible")
+
+
+SHARE_SCALE = 1_000_000
+"""max_served counts each service's served share in millionths."""
+
+
+def _shares(m: cp_model.CpModel, classes: list[ServiceClass], served: dict[int, cp_model.IntVar]) -> list[tuple[ServiceClass, cp_model.IntVar]]:
+    """Per class, its part of its service's served share: share · D ≤ served · SHARE_SCALE,
+    D the demand of the whole service (all its classes), so a service's classes sum to
+    its share."""
+    demand: dict[str, int] = {}
+    for sc in classes:
+        demand[sc.workload] = demand.get(sc.workload, 0) + sc.demand
+    out = []
+    for k, sc in enumerate(classes):
+        share = m.new_int_var(0, SHARE_SCALE, f"share_{k}")
+        m.add(share * max(1, demand[sc.workload]) <= served[k] * SHARE_SCALE)
+        out.append((sc, share))
+    return out
 
 
 MAX_OBJECTIVE = 2**62
@@ -212,9 +235,12 @@ def solve_fleet(
 
     sv = fleet_solver()
     if objective == "max_served":
-        # Lexicographic: the most weighted demand first, then the least cost for it.
-        weights = {k: round(sc.priority * 1000) for k, sc in enumerate(classes)}
-        weighted = sum(weights[k] * served[k] for k in served)
+        # Lexicographic: the most priority-weighted served share first, then the least
+        # cost for it. A share (served / the service's demand, in millionths, rounded
+        # down) has no unit, so a user and a request per second never trade at an
+        # exchange rate (1 req/s counted as 1,000 users before); and a larger budget only
+        # widens the choice, so the weighted share it serves never falls.
+        weighted = sum(round(sc.priority * 1000) * var for sc, var in _shares(m, classes, served))
         m.maximize(weighted)
         first = status_name(sv.solve(m))
         result.wall_s += sv.wall_time
@@ -409,7 +435,8 @@ def _binds(
 
 
 def sweep(fs: FleetSpec, classes: list[ServiceClass], budgets: list[float]) -> list[tuple[float, FleetResult]]:
-    """What each budget buys: the most weighted demand served within it."""
+    """What each budget buys, screened only (rate services not simulated): the CLI
+    sweeps with fleet_traffic.sweep_verified."""
     swept = fs.model_copy(update={"objective": "max_served"})
     clock = SolverClock(fs.solver.time_limit_s)  # the whole sweep shares one command's time
     return [(b, solve_fleet(swept, classes, max_usd_per_hour=b, clock=clock)) for b in budgets]

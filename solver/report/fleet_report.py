@@ -109,7 +109,7 @@ def render(res: FleetResult, title: str, markdown: bool = False, show_purchase: 
         "unknown": "unknown (time limit)",
     }[res.status]
     lines.append(
-        f"objective: {'least cost serving all demand' if res.objective == 'min_cost' else 'most weighted demand served, then least cost'} — {status}"
+        f"objective: {'least cost serving all demand' if res.objective == 'min_cost' else 'largest priority-weighted share of demand served, then least cost'} — {status}"
     )
     lines.append(_batching_line(res))
     for name, why in res.unservable.items():

@@ -285,6 +285,11 @@ class SolveOut(SolveModel):
     refused_by_simulation: list[str] = Field(
         default=[], description="With workload.requests_per_s: the plans the simulation refused, as replicas × shape."
     )
+    cut_short: list[str] = Field(
+        default=[],
+        description="What the command's time limit (solver.time_limit_s × 3, from the start) skipped or stopped early: "
+        "explanations, or the plan's simulated corrections (then no plan).",
+    )
     headroom: HeadroomOut | None = Field(
         default=None,
         description="The plan's room under its limits, the limits it is thin on, and the optimum when the plan was chosen "
@@ -512,6 +517,7 @@ def to_output(r: SolveResult) -> SolveOut:
         traffic=traffic_out(r),
         mixed_plan=mixed_out(r.mixed),
         traffic_unmet=r.traffic_unmet,
+        cut_short=r.cut_short,
         refused_by_simulation=[f"{n} × {label} (missed {', '.join(missed)})" for label, n, missed in r.traffic_rejected],
         headroom=headroom_out(r),
     )

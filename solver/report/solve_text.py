@@ -373,4 +373,7 @@ def render(r: SolveResult, markdown: bool = False) -> str:
         for dev, items in o.excluded_shapes.items():
             texts = [exclusion_line(e) for e in items]
             lines += [f"- {dev}: {texts[0]}"] if len(texts) == 1 else [f"- {dev}:"] + [f"  - {t}" for t in texts]
+    if o.cut_short:
+        lines.append("")
+        lines.append(f"The time limit ({p.spec.solver.time_limit_s:g} s a solve, 3× that for the command) cut short: " + "; ".join(o.cut_short))
     return "\n".join(lines) + "\n"

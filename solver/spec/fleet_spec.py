@@ -44,7 +44,9 @@ class FleetWorkloadIn(SpecModel):
     model: Name = Field(description="Catalog name, Hugging Face id, or path to a local config.json.")
     workload: WorkloadIn
     sla: SlaIn = SlaIn()
-    priority: Annotated[float, PRIORITY] = Field(default=1.0, description=f"Weight of a user served, for max_served, {PRIORITY}.")
+    priority: Annotated[float, PRIORITY] = Field(
+        default=1.0, description=f"Weight of the service's served share (served / its demand), for max_served, {PRIORITY}."
+    )
     mix: list[MixClassIn] = Field(default=[], description="Request-size classes; shares sum to 1.")
     single_shape: bool | None = Field(
         default=None,
@@ -70,7 +72,8 @@ class FleetSpec(SpecModel):
     engine: EngineField = Field(default=EngineIn(), description="Serving engine: a name, or a mapping with its knobs.")
     search: SearchIn = SearchIn()
     objective: Literal["min_cost", "max_served"] = Field(
-        default="min_cost", description="min_cost: serve all demand at least cost; max_served: most weighted demand within the budget."
+        default="min_cost",
+        description="min_cost: serve all demand at least cost; max_served: the largest priority-weighted served share (served / demand) within the budget.",
     )
     budget: BudgetIn = BudgetIn()
     pricing: PricingIn = Field(default=PricingIn(), description="The basis rented GPUs are priced on (`plan-opt list prices`).")

@@ -86,3 +86,20 @@ def test_every_shipped_fleet_solves(fleet, capsys):
     assert code == 0 and "budget sweep" in out
     code, _, err = run(["fleet", fleet, "--budget", "ten"], capsys)
     assert code == 2 and "--budget" in err
+
+
+def test_a_plan_the_validator_refuses_is_not_printed(capsys, monkeypatch):
+    """README, exit codes: 4 is "the validator refused the plan about to be printed";
+    the plan must then not reach standard output, where a reader (or a script reading
+    the JSON) would act on it. The refusal is forced here so that the CLI's rule is
+    tested apart from any one optimiser bug."""
+    import solver.explain.solve as solve_module
+    from solver.explain.validate import Violation
+
+    monkeypatch.delenv("PLAN_OPT_STRICT", raising=False)
+    monkeypatch.setattr(solve_module, "validate", lambda *a, **k: [Violation("inventory", "forced refusal")])
+    for fmt in ("json", "text"):
+        code, out, err = run(["solve", ROOT / "specs" / "owned-inventory.yaml", "--no-explain", "--format", fmt], capsys)
+        assert code == 4
+        assert out == ""
+        assert "the plan breaks inventory: forced refusal" in err

@@ -7,6 +7,7 @@ import pytest
 
 from solver.catalog import default_catalog
 from solver.explain.solve import solve
+from solver.optimise.clock import SolverClock
 from solver.optimise.shapes import build_problem
 from solver.spec.solve_spec import parse_spec
 from solver.traffic.verify import Settings, simulate_plan
@@ -87,3 +88,71 @@ def test_the_simulation_budget_is_counted_in_requests_not_seconds(monkeypatch):
     spec = {**SPEC, "search": {**SPEC["search"], "gpus": ["h100-sxm", "a100-80gb"]}}
     r = solve(build_problem(parse_spec(spec), default_catalog()), explain=False)
     assert r.solution.feasible and r.traffic_rejected == []
+
+
+def test_refused_screen_picks_do_not_run_out_before_the_passing_one(monkeypatch):
+    """Issue 43 item 8: adding GPU types turned a spec with a plan into "no plan exists",
+    as the correction loop gave up after a fixed count of refused picks in all. Here the
+    simulation is replaced by a verdict that refuses the first 7 shapes picked at any
+    replica count (each is then dropped: no floor passes) and passes the 8th: the search
+    must reach it, since its bound is per shape, not per search."""
+    from types import SimpleNamespace
+
+    import solver.explain.traffic as traffic
+    from solver.explain.records import SolveResult
+    from solver.optimise.scenario import scenario_of, solve_scenario
+
+    spec = {**SPEC, "search": {**SPEC["search"], "tp": [1, 2, 4], "weights": ["bf16", "fp8"], "kv_cache": ["bf16", "fp8"]}}
+    problem = build_problem(parse_spec(spec), default_catalog())
+    refused: list[int] = []
+
+    def verdict(problem, s, shape, replicas, seeds=5):
+        if shape.index not in refused and len(refused) < 7:
+            refused.append(shape.index)
+        ok = shape.index not in refused
+        return SimpleNamespace(ok=ok, failing=[] if ok else ["max_ttft"], seeds=(0,))
+
+    monkeypatch.setattr(traffic, "_simulate", verdict)
+    s = scenario_of(problem)
+    result = SolveResult(problem, solve_scenario(problem, s))
+    sol = traffic.verified(problem, s, result.solution, result)
+    assert len(refused) == 7
+    assert sol.feasible, result.traffic_unmet
+    assert sol.chosen.shape.index not in refused
+    assert len(result.traffic_rejected) == 7
+
+
+class _SpentAfter(SolverClock):
+    """A clock whose command time runs out after `checks` reads of run_out (each
+    explanation step and each correction reads it once before it runs)."""
+
+    def __init__(self, time_limit_s: float, checks: int) -> None:
+        super().__init__(time_limit_s)
+        self.left = checks
+
+    @property
+    def run_out(self) -> bool:
+        self.left -= 1
+        return self.left < 0
+
+
+def test_the_time_limit_covers_the_explanations():
+    """Issue 43 item 8: an explained rate spec ran 16-17 s under --time-limit 2, as its
+    re-solves (each re-running the screen) and simulations were under no limit. With the
+    command's time spent once the plan is simulated, no explanation runs, and the result
+    names each one the limit skipped."""
+    problem = build_problem(parse_spec(SPEC), default_catalog())
+    problem.clock = _SpentAfter(problem.clock.time_limit_s, checks=1)  # the plan's first simulation only
+    r = solve(problem, explain=True)
+    assert r.feasible and r.traffic_check is not None and r.traffic_check.ok
+    assert r.sensitivity == [] and r.runners_up == [] and r.better_weights == []
+    assert any(x.startswith("the price of each target") for x in r.cut_short)
+    assert any(x.startswith("the runners-up") for x in r.cut_short)
+
+
+def test_a_spent_clock_stops_the_corrections_and_says_so():
+    problem = build_problem(parse_spec(SPEC), default_catalog())
+    problem.clock = _SpentAfter(problem.clock.time_limit_s, checks=0)
+    r = solve(problem, explain=True)
+    assert not r.feasible and "time limit" in r.traffic_unmet
+    assert any("simulated corrections" in x for x in r.cut_short)

@@ -37,3 +37,42 @@ def test_the_check_catches_a_plan_that_breaks_the_spec():
     assert {v.rule for v in validate(tight, c)} == {"max_tpot", "max_usd_per_hour"}
     more_users = dataclasses.replace(problem, workload=dataclasses.replace(problem.workload, users=10 * 32))
     assert "users" in {v.rule for v in validate(more_users, c)}
+
+
+def test_owned_gpus_in_a_disaggregated_prefill_pool_are_counted_alike():
+    """Issue 43 item 7: 8 owned B200s serving a disaggregated plan's prefill pool, beside
+    a rented decode pool of another device. The optimiser counts them as owned (free);
+    the validator must count them the same way, in whole replicas of the pool's shape
+    (an earlier validator held them against the decode shape's inventory, 0, and
+    refused the plan: "8 owned GPUs used, 0 owned"). The plan then rents only what
+    whole owned replicas do not cover, at the catalog's price per GPU-hour."""
+    spec = {
+        "model": "llama-3.1-70b",
+        "workload": {"users": 128, "prompt_tokens": 8192, "output_tokens": 512, "batching": "continuous"},
+        "sla": {"max_ttft": "3s", "max_tpot": "20ms"},
+        "search": {
+            "gpus": ["h100-sxm", "b200"],
+            "tp": [1, 2, 4, 8],
+            "weights": ["bf16", "fp8"],
+            "kv_cache": ["bf16", "fp8"],
+            "serving": ["disaggregated"],
+        },
+        "objective": "min_cost",
+        "inventory": {"b200": 8},
+    }
+    problem = problem_of(spec)
+    r = solve(problem, explain=False)
+    c = r.solution.candidate
+    assert c.prefill is not None and r.violations == [] and validate(problem, c) == []
+    owned_b200 = 8
+    per_device: dict[str, int] = {}
+    whole_owned = 0
+    for shape, n in c.pools:
+        per_device[shape.device.name] = per_device.get(shape.device.name, 0) + n
+        if shape.device.name == "b200":  # whole replicas of the pool's TP fit in the 8 owned
+            whole_owned += min(n, owned_b200 // shape.gpus_per_replica * shape.gpus_per_replica)
+    assert [sh.device.name for sh, _ in c.pools].count("b200") == 1  # one pool of it: no sharing to split
+    assert c.gpus - c.rented == whole_owned > 0
+    price = {d.name: d.price.usd_per_gpu_hour for d in problem.devices if d.price}
+    rented_cost = sum((n - (whole_owned if name == "b200" else 0)) * price[name] for name, n in per_device.items())
+    assert abs(c.cost_usd_per_hour - rented_cost) < 1e-9

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,7 +27,11 @@ def fleet(spec: dict):
 
 def brute_force(fs: FleetSpec, classes):
     """Every replica vector of every class; the least (cost, GPUs) meeting all limits
-    (min_cost), or the most weighted users then least cost (max_served)."""
+    (min_cost), or the most priority-weighted served share (millionths of each service's
+    demand, rounded down per class) then least cost (max_served)."""
+    service_demand: dict[str, int] = {}
+    for sc in classes:
+        service_demand[sc.workload] = service_demand.get(sc.workload, 0) + sc.demand
     owned = dict(fs.inventory)
     per_class = []
     for sc in classes:
@@ -44,7 +49,7 @@ def brute_force(fs: FleetSpec, classes):
             if fs.objective == "min_cost" and cap < sc.demand:
                 ok = False
                 break
-            served_w += round(sc.priority * 1000) * min(cap, sc.demand)
+            served_w += round(sc.priority * 1000) * (min(cap, sc.demand) * 10**6 // service_demand[sc.workload])
             for n, o in zip(vec, sc.options):
                 gpus[o.device] = gpus.get(o.device, 0) + n * o.gpus_per_replica
         if not ok:
@@ -118,8 +123,8 @@ def test_cpsat_fleet_equals_brute_force(spec):
         assert not got.feasible, spec
         return
     assert got.status == "optimal", spec
-    weights = {sc.name: round(sc.priority * 1000) for sc in classes}
-    served_w = sum(weights[n] * s for n, s in got.served.items())
+    demand = {sc.workload: sum(x.demand for x in classes if x.workload == sc.workload) for sc in classes}
+    served_w = sum(round(sc.priority * 1000) * (got.served[sc.name] * 10**6 // demand[sc.workload]) for sc in classes)
     cost_cents = round(got.cost_usd_per_hour * 100)
     assert (-served_w if fs.objective == "max_served" else 0, cost_cents, sum(got.gpus.values())) == want, spec
 
@@ -434,3 +439,25 @@ def test_owned_gpus_count_only_in_whole_replicas():
     # With 8 owned, the replica is wholly owned and free.
     res = solve_fleet(*fleet({**spec, "inventory": {"h100-sxm": 8}}))
     assert res.rented == {"h100-sxm": 0} and res.cost_usd_per_hour == 0
+
+
+def test_more_budget_never_serves_a_smaller_weighted_share():
+    """Issue 43 item 8: under max_served a request per second weighed as much as 1,000
+    users, so raising specs/fleet-rates.yaml's budget from $4/h to $6/h dropped the
+    40-user service (share 1.0) for 18 % of the 12 req/s one. The objective is now each
+    service's served share (served / demand, weighted by priority): a larger budget only
+    widens the choice, so the weighted share is non-decreasing in the budget (and never
+    is every service's share lower)."""
+    import yaml
+
+    doc = yaml.safe_load((Path(__file__).resolve().parents[2] / "specs" / "fleet-rates.yaml").read_text())
+    fs, classes = fleet({**doc, "objective": "max_served"})
+    prev: dict[str, float] | None = None
+    for budget in (2, 4, 6, 8, 10, 15):
+        res = solve_fleet(fs, classes, max_usd_per_hour=budget)
+        assert res.status == "optimal" and res.cost_usd_per_hour <= budget + 1e-9
+        share = {k: res.served.get(k, 0) / d for k, d in res.demand.items()}
+        if prev is not None:
+            assert sum(share.values()) >= sum(prev.values()) - 1e-6, (budget, prev, share)
+            assert any(share[k] >= prev[k] - 1e-6 for k in share), (budget, prev, share)
+        prev = share
