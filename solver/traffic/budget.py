@@ -17,11 +17,12 @@ from contextvars import ContextVar
 
 from solver.errors import InputError
 
-MAX_EVENTS = 30_000_000
-"""Scheduler events one simulation may take. Measured (bench/bench_simulate.py --cases
-issue43, 2 shared cores): about 1.5 million events a second, so about 20 s; the most
-the documented inputs take (200,000 requests on 10,000 JSQ replicas) is 3.6 million
-events."""
+MAX_EVENTS = 4_000_000
+"""Scheduler events one simulation may take. Measured (2 shared cores, 2026-12-05):
+80,000 to 150,000 events a second (a JSQ event costs most: three iteration costs and
+the heaps), so at most about 30 to 50 s; the largest documented simulate input,
+200,000 requests on 10,000 JSQ replicas at the bundled 20 requests/s, takes 684,000
+events a seed, and 200,000 requests on one overloaded replica 259,000."""
 CHECK_EVERY = 4096
 """Events between two looks at the clock (a look costs about a microsecond)."""
 
@@ -70,9 +71,9 @@ class Work:
 
     __slots__ = ("events", "limit", "next_check", "what")
 
-    def __init__(self, what: str, limit: int = MAX_EVENTS) -> None:
+    def __init__(self, what: str, limit: int | None = None) -> None:
         self.events = 0
-        self.limit = limit
+        self.limit = MAX_EVENTS if limit is None else limit
         self.next_check = 0
         self.what = what
 
@@ -82,7 +83,7 @@ class Work:
             raise TooMuchWork(
                 "simulation",
                 self.what,
-                f"needs more than {self.limit:,} scheduler events (about {self.limit / 1.5e6:.0f} s of simulation); "
+                f"needs more than {self.limit:,} scheduler events (iterations and arrivals, about 30 s of simulation); "
                 "simulate fewer requests (--requests, simulation.requests), fewer replicas (--replicas) "
                 "or a lower rate (workload.requests_per_s)",
             )
