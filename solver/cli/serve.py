@@ -52,7 +52,6 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         raise InputError("serve", None, "needs FastAPI and uvicorn: pip install 'plan-opt[serve]'") from None
     from solver.api.app import Limits, create_app
-
     from solver.traffic.budget import stop_all
 
     class Server(uvicorn.Server):
