@@ -6,7 +6,9 @@ A request may not make the server read its own disk: a model given as a config.j
 path and a workload's lengths_file are refused (send a catalog model, or its figures in
 overrides.model). Every request is bounded: the body's size, the solver's time (the
 spec's own limit, at most the server's), and the requests in flight (past the limit a
-request waits its time limit for a place, then gets a 503).
+request waits its time limit for a place, then gets a 503). Its whole work is bounded
+too: a simulation past the work limit (Limits.work_s) stops where it is, frees its
+place and answers a 504, and on shutdown every run in flight stops with a 503.
 """
 
 import dataclasses
@@ -32,6 +34,12 @@ class Limits:
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
     """The solver's limit per solve, and the wait for a place when the server is full."""
     concurrency: int = 2
+    work_limit_s: float | None = None
+    """The most one request's work may take (its simulations stop past it); None: 3 × time_limit_s."""
+
+    @property
+    def work_s(self) -> float:
+        return self.work_limit_s if self.work_limit_s is not None else 3 * self.time_limit_s
 
 
 class Refused(Exception):
@@ -301,8 +309,11 @@ class Gate:
     def run(self, fn: Any, *args: Any, **kwargs: Any) -> tuple[int, str]:
         if not self._slots.acquire(timeout=self.limits.time_limit_s):
             raise Refused(503, "server", f"busy: {self.limits.concurrency} requests in flight for {self.limits.time_limit_s:g} s; try again")
+        from solver.traffic.budget import deadline
+
         try:
-            return fn(*args, **kwargs)
+            with deadline(self.limits.work_s):
+                return fn(*args, **kwargs)
         finally:
             self._slots.release()
 
@@ -312,6 +323,8 @@ def create_app(limits: Limits | None = None) -> Any:
     from fastapi import FastAPI, Query, Request
     from fastapi.responses import FileResponse, JSONResponse, Response
     from fastapi.staticfiles import StaticFiles
+
+    from solver.traffic.budget import Cancelled
 
     limits = limits or Limits()
     gate = Gate(limits)
@@ -337,6 +350,11 @@ def create_app(limits: Limits | None = None) -> Any:
             status, text = gate.run(fn, data, lines, limits, *args)
         except Refused as exc:
             return JSONResponse(error_body(exc.field, None, exc.message), status_code=exc.status)
+        except Cancelled as exc:
+            if exc.shutting_down:
+                return JSONResponse(error_body("server", None, "stopped: the server is shutting down; try again"), status_code=503)
+            message = f"stopped after {limits.work_s:g} s, the server's work limit: ask for less (fewer requests or replicas, a lower rate)"
+            return JSONResponse(error_body("server", None, message), status_code=504)
         except InputError as exc:
             return JSONResponse(error_body(exc.field, exc.value, exc.message(), exc.line), status_code=422)
         except Exception as exc:  # a bug, not the caller's input: said in one line, the server stays up

@@ -36,7 +36,8 @@ Each replica repeats one iteration at a time:
 
 An arrival is seen by iterations that start at or after it; an idle replica jumps to
 the next arrival. Routing is round robin, or join the shortest queue (fewest
-requests waiting or running at the arrival instant, ties to the lowest index). A
+requests waiting or running at the arrival instant, ties to the lowest index; kept in
+heaps, routing.py, not scanned). A
 request that could never be served is rejected at arrival, and takes no turn: its
 longest KV (prompt + output − 1 tokens, since the last token's KV is never written)
 over the replica's whole blocks, or, without chunking, its prompt over the budget.
@@ -52,6 +53,10 @@ the blocks they allocate are counted exactly from each sequence's position in it
 block. Decoders are kept as
 aggregates (count, summed context, counts by position within a block, a heap of
 completion steps), so an iteration costs O(1) plus its events, not O(batch).
+
+Bounds: a simulation takes at most budget.MAX_EVENTS iterations, bulk stretches and
+arrivals (past it, TooMuchWork names what to reduce) and stops at its caller's
+deadline (budget.deadline: Cancelled).
 """
 
 from __future__ import annotations
@@ -61,6 +66,8 @@ import math
 from collections import deque
 from collections.abc import Sequence
 
+from solver.traffic.budget import Work
+from solver.traffic.routing import ShortestQueue
 from solver.traffic.types import (
     METRICS,
     ROUTINGS,
@@ -138,8 +145,9 @@ def _checked(seconds: float) -> float:
 class _Replica:
     """One engine: its queue, its running batch, its KV blocks and its clock."""
 
-    def __init__(self, index: int, cost: IterationCost, limits: EngineLimits, step_by_step: bool) -> None:
+    def __init__(self, index: int, cost: IterationCost, limits: EngineLimits, step_by_step: bool, work: Work) -> None:
         self.index = index
+        self.work = work
         self.cost = cost.iteration_s
         self.max_seqs = limits.max_num_seqs
         self.budget = limits.max_num_batched_tokens
@@ -176,6 +184,9 @@ class _Replica:
         self.waiting.append(s)
         self._note_queue(t)
 
+    def busy(self) -> bool:
+        return bool(self.waiting or self.running)
+
     def in_system_at(self, t: float) -> int:
         """Requests routed here and not finished at `t` (the replica has run every
         iteration that starts before `t`; only the last may end after it)."""
@@ -190,7 +201,11 @@ class _Replica:
 
     def advance(self, until: float) -> None:
         """Run every iteration that starts before `until`."""
+        work = self.work
         while (self.waiting or self.running) and self.clock < until:
+            work.events += 1
+            if work.events >= work.next_check:
+                work.check()
             if not self._decode_in_bulk(until):
                 self._iteration()
 
@@ -385,16 +400,17 @@ class _Replica:
 
     # --- decode-only stretches at once
 
-    def _decode_in_bulk(self, until: float) -> bool:
-        """Take every decode-only iteration before the batch can change, at once; False
-        when the next iteration is not one (a prompt to prefill or admit, a preemption)."""
+    def _stretch(self) -> int:
+        """The decode-only iterations from now before the batch can change (a completion,
+        a block that is not free, a prompt admitted after a multi-step window), if no
+        request arrives here; 0 when the next iteration is not one of them."""
         if self.step_by_step or self.prefilling or not self.decoders:
-            return False
+            return 0
         block, step, free, n = self.block, self.step, self.free, self.decoders
         by_offset = self.by_offset
         first_need = by_offset[(-step) % block]
         if first_need > free:
-            return False
+            return 0
         window = 0  # > 0: a waiting prompt is admitted after this many steps in flight
         if self.waiting and len(self.running) < self.max_seqs:
             head = self.waiting[0]
@@ -406,7 +422,7 @@ class _Replica:
             else:
                 ready = _ceil_div(head.target, block) <= free
             if ready and self.window_left == 0:
-                return False
+                return 0
             if ready:
                 window = self.window_left
         # The batch cannot change before its next completion...
@@ -425,7 +441,29 @@ class _Replica:
             if due > rest:
                 break
             j += 1
-        k = min(k, full * block + j)
+        return min(k, full * block + j)
+
+    def quiet_until(self) -> float:
+        """A time before which the requests in this replica cannot change unless one
+        arrives here: the end of its decode-only stretch (a little early, against
+        rounding), else its clock. JSQ advances a replica only from then on."""
+        if self.last_finished or not (self.waiting or self.running):
+            return self.clock
+        k = self._stretch()
+        if not k:
+            return self.clock
+        n = self.decoders
+        ctx0 = self.sum_base + n * (self.step + 1)
+        span = k * (_checked(self.cost(n, ctx0, 0, 0.0)) + _checked(self.cost(n, ctx0 + (k - 1) * n, 0, 0.0))) / 2
+        return self.clock + span * (1 - 1e-6) - abs(self.clock) * 1e-12
+
+    def _decode_in_bulk(self, until: float) -> bool:
+        """Take every decode-only iteration before the batch can change, at once; False
+        when the next iteration is not one (a prompt to prefill or admit, a preemption)."""
+        k = self._stretch()
+        if not k:
+            return False
+        block, step, n, by_offset = self.block, self.step, self.decoders, self.by_offset
         ctx0 = self.sum_base + n * (step + 1)
         c0 = _checked(self.cost(n, ctx0, 0, 0.0))
         if k >= 2 and until < math.inf:
@@ -505,25 +543,31 @@ def simulate(
         raise ValueError(f"replicas must be at least 1, got {replicas!r}")
     if routing not in ROUTINGS:
         raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, got {routing!r}")
-    engines = [_Replica(i, cost, limits, _step_by_step) for i in range(replicas)]
+    work = Work(f"{len(requests):,} requests on {replicas:,} replicas ({routing})")
+    engines = [_Replica(i, cost, limits, _step_by_step, work) for i in range(replicas)]
+    jsq = ShortestQueue(engines) if routing == "jsq" else None
     served: list[_Seq] = []
     rejected: list[Request] = []
     turn = 0
     for r in sorted(requests, key=lambda r: r.arrival_s):
+        work.events += 1
+        if work.events >= work.next_check:
+            work.check()
         if _never_served(r, limits):
             rejected.append(r)
             continue
         t = r.arrival_s + front_end_s
-        if routing == "round_robin":
+        if jsq is None:
             engine = engines[turn % replicas]
             turn += 1
             engine.advance(t)
         else:
-            for e in engines:
-                e.advance(t)
-            engine = min(engines, key=lambda e: e.in_system_at(t))
+            engine = engines[jsq.route(t)]
+            engine.advance(t)  # its load was known without advancing it (a quiet stretch)
         s = _Seq(r)
         engine.arrive(s, t)
+        if jsq is not None:
+            jsq.update(engine.index, t)
         served.append(s)
     for e in engines:
         e.advance(math.inf)

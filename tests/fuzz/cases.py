@@ -496,6 +496,30 @@ def lengths_case(rng: random.Random) -> Case:
     return Case("lengths", files, ["solve", "--no-explain", "{dir}/spec.yaml"], what=f"{name}: {text[:40]!r}… ({len(text):,} chars)")
 
 
+def jsq_case(rng: random.Random) -> Case:
+    """A rate spec at a high rate simulated with join-the-shortest-queue on many replicas
+    (issue 43 item 6: JSQ scanned every replica per request and took minutes): it must
+    answer within the case's time, or refuse past the work budget with one line."""
+    rate = rng.choice([100.0, 300.0])  # higher rates: bench/bench_simulate.py (the solve alone takes seconds)
+    spec = {
+        "model": rng.choice(["llama-3.1-8b", "llama-3.1-70b"]),
+        "workload": {
+            "requests_per_s": rate,
+            "prompt_tokens": {"dist": "lognormal", "mean": rng.choice([200, 1000]), "p99": 2000},
+            "output_tokens": {"dist": "lognormal", "mean": rng.choice([100, 300]), "p99": 1000},
+        },
+        "sla": {"ttft": {"p99": "2s"}, "tpot": {"p90": "50ms"}},
+        "search": {"gpus": ["h100-sxm"], "tp": [8], "weights": ["fp8"], "kv_cache": ["fp8"]},
+        "simulation": {"routing": "jsq", "requests": 100},
+    }
+    replicas = rng.choice([1, 7, 100, 1_000, 10_000])
+    requests = rng.choice([100, 500, 2_000])
+    argv = ["simulate", "{dir}/input.yaml", "--one-seed", "--routing", "jsq", "--replicas", str(replicas), "--requests", str(requests)]
+    argv += rng.choice([[], ["--format", "json"]])
+    what = f"jsq at {rate:g} req/s, {replicas:,} replicas, {requests:,} requests"
+    return Case("jsq", {"input.yaml": yaml.safe_dump(spec).encode()}, argv, what=what)
+
+
 KINDS = {
     "solve": solve_case,
     "fleet": fleet_case,
@@ -505,4 +529,5 @@ KINDS = {
     "cache": cache_case,
     "output": output_case,
     "lengths": lengths_case,
+    "jsq": jsq_case,
 }
