@@ -51,6 +51,7 @@ def predict_from(train: list, test: list) -> np.ndarray:
                 check.values[key] = model.value(src, name)
         elif key in model.values:
             check.values[key] = model.value(owner, name)
+    check.release = model.release  # a line without fit campaigns takes the pooled value (none)
     return check.predict()
 
 
@@ -94,6 +95,21 @@ def _number_in(low: float, high: float) -> Callable[[str], float]:
     return parse
 
 
+def _release(text: str) -> tuple[str, float, str]:
+    """An argparse type: SHAPE[:SHRINK][/GROUPING] for --release, or one clear error."""
+    shape_k, _, grouping = text.partition("/")
+    shape, _, k = shape_k.partition(":")
+    try:
+        shrink = float(k) if k else 2.0
+    except ValueError:
+        shrink = math.nan
+    if shape not in ("scale", "step", "layer") or not (math.isfinite(shrink) and shrink >= 0) or grouping not in ("", "line", "v0"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give SHAPE[:SHRINK][/GROUPING], SHAPE scale, step or layer, SHRINK a number >= 0, GROUPING line or v0"
+        )
+    return shape, shrink, grouping or "line"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--folds", type=int, default=5, help="campaign folds; 0: leave one campaign out")
@@ -126,6 +142,14 @@ def main() -> None:
         choices=["fitted", "held"],
         default=[],
         help="decode attention's KV read share (fit_defaults.ATTENTION_SHARE): fitted, or held at 1",
+    )
+    ap.add_argument(
+        "--release",
+        nargs="*",
+        type=_release,
+        default=[],
+        metavar="SHAPE:SHRINK",
+        help="per release line decode terms to compare (fit_defaults.RELEASE_SHAPE), e.g. scale:2 step:1 step:1/v0 (/v0: vLLM's V0 lines one term, the rest pooled)",
     )
     ap.add_argument("--pool-expert-layer", nargs="*", choices=["on", "off"], default=[])
     ap.add_argument(
@@ -182,6 +206,12 @@ def main() -> None:
         errs = held_out(terms, folds)
         print(f"  cost per MoE layer pooled {how}: {_summary(errs)}")
     fit.POOL_EXPERT_LAYER = chosen
+    chosen_release = fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING
+    for shape, shrink, grouping in args.release:
+        fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING = shape, shrink, grouping
+        errs = held_out(terms, folds)
+        print(f"  release-line decode term {shape}, shrink {shrink:g}, by {grouping}: {_summary(errs)}")
+    fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING = chosen_release
 
 
 if __name__ == "__main__":

@@ -375,6 +375,9 @@ class Term:
     """The format's sourced decode share on this point's backend
     (Precision.bandwidth_share_by_memory, Metal's 4-bit GGUF kernels), held in place of
     the format's fitted share; 0 where the format's fitted share applies."""
+    line: str = ""
+    """The engine release line the run's version falls in ("vllm 0.6.5-0.7"), "" for the
+    current line (catalogs/engine_releases.yaml; RELEASE_SHRINK)."""
 
 
 def _unit_shares(d):
@@ -513,7 +516,79 @@ def terms_of(p: dict, catalog) -> Term | None:
         linear_chunk_s=steps[3],
         comm_chunk_s=steps[4],
         held_share=held,
+        line=release_line(d.engine, catalog),
     )
+
+
+def release_line(engine, catalog) -> str:
+    """The release line an engine's defaults came from ("vllm 0.6.5-0.7"); the current
+    (last) line when the run named no release."""
+    if engine.release:
+        return engine.release.split(":")[0]
+    lines = catalog.releases.of(engine.name)
+    return f"{engine.name} {lines[-1].spec.line}" if lines else engine.name
+
+
+RELEASE_SHAPE = ""
+"""Per release line decode term, fitted after the pooled factors on the line's TPOT terms:
+"" none (kept); "scale" a factor on the step; "step" a fixed cost per step (≥ 0); "layer" a
+fixed cost per layer per step (≥ 0). Shrunk toward the pooled value (0) by n / (n +
+RELEASE_SHRINK), n the line's fit campaigns; a line without any takes the pooled value."""
+# Release-line decode terms tried and not kept (bench/fit_cv.py --folds 5 --release ...,
+# 2026-12-05, 440 terms of 36 campaigns; TPOT / TTFT / all / campaigns' medians; none
+# 10.4 / 17.3 / 11.9 / 12.3 % at seed 0, 10.3 / 16.2 / 12.2 / 10.6 % at seed 1). On the fit
+# half, fitted as pooled, only vLLM's V0 lines lean one way (0.5.4-0.6.4: 2 campaigns,
+# log-residual −0.07; 0.6.5-0.7: 1 campaign, −0.28, predicted fast); the V1 lines (0.8.5-0.14,
+# 10 campaigns, +0.00; 0.17-0.20, 5, −0.00), SGLang, TensorRT-LLM and llama.cpp sit at 0.
+#   each line its own term, seed 0: scale k 0 11.7 / 13.4 / 12.5 %, k 1 11.5 / 13.1 /
+#   13.6, k 3 11.2 / 13.1 / 13.3; step k 1 11.2 / 12.8 / 13.6, k 3 11.4 / 13.3 / 15.5; per
+#   layer k 1 11.1 / 12.7 / 13.1 (TPOT / all / campaigns'): a line's campaigns do not
+#   carry to the line's next campaign.
+#   vLLM's V0 lines one term (3 campaigns), the rest pooled, seed 0: scale k 0 10.6 / 12.1
+#   / 13.0, k 1 10.3 / 11.9 / 12.3; step k 0 10.5 / 12.1 / 13.0, k 1 10.4 / 12.0 / 13.0; per
+#   layer (40 µs a layer unshrunk) k 0.5 10.3 / 11.9 / 11.4, k 1 (to 30 µs) 10.3 / 11.9 / 11.6,
+#   k 3 10.3 / 11.9 / 12.2; seed 1: per layer k 1 9.9 /
+#   12.0 / 9.9, scale k 1 10.2 / 12.0 / 10.4. The per-layer V0 cost is the one candidate;
+#   at seed 0 the overall median did not move (11.9 %), the test of a kept term.
+RELEASE_SHRINK = 2.0
+RELEASE_GROUPING = "line"
+"""How lines share a term: "line" each its own; "v0" vLLM's V0-scheduler lines (before
+0.8.0) one term together, every other line the pooled value."""
+
+
+def release_key(line: str) -> str | None:
+    """The release term a line's TPOT terms share (RELEASE_GROUPING); None: pooled."""
+    if RELEASE_GROUPING == "line":
+        return line
+    engine, _, span = line.partition(" ")
+    since = tuple(int(x) for x in span.split("-")[0].rstrip("+").split(".") if x.isdigit())
+    return "vllm V0" if engine == "vllm" and since < (0, 8) else None
+
+
+def release_terms(model: Model) -> dict[str, tuple[float, int]]:
+    """Each release line's decode term (RELEASE_SHAPE), shrunk, and its campaigns."""
+    if not RELEASE_SHAPE:
+        return {}
+    saved, model.release = model.release, {}
+    pred = model.predict()
+    model.release = saved
+    out = {}
+    for line in sorted({k for k in (release_key(t.line) for t in model.terms) if k is not None}):
+        idx = [i for i, t in enumerate(model.terms) if release_key(t.line) == line and t.kind != "ttft"]
+        if not idx:
+            continue
+        n = len({model.terms[i].source for i in idx})
+        p, m = pred[idx], model.arr["measured_s"][idx]
+        if RELEASE_SHAPE == "scale":
+            grid = np.linspace(-0.5, 0.5, 201)
+            unit = np.ones_like(p)
+        else:
+            grid = np.concatenate([[0.0], np.geomspace(1e-6 if RELEASE_SHAPE == "layer" else 1e-5, 2e-4 if RELEASE_SHAPE == "layer" else 2e-2, 80)])
+            unit = model.arr["layers"][idx] if RELEASE_SHAPE == "layer" else np.ones_like(p)
+        losses = [np.abs(np.log((p * np.exp(v) if RELEASE_SHAPE == "scale" else p + v * unit) / m)).sum() for v in grid]
+        best = float(grid[int(np.argmin(losses))])
+        out[line] = (best * n / (n + RELEASE_SHRINK), n)
+    return out
 
 
 class Model:
@@ -570,6 +645,8 @@ class Model:
         self.widx = np.array([self.formats.index(t.weights) for t in terms])
         self.kidx = np.array([self.formats.index(t.kv) for t in terms])
         self.tie = self.ties(MIN_POINTS)
+        self.release: dict[str, tuple[float, int]] = {}
+        """Each release line's decode term (release_terms), applied to its TPOT terms."""
 
     def value(self, owner, key: str) -> float:
         """A parameter's value, through its tie (Model.ties) if it has one."""
@@ -648,6 +725,12 @@ class Model:
             + a["served"] * r
         )
         ttft = ttft + a["expert_units"] * self.values.get((GLOBAL, "sp"), 0.0)
+        if self.release:
+            v = np.array([self.release.get(release_key(t.line) or "", (0.0, 0))[0] for t in self.terms])
+            if RELEASE_SHAPE == "scale":
+                tpot = tpot * np.exp(v)
+            else:
+                tpot = tpot + v * (a["layers"] if RELEASE_SHAPE == "layer" else 1.0)
         return np.where(self.is_ttft, ttft, tpot)
 
     def loss(self) -> float:
@@ -758,6 +841,7 @@ def fit_model(terms: list[Term]) -> Model:
     model.tie = {k: v for k, v in early.tie.items() if k[0] in model.groups or k[0] in model.formats}
     model.values.update({k: v for k, v in early.values.items() if k in model.values})
     model.fit([k for k in model.free(MIN_POINTS, MIN_FORMAT_POINTS) if k[1] in LATE_KEYS])
+    model.release = release_terms(model)
     return model
 
 

@@ -518,3 +518,31 @@ def test_saturated_closed_loop_ttft_includes_the_wait_for_kv():
     assert c - b == pytest.approx(b - a, rel=1e-9)  # affine in the clients beyond those held
     idle = vp.predict(dict(copy.deepcopy(base), conditions={**base["conditions"], "concurrency": 1}))
     assert a > 10 * idle
+
+
+def test_release_line_term_is_shrunk_by_campaigns_and_pooled_without_them(monkeypatch):
+    """A release line's decode scale (fit_defaults.release_terms, tried by bench/fit_cv.py
+    --release): every TPOT of the line measured e^0.2 × its prediction at the priors
+    (8 ms of reads / e 0.8 = 10 ms, + 32 layers × 20 µs = 0.64 ms: 10.64 ms), one campaign,
+    shrink k = 1: 0.2 × 1 / (1 + 1) = 0.1. A line the fit never saw keeps the pooled 0."""
+    import math
+
+    monkeypatch.setattr(fit_defaults, "RELEASE_SHAPE", "scale")
+    monkeypatch.setattr(fit_defaults, "RELEASE_SHRINK", 1.0)
+    monkeypatch.setattr(fit_defaults, "RELEASE_GROUPING", "line")
+    measured = 0.01064 * math.exp(0.2)
+    terms = [
+        dataclasses.replace(
+            fit_defaults.Term(f"p{i}", "tpot", ("vllm", "hbm"), "bf16", "bf16", measured, 0.008, 1.0, 0.0, 0.0, 0.0, 0.0, 32),
+            source="a",
+            line="vllm 0.6.5-0.7",
+        )
+        for i in range(3)
+    ]
+    value, campaigns = fit_defaults.release_terms(fit_defaults.Model(terms))["vllm 0.6.5-0.7"]
+    assert campaigns == 1 and value == pytest.approx(0.1, abs=1e-9)
+    unseen = fit_defaults.Model([dataclasses.replace(terms[0], line="vllm 0.21+")])
+    unseen.release = {"vllm 0.6.5-0.7": (value, campaigns)}
+    assert unseen.predict()[0] == pytest.approx(0.01064, rel=1e-9)
+    monkeypatch.setattr(fit_defaults, "RELEASE_GROUPING", "v0")
+    assert fit_defaults.release_key("vllm 0.5.4-0.6.4") == "vllm V0" and fit_defaults.release_key("vllm 0.8.5-0.14") is None
