@@ -468,7 +468,9 @@ def output_case(rng: random.Random) -> Case:
     else:
         argv = ["sweep", "{dir}/grid.yaml", "--workers", "1", "--quiet", "-o", out if flag == "-o" else "{dir}/t.csv"]
         argv += [] if flag == "-o" else [flag, out]
-    kept = ("m.csv",) if flag == "calibrate" else ("base.yaml", "grid.yaml", "notes.txt")  # inputs; sweep's table only replaces a table
+    # The command's inputs are never replaced; sweep's -o resumes from (and so only replaces) a sweep
+    # table, while --parquet and --plot replace whatever regular file they name, as any output does.
+    kept = ("m.csv",) if flag == "calibrate" else ("base.yaml", "grid.yaml") + (("notes.txt",) if flag == "-o" else ())
     return Case("output", files, argv, what=f"{flag} {name!r} ({specials})", specials=specials, kept=kept)
 
 
