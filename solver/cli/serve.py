@@ -40,9 +40,9 @@ def run(args: argparse.Namespace) -> int:
     if not PORT_RANGE[0] <= args.port <= PORT_RANGE[1]:
         raise InputError("--port", args.port, f"a TCP port, {PORT_RANGE[0]} to {PORT_RANGE[1]}")
     if not 0 < args.time_limit <= 3600:
-        raise InputError("--time-limit", args.time_limit, "must be between 0 and 3600 seconds")
+        raise InputError("--time-limit", args.time_limit, "seconds, more than 0 and at most 3600")
     if args.work_limit is not None and not 0 < args.work_limit <= 3600:
-        raise InputError("--work-limit", args.work_limit, "must be between 0 and 3600 seconds")
+        raise InputError("--work-limit", args.work_limit, "seconds, more than 0 and at most 3600")
     if not 1024 <= args.max_body_bytes <= 64 << 20:
         raise InputError("--max-body-bytes", args.max_body_bytes, "1,024 bytes to 64 MiB")
     if not 1 <= args.concurrency <= 1024:

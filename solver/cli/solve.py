@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     spec, lines = load_spec(args.spec)
     if args.time_limit is not None:
         if not 0 < args.time_limit <= 3600:
-            raise InputError("--time-limit", args.time_limit, "must be between 0 and 3600 seconds")
+            raise InputError("--time-limit", args.time_limit, "seconds, more than 0 and at most 3600")
         spec = spec.model_copy(update={"solver": spec.solver.model_copy(update={"time_limit_s": args.time_limit})})
     problem = problem_from(spec, lines, args.spec, catalog_for(args))
     result = solve(problem, explain=not args.no_explain)
