@@ -35,7 +35,7 @@ from solver.physics.costs import gpu_hour_costs
 from solver.spec.fleet_spec import FleetSpec
 
 if TYPE_CHECKING:
-    from ortools.sat.python import cp_model
+    from solver.optimise.cpsat import cp_model
 
 # --------------------------------------------------------------------------- the model
 
@@ -136,8 +136,7 @@ is kept below this."""
 def solve_fleet(
     fs: FleetSpec, classes: list[ServiceClass], *, max_usd_per_hour: float | None = None, clock: SolverClock | None = None
 ) -> FleetResult:
-    from ortools.sat.python import cp_model
-
+    from solver.optimise.cpsat import cp_model
     from solver.optimise.model import new_solver, status_name
 
     clock = clock or SolverClock(fs.solver.time_limit_s)

@@ -24,7 +24,7 @@ from solver.optimise.clock import SolverClock
 from solver.optimise.targets import TARGETS
 
 if TYPE_CHECKING:
-    from ortools.sat.python import cp_model
+    from solver.optimise.cpsat import cp_model
 
 # The user's targets, each a named constraint (memory and interconnect are physical,
 # always on): one registry, solver/optimise/targets.py.
@@ -86,7 +86,7 @@ class Solution:
 def new_solver(time_limit: float | SolverClock) -> cp_model.CpSolver:
     """A CP-SAT solver with a time limit: a number of seconds, or the next share of a
     command's clock."""
-    from ortools.sat.python import cp_model
+    from solver.optimise.cpsat import cp_model
 
     s = cp_model.CpSolver()
     s.parameters.num_workers = 1  # reproducible, and fastest at this size
@@ -154,7 +154,7 @@ def admissible(c: Candidate, limits: Limits, assumed: Collection[str] | None = N
 
 
 def build_model(cands: list[Candidate], limits: Limits, *, with_assumptions: bool = False) -> _Built:
-    from ortools.sat.python import cp_model
+    from solver.optimise.cpsat import cp_model
 
     m = cp_model.CpModel()
     x = [m.new_bool_var(f"x{i}") for i in range(len(cands))]
@@ -184,7 +184,7 @@ def build_model(cands: list[Candidate], limits: Limits, *, with_assumptions: boo
 
 
 def status_name(code: cp_model.CpSolverStatus) -> str:
-    from ortools.sat.python import cp_model
+    from solver.optimise.cpsat import cp_model
 
     return {
         cp_model.OPTIMAL: "optimal",

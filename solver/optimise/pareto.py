@@ -226,7 +226,7 @@ def _latency_frontier(problem: Problem, axis: str) -> Frontier:
 def _users_frontier(problem: Problem) -> Frontier:
     """Cost against users served at the spec's latency targets: the least cost for
     the spec's users, then, step by step, the most users a cheaper fleet serves."""
-    from ortools.sat.python import cp_model
+    from solver.optimise.cpsat import cp_model
 
     s = scenario_of(problem)
     users = s.workload.users
