@@ -254,8 +254,7 @@ def run_simulate(data: dict, lines: dict, limits: Limits, plan: dict[str, Any]) 
     from pydantic import ValidationError
 
     from solver.catalog import default_catalog
-    from solver.cli.simulate import MAX_REPLICAS, _as_flag, _narrowed, _why_none
-    from solver.explain.solve import solve
+    from solver.cli.simulate import MAX_REPLICAS, _as_flag, _narrowed, plan_to_simulate
     from solver.report.simulate_report import to_dict
     from solver.spec.solve_spec import MAX_SIMULATED_REQUESTS, Spec, parse_spec
     from solver.traffic.verify import SEEDS, Settings, verify_plan
@@ -289,13 +288,12 @@ def run_simulate(data: dict, lines: dict, limits: Limits, plan: dict[str, Any]) 
         problem = _problem(spec, lines)
     except InputError as exc:
         raise as_query(exc) from None
-    result = solve(problem, explain=False)
-    if not result.feasible:
-        raise InputError("spec", None, f"no plan meets the spec: {_why_none(problem)}")
-    c = result.solution.chosen
-    replicas = plan.get("replicas") or c.replicas
-    check = verify_plan(c.shape.deployment, problem.workload, problem.targets, replicas, settings, 1 if plan.get("one_seed") else SEEDS)
-    return 200, json.dumps(to_dict(check, f"{replicas} × {c.shape.label}", settings), indent=2, allow_nan=False)
+    chosen = plan_to_simulate(problem, plan.get("replicas"))
+    if isinstance(chosen, str):
+        raise InputError("spec", None, chosen)
+    shape, replicas = chosen
+    check = verify_plan(shape.deployment, problem.workload, problem.targets, replicas, settings, 1 if plan.get("one_seed") else SEEDS)
+    return 200, json.dumps(to_dict(check, f"{replicas} × {shape.label}", settings), indent=2, allow_nan=False)
 
 
 class Gate:

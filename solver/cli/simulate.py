@@ -21,7 +21,7 @@ Exit status: 0 when the simulated percentiles meet every target, 3 when one is m
 (or no plan exists), 2 for bad input."""
 
 if TYPE_CHECKING:
-    from solver.optimise.problem import Problem
+    from solver.optimise.problem import Problem, Shape
 
 MAX_REPLICAS = 10_000
 
@@ -89,7 +89,6 @@ def _as_flag(exc: InputError, args: argparse.Namespace) -> InputError:
 
 
 def run(args: argparse.Namespace) -> int:
-    from solver.explain.solve import solve
     from solver.spec.solve_spec import MAX_SIMULATED_REQUESTS, load_spec
     from solver.traffic.verify import SEEDS, Settings, verify_plan
 
@@ -126,14 +125,13 @@ def run(args: argparse.Namespace) -> int:
         problem = problem_from(spec, lines, args.spec, catalog_for(args))
     except InputError as exc:
         raise _as_flag(exc, args) from None
-    result = solve(problem, explain=False)
-    if not result.feasible:
-        print(f"plan-opt simulate: no plan meets the spec: {_why_none(problem)}", file=sys.stderr)
+    plan = plan_to_simulate(problem, args.replicas)
+    if isinstance(plan, str):
+        print(f"plan-opt simulate: {plan}", file=sys.stderr)
         return EXIT_DOES_NOT_FIT
-    c = result.solution.chosen
-    replicas = args.replicas or c.replicas
-    check = verify_plan(c.shape.deployment, problem.workload, problem.targets, replicas, settings, 1 if args.one_seed else SEEDS)
-    label = f"{replicas} × {c.shape.label}"
+    shape, replicas = plan
+    check = verify_plan(shape.deployment, problem.workload, problem.targets, replicas, settings, 1 if args.one_seed else SEEDS)
+    label = f"{replicas} × {shape.label}"
     if args.format == "json":
         from solver.report.simulate_report import to_dict
 
@@ -148,6 +146,29 @@ def run(args: argparse.Namespace) -> int:
         outputs.save_figure(picture, plot(check, label), fmt, dpi=110)
         print(f"drew {picture.given}", file=sys.stderr)
     return EXIT_OK if check.ok else EXIT_DOES_NOT_FIT
+
+
+def plan_to_simulate(problem: Problem, replicas: int | None) -> tuple[Shape, int] | str:
+    """The shape and replicas to simulate, or why there are none. Given whole (one shape
+    left by the spec and the flags, and its replicas), it is not solved: solving would
+    re-pick that shape and simulate it and its runners-up to size replicas that are
+    given. It is refused only where the simulator cannot serve it (an engine's rule or
+    the interconnect refuses its split, or not one sequence fits); its targets are the
+    simulation's verdict. Else solve's plan, sized as solve sizes it."""
+    if replicas is not None and len(problem.shapes) == 1:
+        shape = problem.shapes[0]
+        physics = problem.physics(shape, problem.workload)
+        if physics.refusals or physics.decode is None:
+            return f"the plan given cannot run: {_why_none(problem)}"
+        if physics.max_batch_memory < 1:
+            return f"the plan given cannot run: not one sequence fits in {shape.device.name} memory beside the weights ({shape.label})"
+        return shape, replicas
+    from solver.explain.solve import solve
+
+    result = solve(problem, explain=False)
+    if not result.feasible:
+        return f"no plan meets the spec: {_why_none(problem)}"
+    return result.solution.chosen.shape, replicas or result.solution.chosen.replicas
 
 
 def _why_none(problem: Problem) -> str:

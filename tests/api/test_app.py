@@ -148,6 +148,28 @@ def test_simulate_answers_the_clis_json_and_names_a_bad_query(client):
     assert r.status_code == 422 and r.json()["error"]["field"] == "workload.requests_per_s"
 
 
+def test_simulate_of_a_plan_given_whole_answers_the_clis_json_without_a_solve(client, monkeypatch):
+    # One shape left by the query and its replicas given: nothing for solve to choose
+    # (tests/cli/test_cli_simulate.py), here as there.
+    import sys
+
+    import solver.explain.solve
+
+    sys.path.insert(0, str(GOLDEN))
+    import record
+
+    flags = ["--gpu", "h100-sxm", "--tp", "4", "--weights", "fp8", "--kv-cache", "bf16", "--replicas", "2", "--requests", "1000", "--one-seed"]
+    cli = record.run(["simulate", "specs/chat-70b-at-20-rps.yaml", *flags, "--format", "json"])
+
+    def no_solve(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a plan given whole was solved")
+
+    monkeypatch.setattr(solver.explain.solve, "solve", no_solve)
+    query = "gpu=h100-sxm&tp=4&weights=fp8&kv_cache=bf16&replicas=2&requests=1000&one_seed=true"
+    r = client.post(f"/simulate?{query}", content=(ROOT / "specs" / "chat-70b-at-20-rps.yaml").read_bytes())
+    assert r.status_code == 200 and r.text.rstrip("\n") == cli[: cli.rindex("\nexit ")]
+
+
 def test_a_bad_query_parameter_is_said_as_every_other_bad_input(client):
     body = (ROOT / "specs" / "chat-llama70b.yaml").read_bytes()
     r = client.post("/solve?explain=maybe", content=body)

@@ -59,6 +59,37 @@ def test_too_few_replicas_miss_a_target_and_exit_3(capsys):
     assert code == 3 and "misses" in out
 
 
+PLAN = ["--gpu", "h100-sxm", "--tp", "4", "--replicas", "2", "--requests", "1000", "--one-seed", "--format", "json"]
+WHOLE = [*PLAN, "--weights", "fp8", "--kv-cache", "bf16"]
+
+
+def test_a_plan_given_whole_is_simulated_without_a_solve(capsys, monkeypatch):
+    # --gpu and --tp leave the formats to solve (4 shapes); with the formats too, one
+    # shape is left and its replicas are given: nothing to choose, so nothing is solved,
+    # and the report is the one of the same plan when solve chose it.
+    main(["simulate", str(SPEC), *PLAN])
+    chosen = json.loads(capsys.readouterr().out)
+    assert chosen["plan"] == "2 × h100-sxm TP4 fp8/bf16"  # the formats WHOLE gives
+
+    import solver.explain.solve
+
+    def no_solve(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a plan given whole was solved")
+
+    monkeypatch.setattr(solver.explain.solve, "solve", no_solve)
+    main(["simulate", str(SPEC), *WHOLE])
+    assert json.loads(capsys.readouterr().out) == chosen
+
+
+def test_a_plan_given_whole_that_cannot_hold_the_model_is_refused(capsys):
+    # Llama-3.1-70B in bf16 is about 70.6e9 × 2 bytes = 141 GB of weights: one L40S has
+    # 48 GB, so not one sequence fits (exit 3, one line naming the plan).
+    argv = ["simulate", str(SPEC), "--gpu", "l40s", "--tp", "1", "--weights", "bf16", "--kv-cache", "bf16", "--replicas", "2"]
+    assert main(argv) == 3
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not one sequence fits" in err and "l40s TP1 bf16/bf16" in err
+
+
 def test_bad_input_is_one_line(capsys, tmp_path):
     assert main(["simulate", str(SPEC), "--replicas", "0"]) == 2
     assert "--replicas = 0" in capsys.readouterr().err
