@@ -16,25 +16,14 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import importlib
 import io
 import os
 import sys
+from collections.abc import Sequence
 from typing import NoReturn, TextIO, cast
 
 from solver import __version__
-from solver.cli import (
-    calibrate,
-    deploy,
-    evaluate,
-    fleet,
-    listing,
-    pareto,
-    schema,
-    serve,
-    simulate,
-    solve,
-    sweep,
-)
 from solver.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 
 EXIT_INTERNAL = 70
@@ -187,7 +176,27 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (`{self.prog} --help` lists what each flag takes)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = {
+    "solve": "solve",
+    "simulate": "simulate",
+    "pareto": "pareto",
+    "fleet": "fleet",
+    "sweep": "sweep",
+    "deploy": "deploy",
+    "evaluate": "evaluate",
+    "calibrate": "calibrate",
+    "schema": "schema",
+    "list": "listing",
+    "serve": "serve",
+}
+"""Each command → its module beside this one (`add(sub)`, `run(args)`), in the order
+`--help` lists them."""
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; where `argv` starts with a command, that command's alone, so that a
+    process imports only the module of the command it runs (`--help`, `--version` and
+    anything else get every command)."""
     parser = OneLineParser(
         prog="plan-opt",
         description="What hardware serves this model to these users at this latency, and what will it cost? "
@@ -195,8 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"plan-opt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (solve, simulate, pareto, fleet, sweep, deploy, evaluate, calibrate, schema, listing, serve):
-        command.add(sub)
+    wanted = [argv[0]] if argv and argv[0] in COMMANDS else list(COMMANDS)
+    for command in wanted:
+        importlib.import_module(f"solver.cli.{COMMANDS[command]}").add(sub)
     return parser
 
 
@@ -219,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None, real: TextIO) -> int:
-    parser = build_parser()
+    parser = build_parser(sys.argv[1:] if argv is None else argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit:  # --help, --version, a usage error: argparse has printed it
