@@ -35,6 +35,8 @@ FLOOR = [
     ("python -c pass", "pass"),
     ("import pydantic", "import pydantic"),
     ("import numpy", "import numpy"),
+    ("import pandas", "import pandas"),
+    ("import cp_model's binding alone (cp_model_helper, not public API)", "from ortools.sat.python import cp_model_helper"),
     ("import cp_model as it imports itself (pandas, pyarrow)", "from ortools.sat.python import cp_model"),
     ("import cp_model through solver/optimise/cpsat.py", "from solver.optimise.cpsat import cp_model; cp_model.CpModel"),
 ]
@@ -99,10 +101,10 @@ def main() -> None:
 
     vs = f"  vs {args.vs}" if args.vs else ""
     print(f"cold start, whole processes, medians of {args.runs} (interleaved), CPU = user + system; this = {ROOT}{vs}")
-    print("\nimport floor:                                                     CPU s   wall s")
+    print(f"\nimport floor:{'':<58}CPU s   wall s")
     for name, code in FLOOR:
         cpu, wall = med(name, "floor" if "solver" not in code else "this")
-        print(f"  {name:<62} {cpu:6.3f}  {wall:6.3f}")
+        print(f"  {name:<66} {cpu:6.3f}  {wall:6.3f}")
     head = "  this CPU  wall" + ("   vs CPU  wall   CPU ratio" if args.vs else "") + "   target"
     print(f"\ncommands:{'':<60}{head}")
     met = {"solve": [], "evaluate": []}
@@ -118,8 +120,11 @@ def main() -> None:
             line += f"   ≤ {target:g} s CPU: {'met' if cpu <= target else 'missed'}"
         print(line)
     solves = met["solve"]
-    print(f"\nsolve with its explanation ≤ {SOLVE_TARGET_S:g} s CPU: {sum(solves)} of {len(solves)} specs met")
-    print(f"evaluate ≤ {EVALUATE_TARGET_S:g} s CPU: {'met' if all(met['evaluate']) else 'missed'}")
+    print(f"\nsolve with its explanation ≤ {SOLVE_TARGET_S:g} s CPU: {sum(solves)} of {len(solves)} specs met", end="")
+    if args.vs:
+        before = [med(name, "vs")[0] <= SOLVE_TARGET_S for name, _, kind in commands(ROOT, args.specs) if kind == "solve"]
+        print(f" (vs: {sum(before)} of {len(before)})", end="")
+    print(f"\nevaluate ≤ {EVALUATE_TARGET_S:g} s CPU: {'met' if all(met['evaluate']) else 'missed'}")
 
 
 if __name__ == "__main__":
