@@ -108,7 +108,8 @@ def decode_in_bulk(rep: _Replica, k: int, until: float) -> None:
             _bad_cost(c_last)
     dt = k * (c0 + c_last) / 2
     block = rep.block
-    rep.free -= (k // block) * n + due_blocks(rep.by_offset, step, k % block)
+    rest = k % block
+    rep.free -= (k // block) * n + (due_blocks(rep.by_offset, step, rest) if rest else 0)
     steps = rep.steps
     rep.window_left = ((rep.window_left or steps) - k) % steps
     rep.step = step = step + k
@@ -122,21 +123,20 @@ def decode_in_bulk(rep: _Replica, k: int, until: float) -> None:
 
 
 def iterations_before(span_s: float, c0: float, slope: float, k: int) -> int:
-    """How many of k iterations (costs c0, c0 + slope, …) start before span_s; at least 1."""
-
-    def start(m: int) -> float:
-        return m * c0 + slope * m * (m - 1) / 2
-
-    if start(k - 1) < span_s:
+    """How many of k iterations (costs c0, c0 + slope, …) start before span_s; at least 1.
+    Iteration m starts at m·c0 + slope·m(m − 1)/2 (written out at each use: a hot path)."""
+    m = k - 1
+    if m * c0 + slope * m * (m - 1) / 2 < span_s:
         return k
     if slope > 0:
         b = c0 - slope / 2
         guess = (-b + math.sqrt(b * b + 2 * slope * span_s)) / slope
     else:
         guess = span_s / c0 if c0 > 0 else float(k)
-    m = min(max(int(guess), 0), k - 1)
-    while m > 0 and start(m) >= span_s:
+    m = int(guess)
+    m = 0 if m < 0 else k - 1 if m > k - 1 else m
+    while m > 0 and m * c0 + slope * m * (m - 1) / 2 >= span_s:
         m -= 1
-    while m + 1 < k and start(m + 1) < span_s:
+    while m + 1 < k and (m + 1) * c0 + slope * (m + 1) * m / 2 < span_s:
         m += 1
     return m + 1

@@ -132,24 +132,22 @@ class _Replica:
         n = len(self.waiting) + len(self.running)
         return n + self.last_finished if self.clock > t else n
 
-    def _note_queue(self, t: float) -> None:
-        stats, q = self.stats, len(self.waiting)
-        if q > stats.max_queue:
-            stats.max_queue = q
-        stats.queue_timeline.append((t, q))
-
     def advance(self, until: float) -> None:
         """Run every iteration that starts before `until`."""
         work, waiting, running = self.work, self.waiting, self.running
+        events, check_at = work.events, work.next_check  # counted here, written back for each check and at the end
         while (waiting or running) and self.clock < until:
-            work.events += 1
-            if work.events >= work.next_check:
+            events += 1
+            if events >= check_at:
+                work.events = events
                 work.check()
+                check_at = work.next_check
             k = stretch(self)
             if k:
                 decode_in_bulk(self, k, until)
             else:
                 self._iteration()
+        work.events = events
 
     def quiet_until(self) -> float:
         """A time before which the requests in this replica cannot change unless one
@@ -194,13 +192,19 @@ class _Replica:
         self.waiting.appendleft(s)
 
     def finish_decoders(self, t: float) -> int:
-        """Decoders whose last token came at this step."""
-        heap, step, running, done = self.heap, self.step, self.running, 0
+        """Decoders whose last token came at this step (each leaves as _stop_decoding says)."""
+        heap, step, running, block, by_offset, done = self.heap, self.step, self.running, self.block, self.by_offset, 0
         while heap and heap[0][0] <= step:
             _, heap_id, s = heappop(heap)
             if s.heap_id != heap_id:
                 continue  # preempted since
-            self._stop_decoding(s)
+            base = s.base
+            self.free += -(-(base + step) // block)
+            self.decoders -= 1
+            self.sum_base -= base
+            by_offset[base % block] -= 1
+            s.generated += step - s.entered
+            s.heap_id = -1
             del running[s.key]
             s.state = _DONE
             s.finish_s = t
@@ -284,11 +288,23 @@ class _Replica:
                     attention += c * computed + c * (c + 1) // 2
                     left -= c
                 while not preempted and waiting and left > 0 and len(running) < max_seqs:
-                    c = min(waiting[0].target, left)
-                    blocks = _ceil_div(c, block)
+                    c = waiting[0].target
+                    if c > left:
+                        c = left
+                    blocks = -(-c // block)
                     if blocks > self.free:
                         break
-                    chunks.append((self._admit(waiting, c, t, blocks), c))
+                    # _admit, written out
+                    s = waiting.popleft()
+                    s.state = _PREFILL
+                    s.key = key = self.next_key
+                    self.next_key = key + 1
+                    running[key] = s
+                    self.prefilling.append(s)
+                    s.blocks = blocks
+                    self.free -= blocks
+                    self.wait_area_s += t - s.wait_since_s
+                    chunks.append((s, c))
                     prefill_tokens += c
                     attention += c * (c + 1) // 2
                     left -= c
@@ -298,7 +314,10 @@ class _Replica:
         if not chunks and not decoders:
             raise RuntimeError("the scheduler found nothing to run on a busy replica (a bug)")
         if queue_changed:
-            self._note_queue(t)
+            stats, q = self.stats, len(waiting)
+            if q > stats.max_queue:
+                stats.max_queue = q
+            stats.queue_timeline.append((t, q))
 
         dt = self.cost(decoders, context, prefill_tokens, float(attention))
         if not 0.0 <= dt < _INF:

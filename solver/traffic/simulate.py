@@ -199,10 +199,8 @@ def _serve(
     for e in engines:
         e.advance(math.inf)
 
-    results = []
-    for s in served:
-        assert s.first_s is not None and s.state == _DONE
-        results.append(RequestResult(s.request, s.replica, s.first_s, s.finish_s, s.preemptions))
+    assert all(s.state == _DONE for s in served)
+    results = [RequestResult(s.request, s.replica, s.first_s, s.finish_s, s.preemptions) for s in served]  # type: ignore[arg-type]  # done: first_s set
     duration = max(s.finish_s for s in served) - served[0].request.arrival_s if served else 0.0
     stats = []
     for e in engines:
