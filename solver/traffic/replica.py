@@ -337,12 +337,12 @@ class _Replica:
             self.window_left = (self.window_left or self.steps) - 1
         else:
             self.window_left = 0
-        completed = False
+        completed = 0
         for s, c in chunks:
             s.computed = computed = s.computed + c
             if computed < s.target:
                 continue
-            completed = True
+            completed += 1
             s.generated = generated = s.generated + 1
             stats.tokens_out += 1
             if s.first_s is None:
@@ -365,5 +365,6 @@ class _Replica:
                 s.heap_id = heap_id
                 heappush(self.heap, (step + s.output - generated, heap_id, s))
         if completed:
-            self.prefilling = [s for s in self.prefilling if s.state == _PREFILL]
+            prefilling = self.prefilling
+            self.prefilling = [] if completed == len(prefilling) else [s for s in prefilling if s.state == _PREFILL]
         self.last_finished = finished
