@@ -29,7 +29,6 @@ class _Seq:
 
     __slots__ = (
         "request",
-        "prompt",
         "output",
         "state",
         "target",
@@ -46,16 +45,21 @@ class _Seq:
         "preemptions",
         "replica",
     )
+    key: int
+    heap_id: int
+    base: int
+    entered: int
+    replica: int
+    wait_since_s: float
 
     def __init__(self, request: Request) -> None:
+        # key, heap_id, base, entered, replica and wait_since_s are set before any read
+        # (admission, decoding, arrival): left unset, as a request makes one of these.
         self.request = request
-        self.prompt = self.target = request.prompt_tokens  # target: the prompt, or prompt + generated after a preemption
+        self.target = request.prompt_tokens  # the prompt, or prompt + generated after a preemption
         self.output = request.output_tokens
         self.state = _WAITING
-        self.computed = self.blocks = self.generated = 0  # KV written and blocks held (while prefilling); tokens made
-        self.key = self.heap_id = self.replica = -1
-        self.base = self.entered = self.preemptions = 0
-        self.wait_since_s = request.arrival_s
+        self.computed = self.blocks = self.generated = self.preemptions = 0  # KV written and blocks held (while prefilling); tokens made
         self.first_s: float | None = None
         self.finish_s = math.nan
 
@@ -183,7 +187,7 @@ class _Replica:
             self.free += s.blocks
             self.prefilling.remove(s)
         s.state = _WAITING
-        s.target = s.prompt + s.generated
+        s.target = s.request.prompt_tokens + s.generated
         s.computed = 0
         s.blocks = 0
         s.preemptions += 1
