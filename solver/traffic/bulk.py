@@ -99,7 +99,9 @@ def decode_in_bulk(rep: _Replica, k: int, until: float) -> None:
         c1 = cost(n, ctx0 + n, 0, 0.0)
         if not 0.0 <= c1 < _INF:
             _bad_cost(c1)
-        k = iterations_before(until - rep.clock, c0, c1 - c0, k)
+        slope, span_s, m = c1 - c0, until - rep.clock, k - 1
+        if not m * c0 + slope * m * (m - 1) / 2 < span_s:  # the last starts after it (iterations_before's first test)
+            k = iterations_before(span_s, c0, slope, k)
     if k == 1:
         c_last = c0
     else:
