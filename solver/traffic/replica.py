@@ -28,23 +28,9 @@ class _Seq:
     generated + (D − entered) tokens."""
 
     __slots__ = (
-        "request",
-        "output",
-        "state",
-        "target",
-        "computed",
-        "blocks",
-        "generated",
-        "key",
-        "base",
-        "entered",
-        "heap_id",
-        "wait_since_s",
-        "first_s",
-        "finish_s",
-        "preemptions",
-        "replica",
-    )
+        "request", "output", "state", "target", "computed", "blocks", "generated", "key", "base", "entered", "heap_id",
+        "wait_since_s", "first_s", "finish_s", "preemptions", "replica",
+    )  # fmt: skip
     key: int
     heap_id: int
     base: int
