@@ -20,7 +20,9 @@ from solver.errors import InputError
 MAX_EVENTS = 4_000_000
 """Scheduler events one simulation may take. Measured (2 shared cores, 2026-12-05):
 80,000 to 150,000 events a second (a JSQ event costs most: three iteration costs and
-the heaps), so at most about 30 to 50 s; the largest documented simulate input,
+the heaps), so at most about 30 to 50 s; since the hot loop's rework (issue 44) about
+160,000 (JSQ on 50 replicas) to 430,000 (one replica, bench_simulate.py) with a cheap
+cost model, the physics' own iteration cost then the larger part; the largest documented simulate input,
 200,000 requests on 10,000 JSQ replicas at the bundled 20 requests/s, takes 684,000
 events a seed, and 200,000 requests on one overloaded replica 259,000."""
 CHECK_EVERY = 4096

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -30,21 +31,30 @@ def lognormal_sigma(mean: float, p99: float) -> float:
 
 
 def draw_length(dist: LengthDistribution, rng: random.Random) -> int:
+    return drawer(dist)(rng)
+
+
+def drawer(dist: LengthDistribution) -> Callable[[random.Random], int]:
+    """draw_length for one distribution, its parameters worked out once (the same draws
+    from the same generator: drawing 10^5 requests recomputed σ 2 × 10^5 times)."""
+    low, high = dist.low_tokens, dist.high_tokens
     if dist.dist == "fixed":
-        x = dist.mean_tokens
-    elif dist.dist == "lognormal":
+        fixed = min(high, max(low, round(dist.mean_tokens)))
+        return lambda rng: fixed
+    if dist.dist == "lognormal":
         assert dist.p99_tokens is not None  # LengthsIn requires it
         sigma = lognormal_sigma(dist.mean_tokens, dist.p99_tokens)
-        x = rng.lognormvariate(math.log(dist.mean_tokens) - sigma**2 / 2, sigma)
-    elif dist.dist == "exponential":
-        x = rng.expovariate(1.0 / dist.mean_tokens)
-    elif dist.dist == "uniform":
-        return rng.randint(dist.low_tokens, dist.high_tokens)
-    elif dist.dist == "empirical":
-        return dist.samples[rng.randrange(len(dist.samples))]
-    else:
-        raise ValueError(f"unknown length distribution {dist.dist!r}")
-    return min(dist.high_tokens, max(dist.low_tokens, round(x)))
+        mu = math.log(dist.mean_tokens) - sigma**2 / 2
+        return lambda rng: min(high, max(low, round(rng.lognormvariate(mu, sigma))))
+    if dist.dist == "exponential":
+        lam = 1.0 / dist.mean_tokens
+        return lambda rng: min(high, max(low, round(rng.expovariate(lam))))
+    if dist.dist == "uniform":
+        return lambda rng: rng.randint(low, high)
+    if dist.dist == "empirical":
+        samples = dist.samples
+        return lambda rng: samples[rng.randrange(len(samples))]
+    raise ValueError(f"unknown length distribution {dist.dist!r}")
 
 
 def draw_gap_s(traffic: Traffic, rate_per_s: float, rng: random.Random) -> float:
@@ -63,14 +73,17 @@ def draw_requests(traffic: Traffic, count: int, seed: int, rate_per_s: float | N
     lengths = random.Random(f"{seed}:lengths")
     out: list[Request] = []
     t = 0.0
+    pairs = traffic.pairs
+    prompt, output = (None, None) if pairs else (drawer(traffic.prompt), drawer(traffic.output))
     for i in range(count):
         if i:
             t += draw_gap_s(traffic, rate, gaps)
-        if traffic.pairs:  # a user's file: the two lengths of one request together
-            p, o = traffic.pairs[lengths.randrange(len(traffic.pairs))]
+        if pairs:  # a user's file: the two lengths of one request together
+            p, o = pairs[lengths.randrange(len(pairs))]
             out.append(Request(t, p, o))
         else:
-            out.append(Request(t, draw_length(traffic.prompt, lengths), draw_length(traffic.output, lengths)))
+            assert prompt is not None and output is not None
+            out.append(Request(t, prompt(lengths), output(lengths)))
     return out
 
 
@@ -107,8 +120,9 @@ def moments(prompt: LengthDistribution, output: LengthDistribution, cached_token
     """`cached_tokens` of every prompt come from the prefix cache: the moments are of
     what is left to prefill (at least a token)."""
     rng = random.Random("moments")
-    ps = sorted(max(1, draw_length(prompt, rng) - cached_tokens) for _ in range(MOMENT_DRAWS))
-    os_ = sorted(draw_length(output, rng) for _ in range(MOMENT_DRAWS))
+    draw_prompt, draw_output = drawer(prompt), drawer(output)
+    ps = sorted(max(1, draw_prompt(rng) - cached_tokens) for _ in range(MOMENT_DRAWS))
+    os_ = sorted(draw_output(rng) for _ in range(MOMENT_DRAWS))
 
     def q(xs: list[int], p: float) -> float:
         return float(xs[min(len(xs) - 1, math.ceil(p / 100 * len(xs)) - 1)])

@@ -61,12 +61,15 @@ deadline (budget.deadline: Cancelled).
 
 from __future__ import annotations
 
-import heapq
+import gc
 import math
-from collections import deque
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from operator import attrgetter
 
 from solver.traffic.budget import Work
+from solver.traffic.replica import _DONE, _Replica, _Seq
 from solver.traffic.routing import ShortestQueue
 from solver.traffic.types import (
     METRICS,
@@ -81,429 +84,20 @@ from solver.traffic.types import (
     percentile,
 )
 
-__all__ = ["METRICS", "ROUTINGS", "EngineLimits", "IterationCost", "ReplicaStats", "Request", "RequestResult", "SimResult", "percentile", "simulate"]
-
-
-_WAITING, _PREFILL, _DECODE, _DONE = 0, 1, 2, 3
-
-
-class _Seq:
-    """One request's state in a replica. A decoder's length is implicit: at the
-    replica's decode step D it has written base + D KV tokens and made
-    generated + (D − entered) tokens."""
-
-    __slots__ = (
-        "request",
-        "prompt",
-        "output",
-        "state",
-        "target",
-        "computed",
-        "blocks",
-        "generated",
-        "key",
-        "base",
-        "entered",
-        "heap_id",
-        "wait_since_s",
-        "first_s",
-        "finish_s",
-        "preemptions",
-        "replica",
-    )
-
-    def __init__(self, request: Request) -> None:
-        self.request = request
-        self.prompt = request.prompt_tokens
-        self.output = request.output_tokens
-        self.state = _WAITING
-        self.target = self.prompt  # tokens to prefill: the prompt, or prompt + generated after a preemption
-        self.computed = 0  # KV tokens written (while prefilling)
-        self.blocks = 0  # blocks held (while prefilling)
-        self.generated = 0  # output tokens made (for a decoder: at step `entered`)
-        self.key = -1
-        self.base = 0
-        self.entered = 0
-        self.heap_id = -1
-        self.wait_since_s = request.arrival_s
-        self.first_s: float | None = None
-        self.finish_s = math.nan
-        self.preemptions = 0
-        self.replica = -1
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _checked(seconds: float) -> float:
-    if not 0.0 <= seconds < math.inf:
-        raise ValueError(f"an iteration cost must be finite and not negative, got {seconds!r}")
-    return seconds
-
-
-class _Replica:
-    """One engine: its queue, its running batch, its KV blocks and its clock."""
-
-    def __init__(self, index: int, cost: IterationCost, limits: EngineLimits, step_by_step: bool, work: Work) -> None:
-        self.index = index
-        self.work = work
-        self.cost = cost.iteration_s
-        self.max_seqs = limits.max_num_seqs
-        self.budget = limits.max_num_batched_tokens
-        self.block = limits.block_size_tokens
-        self.chunked = limits.chunked_prefill
-        self.separate = limits.prefill_schedule == "separate"
-        self.steps = limits.scheduler_steps
-        self.window_left = 0  # decode steps left in the multi-step window in flight
-        self.step_by_step = step_by_step
-        self.free = limits.kv_blocks
-        self.clock = -math.inf
-        self.waiting: deque[_Seq] = deque()
-        self.running: dict[int, _Seq] = {}  # by admission, oldest first
-        self.prefilling: list[_Seq] = []  # running with their prompt not done, by admission
-        self.next_key = 0
-        # decoders, as aggregates
-        self.step = 0  # decode steps taken: every decoder advances one token per step
-        self.decoders = 0
-        self.sum_base = 0
-        self.by_offset = [0] * self.block  # decoders by base mod block: who needs a block at which step
-        self.heap: list[tuple[int, int, _Seq]] = []  # (step at which it finishes, id, seq)
-        self.heap_ids = 0
-        self.last_finished = 0  # requests that finished at the end of the last iteration (at self.clock)
-        self.stats = ReplicaStats()
-        self.wait_area_s = 0.0
-
-    # --- arrivals and the queue
-
-    def arrive(self, s: _Seq, t: float) -> None:
-        if not self.waiting and not self.running:
-            self.clock = max(self.clock, t)
-        s.replica = self.index
-        s.wait_since_s = t
-        self.waiting.append(s)
-        self._note_queue(t)
-
-    def busy(self) -> bool:
-        return bool(self.waiting or self.running)
-
-    def in_system_at(self, t: float) -> int:
-        """Requests routed here and not finished at `t` (the replica has run every
-        iteration that starts before `t`; only the last may end after it)."""
-        n = len(self.waiting) + len(self.running)
-        return n + self.last_finished if self.clock > t else n
-
-    def _note_queue(self, t: float) -> None:
-        q = len(self.waiting)
-        if q > self.stats.max_queue:
-            self.stats.max_queue = q
-        self.stats.queue_timeline.append((t, q))
-
-    def advance(self, until: float) -> None:
-        """Run every iteration that starts before `until`."""
-        work = self.work
-        while (self.waiting or self.running) and self.clock < until:
-            work.events += 1
-            if work.events >= work.next_check:
-                work.check()
-            if not self._decode_in_bulk(until):
-                self._iteration()
-
-    # --- sequences entering and leaving
-
-    def _admit(self, s: _Seq, t: float, blocks: int) -> None:
-        s.state = _PREFILL
-        s.key = self.next_key
-        self.next_key += 1
-        self.running[s.key] = s
-        self.prefilling.append(s)
-        s.blocks = blocks
-        self.free -= blocks
-        self.wait_area_s += t - s.wait_since_s
-
-    def _start_decoding(self, s: _Seq) -> None:
-        s.state = _DECODE
-        s.entered = self.step
-        s.base = s.computed - self.step
-        self.decoders += 1
-        self.sum_base += s.base
-        self.by_offset[s.base % self.block] += 1
-        self.heap_ids += 1
-        s.heap_id = self.heap_ids
-        heapq.heappush(self.heap, (self.step + s.output - s.generated, s.heap_id, s))
-
-    def _stop_decoding(self, s: _Seq) -> None:
-        """A decoder leaves the batch: its blocks are freed and its tokens made real."""
-        self.free += _ceil_div(s.base + self.step, self.block)
-        self.decoders -= 1
-        self.sum_base -= s.base
-        self.by_offset[s.base % self.block] -= 1
-        s.generated += self.step - s.entered
-        s.heap_id = -1
-
-    def _preempt_last(self, t: float) -> None:
-        """Recompute the most recently admitted running request: back to the front of the queue."""
-        _, s = self.running.popitem()
-        if s.state == _DECODE:
-            self._stop_decoding(s)
-        else:
-            self.free += s.blocks
-            self.prefilling.remove(s)
-        s.state = _WAITING
-        s.target = s.prompt + s.generated
-        s.computed = 0
-        s.blocks = 0
-        s.preemptions += 1
-        s.wait_since_s = t
-        self.stats.preemptions += 1
-        self.waiting.appendleft(s)
-
-    def _finish(self, s: _Seq, t: float) -> None:
-        del self.running[s.key]
-        s.state = _DONE
-        s.finish_s = t
-
-    def _finish_decoders(self, t: float) -> int:
-        """Decoders whose last token came at this step."""
-        heap, done = self.heap, 0
-        while heap and heap[0][0] <= self.step:
-            _, heap_id, s = heapq.heappop(heap)
-            if s.heap_id != heap_id:
-                continue  # preempted since
-            self._stop_decoding(s)
-            self._finish(s, t)
-            done += 1
-        return done
-
-    # --- one iteration
-
-    def _prompt_ready(self) -> bool:
-        """A prompt chunk can run now: a partly prefilled prompt with room for its next
-        token, or the head of the queue admissible (SGLang's get_new_batch_prefill)."""
-        block = self.block
-        if any((s.blocks + self.free) * block > s.computed for s in self.prefilling):
-            return True
-        if not self.waiting or len(self.running) >= self.max_seqs:
-            return False
-        return _ceil_div(min(self.waiting[0].target, self.budget), block) <= self.free
-
-    def _iteration(self) -> None:
-        t = self.clock
-        block, waiting, running = self.block, self.waiting, self.running
-        chunks: list[tuple[_Seq, int]] = []
-        prefill_tokens = 0
-        attention = 0
-        decoders = 0
-        context = 0
-        queue_changed = False
-        held = self.window_left > 0 and self.decoders > 0  # multi-step: steps in flight, no scheduling
-
-        if not self.chunked and not held and waiting and len(running) < self.max_seqs:
-            # vLLM V0: whole prompts, and only prompts, when one can be admitted
-            left = self.budget
-            while waiting and len(running) < self.max_seqs:
-                head = waiting[0]
-                c = head.target
-                if chunks and c > left:
-                    break
-                blocks = _ceil_div(c, block)
-                if blocks > self.free:
-                    break
-                waiting.popleft()
-                self._admit(head, t, blocks)
-                chunks.append((head, c))
-                prefill_tokens += c
-                attention += c * (c + 1) // 2
-                left -= c
-            queue_changed = bool(chunks)
-
-        if not chunks:
-            preempted = False
-            prompt_pass = self.separate and not held and self._prompt_ready()
-            if self.decoders and not prompt_pass:
-                due = (-self.step) % block
-                while self.by_offset[due] > self.free:
-                    self._preempt_last(t)
-                    preempted = True
-                self.free -= self.by_offset[due]
-                decoders = self.decoders
-                context = self.sum_base + decoders * (self.step + 1)
-            if self.chunked and not (held and self.decoders):
-                left = self.budget - decoders
-                for s in self.prefilling:
-                    if left <= 0:
-                        break
-                    c = min(s.target - s.computed, left, (s.blocks + self.free) * block - s.computed)
-                    if c <= 0:
-                        continue
-                    extra = _ceil_div(s.computed + c, block) - s.blocks
-                    self.free -= extra
-                    s.blocks += extra
-                    chunks.append((s, c))
-                    prefill_tokens += c
-                    attention += c * s.computed + c * (c + 1) // 2
-                    left -= c
-                while not preempted and waiting and left > 0 and len(running) < self.max_seqs:
-                    head = waiting[0]
-                    c = min(head.target, left)
-                    blocks = _ceil_div(c, block)
-                    if blocks > self.free:
-                        break
-                    waiting.popleft()
-                    self._admit(head, t, blocks)
-                    chunks.append((head, c))
-                    prefill_tokens += c
-                    attention += c * (c + 1) // 2
-                    left -= c
-                    queue_changed = True
-            queue_changed = queue_changed or preempted
-
-        if not chunks and not decoders:
-            raise RuntimeError("the scheduler found nothing to run on a busy replica (a bug)")
-        if queue_changed:
-            self._note_queue(t)
-
-        dt = _checked(self.cost(decoders, context, prefill_tokens, float(attention)))
-        end = t + dt
-        stats = self.stats
-        self.clock = end
-        stats.busy_s += dt
-        stats.iterations += 1
-        finished = 0
-        if decoders:
-            self.step += 1
-            stats.tokens_out += decoders
-            finished += self._finish_decoders(end)
-            self.window_left = (self.window_left or self.steps) - 1
-        else:
-            self.window_left = 0
-        completed = False
-        for s, c in chunks:
-            s.computed += c
-            if s.computed < s.target:
-                continue
-            completed = True
-            s.generated += 1
-            stats.tokens_out += 1
-            if s.first_s is None:
-                s.first_s = end
-            if s.generated == s.output:
-                self.free += s.blocks
-                s.state = _DONE  # leaves `prefilling` below
-                self._finish(s, end)
-                finished += 1
-            else:
-                self._start_decoding(s)
-        if completed:
-            self.prefilling = [s for s in self.prefilling if s.state == _PREFILL]
-        self.last_finished = finished
-
-    # --- decode-only stretches at once
-
-    def _stretch(self) -> int:
-        """The decode-only iterations from now before the batch can change (a completion,
-        a block that is not free, a prompt admitted after a multi-step window), if no
-        request arrives here; 0 when the next iteration is not one of them."""
-        if self.step_by_step or self.prefilling or not self.decoders:
-            return 0
-        block, step, free, n = self.block, self.step, self.free, self.decoders
-        by_offset = self.by_offset
-        first_need = by_offset[(-step) % block]
-        if first_need > free:
-            return 0
-        window = 0  # > 0: a waiting prompt is admitted after this many steps in flight
-        if self.waiting and len(self.running) < self.max_seqs:
-            head = self.waiting[0]
-            if self.separate:
-                ready = _ceil_div(min(head.target, self.budget), block) <= free
-            elif self.chunked:
-                left = self.budget - n
-                ready = left > 0 and _ceil_div(min(head.target, left), block) <= free - first_need
-            else:
-                ready = _ceil_div(head.target, block) <= free
-            if ready and self.window_left == 0:
-                return 0
-            if ready:
-                window = self.window_left
-        # The batch cannot change before its next completion...
-        heap = self.heap
-        while heap[0][1] != heap[0][2].heap_id:
-            heapq.heappop(heap)
-        k = heap[0][0] - step
-        if window:
-            k = min(k, window)
-        # ...nor past the blocks: over k steps the decoders need (k // block) × n blocks plus
-        # those due in the first k mod block steps of the next cycle.
-        full, rest = divmod(free, n)
-        j, due = 0, 0
-        while j < block - 1:
-            due += by_offset[(-(step + j)) % block]
-            if due > rest:
-                break
-            j += 1
-        return min(k, full * block + j)
-
-    def quiet_until(self) -> float:
-        """A time before which the requests in this replica cannot change unless one
-        arrives here: the end of its decode-only stretch (a little early, against
-        rounding), else its clock. JSQ advances a replica only from then on."""
-        if self.last_finished or not (self.waiting or self.running):
-            return self.clock
-        k = self._stretch()
-        if not k:
-            return self.clock
-        n = self.decoders
-        ctx0 = self.sum_base + n * (self.step + 1)
-        span = k * (_checked(self.cost(n, ctx0, 0, 0.0)) + _checked(self.cost(n, ctx0 + (k - 1) * n, 0, 0.0))) / 2
-        return self.clock + span * (1 - 1e-6) - abs(self.clock) * 1e-12
-
-    def _decode_in_bulk(self, until: float) -> bool:
-        """Take every decode-only iteration before the batch can change, at once; False
-        when the next iteration is not one (a prompt to prefill or admit, a preemption)."""
-        k = self._stretch()
-        if not k:
-            return False
-        block, step, n, by_offset = self.block, self.step, self.decoders, self.by_offset
-        ctx0 = self.sum_base + n * (step + 1)
-        c0 = _checked(self.cost(n, ctx0, 0, 0.0))
-        if k >= 2 and until < math.inf:
-            # ...nor past the next arrival: iteration m starts at m·c0 + d·m(m − 1)/2.
-            c1 = _checked(self.cost(n, ctx0 + n, 0, 0.0))
-            k = _iterations_before(until - self.clock, c0, c1 - c0, k)
-        c_last = c0 if k == 1 else _checked(self.cost(n, ctx0 + (k - 1) * n, 0, 0.0))
-        dt = k * (c0 + c_last) / 2
-        need = (k // block) * n + sum(by_offset[(-(step + i)) % block] for i in range(k % block))
-        self.free -= need
-        self.window_left = ((self.window_left or self.steps) - k) % self.steps
-        self.step += k
-        stats = self.stats
-        stats.tokens_out += k * n
-        stats.iterations += k
-        stats.busy_s += dt
-        self.clock += dt
-        self.last_finished = self._finish_decoders(self.clock)
-        return True
-
-
-def _iterations_before(span_s: float, c0: float, slope: float, k: int) -> int:
-    """How many of k iterations (costs c0, c0 + slope, …) start before span_s; at least 1."""
-
-    def start(m: int) -> float:
-        return m * c0 + slope * m * (m - 1) / 2
-
-    if start(k - 1) < span_s:
-        return k
-    if slope > 0:
-        b = c0 - slope / 2
-        guess = (-b + math.sqrt(b * b + 2 * slope * span_s)) / slope
-    else:
-        guess = span_s / c0 if c0 > 0 else float(k)
-    m = min(max(int(guess), 0), k - 1)
-    while m > 0 and start(m) >= span_s:
-        m -= 1
-    while m + 1 < k and start(m + 1) < span_s:
-        m += 1
-    return m + 1
+__all__ = [
+    "METRICS",
+    "ROUTINGS",
+    "EngineLimits",
+    "IterationCost",
+    "ReplicaStats",
+    "Request",
+    "RequestResult",
+    "SimResult",
+    "Work",
+    "percentile",
+    "simulate",
+]
+__all__ += ["_Replica", "_Seq"]  # for tests/traffic/jsq_scan.py
 
 
 def _downsampled(points: list[tuple[float, int]]) -> list[tuple[float, int]]:
@@ -517,10 +111,30 @@ def _downsampled(points: list[tuple[float, int]]) -> list[tuple[float, int]]:
     return out
 
 
-def _never_served(r: Request, limits: EngineLimits) -> bool:
-    if _ceil_div(r.prompt_tokens + r.output_tokens - 1, limits.block_size_tokens) > limits.kv_blocks:
-        return True
-    return not limits.chunked_prefill and r.prompt_tokens > limits.max_num_batched_tokens
+_paused = 0
+_paused_lock = threading.Lock()
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while any simulation runs (a count, so that
+    simulations in threads nest; off already: left off). A simulation makes no reference
+    cycles, but its few hundred thousand live objects made the collector's full passes
+    a fifth of its time; other threads' cycles are collected once the last one ends."""
+    global _paused
+    with _paused_lock:
+        mine = _paused > 0 or gc.isenabled()
+        if mine:
+            _paused += 1
+            gc.disable()
+    try:
+        yield
+    finally:
+        if mine:
+            with _paused_lock:
+                _paused -= 1
+                if _paused == 0:
+                    gc.enable()
 
 
 def simulate(
@@ -543,23 +157,36 @@ def simulate(
         raise ValueError(f"replicas must be at least 1, got {replicas!r}")
     if routing not in ROUTINGS:
         raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, got {routing!r}")
+    with _collector_paused():
+        return _serve(requests, cost, limits, replicas, routing, front_end_s, _step_by_step)
+
+
+def _serve(
+    requests: Sequence[Request], cost: IterationCost, limits: EngineLimits, replicas: int, routing: str, front_end_s: float, step_by_step: bool
+) -> SimResult:
+    """simulate(), its arguments checked."""
     work = Work(f"{len(requests):,} requests on {replicas:,} replicas ({routing})")
-    engines = [_Replica(i, cost, limits, _step_by_step, work) for i in range(replicas)]
+    engines = [_Replica(i, cost, limits, step_by_step, work) for i in range(replicas)]
     jsq = ShortestQueue(engines) if routing == "jsq" else None
     served: list[_Seq] = []
     rejected: list[Request] = []
+    # never served: its longest KV over the whole blocks (ceil(x / block) > blocks ⟺
+    # x > blocks × block) or, without chunking, its prompt over the budget
+    kv_tokens = limits.kv_blocks * limits.block_size_tokens
+    whole_budget = None if limits.chunked_prefill else limits.max_num_batched_tokens
     turn = 0
-    for r in sorted(requests, key=lambda r: r.arrival_s):
+    for r in sorted(requests, key=attrgetter("arrival_s")):
         work.events += 1
         if work.events >= work.next_check:
             work.check()
-        if _never_served(r, limits):
+        prompt = r.prompt_tokens
+        if prompt + r.output_tokens - 1 > kv_tokens or (whole_budget is not None and prompt > whole_budget):
             rejected.append(r)
             continue
         t = r.arrival_s + front_end_s
         if jsq is None:
-            engine = engines[turn % replicas]
-            turn += 1
+            engine = engines[turn]
+            turn = turn + 1 if turn + 1 < replicas else 0
             engine.advance(t)
         else:
             engine = engines[jsq.route(t)]
@@ -572,10 +199,8 @@ def simulate(
     for e in engines:
         e.advance(math.inf)
 
-    results = []
-    for s in served:
-        assert s.first_s is not None and s.state == _DONE
-        results.append(RequestResult(s.request, s.replica, s.first_s, s.finish_s, s.preemptions))
+    assert all(s.state == _DONE for s in served)
+    results = [RequestResult(s.request, s.replica, s.first_s, s.finish_s, s.preemptions) for s in served]  # type: ignore[arg-type]  # done: first_s set
     duration = max(s.finish_s for s in served) - served[0].request.arrival_s if served else 0.0
     stats = []
     for e in engines:

@@ -87,9 +87,9 @@ class EngineLimits:
         return self.kv_capacity_tokens // self.block_size_tokens
 
 
-@dataclass
+@dataclass(slots=True)
 class RequestResult:
-    """What one request saw."""
+    """What one request saw (slots: a simulation makes one per request)."""
 
     request: Request
     replica: int
@@ -136,7 +136,11 @@ def percentile(values: Sequence[float], p: float) -> float:
     default method), so figures agree with what users compute from their own logs."""
     if not 0 < p <= 100:
         raise ValueError(f"a percentile must be in (0, 100], got {p!r}")
-    xs = sorted(values)
+    return _of_sorted(sorted(values), p)
+
+
+def _of_sorted(xs: Sequence[float], p: float) -> float:
+    """percentile() of values already sorted."""
     if not xs:
         raise ValueError("a percentile of no values")
     h = (len(xs) - 1) * p / 100
@@ -156,14 +160,21 @@ class SimResult:
     """First arrival to last finish (of the requests served)."""
     rejected: list[Request]
     """Requests that can never be served (their KV over the capacity, or a prompt over the budget without chunking)."""
+    _sorted: dict[tuple[str, int], list[float]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """Each metric's values, sorted once for every percentile asked of it (keyed with the count of results)."""
 
     def percentile(self, metric: str, p: float) -> float:
         """The p-th percentile of `metric` ("ttft_s", "tpot_s", "e2e_s") over the requests
         served; TPOT over those with more than one output token."""
         if metric not in METRICS:
             raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
-        values = [v for v in (getattr(r, metric) for r in self.results) if v is not None]
-        return percentile(values, p)
+        if not 0 < p <= 100:
+            raise ValueError(f"a percentile must be in (0, 100], got {p!r}")
+        key = (metric, len(self.results))
+        xs = self._sorted.get(key)
+        if xs is None:
+            xs = self._sorted[key] = sorted(v for v in (getattr(r, metric) for r in self.results) if v is not None)
+        return _of_sorted(xs, p)
 
     def goodput(self, max_ttft_s: float | None, max_tpot_s: float | None, max_e2e_s: float | None) -> float:
         """Share of all requests (rejected ones failing) that meet every bound given; a
