@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING
 from solver.catalog import Device
 from solver.optimise.clock import SolverClock
 from solver.optimise.fleet_classes import Option, ServiceClass
+from solver.optimise.fleet_hint import greedy
+from solver.optimise.fleet_prune import Limits, prune
 from solver.optimise.targets import CAPPED
 from solver.physics.costs import gpu_hour_costs
 from solver.spec.fleet_spec import FleetSpec
@@ -101,6 +103,16 @@ class FleetResult:
     binds: list[str] = field(default_factory=list)
     unservable: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
+    options_before: int = 0
+    """Options of all classes, and those left after dominance pruning (fleet_prune.py)."""
+    options_after: int = 0
+    solver_status: str = ""
+    """CP-SAT's status on the primary objective (the cost; under max_served the share)."""
+    gap: float | None = None
+    """Where that objective is not proven optimal: (value − best bound) / value, relative."""
+    bound: float | None = None
+    """Its best bound then: a $/hour cost no fleet beats, or the most weighted share any can serve."""
+    bound_of: str = ""
     routes: dict[str, list[Route]] = field(default_factory=dict)
     """Per service served by more than one shape: the weights its router needs."""
 
@@ -128,9 +140,32 @@ def _shares(m: cp_model.CpModel, classes: list[ServiceClass], served: dict[int, 
     return out
 
 
+TIE_BREAK_WORK = 1.0
+MIN_TIE_BREAK_WORK = 1.0
+"""The tie-breaks' deterministic work (CP-SAT's units, about a second each): at least
+this, and TIE_BREAK_WORK times what the cost's proof took."""
+
 MAX_OBJECTIVE = 2**62
 """CP-SAT's objective coefficients and values are 64-bit integers; a weighted objective
 is kept below this."""
+
+
+def _rehint(m: cp_model.CpModel, sv: cp_model.CpSolver, variables: list[cp_model.IntVar]) -> None:
+    """Start the next stage from the plan the last one found."""
+    m.clear_hints()
+    for v in variables:
+        m.add_hint(v, sv.value(v))
+
+
+def _proven(result: FleetResult, status: str, value: float, bound: float, of: str, scale: float = 1.0) -> None:
+    """The primary objective's proof: none needed at OPTIMAL; else its best bound and
+    the relative gap |value − bound| / max(|value|, |bound|)."""
+    result.solver_status = status.upper()
+    if status == "optimal":
+        return
+    result.bound = bound / scale
+    result.bound_of = of
+    result.gap = abs(value - bound) / max(abs(value), abs(bound), 1e-9)
 
 
 def solve_fleet(
@@ -144,14 +179,22 @@ def solve_fleet(
     budget_hour = max_usd_per_hour if max_usd_per_hour is not None else fs.budget.max_usd_per_hour
     objective = fs.objective
     result = FleetResult("unknown", objective)
+    notes: list[str] = []
     m = cp_model.CpModel()
     devices: dict[str, Device] = {}
     for sc in classes:
         for o in sc.options:
             devices.setdefault(o.device, sc.problem.shapes[o.shape_index].device)
+    owned = _resolve_counts(fs.inventory)
+    quota = _resolve_counts(fs.quota)
+    limits = Limits(frozenset(d for d, n in owned.items() if n), frozenset(quota), fs.budget.max_purchase_usd is not None)
+    options = [prune(sc.options, devices, limits, sc.demand) for sc in classes]  # fleet_prune.py: the optimum is unchanged
+    result.options_before = sum(len(sc.options) for sc in classes)
+    result.options_after = sum(len(x) for x in options)
     r: dict[tuple[int, int], cp_model.IntVar] = {}
     served: dict[int, cp_model.IntVar] = {}
     shapes_used: list[cp_model.IntVar] = []
+    uses: dict[tuple[int, int], cp_model.IntVar] = {}
     quality_terms: list[tuple[int, cp_model.IntVar]] = []  # (lost quality of an option, its use literal)
     for k, sc in enumerate(classes):
         result.demand[sc.name] = sc.demand
@@ -161,17 +204,18 @@ def solve_fleet(
         if not sc.options:
             result.unservable[sc.name] = sc.why_none
         terms: list[cp_model.LinearExpr] = []
-        for j, o in enumerate(sc.options):
+        for j, o in enumerate(options[k]):
             top = -(-sc.demand // o.cap)
             r[k, j] = m.new_int_var(0, top, f"r_{k}_{j}")
             terms.append(o.cap * r[k, j])
-        if len(sc.options) > 1:
+        if len(options[k]) > 1:
             # A use literal per option; replicas only where it is on. single_shape: at most one on.
-            use = [m.new_bool_var(f"use_{k}_{j}") for j in range(len(sc.options))]
-            for j, o in enumerate(sc.options):
+            use = [m.new_bool_var(f"use_{k}_{j}") for j in range(len(options[k]))]
+            uses.update(((k, j), u) for j, u in enumerate(use))
+            for j, o in enumerate(options[k]):
                 m.add(r[k, j] <= (-(-sc.demand // o.cap)) * use[j])
             shapes_used += use
-            for j, o in enumerate(sc.options):
+            for j, o in enumerate(options[k]):
                 quality_terms.append((200 - o.quality, use[j]))
             if sc.single_shape:
                 m.add_at_most_one(use).with_name(f"single shape for {sc.name}")
@@ -179,13 +223,11 @@ def solve_fleet(
         m.add(served[k] <= sum(terms) if terms else served[k] == 0).with_name(f"capacity of {sc.name}")
         if objective == "min_cost":
             m.add(served[k] == sc.demand).with_name(f"demand of {sc.name}")
-    owned = _resolve_counts(fs.inventory)
-    quota = _resolve_counts(fs.quota)
     gpus, rented, cost_terms, purchase_terms, uppers = {}, {}, [], [], {}
     owns: dict[tuple[int, int], cp_model.IntVar] = {}
     for dev_name, dev in devices.items():
-        total = sum(o.gpus_per_replica * r[k, j] for k, sc in enumerate(classes) for j, o in enumerate(sc.options) if o.device == dev_name)
-        upper = sum(o.gpus_per_replica * (-(-sc.demand // o.cap)) for sc in classes for o in sc.options if o.device == dev_name)
+        total = sum(o.gpus_per_replica * r[k, j] for k, sc in enumerate(classes) for j, o in enumerate(options[k]) if o.device == dev_name)
+        upper = sum(o.gpus_per_replica * (-(-sc.demand // o.cap)) for k, sc in enumerate(classes) for o in options[k] if o.device == dev_name)
         uppers[dev_name] = upper
         gpus[dev_name] = m.new_int_var(0, upper, f"gpus_{dev_name}")
         m.add(gpus[dev_name] == total)
@@ -196,7 +238,7 @@ def solve_fleet(
         have = owned.get(dev_name, 0)
         owned_terms = []
         for k, sc in enumerate(classes):
-            for j, o in enumerate(sc.options):
+            for j, o in enumerate(options[k]):
                 if o.device == dev_name and have >= o.gpus_per_replica:
                     own = owns[k, j] = m.new_int_var(0, min(have // o.gpus_per_replica, -(-sc.demand // o.cap)), f"own_{k}_{j}")
                     m.add(own <= r[k, j])
@@ -224,6 +266,22 @@ def solve_fleet(
         m.add(sum(gpus.values()) <= fs.search.max_gpus).with_name("max_gpus")
     total_gpus = sum(gpus.values()) if gpus else 0
     gpu_bound = sum(uppers.values()) + 1
+    budget_cents = math.floor(budget_hour * 100 + 1e-9) if budget_hour is not None else None
+    plan = greedy(classes, options, devices, owned, quota, budget_cents, fs.search.max_gpus)
+    hint_vars = [*r.values(), *owns.values(), *uses.values(), *served.values(), *gpus.values(), *rented.values()]
+    for (k, j), var in r.items():
+        m.add_hint(var, plan.replicas.get((k, j), 0))
+    for (k, j), var in owns.items():
+        m.add_hint(var, plan.owned.get((k, j), 0))
+    for (k, j), var in uses.items():
+        m.add_hint(var, 1 if plan.replicas.get((k, j), 0) else 0)
+    for k, var in served.items():
+        m.add_hint(var, plan.served.get(k, 0))
+    for d in devices:
+        n = sum(v * options[k][j].gpus_per_replica for (k, j), v in plan.replicas.items() if options[k][j].device == d)
+        mine = sum(v * options[k][j].gpus_per_replica for (k, j), v in plan.owned.items() if options[k][j].device == d)
+        m.add_hint(gpus[d], n)
+        m.add_hint(rented[d], n - mine)
 
     def fleet_solver() -> cp_model.CpSolver:
         # Integer replica counts coupled by shared budgets: CP-SAT's full LP relaxation
@@ -247,7 +305,9 @@ def solve_fleet(
         if first not in ("optimal", "feasible"):
             result.status = first
             return result
+        _proven(result, first, sv.objective_value, sv.best_objective_bound, "priority-weighted served share", 1000 * SHARE_SCALE)
         m.add(weighted >= round(sv.objective_value))
+        _rehint(m, sv, hint_vars)
         sv = fleet_solver()
     # Last tie-break: fewer shapes per service, so a split (and its weighted router) is
     # chosen only when it saves money or GPUs. In one weighted objective: a second,
@@ -260,36 +320,48 @@ def solve_fleet(
     tie_breaks = (lost * gpu_bound + total_gpus) * shape_bound + sum(shapes_used)
     tie_bound = (quality_bound * gpu_bound) * shape_bound
     cost_bound = sum(round(dev.price.usd_per_gpu_hour * 100) * uppers[n] for n, dev in devices.items() if dev.price) + 1
+    primary = objective == "min_cost"  # the cost is the objective proven (max_served: its second stage)
     if cost_bound * tie_bound < MAX_OBJECTIVE:
         m.minimize(cost * tie_bound + tie_breaks)
         result.status = status_name(sv.solve(m))
         result.wall_s += sv.wall_time
+        if primary and result.feasible:  # the cost's bound: the weighted bound over the tie-breaks' weight, rounded down
+            _proven(result, result.status, sv.objective_value // tie_bound / 100, sv.best_objective_bound // tie_bound / 100, "cost_usd_per_hour")
     else:
         # One weighted objective would overflow CP-SAT's 64-bit integers (a huge
-        # demand): the cost first, then the tie-breaks at that cost.
+        # demand, or a hundred services): the cost first, then the tie-breaks at that
+        # cost, started from the cost's plan (at worst it stays).
         m.minimize(cost)
         result.status = status_name(sv.solve(m))
         result.wall_s += sv.wall_time
+        if primary and result.feasible:
+            _proven(result, result.status, sv.objective_value / 100, sv.best_objective_bound / 100, "cost_usd_per_hour")
         if result.feasible and tie_bound < MAX_OBJECTIVE:
             m.add(cost <= round(sv.objective_value))
+            _rehint(m, sv, hint_vars)
+            first_plan = sv
             sv = fleet_solver()
+            # The tie-breaks at the least cost get as much deterministic work as the
+            # cost took, TIE_BREAK_WORK times (the same answer on any machine): on a
+            # hundred services CP-SAT can spend its whole limit on them.
+            sv.parameters.max_deterministic_time = max(MIN_TIE_BREAK_WORK, TIE_BREAK_WORK * first_plan.deterministic_time)
             m.minimize(tie_breaks)
             second = status_name(sv.solve(m))
             result.wall_s += sv.wall_time
             if second not in ("optimal", "feasible"):
-                m.clear_objective()
-                m.minimize(cost)
-                sv = fleet_solver()
-                result.status = status_name(sv.solve(m))
-                result.wall_s += sv.wall_time
+                sv = first_plan  # the cost's plan, its tie-breaks unranked
+            if second != "optimal":
+                notes.append("tie-breaks at the least cost (formats, GPUs, shapes): the best found in the time limit, not proven")
     if not result.feasible:
         return result
+    if result.gap is not None:
+        result.status = "feasible"
     problem = classes[0].problem if classes else None
     ownership = problem.ownership if problem else None
     result.pricing = problem.pricing.label() if problem and problem.pricing else ""
     for k, sc in enumerate(classes):
         result.served[sc.name] = sv.value(served[k])
-        for j, o in enumerate(sc.options):
+        for j, o in enumerate(options[k]):
             n = sv.value(r[k, j])
             if n:
                 owned_gpus = int(sv.value(owns[k, j])) * o.gpus_per_replica if (k, j) in owns else 0
@@ -310,7 +382,7 @@ def solve_fleet(
             result.tco_usd_per_hour += result.owned_used[d] * running + result.rented[d] * hourly
     result.routes = routes(classes, result)
     result.assignments = [_at_load(classes, result, a) for a in result.assignments]
-    result.binds = _binds(fs, classes, result, devices, owned, quota, budget_hour)
+    result.binds = _binds(fs, classes, result, devices, owned, quota, budget_hour) + notes
     return result
 
 
