@@ -79,7 +79,9 @@ def _gap(res: FleetResult) -> dict:
     best bound and the relative gap (absent on a proven optimum)."""
     if res.gap is None or res.bound is None:
         return {}
-    return {"optimality": {"solver_status": res.solver_status, "objective": res.bound_of, "best_bound": round(res.bound, 6), "gap": round(res.gap, 6)}}
+    return {
+        "optimality": {"solver_status": res.solver_status, "objective": res.bound_of, "best_bound": round(res.bound, 6), "gap": round(res.gap, 6)}
+    }
 
 
 def _gap_words(res: FleetResult) -> str:

@@ -60,7 +60,11 @@ def optimum(services, devices, owned, quota, budget_cents, max_gpus):
             total = sum(n * g for n, g in parts)
             # owned GPUs in whole replicas: the most any split of owned replicas reaches
             mine = max(
-                (s for s in (sum(k * g for k, (_, g) in zip(ks, parts)) for ks in itertools.product(*(range(n + 1) for n, _ in parts))) if s <= owned.get(d, 0)),
+                (
+                    s
+                    for s in (sum(k * g for k, (_, g) in zip(ks, parts)) for ks in itertools.product(*(range(n + 1) for n, _ in parts)))
+                    if s <= owned.get(d, 0)
+                ),
                 default=0,
             )
             rented = total - mine
@@ -86,7 +90,11 @@ def tiny_fleets(draw):
     for _ in range(draw(st.integers(1, 2))):
         opts = []
         for _ in range(draw(st.integers(1, 4))):
-            opts.append(option(i, draw(st.sampled_from(names)), draw(st.sampled_from([1, 2, 4])), draw(st.integers(1, 5)), draw(st.sampled_from([180, 190, 200]))))
+            opts.append(
+                option(
+                    i, draw(st.sampled_from(names)), draw(st.sampled_from([1, 2, 4])), draw(st.integers(1, 5)), draw(st.sampled_from([180, 190, 200]))
+                )
+            )
             i += 1
         services.append((draw(st.integers(1, 5)), opts))
     owned = {names[0]: draw(st.integers(0, 4))} if draw(st.booleans()) else {}
@@ -215,7 +223,11 @@ def test_a_fleet_stopped_before_its_proof_states_its_gap(monkeypatch):
         return s
 
     monkeypatch.setattr(model_module, "new_solver", starved)
-    busy = {**THREE, "inventory": {}, "workloads": [{**w, "workload": {**w["workload"], "users": 10 * w["workload"]["users"]}} for w in THREE["workloads"]]}
+    busy = {
+        **THREE,
+        "inventory": {},
+        "workloads": [{**w, "workload": {**w["workload"], "users": 10 * w["workload"]["users"]}} for w in THREE["workloads"]],
+    }
     fs = FleetSpec.model_validate(busy)
     res = solve_fleet(fs, build_classes(fs, default_catalog()))
     assert res.status == "feasible" and res.solver_status == "FEASIBLE"
