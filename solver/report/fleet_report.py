@@ -91,7 +91,7 @@ def _gap_words(res: FleetResult) -> str:
         proven = f"no fleet costs less than ${res.bound:,.2f}/hour"
     else:
         proven = f"no fleet serves a {res.bound_of} above {res.bound:,.4f}"
-    return f"; CP-SAT {res.solver_status}: {proven}, gap {res.gap:.2%}"
+    return f"; {proven} (CP-SAT's bound), gap {res.gap:.2%}"
 
 
 def to_json(res: FleetResult | None, sweep: list[tuple[float, FleetResult]] | None = None) -> str:
@@ -125,7 +125,7 @@ def render(res: FleetResult, title: str, markdown: bool = False, show_purchase: 
     lines = [f"# {title}" if markdown else title]
     status = {
         "optimal": "optimal (proven by CP-SAT)",
-        "feasible": "feasible, not proven optimal (time limit)",
+        "feasible": f"feasible, not proven optimal ({'the gap limit' if res.solver_status == 'OPTIMAL' else 'time limit'})",
         "infeasible": "no fleet meets every demand within the limits",
         "unknown": "unknown (time limit)",
     }[res.status]

@@ -257,3 +257,19 @@ def test_a_fleet_has_a_shape_cap_of_its_own(monkeypatch):
     with pytest.raises(InputError) as exc:
         build_classes(fs, default_catalog())
     assert f"{sum(built):,} shapes" in exc.value.message() and f"at most {sum(built) - 1:,} in one run" in exc.value.message()
+
+
+def test_a_service_alone_costs_its_least_integral_plan():
+    # 50 users: L40S at $1 holds 20 a replica (⌈50/20⌉ = 3 replicas, 300 ¢/h), an H100 at
+    # $2 holds 60 (1 replica, 200 ¢/h): alone it costs 200 ¢/h — what a fractional
+    # relaxation (50/20 × 100 = 250, 50/60 × 200 ≈ 167 ¢/h) does not know.
+    from solver.optimise.fleet_classes import ServiceClass
+    from solver.optimise.fleet_decompose import least_cost_alone
+
+    devs = {"l40s": device("l40s", 1.0), "h100-sxm": device("h100-sxm", 2.0)}
+    opts = [option(0, "l40s", 1, 20), option(1, "h100-sxm", 1, 60)]
+    sc = ServiceClass("s", "s", 50, 1.0, problem=None, options=opts)  # type: ignore[arg-type]
+    assert least_cost_alone(sc, opts, devs, {}, {}) == 200
+    # One owned H100 serves it all, free; with a quota of 0 H100s to rent, the L40S: 300.
+    assert least_cost_alone(sc, opts, devs, {"h100-sxm": 1}, {}) == 0
+    assert least_cost_alone(sc, opts, devs, {}, {"h100-sxm": 0}) == 300
