@@ -22,91 +22,23 @@ one is often cheapest); it then needs a weighted router, and `routes` gives the 
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from solver.catalog import Device
 from solver.optimise.clock import SolverClock
-from solver.optimise.fleet_classes import Option, ServiceClass
-from solver.optimise.targets import CAPPED
+from solver.optimise.fleet_classes import ServiceClass
+from solver.optimise.fleet_decompose import add_service_bounds
+from solver.optimise.fleet_hint import greedy
+from solver.optimise.fleet_prune import Limits, prune
+from solver.optimise.fleet_result import Assignment, FleetResult, Route, at_load, binds, routes
 from solver.physics.costs import gpu_hour_costs
 from solver.spec.fleet_spec import FleetSpec
 
 if TYPE_CHECKING:
     from solver.optimise.cpsat import cp_model
 
-# --------------------------------------------------------------------------- the model
-
-
-@dataclass(frozen=True)
-class Assignment:
-    service: str
-    workload: str
-    option: Option
-    replicas: int
-    carried: int = 0
-    """What its replicas carry in all (users, or thousandths of a request per second)."""
-    owned_gpus: int = 0
-    """Of its GPUs, those owned: whole replicas (the model's owned replicas of it)."""
-    tpot_s: float = 0.0
-    ttft_s: float = 0.0
-    """TPOT and TTFT at the load each replica carries (optimise/capacity.py), not at its cap."""
-
-    @property
-    def load(self) -> int:
-        """Users per replica at most (a rate service: thousandths of a request per second)."""
-        return -(-self.carried // self.replicas) if self.replicas else 0
-
-
-@dataclass(frozen=True)
-class Route:
-    """One shape's part of a service that runs on several: what a router sends it."""
-
-    service: str
-    plan: str
-    replicas: int
-    users: int
-    """Concurrent users this shape holds (all its replicas)."""
-    users_share: float
-    """Share of the service's concurrent users: the weight for a router that balances connections."""
-    request_share: float
-    """Share of the service's requests: the weight for a router that deals requests out."""
-
-
-@dataclass
-class FleetResult:
-    status: str
-    objective: str
-    assignments: list[Assignment] = field(default_factory=list)
-    served: dict[str, int] = field(default_factory=dict)
-    demand: dict[str, int] = field(default_factory=dict)
-    rate_services: set[str] = field(default_factory=set)
-    batching: dict[str, str] = field(default_factory=dict)
-    """Per service: the batching its TPOT and TTFT assume (its workload's)."""
-    """Services given in requests per second: their served, demand and caps are in
-    thousandths of a request per second (fleet_classes.RATE_SCALE)."""
-    gpus: dict[str, int] = field(default_factory=dict)
-    rented: dict[str, int] = field(default_factory=dict)
-    owned_used: dict[str, int] = field(default_factory=dict)
-    cost_usd_per_hour: float = 0.0
-    purchase_usd: float = 0.0
-    tco_usd_per_hour: float = 0.0
-    """Owned GPUs at their power and hosting, rented ones at their price."""
-    pricing: str = ""
-    """The basis rented GPUs are priced on."""
-    offers: dict[str, str] = field(default_factory=dict)
-    """Per rented device: the offer it is priced at."""
-    binds: list[str] = field(default_factory=list)
-    unservable: dict[str, str] = field(default_factory=dict)
-    wall_s: float = 0.0
-    routes: dict[str, list[Route]] = field(default_factory=dict)
-    """Per service served by more than one shape: the weights its router needs."""
-
-    @property
-    def feasible(self) -> bool:
-        return self.status in ("optimal", "feasible")
+__all__ = ["Assignment", "FleetResult", "Route", "routes", "solve_fleet", "sweep"]
 
 
 SHARE_SCALE = 1_000_000
@@ -128,9 +60,38 @@ def _shares(m: cp_model.CpModel, classes: list[ServiceClass], served: dict[int, 
     return out
 
 
+GAP_LIMIT = 0.001
+"""Where the fleet is too large for one weighted objective (a hundred services), CP-SAT
+stops its search for the least cost within 0.1 % of its proven bound (the answer says
+so, with the gap): closing the last 0.04 % on bench/bench_fleet.py's hundred took more
+than its 10 s limit."""
+
+MIN_TIE_BREAK_WORK = 0.2
+MAX_TIE_BREAK_WORK = 1.0
+"""The tie-breaks' deterministic work (CP-SAT's units, about a second each on these
+machines): what the cost's proof took, within these."""
+
 MAX_OBJECTIVE = 2**62
 """CP-SAT's objective coefficients and values are 64-bit integers; a weighted objective
 is kept below this."""
+
+
+def _rehint(m: cp_model.CpModel, sv: cp_model.CpSolver, variables: list[cp_model.IntVar]) -> None:
+    """Start the next stage from the plan the last one found."""
+    m.clear_hints()
+    for v in variables:
+        m.add_hint(v, sv.value(v))
+
+
+def _proven(result: FleetResult, status: str, value: float, bound: float, of: str, scale: float = 1.0) -> None:
+    """The primary objective's proof: none needed at OPTIMAL; else its best bound and
+    the relative gap |value − bound| / max(|value|, |bound|)."""
+    result.solver_status = status.upper()
+    if status == "optimal" and value == bound:  # OPTIMAL within a gap limit is not a proof
+        return
+    result.bound = bound / scale
+    result.bound_of = of
+    result.gap = abs(value - bound) / max(abs(value), abs(bound), 1e-9)
 
 
 def solve_fleet(
@@ -143,14 +104,22 @@ def solve_fleet(
     budget_hour = max_usd_per_hour if max_usd_per_hour is not None else fs.budget.max_usd_per_hour
     objective = fs.objective
     result = FleetResult("unknown", objective)
+    notes: list[str] = []
     m = cp_model.CpModel()
     devices: dict[str, Device] = {}
     for sc in classes:
         for o in sc.options:
             devices.setdefault(o.device, sc.problem.shapes[o.shape_index].device)
+    owned = _resolve_counts(fs.inventory)
+    quota = _resolve_counts(fs.quota)
+    limits = Limits(frozenset(d for d, n in owned.items() if n), frozenset(quota), fs.budget.max_purchase_usd is not None)
+    options = [prune(sc.options, devices, limits, sc.demand) for sc in classes]  # fleet_prune.py: the optimum is unchanged
+    result.options_before = sum(len(sc.options) for sc in classes)
+    result.options_after = sum(len(x) for x in options)
     r: dict[tuple[int, int], cp_model.IntVar] = {}
     served: dict[int, cp_model.IntVar] = {}
     shapes_used: list[cp_model.IntVar] = []
+    uses: dict[tuple[int, int], cp_model.IntVar] = {}
     quality_terms: list[tuple[int, cp_model.IntVar]] = []  # (lost quality of an option, its use literal)
     for k, sc in enumerate(classes):
         result.demand[sc.name] = sc.demand
@@ -160,17 +129,18 @@ def solve_fleet(
         if not sc.options:
             result.unservable[sc.name] = sc.why_none
         terms: list[cp_model.LinearExpr] = []
-        for j, o in enumerate(sc.options):
+        for j, o in enumerate(options[k]):
             top = -(-sc.demand // o.cap)
             r[k, j] = m.new_int_var(0, top, f"r_{k}_{j}")
             terms.append(o.cap * r[k, j])
-        if len(sc.options) > 1:
+        if len(options[k]) > 1:
             # A use literal per option; replicas only where it is on. single_shape: at most one on.
-            use = [m.new_bool_var(f"use_{k}_{j}") for j in range(len(sc.options))]
-            for j, o in enumerate(sc.options):
+            use = [m.new_bool_var(f"use_{k}_{j}") for j in range(len(options[k]))]
+            uses.update(((k, j), u) for j, u in enumerate(use))
+            for j, o in enumerate(options[k]):
                 m.add(r[k, j] <= (-(-sc.demand // o.cap)) * use[j])
             shapes_used += use
-            for j, o in enumerate(sc.options):
+            for j, o in enumerate(options[k]):
                 quality_terms.append((200 - o.quality, use[j]))
             if sc.single_shape:
                 m.add_at_most_one(use).with_name(f"single shape for {sc.name}")
@@ -178,13 +148,11 @@ def solve_fleet(
         m.add(served[k] <= sum(terms) if terms else served[k] == 0).with_name(f"capacity of {sc.name}")
         if objective == "min_cost":
             m.add(served[k] == sc.demand).with_name(f"demand of {sc.name}")
-    owned = _resolve_counts(fs.inventory)
-    quota = _resolve_counts(fs.quota)
     gpus, rented, cost_terms, purchase_terms, uppers = {}, {}, [], [], {}
     owns: dict[tuple[int, int], cp_model.IntVar] = {}
     for dev_name, dev in devices.items():
-        total = sum(o.gpus_per_replica * r[k, j] for k, sc in enumerate(classes) for j, o in enumerate(sc.options) if o.device == dev_name)
-        upper = sum(o.gpus_per_replica * (-(-sc.demand // o.cap)) for sc in classes for o in sc.options if o.device == dev_name)
+        total = sum(o.gpus_per_replica * r[k, j] for k, sc in enumerate(classes) for j, o in enumerate(options[k]) if o.device == dev_name)
+        upper = sum(o.gpus_per_replica * (-(-sc.demand // o.cap)) for k, sc in enumerate(classes) for o in options[k] if o.device == dev_name)
         uppers[dev_name] = upper
         gpus[dev_name] = m.new_int_var(0, upper, f"gpus_{dev_name}")
         m.add(gpus[dev_name] == total)
@@ -195,7 +163,7 @@ def solve_fleet(
         have = owned.get(dev_name, 0)
         owned_terms = []
         for k, sc in enumerate(classes):
-            for j, o in enumerate(sc.options):
+            for j, o in enumerate(options[k]):
                 if o.device == dev_name and have >= o.gpus_per_replica:
                     own = owns[k, j] = m.new_int_var(0, min(have // o.gpus_per_replica, -(-sc.demand // o.cap)), f"own_{k}_{j}")
                     m.add(own <= r[k, j])
@@ -215,6 +183,8 @@ def solve_fleet(
         elif fs.budget.max_purchase_usd is not None and dev_name not in owned:
             m.add(rented[dev_name] == 0)
     cost = sum(cost_terms) if cost_terms else 0
+    if objective == "min_cost":  # each service's least cost alone: a row per service (fleet_decompose.py)
+        add_service_bounds(m, classes, options, r, owns, devices, owned, quota)
     if budget_hour is not None:
         m.add(cost <= math.floor(budget_hour * 100 + 1e-9)).with_name("budget per hour")
     if fs.budget.max_purchase_usd is not None and purchase_terms:
@@ -223,6 +193,22 @@ def solve_fleet(
         m.add(sum(gpus.values()) <= fs.search.max_gpus).with_name("max_gpus")
     total_gpus = sum(gpus.values()) if gpus else 0
     gpu_bound = sum(uppers.values()) + 1
+    budget_cents = math.floor(budget_hour * 100 + 1e-9) if budget_hour is not None else None
+    plan = greedy(classes, options, devices, owned, quota, budget_cents, fs.search.max_gpus)
+    hint_vars = [*r.values(), *owns.values(), *uses.values(), *served.values(), *gpus.values(), *rented.values()]
+    for (k, j), var in r.items():
+        m.add_hint(var, plan.replicas.get((k, j), 0))
+    for (k, j), var in owns.items():
+        m.add_hint(var, plan.owned.get((k, j), 0))
+    for (k, j), var in uses.items():
+        m.add_hint(var, 1 if plan.replicas.get((k, j), 0) else 0)
+    for k, var in served.items():
+        m.add_hint(var, plan.served.get(k, 0))
+    for d in devices:
+        n = sum(v * options[k][j].gpus_per_replica for (k, j), v in plan.replicas.items() if options[k][j].device == d)
+        mine = sum(v * options[k][j].gpus_per_replica for (k, j), v in plan.owned.items() if options[k][j].device == d)
+        m.add_hint(gpus[d], n)
+        m.add_hint(rented[d], n - mine)
 
     def fleet_solver() -> cp_model.CpSolver:
         # Integer replica counts coupled by shared budgets: CP-SAT's full LP relaxation
@@ -246,7 +232,9 @@ def solve_fleet(
         if first not in ("optimal", "feasible"):
             result.status = first
             return result
+        _proven(result, first, sv.objective_value, sv.best_objective_bound, "priority-weighted served share", 1000 * SHARE_SCALE)
         m.add(weighted >= round(sv.objective_value))
+        _rehint(m, sv, hint_vars)
         sv = fleet_solver()
     # Last tie-break: fewer shapes per service, so a split (and its weighted router) is
     # chosen only when it saves money or GPUs. In one weighted objective: a second,
@@ -259,36 +247,50 @@ def solve_fleet(
     tie_breaks = (lost * gpu_bound + total_gpus) * shape_bound + sum(shapes_used)
     tie_bound = (quality_bound * gpu_bound) * shape_bound
     cost_bound = sum(round(dev.price.usd_per_gpu_hour * 100) * uppers[n] for n, dev in devices.items() if dev.price) + 1
+    primary = objective == "min_cost"  # the cost is the objective proven (max_served: its second stage)
     if cost_bound * tie_bound < MAX_OBJECTIVE:
         m.minimize(cost * tie_bound + tie_breaks)
         result.status = status_name(sv.solve(m))
         result.wall_s += sv.wall_time
+        if primary and result.feasible:  # the cost's bound: the weighted bound over the tie-breaks' weight, rounded down
+            _proven(result, result.status, sv.objective_value // tie_bound / 100, sv.best_objective_bound // tie_bound / 100, "cost_usd_per_hour")
     else:
         # One weighted objective would overflow CP-SAT's 64-bit integers (a huge
-        # demand): the cost first, then the tie-breaks at that cost.
+        # demand, or a hundred services): the cost first, then the tie-breaks at that
+        # cost, started from the cost's plan (at worst it stays). The cost's search
+        # stops within GAP_LIMIT of its bound, which the answer then states.
         m.minimize(cost)
+        sv.parameters.relative_gap_limit = GAP_LIMIT
         result.status = status_name(sv.solve(m))
         result.wall_s += sv.wall_time
+        if primary and result.feasible:
+            _proven(result, result.status, sv.objective_value / 100, sv.best_objective_bound / 100, "cost_usd_per_hour")
         if result.feasible and tie_bound < MAX_OBJECTIVE:
             m.add(cost <= round(sv.objective_value))
+            _rehint(m, sv, hint_vars)
+            first_plan = sv
             sv = fleet_solver()
+            # The tie-breaks at the least cost get as much deterministic work as the
+            # cost took, within bounds (the same answer on any machine): on a hundred
+            # services CP-SAT can spend its whole limit on them.
+            sv.parameters.max_deterministic_time = min(MAX_TIE_BREAK_WORK, max(MIN_TIE_BREAK_WORK, first_plan.deterministic_time))
             m.minimize(tie_breaks)
             second = status_name(sv.solve(m))
             result.wall_s += sv.wall_time
             if second not in ("optimal", "feasible"):
-                m.clear_objective()
-                m.minimize(cost)
-                sv = fleet_solver()
-                result.status = status_name(sv.solve(m))
-                result.wall_s += sv.wall_time
+                sv = first_plan  # the cost's plan, its tie-breaks unranked
+            if second != "optimal":
+                notes.append("tie-breaks at the least cost (formats, GPUs, shapes): the best found in the time limit, not proven")
     if not result.feasible:
         return result
+    if result.gap is not None:
+        result.status = "feasible"
     problem = classes[0].problem if classes else None
     ownership = problem.ownership if problem else None
     result.pricing = problem.pricing.label() if problem and problem.pricing else ""
     for k, sc in enumerate(classes):
         result.served[sc.name] = sv.value(served[k])
-        for j, o in enumerate(sc.options):
+        for j, o in enumerate(options[k]):
             n = sv.value(r[k, j])
             if n:
                 owned_gpus = int(sv.value(owns[k, j])) * o.gpus_per_replica if (k, j) in owns else 0
@@ -308,81 +310,9 @@ def solve_fleet(
                 result.offers[d] = f"{p.provider}, {p.offer}, ${p.usd_per_gpu_hour:,.2f}/GPU-hour ({p.as_of})"
             result.tco_usd_per_hour += result.owned_used[d] * running + result.rented[d] * hourly
     result.routes = routes(classes, result)
-    result.assignments = [_at_load(classes, result, a) for a in result.assignments]
-    result.binds = _binds(fs, classes, result, devices, owned, quota, budget_hour)
+    result.assignments = [at_load(classes, result, a) for a in result.assignments]
+    result.binds = binds(fs, classes, result, devices, owned, quota, budget_hour) + notes
     return result
-
-
-def _carried(res: FleetResult, a: Assignment) -> int:
-    """What an assignment's replicas carry: the service's whole served demand, or its
-    share where the service runs on several shapes (`routes`)."""
-    for x in res.routes.get(a.service, []):
-        if x.plan == a.option.label:
-            return x.users
-    return res.served.get(a.service, 0)
-
-
-def _at_load(classes: list[ServiceClass], res: FleetResult, a: Assignment) -> Assignment:
-    """The assignment with its TPOT and TTFT at the load each replica carries — the
-    figures `plan-opt evaluate` gives for that replica at that load."""
-    sc = next(c for c in classes if c.name == a.service)
-    carried = max(0, _carried(res, a))
-    tpot, ttft = _latencies(sc, a, carried)
-    return dataclasses.replace(a, carried=carried, tpot_s=tpot, ttft_s=ttft)
-
-
-def routes(classes: list[ServiceClass], res: FleetResult) -> dict[str, list[Route]]:
-    """Weights for each service whose users are split across shapes.
-
-    Users go to each shape in proportion to its capacity (replicas × users per
-    replica), so every replica runs at the same fraction of its cap and none is
-    pushed past it; largest remainders make them whole, and rounding up never
-    passes a cap, since served ≤ capacity. A request router needs other weights:
-    by Little's law (L = λW) a shape holding u users, each request on it lasting
-    W = TTFT + output_tokens × TPOT, takes requests at
-    λ = u / W, so the request shares are u/W normalised — a faster shape takes a
-    larger share of requests than of users. W is taken at the load each replica then
-    carries (optimise/capacity.py), as the report prints it."""
-    out: dict[str, list[Route]] = {}
-    by_service: dict[str, list[Assignment]] = {}
-    for a in res.assignments:
-        by_service.setdefault(a.service, []).append(a)
-    output_tokens = {sc.name: sc.problem.workload.output_tokens for sc in classes}
-    rate_services = {sc.name: sc.rate for sc in classes}
-    for name, parts in by_service.items():
-        served = res.served.get(name, 0)
-        if len(parts) < 2 or served == 0:
-            continue
-        capacity = [a.replicas * a.option.cap for a in parts]
-        raw = [served * c / sum(capacity) for c in capacity]
-        users = [math.floor(x) for x in raw]
-        for i in sorted(range(len(raw)), key=lambda i: raw[i] - users[i], reverse=True)[: served - sum(users)]:
-            users[i] += 1
-        if rate_services.get(name):  # a rate service: the requests split as the capacity does
-            rate = [float(u) for u in users]
-        else:
-            sc = next(c for c in classes if c.name == name)
-            rate = []
-            for u, a in zip(users, parts):
-                tpot, ttft = _latencies(sc, a, u)
-                rate.append(u / (ttft + output_tokens[name] * tpot) if u else 0.0)
-        out[name] = [Route(name, a.option.label, a.replicas, u, u / served, lam / sum(rate)) for a, u, lam in zip(parts, users, rate)]
-    return out
-
-
-def _latencies(sc: ServiceClass, a: Assignment, carried: int) -> tuple[float, float]:
-    """(TPOT, TTFT) of a replica of `a` when its replicas carry `carried` in all (users,
-    or a rate service's thousandths of a request per second): optimise/capacity.py's."""
-    from solver.optimise.capacity import latencies_at, rate_latencies_at
-    from solver.optimise.fleet_classes import RATE_SCALE
-
-    p = sc.problem
-    shape = p.shapes[a.option.shape_index]
-    if carried <= 0:
-        return a.option.tpot_s, a.option.ttft_s
-    if sc.rate:
-        return rate_latencies_at(p, shape, p.workload, p.targets, carried / RATE_SCALE / a.replicas)
-    return latencies_at(p.physics(shape, p.workload), -(-carried // a.replicas))
 
 
 def _resolve_counts(counts: dict[str, int]) -> dict[str, int]:
@@ -390,47 +320,6 @@ def _resolve_counts(counts: dict[str, int]) -> dict[str, int]:
     from solver.catalog import default_catalog
 
     return {default_catalog().device(name).name: n for name, n in counts.items()}
-
-
-def _binds(
-    fs: FleetSpec,
-    classes: list[ServiceClass],
-    res: FleetResult,
-    devices: dict[str, Device],
-    owned: dict[str, int],
-    quota: dict[str, int],
-    budget_hour: float | None,
-) -> list[str]:
-    """What holds the answer where it is: budgets and quotas at their limit, owned
-    GPUs all in use, demand left unserved, and what caps each class's replicas."""
-    out = []
-    if budget_hour is not None and res.cost_usd_per_hour >= budget_hour - 0.01 * max(1.0, budget_hour) / 100:
-        out.append(f"budget: ${res.cost_usd_per_hour:,.2f}/h of ${budget_hour:,.2f}/h spent")
-    elif budget_hour is not None and any(res.served[k] < res.demand[k] for k in res.demand):
-        out.append(f"budget: ${res.cost_usd_per_hour:,.2f}/h of ${budget_hour:,.2f}/h; the rest buys no whole replica more")
-    if fs.budget.max_purchase_usd is not None and res.purchase_usd >= fs.budget.max_purchase_usd * 0.99:
-        out.append(f"purchase budget: ${res.purchase_usd:,.0f} of ${fs.budget.max_purchase_usd:,.0f}")
-    for d, q in quota.items():
-        if res.rented.get(d, 0) >= q:
-            out.append(f"quota: all {q} rentable {d} in use")
-    for d, n in owned.items():
-        if n and res.owned_used.get(d, 0) >= n:
-            out.append(f"inventory: all {n} owned {d} in use")
-    if fs.search.max_gpus is not None and sum(res.gpus.values()) >= fs.search.max_gpus:
-        out.append(f"max_gpus: {sum(res.gpus.values())} of {fs.search.max_gpus}")
-    by_name = {sc.name: sc for sc in classes}
-    for a in res.assignments:
-        sc = by_name[a.service]
-        if sc.rate:
-            out.append(
-                f"{a.service}: {a.option.label} sustains {sc.amount(a.option.cap)} per replica within the targets (screened; stopped by {CAPPED.get(a.option.capped_by, a.option.capped_by)})"
-            )
-        else:
-            out.append(
-                f"{a.service}: {a.option.label} holds up to {a.option.cap} users per replica (capped by {CAPPED[a.option.capped_by]}); "
-                f"carries {a.load} each: TPOT {a.tpot_s * 1e3:.1f} ms, TTFT {a.ttft_s * 1e3:.0f} ms"
-            )
-    return out
 
 
 def sweep(fs: FleetSpec, classes: list[ServiceClass], budgets: list[float]) -> list[tuple[float, FleetResult]]:

@@ -18,6 +18,13 @@ from solver.optimise.shapes import build_problem, check_built, check_work
 from solver.spec.fleet_spec import FleetSpec, FleetWorkloadIn
 from solver.spec.solve_spec import Spec
 
+FLEET_MAX_SHAPES = 40_000
+"""The most shapes one fleet's classes build together: a hundred workloads over the whole
+catalog (58 devices × TP 1-8 × 2 × 2 formats) build about 32,000. Dominance pruning
+(fleet_prune.py) leaves the model a fifth of their options (12,169 → 2,501 on
+bench/bench_fleet.py's hundred), which CP-SAT proves in seconds; the physics of the
+shapes is then most of the time (about 0.25 ms of CPU a shape on these machines)."""
+
 RATE_SCALE = 1000
 """A service given in requests per second counts its demand and each replica's cap in
 thousandths of a request per second, so the fleet model's integers hold a rate."""
@@ -163,7 +170,7 @@ def build_classes(fs: FleetSpec, catalog: Catalog, base_dir: Path | None = None)
             except InputError as exc:
                 raise exc.relabel(_fleet_field(exc.field, i)) from None
             built += len(problem.shapes)
-            check_built(built, where)
+            check_built(built, where, FLEET_MAX_SHAPES)
             single = fs.single_shape if w.single_shape is None else w.single_shape
             traffic = problem.workload.traffic
             demand = math.ceil(traffic.requests_per_s * RATE_SCALE) if traffic else problem.workload.users

@@ -163,10 +163,11 @@ def check_work(spec: Spec, catalog: Catalog, already: int = 0, where: str = "sea
     return n
 
 
-def check_built(shapes: int, where: str = "search") -> None:
-    """Refuse a problem of more than MAX_SHAPES runnable shapes before any physics."""
-    if shapes > MAX_SHAPES:
-        raise InputError(where, f"{shapes:,} shapes", f"at most {MAX_SHAPES:,} in one run; narrow search.gpus, tp, pp, weights or kv_cache")
+def check_built(shapes: int, where: str = "search", limit: int | None = None) -> None:
+    """Refuse a problem of more than `limit` (MAX_SHAPES) runnable shapes before any physics."""
+    limit = MAX_SHAPES if limit is None else limit
+    if shapes > limit:
+        raise InputError(where, f"{shapes:,} shapes", f"at most {limit:,} in one run; narrow search.gpus, tp, pp, weights or kv_cache")
 
 
 def needs_price(spec: Spec) -> bool:

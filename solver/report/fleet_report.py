@@ -70,7 +70,28 @@ def to_dict(res: FleetResult) -> dict:
         },
         "binds": res.binds,
         "unservable": res.unservable,
+        **_gap(res),
     }
+
+
+def _gap(res: FleetResult) -> dict:
+    """Where CP-SAT did not prove the objective optimal in its time: its status, its
+    best bound and the relative gap (absent on a proven optimum)."""
+    if res.gap is None or res.bound is None:
+        return {}
+    return {
+        "optimality": {"solver_status": res.solver_status, "objective": res.bound_of, "best_bound": round(res.bound, 6), "gap": round(res.gap, 6)}
+    }
+
+
+def _gap_words(res: FleetResult) -> str:
+    if res.gap is None or res.bound is None:
+        return ""
+    if res.bound_of == "cost_usd_per_hour":
+        proven = f"no fleet costs less than ${res.bound:,.2f}/hour"
+    else:
+        proven = f"no fleet serves a {res.bound_of} above {res.bound:,.4f}"
+    return f"; {proven} (CP-SAT's bound), gap {res.gap:.2%}"
 
 
 def to_json(res: FleetResult | None, sweep: list[tuple[float, FleetResult]] | None = None) -> str:
@@ -104,12 +125,13 @@ def render(res: FleetResult, title: str, markdown: bool = False, show_purchase: 
     lines = [f"# {title}" if markdown else title]
     status = {
         "optimal": "optimal (proven by CP-SAT)",
-        "feasible": "feasible, not proven optimal (time limit)",
+        "feasible": f"feasible, not proven optimal ({'the gap limit' if res.solver_status == 'OPTIMAL' else 'time limit'})",
         "infeasible": "no fleet meets every demand within the limits",
         "unknown": "unknown (time limit)",
     }[res.status]
     lines.append(
         f"objective: {'least cost serving all demand' if res.objective == 'min_cost' else 'largest priority-weighted share of demand served, then least cost'} — {status}"
+        + _gap_words(res)
     )
     lines.append(_batching_line(res))
     for name, why in res.unservable.items():
