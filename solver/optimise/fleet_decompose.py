@@ -19,7 +19,7 @@ from solver.optimise.fleet_classes import Option, ServiceClass
 from solver.optimise.fleet_prune import price_cents
 
 if TYPE_CHECKING:
-    from ortools.sat.python import cp_model
+    from solver.optimise.cpsat import cp_model
 
 ALONE_WORK = 0.05
 """Deterministic work (CP-SAT's units) for one service's least cost: a few dozen options."""
@@ -29,8 +29,7 @@ def least_cost_alone(sc: ServiceClass, options: list[Option], devices: dict[str,
     """The service's least rented cost in cents per hour, alone with the inventory and
     quota, serving all its demand: a lower bound (proven) or None (none proven, or none
     serves it alone: the fleet model finds that out itself)."""
-    from ortools.sat.python import cp_model
-
+    from solver.optimise.cpsat import cp_model
     from solver.optimise.model import new_solver
 
     m = cp_model.CpModel()
