@@ -322,7 +322,7 @@ def candidates(
                 continue
             seen.add(replicas)
             batch = math.ceil(w.users / replicas)
-            out.append(Candidate(shape, ph, batch, replicas, w.users, cap.max_tpot, dec.tpot_s(batch), relaxed, cap.max_ttft, t))
+            out.append(Candidate(shape, ph, batch, replicas, w.users, cap.max_tpot, ph.tpot_at(batch), relaxed, cap.max_ttft, t))
     return acquirable(problem, out)
 
 

@@ -68,8 +68,8 @@ def latencies_at(ph: ShapePhysics, batch: int) -> tuple[float, float]:
     dec = ph.decode
     if dec is None:
         raise ValueError(f"{ph.shape.label} cannot run: it has no decode physics")
-    ttft = dec.ttft_under_load_s(batch) if dec.prompt_tokens else ph.ttft_s
-    return dec.tpot_s(batch), ttft
+    ttft = ph.ttft_under_load_at(batch) if dec.prompt_tokens else ph.ttft_s
+    return ph.tpot_at(batch), ttft
 
 
 def rate_latencies_at(problem: Problem, shape: Shape, w: Workload, t: Targets, rate_per_replica_s: float) -> tuple[float, float]:

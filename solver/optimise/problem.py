@@ -88,6 +88,31 @@ class ShapePhysics:
     prefill_comm_s: float = 0.0
     """What the all-reduces add to one prompt's prefill (of the tokens the prefix cache
     does not supply), inside ttft_s."""
+    _figures: dict[tuple[str, int], float] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """(figure, batch) → seconds, kept from the first pass: a re-solve under a moved
+    target re-filters the same figures instead of re-deriving them (explain/sensitivity.py)."""
+
+    def tpot_at(self, batch: int) -> float:
+        """The decode step's TPOT at `batch` sequences (memoised per batch)."""
+        key = ("tpot", batch)
+        got = self._figures.get(key)
+        if got is None:
+            dec = self.decode
+            if dec is None:
+                raise ValueError(f"{self.shape.label} cannot run: it has no decode physics")
+            got = self._figures[key] = dec.tpot_s(batch)
+        return got
+
+    def ttft_under_load_at(self, batch: int) -> float:
+        """TTFT with `batch` users' prompts queued (memoised per batch)."""
+        key = ("ttft", batch)
+        got = self._figures.get(key)
+        if got is None:
+            dec = self.decode
+            if dec is None:
+                raise ValueError(f"{self.shape.label} cannot run: it has no decode physics")
+            got = self._figures[key] = dec.ttft_under_load_s(batch)
+        return got
 
     @property
     def valid(self) -> bool:
@@ -121,6 +146,8 @@ class Problem:
     """Disaggregated serving: the prefill pools paired with each decode option (optimise/disaggregated.py)."""
     _traffic: dict[tuple, ShapeScreen] = field(default_factory=dict)
     """Under traffic: each shape's screen (optimise/traffic_candidates.py), memoised."""
+    _traffic_base: dict[tuple, tuple[Any, ...]] = field(default_factory=dict)
+    """Under traffic: each shape's iteration cost, scheduler limits and lengths, whatever the targets."""
     simulations: int = 0
     simulated_requests: int = 0
     simulation_s: float = 0.0
@@ -195,7 +222,7 @@ class Problem:
         if got is None:
             if physics.decode is None:
                 raise ValueError(f"{physics.shape.label} cannot run: it has no decode step to cap")
-            got = physics.decode.max_batch(max_tpot_s, upper)
+            got = largest_true(lambda b: physics.tpot_at(b) <= max_tpot_s, upper)  # as DecodeCoefficients.max_batch
             self._caps[key] = got
         return got
 
@@ -216,10 +243,9 @@ class Problem:
         )
         got = self._caps.get(key)
         if got is None:
-            dec = physics.decode
-            if dec is None:
+            if physics.decode is None:
                 raise ValueError(f"{physics.shape.label} cannot run: it has no decode step to cap")
-            got = largest_true(lambda b: meets_time(dec.ttft_under_load_s(b), max_ttft_s), upper)
+            got = largest_true(lambda b: meets_time(physics.ttft_under_load_at(b), max_ttft_s), upper)
             self._caps[key] = got
         return got
 

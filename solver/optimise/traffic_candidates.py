@@ -27,13 +27,18 @@ from solver.traffic.screen import ShapeScreen, TrafficSizing, engine_limits, mis
 
 def screened(problem: Problem, shape: Shape, w: Workload, t: Targets) -> ShapeScreen:
     assert w.traffic is not None
-    key = (shape.index, w.traffic, w.context_tokens, w.prompt_tokens, w.output_tokens, w.shared_prefix_tokens, w.prefix_hit_rate, t)
+    shaped = (shape.index, w.traffic, w.context_tokens, w.prompt_tokens, w.output_tokens, w.shared_prefix_tokens, w.prefix_hit_rate)
+    key = (*shaped, t)
     got = problem._traffic.get(key)
     if got is None:
-        d = shape.deployment
-        it = iteration_model(d, w)
-        limits = engine_limits(d, w)
-        m = moments(w.traffic.prompt, w.traffic.output, it.cached_tokens)
+        # The iteration cost, limits and lengths do not depend on the targets: a re-solve
+        # under a moved target reuses the first pass's and only re-runs the rate search.
+        base = problem._traffic_base.get(shaped)
+        if base is None:
+            d = shape.deployment
+            it = iteration_model(d, w)
+            base = problem._traffic_base[shaped] = (it, engine_limits(d, w), moments(w.traffic.prompt, w.traffic.output, it.cached_tokens))
+        it, limits, m = base
         got = ShapeScreen(it, limits, sustainable_rate(it, limits, m, t, w.traffic.arrival_cv), m)
         problem._traffic[key] = got
     return got
