@@ -22,7 +22,7 @@ from solver.physics.deployment import Targets, Workload
 from solver.physics.iteration import iteration_model
 from solver.spec.fields import MAX_GPUS
 from solver.traffic.requests import Moments, moments
-from solver.traffic.screen import ShapeScreen, TrafficSizing, engine_limits, misses, replica_cv, screen, sustainable_rate
+from solver.traffic.screen import Screen, ShapeScreen, TrafficSizing, engine_limits, misses, replica_cv, screen, screen_memo, sustainable_rate
 
 
 def screened(problem: Problem, shape: Shape, w: Workload, t: Targets) -> ShapeScreen:
@@ -37,11 +37,19 @@ def screened(problem: Problem, shape: Shape, w: Workload, t: Targets) -> ShapeSc
         if base is None:
             d = shape.deployment
             it = iteration_model(d, w)
-            base = problem._traffic_base[shaped] = (it, engine_limits(d, w), moments(w.traffic.prompt, w.traffic.output, it.cached_tokens))
-        it, limits, m = base
-        got = ShapeScreen(it, limits, sustainable_rate(it, limits, m, t, w.traffic.arrival_cv), m)
+            m = moments(w.traffic.prompt, w.traffic.output, it.cached_tokens)
+            base = problem._traffic_base[shaped] = (it, engine_limits(d, w), m, {})
+        it, limits, m, memo = base
+        got = ShapeScreen(it, limits, sustainable_rate(it, limits, m, t, w.traffic.arrival_cv, memo), m, memo)
         problem._traffic[key] = got
     return got
+
+
+def _screen(sc: ShapeScreen, m: Moments, rate_per_s: float, t: Targets, arrival_cv: float) -> Screen:
+    """The screen of `sc`'s shape at a rate, from its memo where it holds the lengths."""
+    if sc.moments is None:
+        return screen(sc.cost, sc.limits, m, rate_per_s, t, arrival_cv)
+    return screen_memo(sc.screens, sc.cost, sc.limits, sc.moments, rate_per_s, t, arrival_cv)
 
 
 def _fewest(sc: ShapeScreen, m: Moments, rate: float, t: Targets, arrival_cv: float, alone: int) -> int:
@@ -54,7 +62,7 @@ def _fewest(sc: ShapeScreen, m: Moments, rate: float, t: Targets, arrival_cv: fl
     lo, hi = 0, alone
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if misses(screen(sc.cost, sc.limits, sc.moments or m, rate / mid, t, replica_cv(arrival_cv, mid)), t):
+        if misses(_screen(sc, m, rate / mid, t, replica_cv(arrival_cv, mid)), t):
             lo = mid
         else:
             hi = mid
@@ -111,7 +119,7 @@ def traffic_candidates(
         for replicas in counts:
             if replicas * shape.gpus_per_replica > MAX_GPUS:
                 break  # past the most GPUs a plan may have (spec/fields.py)
-            at = screen(sc.cost, sc.limits, sc.moments or m, rate / replicas, t, replica_cv(traffic.arrival_cv, replicas))
+            at = _screen(sc, m, rate / replicas, t, replica_cv(traffic.arrival_cv, replicas))
             batch = max(1, min(ph.max_batch_memory, math.ceil(at.concurrency)))
             sizing = TrafficSizing(rate, sust, at, floor or 0, sc.limits.max_num_seqs)
             out.append(Candidate(shape, ph, batch, replicas, w.users, batch, at.tpot_q_s, relaxed, 10**9, t, at.ttft_q_s, sizing))

@@ -34,7 +34,7 @@ the check; the screen only has to rank shapes and size replicas close to right.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from solver.physics.deployment import Deployment, Targets, Workload, shared_kv_tokens
 from solver.physics.iteration import IterationModel
@@ -293,28 +293,57 @@ class Sustainable:
     """At rate_per_s (None when it is 0): what the replica's time goes to at capacity."""
 
 
-def sustainable_rate(model: IterationModel, limits: EngineLimits, m: Moments, targets: Targets, arrival_cv: float = 1.0) -> Sustainable:
+def screen_memo(
+    memo: dict[tuple[float, ...], Screen],
+    model: IterationModel,
+    limits: EngineLimits,
+    m: Moments,
+    rate_per_s: float,
+    targets: Targets,
+    arrival_cv: float = 1.0,
+) -> Screen:
+    """`screen`, kept in `memo` (one per model, limits and lengths): its figures depend on
+    the targets only through their percentiles, so a re-solve under a moved target
+    re-reads the rates its search shares with the first pass."""
+    key = (rate_per_s, targets.ttft_percentile or 0.0, targets.tpot_percentile or 0.0, targets.e2e_percentile or 0.0, arrival_cv)
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = screen(model, limits, m, rate_per_s, targets, arrival_cv)
+    return got
+
+
+def sustainable_rate(
+    model: IterationModel,
+    limits: EngineLimits,
+    m: Moments,
+    targets: Targets,
+    arrival_cv: float = 1.0,
+    memo: dict[tuple[float, ...], Screen] | None = None,
+) -> Sustainable:
     """Bisection on the rate: every delay the screen computes grows with it."""
     tiny = 1e-9
-    idle = screen(model, limits, m, tiny, targets, arrival_cv)
+    screens: dict[tuple[float, ...], Screen] = {} if memo is None else memo
+
+    def at(rate_per_s: float) -> Screen:
+        return screen_memo(screens, model, limits, m, rate_per_s, targets, arrival_cv)
+
+    idle = at(tiny)
     if misses(idle, targets):
         return Sustainable(0.0, misses(idle, targets), idle)
     lo, hi = tiny, max(tiny * 2, 1.0 / max(idle.e2e_mean_s, 1e-9))
-    while not misses(screen(model, limits, m, hi, targets, arrival_cv), targets):
+    while not misses(at(hi), targets):
         lo, hi = hi, hi * 2
         if hi > 1e9:
-            return Sustainable(lo, "decode", idle, screen(model, limits, m, lo, targets, arrival_cv))
+            return Sustainable(lo, "decode", idle, at(lo))
     for _ in range(RATE_STEPS):
         if hi / lo < 1 + 1e-3:  # the rate to 0.1 %: replicas are whole numbers
             break
         mid = math.sqrt(lo * hi)
-        if misses(screen(model, limits, m, mid, targets, arrival_cv), targets):
+        if misses(at(mid), targets):
             hi = mid
         else:
             lo = mid
-    return Sustainable(
-        lo, misses(screen(model, limits, m, hi, targets, arrival_cv), targets), idle, screen(model, limits, m, lo, targets, arrival_cv)
-    )
+    return Sustainable(lo, misses(at(hi), targets), idle, at(lo))
 
 
 BINDING_TARGETS = {
@@ -362,3 +391,5 @@ class ShapeScreen:
     sustainable: Sustainable
     moments: Moments | None = None
     """The lengths the screen saw: prompts less what the prefix cache supplies."""
+    screens: dict[tuple[float, ...], Screen] = field(default_factory=dict, compare=False, repr=False)
+    """The screens at each rate so far (`screen_memo`), shared by every target's ShapeScreen of the shape."""
