@@ -148,6 +148,8 @@ class Problem:
     """Under traffic: each shape's screen (optimise/traffic_candidates.py), memoised."""
     _traffic_base: dict[tuple, tuple[Any, ...]] = field(default_factory=dict)
     """Under traffic: each shape's iteration cost, scheduler limits and lengths, whatever the targets."""
+    simulated: dict[tuple, Any] = field(default_factory=dict)
+    """Under traffic: each simulation's verdict by plan, seeds and scenario (explain/traffic.py), memoised."""
     simulations: int = 0
     simulated_requests: int = 0
     simulation_s: float = 0.0

@@ -78,3 +78,48 @@ def test_a_moved_latency_target_under_traffic_does_not_rebuild_the_screen(monkey
     assert tpot is not None
     solve_scenario(p, s.with_value("max_tpot", tpot * 0.9))
     assert calls["n"] == 0
+
+
+def test_a_moved_budget_under_traffic_screens_nothing_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every rate a re-solve under a moved budget screens was screened by the first pass:
+    the screen memo answers them all (main screened each shape's plan again)."""
+    from solver.traffic import screen as screen_module
+
+    p = _problem("chat-70b-at-20-rps.yaml")
+    s = scenario_of(p)
+    first = solve_scenario(p, s)
+    assert first.feasible
+    calls = {"n": 0}
+    real = screen_module.screen
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(screen_module, "screen", counted)
+    monkeypatch.setattr(traffic_candidates, "screen", counted)
+    moved = solve_scenario(p, s.with_value("max_usd_per_hour", first.chosen.cost_usd_per_hour * 1.5))
+    assert moved.feasible and plan_label(moved.chosen) == plan_label(first.chosen)
+    assert calls["n"] == 0
+
+
+def test_a_plan_simulated_once_is_not_simulated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runner-up's correction may land on a plan the explanation simulated already
+    (chat-70b-at-20-rps: l40s TP4 fp8/fp8 at 30 replicas, one seed, twice on main): its
+    seeded verdict is read back, so no (plan, replicas, seeds) is simulated twice."""
+    from solver.explain import traffic as explain_traffic
+
+    seen: list[tuple[object, ...]] = []
+    real = explain_traffic.verify_plan
+
+    def counted(d, w, t, replicas, settings, seeds):  # type: ignore[no-untyped-def]
+        seen.append((id(d), replicas, seeds, settings))  # a shape keeps one Deployment
+        return real(d, w, t, replicas, settings, seeds)
+
+    monkeypatch.setattr(explain_traffic, "verify_plan", counted)
+    p = _problem("chat-70b-at-20-rps.yaml")
+    result = solve(p)
+    assert result.feasible and len(seen) > 1
+    assert len(seen) == len(set(seen))
+    # the budget is charged per verdict read, as when each was simulated: at least the runs made
+    assert p.simulations >= len(seen)
