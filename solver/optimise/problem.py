@@ -272,7 +272,7 @@ def _shape_physics(shape: Shape, w: Workload) -> ShapePhysics:
             refused,
             max_batch,
             prefill.ttft_s,
-            decode_coefficients(d, w.resident_tokens, w),
+            decode_coefficients(d, w.resident_tokens, w, prefill),
             w.prompt_tokens,
             prefill.comm_time_s,
         )

@@ -20,7 +20,7 @@ the replica's users; `ttft_under_load_s`); one prompt on an idle replica is pref
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from solver.bisect import largest_true
 from solver.physics.compute import matmul_dtype, matmul_flops_per_s
@@ -41,7 +41,7 @@ from solver.physics.kernels import (
     split_weight_bytes,
 )
 from solver.physics.memory import kv_bytes_per_sequence, kv_shard_fraction
-from solver.physics.prefill import estimate_prefill
+from solver.physics.prefill import PrefillEstimate, estimate_prefill
 
 
 @dataclass(frozen=True)
@@ -133,6 +133,11 @@ class DecodeCoefficients:
     draft_comm_fixed_s: float = 0.0
     """One draft pass's all-reduces under TP: its layers' share of the step's (fixed part)."""
     draft_comm_per_sequence_s: float = 0.0
+    _steps: dict[tuple[int, float | None], float] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """(batch, prompt tokens) → `_step`, kept: a TTFT under load reads the same chunk's step
+    three times (the prompt's capacity share, its own service, the decode steps' mean
+    behind its TPOT), and the TPOT and TTFT caps' bisections probe the same batches.
+    Not copied by dataclasses.replace: changed coefficients start empty."""
 
     @property
     def flops_per_sequence(self) -> float:
@@ -211,13 +216,17 @@ class DecodeCoefficients:
         return (mean / chunk, chunk) if mean < chunk else None
 
     def _step(self, batch: int, prefill_tokens: float | None = None) -> float:
-        return (
-            self.gemm_time_s(batch, prefill_tokens)
-            + self.attention_time_s(batch)
-            + self.comm_time_s(batch, prefill_tokens)
-            + self.step_overhead_s
-            + batch * self.sequence_overhead_s
-        )
+        key = (batch, prefill_tokens)
+        got = self._steps.get(key)
+        if got is None:
+            got = self._steps[key] = (
+                self.gemm_time_s(batch, prefill_tokens)
+                + self.attention_time_s(batch)
+                + self.comm_time_s(batch, prefill_tokens)
+                + self.step_overhead_s
+                + batch * self.sequence_overhead_s
+            )
+        return got
 
     def chunk_step_s(self, batch: int, tokens: int) -> float:
         """A step carrying `tokens` of one prompt beside `batch` decoders, on the GPU that
@@ -387,11 +396,14 @@ def prompt_service_from_queued_s(queued_s: float, users: int, delay_s: float) ->
     return (lo + hi) / 2
 
 
-def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None = None) -> DecodeCoefficients:
-    """`w` with batching "continuous" mixes its prompts' prefill into the steps."""
+def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None = None, prefill: PrefillEstimate | None = None) -> DecodeCoefficients:
+    """`w` with batching "continuous" mixes its prompts' prefill into the steps.
+    `prefill`: `estimate_prefill(d, w)` where the caller has it already (the solver's
+    physics of a shape), so that it is not derived twice."""
     m = d.model
     dense, routed = split_weight_bytes(d)
     comm0 = estimate_comm(d, 0).time_s
+    comm_per_sequence_s = estimate_comm(d, 1).time_s - comm0
     return DecodeCoefficients(
         context_tokens=context_tokens,
         dense_weight_bytes=dense if d.dp_ep else dense / d.tp,  # DP attention: the dense layers whole on each GPU
@@ -409,7 +421,7 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         compute_dtype=matmul_dtype(d.device, d.weights),
         compute_efficiency=d.factors.compute_efficiency,
         comm_fixed_s=comm0,
-        comm_per_sequence_s=estimate_comm(d, 1).time_s - comm0,
+        comm_per_sequence_s=comm_per_sequence_s,
         weight_bandwidth_share=bandwidth_share(d),
         overlapped=overlaps(d),
         unhidden_share=d.factors.unhidden_share,
@@ -417,9 +429,9 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         step_overhead_s=fixed_step_s(d),
         sequence_overhead_s=d.factors.sequence_overhead_s,
         request_overhead_s=d.factors.request_overhead_s,
-        **_prompts(d, w),
+        **_prompts(d, w, prefill),
         **_continuous(d, w),
-        **_speculation(d, context_tokens, comm0, estimate_comm(d, 1).time_s - comm0),
+        **_speculation(d, context_tokens, comm0, comm_per_sequence_s),
     )
 
 
@@ -442,7 +454,7 @@ def _speculation(d: Deployment, context_tokens: int, comm_fixed_s: float, comm_p
     }
 
 
-def _prompts(d: Deployment, w: Workload | None) -> dict:
+def _prompts(d: Deployment, w: Workload | None, prefill: PrefillEstimate | None) -> dict:
     """What the TTFT under load needs of the workload's requests."""
     if w is None:
         return {}
@@ -450,7 +462,7 @@ def _prompts(d: Deployment, w: Workload | None) -> dict:
     return {
         "prompt_tokens": new,
         "output_tokens": w.output_tokens,
-        "prefill_gpu_s": estimate_prefill(d, w).gpu_time_s,
+        "prefill_gpu_s": (prefill or estimate_prefill(d, w)).gpu_time_s,
         "prefill_servers": d.tp if d.dp_ep else 1,
     }
 
