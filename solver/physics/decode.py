@@ -402,8 +402,7 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
     physics of a shape), so that it is not derived twice."""
     m = d.model
     dense, routed = split_weight_bytes(d)
-    comm0 = estimate_comm(d, 0).time_s
-    comm_per_sequence_s = estimate_comm(d, 1).time_s - comm0
+    comm0, comm_per_sequence_s, comm_pieces = _step_comm(d)
     return DecodeCoefficients(
         context_tokens=context_tokens,
         dense_weight_bytes=dense if d.dp_ep else dense / d.tp,  # DP attention: the dense layers whole on each GPU
@@ -425,7 +424,7 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         weight_bandwidth_share=bandwidth_share(d),
         overlapped=overlaps(d),
         unhidden_share=d.factors.unhidden_share,
-        comm_pieces=comm_segments(d),
+        comm_pieces=comm_pieces,
         step_overhead_s=fixed_step_s(d),
         sequence_overhead_s=d.factors.sequence_overhead_s,
         request_overhead_s=d.factors.request_overhead_s,
@@ -433,6 +432,26 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         **_continuous(d, w),
         **_speculation(d, context_tokens, comm0, comm_per_sequence_s),
     )
+
+
+_COMM: dict[int, tuple[Deployment, float, float, tuple[CommSegment, ...]]] = {}
+"""A deployment's step communication by its identity (deployments are immutable): the
+figures depend on the split alone, and the explanation asks for them again at every
+workload it moves. The entry keeps the deployment alive, so an id is never reused while
+its entry stands."""
+
+
+def _step_comm(d: Deployment) -> tuple[float, float, tuple[CommSegment, ...]]:
+    """(fixed seconds, seconds per token, the piecewise form) of a step's communication."""
+    hit = _COMM.get(id(d))
+    if hit is not None and hit[0] is d:
+        return hit[1], hit[2], hit[3]
+    comm0 = estimate_comm(d, 0).time_s
+    got = (comm0, estimate_comm(d, 1).time_s - comm0, comm_segments(d))
+    if len(_COMM) > 4096:
+        _COMM.clear()
+    _COMM[id(d)] = (d, *got)
+    return got
 
 
 def _speculation(d: Deployment, context_tokens: int, comm_fixed_s: float, comm_per_sequence_s: float) -> dict:
