@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from solver.bisect import largest_true
 from solver.physics.compute import matmul_dtype, matmul_flops_per_s
 from solver.physics.deployment import Deployment, Workload, accepted_tokens, cached_prompt_tokens
-from solver.physics.interconnect import CommEstimate, CommSegment, comm_segments, comm_time_from_segments, estimate_comm
+from solver.physics.interconnect import CommEstimate, CommSegment, comm_time_from_segments, estimate_comm, step_comm
 from solver.physics.kernels import (
     attention_flops,
     attention_flops_per_token,
@@ -402,7 +402,7 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
     physics of a shape), so that it is not derived twice."""
     m = d.model
     dense, routed = split_weight_bytes(d)
-    comm0, comm_per_sequence_s, comm_pieces = _step_comm(d)
+    comm0, comm_per_sequence_s, comm_pieces = step_comm(d)
     return DecodeCoefficients(
         context_tokens=context_tokens,
         dense_weight_bytes=dense if d.dp_ep else dense / d.tp,  # DP attention: the dense layers whole on each GPU
@@ -432,26 +432,6 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         **_continuous(d, w),
         **_speculation(d, context_tokens, comm0, comm_per_sequence_s),
     )
-
-
-_COMM: dict[int, tuple[Deployment, float, float, tuple[CommSegment, ...]]] = {}
-"""A deployment's step communication by its identity (deployments are immutable): the
-figures depend on the split alone, and the explanation asks for them again at every
-workload it moves. The entry keeps the deployment alive, so an id is never reused while
-its entry stands."""
-
-
-def _step_comm(d: Deployment) -> tuple[float, float, tuple[CommSegment, ...]]:
-    """(fixed seconds, seconds per token, the piecewise form) of a step's communication."""
-    hit = _COMM.get(id(d))
-    if hit is not None and hit[0] is d:
-        return hit[1], hit[2], hit[3]
-    comm0 = estimate_comm(d, 0).time_s
-    got = (comm0, estimate_comm(d, 1).time_s - comm0, comm_segments(d))
-    if len(_COMM) > 4096:
-        _COMM.clear()
-    _COMM[id(d)] = (d, *got)
-    return got
 
 
 def _speculation(d: Deployment, context_tokens: int, comm_fixed_s: float, comm_per_sequence_s: float) -> dict:

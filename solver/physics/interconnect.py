@@ -319,6 +319,26 @@ def comm_segments(d: Deployment) -> tuple[CommSegment, ...]:
     return tuple(segments)
 
 
+_COMM: dict[int, tuple[Deployment, float, float, tuple[CommSegment, ...]]] = {}
+"""A deployment's step communication by its identity (deployments are immutable): the
+figures depend on the split alone, and the explanation asks for them again at every
+workload it moves. The entry keeps the deployment alive, so an id is never reused while
+its entry stands."""
+
+
+def step_comm(d: Deployment) -> tuple[float, float, tuple[CommSegment, ...]]:
+    """(fixed seconds, seconds per token, the piecewise form) of a step's communication."""
+    hit = _COMM.get(id(d))
+    if hit is not None and hit[0] is d:
+        return hit[1], hit[2], hit[3]
+    comm0 = estimate_comm(d, 0).time_s
+    got = (comm0, estimate_comm(d, 1).time_s - comm0, comm_segments(d))
+    if len(_COMM) > 4096:
+        _COMM.clear()
+    _COMM[id(d)] = (d, *got)
+    return got
+
+
 def comm_time_from_segments(segments: tuple[CommSegment, ...], tokens: float) -> float:
     """The piece that holds at `tokens`, but never less than what fewer tokens cost: where
     the engine switches to a faster algorithm the time would dip, and a step must not get

@@ -99,18 +99,18 @@ def test_the_solvers_prefill_gives_the_same_coefficients():
 def test_a_deployments_step_communication_is_derived_once_across_workloads(monkeypatch):
     # The explanation moves the context and the prompt (five workloads on FULL): the
     # all-reduces of a step depend on the split alone, so a deployment's are derived once.
-    import solver.physics.decode as decode_module
+    import solver.physics.interconnect as interconnect
 
     d, w, _ = build("llama-3.1-70b", "h100-sxm", tp=4, context=8192, prompt=2000, workload_extra={"batching": "continuous"})
     shorter = dataclasses.replace(w, context_tokens=4096, prompt_tokens=1024)
     first = decode_coefficients(d, w.resident_tokens, w)
     calls = []
-    real = decode_module.comm_segments
-    monkeypatch.setattr(decode_module, "comm_segments", lambda dep: calls.append(dep) or real(dep))
+    real = interconnect.comm_segments
+    monkeypatch.setattr(interconnect, "comm_segments", lambda dep: calls.append(dep) or real(dep))
     again = decode_coefficients(d, shorter.resident_tokens, shorter)
     assert calls == []
     assert (again.comm_fixed_s, again.comm_per_sequence_s, again.comm_pieces) == (first.comm_fixed_s, first.comm_per_sequence_s, first.comm_pieces)
-    decode_module._COMM.clear()  # derived afresh: the same figures
+    interconnect._COMM.clear()  # derived afresh: the same figures
     fresh = decode_coefficients(d, shorter.resident_tokens, shorter)
     assert len(calls) == 1
     assert fresh == again
