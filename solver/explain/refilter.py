@@ -1,0 +1,102 @@
+"""A re-solve with one target moved, reading only the options that can still win.
+
+The price of each target asks the same question a dozen times with one target moved.
+Most options cannot be the answer: an option's objective is at least what its fewest
+replicas cost, and those are set by its memory alone (a replica holds at most its
+memory's batch). So the options are visited cheapest bound first, each one's candidates
+built by the solve's own code (`candidates`), and the visit stops where the next bound
+is above the best plan found that meets every rule; CP-SAT then chooses among the
+candidates built. The choice is the full solve's: every option left out has every
+candidate dearer than a plan found, and CP-SAT's choice is the least (objective,
+tie-break rank), a total order that does not depend on which dearer candidates are
+present (`optimise`). Figures already derived (memory, TPOT and TTFT per batch, the
+caps) are read back from the problem (`Problem.physics`, `Problem.memory_cap`); a
+moved context derives anew only the memory of the options the bound reaches.
+
+The bound holds for the objectives priced per GPU (min_cost, min_gpus, min_purchase)
+when no GPU is owned (owned ones are free), the serving is aggregated only and the
+workload is users: elsewhere, and whenever no option meets every rule, it is the full
+solve (`solve_scenario`)."""
+
+from __future__ import annotations
+
+import math
+
+from solver.optimise.candidates import Candidate, candidates
+from solver.optimise.disaggregated import serves_disaggregated
+from solver.optimise.model import PRIMARY, Solution, admissible, optimise
+from solver.optimise.problem import Problem, Shape
+from solver.optimise.scenario import Scenario, solve_scenario, wants_batch_variants
+
+_PER_GPU = ("min_cost", "min_gpus", "min_purchase")
+
+
+def bounded(problem: Problem, s: Scenario, shapes: list[Shape] | None) -> bool:
+    """Whether `lower_bound` holds for every candidate of this problem and scenario."""
+    searched = problem.shapes if shapes is None else shapes
+    return (
+        problem.objective in _PER_GPU
+        and s.workload.traffic is None
+        and not serves_disaggregated(problem, s.workload)
+        and all(sh.owned == 0 for sh in searched)
+    )
+
+
+def lower_bound(problem: Problem, shape: Shape, replicas: int) -> int | None:
+    """The objective's integer coefficient (PRIMARY) of `replicas` rented replicas of
+    `shape`, rounded as `Candidate` rounds it; None where the objective prices no such
+    plan (no price: `acquirable` drops it). More replicas never cost less."""
+    gpus = replicas * shape.gpus_per_replica
+    dev = shape.device
+    if problem.objective == "min_gpus":
+        return gpus
+    if problem.objective == "min_cost":
+        return None if dev.price is None else math.ceil(round(gpus * dev.price.usd_per_gpu_hour * 100, 6))
+    assert problem.objective == "min_purchase", problem.objective  # `bounded` admits no other
+    return None if dev.purchase_usd is None else math.ceil(round(gpus * dev.purchase_usd, 6))
+
+
+class Refilter:
+    """Re-solves of one problem (over `shapes`, all when None) with targets moved: the
+    options in order of their one-replica bound, kept across the re-solves; `hints`
+    (the plan's shape, say) are visited first, so that a good plan prunes early."""
+
+    def __init__(self, problem: Problem, shapes: list[Shape] | None = None, hints: tuple[Shape, ...] = ()) -> None:
+        self.problem, self.shapes = problem, shapes
+        searched = (problem.shapes if shapes is None else shapes) if problem.objective in _PER_GPU else []
+        one = [(lb, sh) for sh in searched if (lb := lower_bound(problem, sh, 1)) is not None]
+        one.sort(key=lambda x: (x[0], x[1].index))
+        by_index = {sh.index: (lb, sh) for lb, sh in one}
+        first = [by_index[i] for i in dict.fromkeys(sh.index for sh in hints) if i in by_index]
+        seen = {sh.index for _, sh in first}
+        self.order = first + [x for x in one if x[1].index not in seen]
+        self.hinted = len(first)
+
+    def solve(self, s: Scenario) -> Solution:
+        """`solve_scenario(problem, s, shapes=shapes)`'s answer, building candidates only
+        for the options whose bound does not exceed the best admissible plan found."""
+        problem = self.problem
+        if not bounded(problem, s, self.shapes):
+            return solve_scenario(problem, s, shapes=self.shapes)
+        w, limits, primary = s.workload, s.limits(), PRIMARY[problem.objective]
+        best: int | None = None
+        built: list[Candidate] = []
+        variants = wants_batch_variants(problem)
+        for i, (lb1, sh) in enumerate(self.order):
+            if best is not None and lb1 > best:
+                if i >= self.hinted:
+                    break  # one replica of this option, and of every one after it, costs more than a plan found
+                continue
+            per_replica = problem.memory_cap(sh, w)
+            if per_replica < 1:
+                continue  # refused, or not one sequence fits: no candidate of it is admissible
+            lb = lower_bound(problem, sh, math.ceil(w.users / per_replica))
+            if lb is None or (best is not None and lb > best):
+                continue
+            for c in candidates(problem, w, s.targets, batch_variants=variants, shapes=[sh]):
+                built.append(c)
+                if admissible(c, limits) and (best is None or primary(c) < best):
+                    best = primary(c)
+        if best is None:  # nothing meets every rule: the full solve says why (infeasible)
+            return solve_scenario(problem, s, shapes=self.shapes)
+        return optimise(built, limits, problem.objective, problem.clock, problem.spec.prefer)
