@@ -79,24 +79,40 @@ class Refilter:
         if not bounded(problem, s, self.shapes):
             return solve_scenario(problem, s, shapes=self.shapes)
         w, limits, primary = s.workload, s.limits(), PRIMARY[problem.objective]
+        variants = wants_batch_variants(problem)
         best: int | None = None
         built: list[Candidate] = []
-        variants = wants_batch_variants(problem)
-        for i, (lb1, sh) in enumerate(self.order):
-            if best is not None and lb1 > best:
-                if i >= self.hinted:
-                    break  # one replica of this option, and of every one after it, costs more than a plan found
-                continue
+
+        def bound(sh: Shape) -> int | None:
+            """The option's objective at the fewest replicas its memory allows (None: not one sequence fits, or a rule refuses it)."""
             per_replica = problem.memory_cap(sh, w)
-            if per_replica < 1:
-                continue  # refused, or not one sequence fits: no candidate of it is admissible
-            lb = lower_bound(problem, sh, math.ceil(w.users / per_replica))
-            if lb is None or (best is not None and lb > best):
-                continue
+            return None if per_replica < 1 else lower_bound(problem, sh, math.ceil(w.users / per_replica))
+
+        def build(sh: Shape) -> None:
+            nonlocal best
             for c in candidates(problem, w, s.targets, batch_variants=variants, shapes=[sh]):
                 built.append(c)
                 if admissible(c, limits) and (best is None or primary(c) < best):
                     best = primary(c)
+
+        for _, sh in self.order[: self.hinted]:
+            if bound(sh) is not None:
+                build(sh)
+        # The rest by their bound at memory, read for those whose one replica does not
+        # already cost more than the plan found (the order is by that), then built
+        # cheapest bound first until the bound passes the best plan found.
+        bounds: list[tuple[int, int, Shape]] = []
+        for lb1, sh in self.order[self.hinted :]:
+            if best is not None and lb1 > best:
+                break
+            lb = bound(sh)
+            if lb is not None and (best is None or lb <= best):
+                bounds.append((lb, sh.index, sh))
+        bounds.sort(key=lambda b: b[:2])
+        for lb, _, sh in bounds:
+            if best is not None and lb > best:
+                break
+            build(sh)
         if best is None:  # nothing meets every rule: the full solve says why (infeasible)
             return solve_scenario(problem, s, shapes=self.shapes)
         return optimise(built, limits, problem.objective, problem.clock, problem.spec.prefer)

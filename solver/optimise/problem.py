@@ -142,6 +142,8 @@ class Problem:
     _physics: dict[tuple[int, int, int, int, str, int, float], ShapePhysics] = field(default_factory=dict)
     _memory: dict[tuple[int, int, int, int, str, int, float], int] = field(default_factory=dict)
     """Problem.memory_cap of shapes whose physics is not derived (yet)."""
+    _refused: set[int] = field(default_factory=set)
+    """Shapes a rule refuses whatever the workload (validity.check: all but kind "workload")."""
     _caps: dict[tuple[object, ...], int] = field(default_factory=dict)
     _transfers: dict[tuple[int, int, int], KvTransfer | None] = field(default_factory=dict)
     _pools: dict[tuple, Any] = field(default_factory=dict)
@@ -198,14 +200,18 @@ class Problem:
         """Sequences one replica holds in memory, 0 where any rule refuses the shape (the
         interconnect's included): `physics`' figure, read from it where derived, else
         only this much of it (explain/refilter.py bounds an option by it)."""
+        if shape.index in self._refused:
+            return 0
         key = _physics_key(shape, workload)
         ph = self._physics.get(key)
-        if ph is not None:
-            return ph.max_batch_memory if not ph.refusals else 0
-        got = self._memory.get(key)
+        refusals = ph.refusals if ph is not None else None
+        got = ph.max_batch_memory if ph is not None else self._memory.get(key)
         if got is None:
-            got = self._memory[key] = 0 if validity.check(shape.deployment, workload) else estimate_memory(shape.deployment, workload).max_batch
-        return got
+            refusals = tuple(validity.check(shape.deployment, workload))
+            got = self._memory[key] = 0 if refusals else estimate_memory(shape.deployment, workload).max_batch
+        if refusals and any(kind != "workload" for kind, _ in refusals):
+            self._refused.add(shape.index)  # the split, its formats or its platform: whatever the workload
+        return 0 if refusals else got
 
     def kv_transfer(self, prefill: Shape, decode: Shape, prompt_tokens: int) -> KvTransfer | None:
         """A prompt's KV from a prefill replica of one shape to a decode replica of another (memoised)."""
