@@ -6,10 +6,11 @@ replicas cost, and those are set by its memory alone (a replica holds at most it
 memory's batch). So the options are visited cheapest bound first, each one's candidates
 built by the solve's own code (`candidates`), and the visit stops where the next bound
 is above the best plan found that meets every rule; CP-SAT then chooses among the
-candidates built. The choice is the full solve's: every option left out has every
-candidate dearer than a plan found, and CP-SAT's choice is the least (objective,
-tie-break rank), a total order that does not depend on which dearer candidates are
-present (`optimise`). Figures already derived (memory, TPOT and TTFT per batch, the
+built candidates that meet every rule at that least objective. The choice is the full
+solve's: every option left out has every candidate dearer than a plan found, and
+CP-SAT's choice is the least (objective, tie-break rank) among the plans that meet every
+rule, a total order that does not depend on which other candidates are present
+(`optimise`). Figures already derived (memory, TPOT and TTFT per batch, the
 caps) are read back from the problem (`Problem.physics`, `Problem.memory_cap`); a
 moved context derives anew only the memory of the options the bound reaches.
 
@@ -31,15 +32,10 @@ from solver.optimise.scenario import Scenario, solve_scenario, wants_batch_varia
 _PER_GPU = ("min_cost", "min_gpus", "min_purchase")
 
 
-def bounded(problem: Problem, s: Scenario, shapes: list[Shape] | None) -> bool:
-    """Whether `lower_bound` holds for every candidate of this problem and scenario."""
-    searched = problem.shapes if shapes is None else shapes
-    return (
-        problem.objective in _PER_GPU
-        and s.workload.traffic is None
-        and not serves_disaggregated(problem, s.workload)
-        and all(sh.owned == 0 for sh in searched)
-    )
+def bounded(problem: Problem, s: Scenario) -> bool:
+    """Whether `lower_bound` holds for every candidate of this scenario on options that
+    own no GPU (Refilter checks that once)."""
+    return problem.objective in _PER_GPU and s.workload.traffic is None and not serves_disaggregated(problem, s.workload)
 
 
 def lower_bound(problem: Problem, shape: Shape, replicas: int) -> int | None:
@@ -71,12 +67,13 @@ class Refilter:
         seen = {sh.index for _, sh in first}
         self.order = first + [x for x in one if x[1].index not in seen]
         self.hinted = len(first)
+        self.owned = any(sh.owned for sh in (problem.shapes if shapes is None else shapes))
 
     def solve(self, s: Scenario) -> Solution:
         """`solve_scenario(problem, s, shapes=shapes)`'s answer, building candidates only
         for the options whose bound does not exceed the best admissible plan found."""
         problem = self.problem
-        if not bounded(problem, s, self.shapes):
+        if self.owned or not bounded(problem, s):
             return solve_scenario(problem, s, shapes=self.shapes)
         w, limits, primary = s.workload, s.limits(), PRIMARY[problem.objective]
         variants = wants_batch_variants(problem)
@@ -115,4 +112,7 @@ class Refilter:
             build(sh)
         if best is None:  # nothing meets every rule: the full solve says why (infeasible)
             return solve_scenario(problem, s, shapes=self.shapes)
-        return optimise(built, limits, problem.objective, problem.clock, problem.spec.prefer)
+        # CP-SAT's choice is the least (objective, tie-break rank) among the plans that
+        # meet every rule: it chooses among those at the least objective alone.
+        tied = [c for c in built if primary(c) == best and admissible(c, limits)]
+        return optimise(tied, limits, problem.objective, problem.clock, problem.spec.prefer)
