@@ -28,6 +28,7 @@ from solver.optimise.disaggregated import serves_disaggregated
 from solver.optimise.model import PRIMARY, Solution, admissible, optimise
 from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import Scenario, solve_scenario, wants_batch_variants
+from solver.physics.deployment import Workload
 
 _PER_GPU = ("min_cost", "min_gpus", "min_purchase")
 
@@ -52,6 +53,11 @@ def lower_bound(problem: Problem, shape: Shape, replicas: int) -> int | None:
     return None if dev.purchase_usd is None else math.ceil(round(gpus * dev.purchase_usd, 6))
 
 
+def _memory_key(w: Workload) -> tuple[object, ...]:
+    """What an option's memory and physics depend on in a workload (Problem.physics' key less the shape)."""
+    return (w.resident_tokens, w.prompt_tokens, w.output_tokens, w.batching, w.shared_prefix_tokens, w.prefix_hit_rate)
+
+
 class Refilter:
     """Re-solves of one problem (over `shapes`, all when None) with targets moved: the
     options in order of their one-replica bound, kept across the re-solves; `hints`
@@ -68,6 +74,9 @@ class Refilter:
         self.order = first + [x for x in one if x[1].index not in seen]
         self.hinted = len(first)
         self.owned = any(sh.owned for sh in (problem.shapes if shapes is None else shapes))
+        self.sorted: dict[tuple[object, ...], list[tuple[int, int, Shape]]] = {}
+        """At the problem's own workload (its figures all derived), every option's bound
+        at memory, sorted, per count of users: kept across the targets moved."""
 
     def solve(self, s: Scenario) -> Solution:
         """`solve_scenario(problem, s, shapes=shapes)`'s answer, building candidates only
@@ -98,14 +107,19 @@ class Refilter:
         # The rest by their bound at memory, read for those whose one replica does not
         # already cost more than the plan found (the order is by that), then built
         # cheapest bound first until the bound passes the best plan found.
-        bounds: list[tuple[int, int, Shape]] = []
-        for lb1, sh in self.order[self.hinted :]:
-            if best is not None and lb1 > best:
-                break
-            lb = bound(sh)
-            if lb is not None and (best is None or lb <= best):
-                bounds.append((lb, sh.index, sh))
-        bounds.sort(key=lambda b: b[:2])
+        key = (_memory_key(w), w.users)
+        bounds = self.sorted.get(key, [])
+        if key not in self.sorted:
+            whole = _memory_key(w) == _memory_key(problem.workload)  # read, not derived: sort them all, once
+            for lb1, sh in self.order[self.hinted :]:
+                if not whole and best is not None and lb1 > best:
+                    break
+                lb = bound(sh)
+                if lb is not None and (whole or best is None or lb <= best):
+                    bounds.append((lb, sh.index, sh))
+            bounds.sort(key=lambda b: b[:2])
+            if whole:
+                self.sorted[key] = bounds
         for lb, _, sh in bounds:
             if best is not None and lb > best:
                 break
