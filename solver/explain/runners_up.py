@@ -8,6 +8,7 @@ from solver.explain.records import (
     RunnerUp,
     SolveResult,
 )
+from solver.explain.refilter import Refilter
 from solver.optimise.candidates import Candidate, candidates
 from solver.optimise.headroom import HEADROOM_TOLERANCE
 from solver.optimise.model import (
@@ -23,7 +24,6 @@ from solver.optimise.scenario import (
     objective_value,
     plan_label,
     set_targets,
-    solve_scenario,
 )
 from solver.optimise.targets import TARGETS
 from solver.units import fmt_seconds
@@ -181,14 +181,17 @@ def runners_up(problem: Problem, s: Scenario, result: SolveResult) -> None:
     chosen = result.solution.chosen
     base = objective_value(problem, chosen)
     forced = []
+    on: dict[str, list[Shape]] = {}
+    for sh in problem.shapes:
+        on.setdefault(sh.device.name, []).append(sh)
     for device in problem.devices:
         if device.name == chosen.shape.device.name:
             continue
         if device.name in problem.excluded:
             result.runners_up.append(RunnerUp(device.name, None, None, None, problem.excluded[device.name]))
             continue
-        shapes = [sh for sh in problem.shapes if sh.device.name == device.name]
-        sol = solve_scenario(problem, s, shapes=shapes)
+        shapes = on.get(device.name, [])
+        sol = Refilter(problem, shapes).solve(s)  # solve_scenario's answer on these shapes
         if sol.feasible:
             obj = objective_value(problem, sol.chosen)
             result.runners_up.append(RunnerUp(device.name, plan_label(sol.chosen), obj, obj - base, loses_or_cheaper(obj, base)))

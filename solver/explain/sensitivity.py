@@ -9,6 +9,7 @@ from solver.explain.records import (
     SensitivityRow,
     SolveResult,
 )
+from solver.explain.refilter import Refilter
 from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import (
     Scenario,
@@ -16,7 +17,6 @@ from solver.optimise.scenario import (
     plan_label,
     relaxes_upward,
     set_targets,
-    solve_scenario,
 )
 
 SENSITIVITY_STEPS = (("relaxed 50%", 0.5), ("relaxed 10%", 0.1), ("tightened 10%", -0.1), ("tightened 50%", -0.5))
@@ -37,6 +37,7 @@ def sensitivity(problem: Problem, s: Scenario, result: SolveResult) -> None:
     base = objective_value(problem, result.optimum)
     plan = objective_value(problem, result.solution.chosen)
     binding: list[str] = []
+    again = Refilter(problem, hints=(result.solution.chosen.shape, result.optimum.shape))
     for target in set_targets(s):
         current = s.value(target)
         assert current is not None  # set_targets names only the targets that are set
@@ -44,11 +45,11 @@ def sensitivity(problem: Problem, s: Scenario, result: SolveResult) -> None:
             v = _step_value(target, current, frac)
             if v == current:
                 continue
-            if problem.clock.run_out:  # each re-solve screens every shape anew: the command's time covers them
+            if problem.clock.run_out:  # the command's time covers the re-solves
                 result.cut_short.append(f"the price of each target (stopped after {len(result.sensitivity)} re-solves)")
                 result.binding_targets = binding
                 return
-            sol = solve_scenario(problem, s.with_value(target, v))
+            sol = again.solve(s.with_value(target, v))
             if sol.feasible:
                 obj = objective_value(problem, sol.chosen)
                 result.sensitivity.append(SensitivityRow(target, change, v, plan_label(sol.chosen), obj, obj - base))
@@ -78,7 +79,7 @@ def better_weights(problem: Problem, s: Scenario, result: SolveResult) -> None:
         if problem.clock.run_out:
             result.cut_short.append(f"the price of better weights (stopped after {len(result.better_weights)} formats)")
             return
-        sol = solve_scenario(problem, s, shapes=shapes)
+        sol = Refilter(problem, shapes, hints=(chosen.shape,)).solve(s)
         if sol.feasible:
             obj = objective_value(problem, sol.chosen)
             result.better_weights.append(QualityRow(name, w.quality_rank, plan_label(sol.chosen), obj, obj - base))

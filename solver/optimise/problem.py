@@ -140,6 +140,10 @@ class Problem:
     skipped: list[Skipped] = field(default_factory=list)
     """Shapes the spec allows that are never built (an engine rule refuses them)."""
     _physics: dict[tuple[int, int, int, int, str, int, float], ShapePhysics] = field(default_factory=dict)
+    _memory: dict[tuple[int, int, int, int, str, int, float], int] = field(default_factory=dict)
+    """Problem.memory_cap of shapes whose physics is not derived (yet)."""
+    _refused: set[int] = field(default_factory=set)
+    """Shapes a rule refuses whatever the workload (validity.check: all but kind "workload")."""
     _caps: dict[tuple[object, ...], int] = field(default_factory=dict)
     _transfers: dict[tuple[int, int, int], KvTransfer | None] = field(default_factory=dict)
     _pools: dict[tuple, Any] = field(default_factory=dict)
@@ -185,20 +189,29 @@ class Problem:
         return self.spec.budget.max_purchase_usd
 
     def physics(self, shape: Shape, workload: Workload) -> ShapePhysics:
-        key = (
-            shape.index,
-            workload.resident_tokens,
-            workload.prompt_tokens,
-            workload.output_tokens,
-            workload.batching,
-            workload.shared_prefix_tokens,
-            workload.prefix_hit_rate,
-        )
+        key = _physics_key(shape, workload)
         got = self._physics.get(key)
         if got is None:
             got = _shape_physics(shape, workload)
             self._physics[key] = got
         return got
+
+    def memory_cap(self, shape: Shape, workload: Workload) -> int:
+        """Sequences one replica holds in memory, 0 where any rule refuses the shape (the
+        interconnect's included): `physics`' figure, read from it where derived, else
+        only this much of it (explain/refilter.py bounds an option by it)."""
+        if shape.index in self._refused:
+            return 0
+        key = _physics_key(shape, workload)
+        ph = self._physics.get(key)
+        refusals = ph.refusals if ph is not None else None
+        got = ph.max_batch_memory if ph is not None else self._memory.get(key)
+        if got is None:
+            refusals = tuple(validity.check(shape.deployment, workload))
+            got = self._memory[key] = 0 if refusals else estimate_memory(shape.deployment, workload).max_batch
+        if refusals and any(kind != "workload" for kind, _ in refusals):
+            self._refused.add(shape.index)  # the split, its formats or its platform: whatever the workload
+        return 0 if refusals else got
 
     def kv_transfer(self, prefill: Shape, decode: Shape, prompt_tokens: int) -> KvTransfer | None:
         """A prompt's KV from a prefill replica of one shape to a decode replica of another (memoised)."""
@@ -250,6 +263,11 @@ class Problem:
             got = largest_true(lambda b: meets_time(physics.ttft_under_load_at(b), max_ttft_s), upper)
             self._caps[key] = got
         return got
+
+
+def _physics_key(shape: Shape, w: Workload) -> tuple[int, int, int, int, str, int, float]:
+    """What a shape's physics depends on besides the shape: the workload less its users."""
+    return (shape.index, w.resident_tokens, w.prompt_tokens, w.output_tokens, w.batching, w.shared_prefix_tokens, w.prefix_hit_rate)
 
 
 def _shape_physics(shape: Shape, w: Workload) -> ShapePhysics:

@@ -1,0 +1,132 @@
+"""A re-solve with one target moved, reading only the options that can still win.
+
+The price of each target asks the same question a dozen times with one target moved.
+Most options cannot be the answer: an option's objective is at least what its fewest
+replicas cost, and those are set by its memory alone (a replica holds at most its
+memory's batch). So the options are visited cheapest bound first, each one's candidates
+built by the solve's own code (`candidates`), and the visit stops where the next bound
+is above the best plan found that meets every rule; CP-SAT then chooses among the
+built candidates that meet every rule at that least objective. The choice is the full
+solve's: every option left out has every candidate dearer than a plan found, and
+CP-SAT's choice is the least (objective, tie-break rank) among the plans that meet every
+rule, a total order that does not depend on which other candidates are present
+(`optimise`). Figures already derived (memory, TPOT and TTFT per batch, the
+caps) are read back from the problem (`Problem.physics`, `Problem.memory_cap`); a
+moved context derives anew only the memory of the options the bound reaches.
+
+The bound holds for the objectives priced per GPU (min_cost, min_gpus, min_purchase)
+when no GPU is owned (owned ones are free), the serving is aggregated only and the
+workload is users: elsewhere, and whenever no option meets every rule, it is the full
+solve (`solve_scenario`)."""
+
+from __future__ import annotations
+
+import math
+
+from solver.optimise.candidates import Candidate, candidates
+from solver.optimise.disaggregated import serves_disaggregated
+from solver.optimise.model import PRIMARY, Solution, admissible, optimise
+from solver.optimise.problem import Problem, Shape
+from solver.optimise.scenario import Scenario, solve_scenario, wants_batch_variants
+from solver.physics.deployment import Workload
+
+_PER_GPU = ("min_cost", "min_gpus", "min_purchase")
+
+
+def bounded(problem: Problem, s: Scenario) -> bool:
+    """Whether `lower_bound` holds for every candidate of this scenario on options that
+    own no GPU (Refilter checks that once)."""
+    return problem.objective in _PER_GPU and s.workload.traffic is None and not serves_disaggregated(problem, s.workload)
+
+
+def lower_bound(problem: Problem, shape: Shape, replicas: int) -> int | None:
+    """The objective's integer coefficient (PRIMARY) of `replicas` rented replicas of
+    `shape`, rounded as `Candidate` rounds it; None where the objective prices no such
+    plan (no price: `acquirable` drops it). More replicas never cost less."""
+    gpus = replicas * shape.gpus_per_replica
+    dev = shape.device
+    if problem.objective == "min_gpus":
+        return gpus
+    if problem.objective == "min_cost":
+        return None if dev.price is None else math.ceil(round(gpus * dev.price.usd_per_gpu_hour * 100, 6))
+    assert problem.objective == "min_purchase", problem.objective  # `bounded` admits no other
+    return None if dev.purchase_usd is None else math.ceil(round(gpus * dev.purchase_usd, 6))
+
+
+def _memory_key(w: Workload) -> tuple[object, ...]:
+    """What an option's memory and physics depend on in a workload (Problem.physics' key less the shape)."""
+    return (w.resident_tokens, w.prompt_tokens, w.output_tokens, w.batching, w.shared_prefix_tokens, w.prefix_hit_rate)
+
+
+class Refilter:
+    """Re-solves of one problem (over `shapes`, all when None) with targets moved: the
+    options in order of their one-replica bound, kept across the re-solves; `hints`
+    (the plan's shape, say) are visited first, so that a good plan prunes early."""
+
+    def __init__(self, problem: Problem, shapes: list[Shape] | None = None, hints: tuple[Shape, ...] = ()) -> None:
+        self.problem, self.shapes = problem, shapes
+        searched = (problem.shapes if shapes is None else shapes) if problem.objective in _PER_GPU else []
+        one = [(lb, sh) for sh in searched if (lb := lower_bound(problem, sh, 1)) is not None]
+        one.sort(key=lambda x: (x[0], x[1].index))
+        by_index = {sh.index: (lb, sh) for lb, sh in one}
+        first = [by_index[i] for i in dict.fromkeys(sh.index for sh in hints) if i in by_index]
+        seen = {sh.index for _, sh in first}
+        self.order = first + [x for x in one if x[1].index not in seen]
+        self.hinted = len(first)
+        self.owned = any(sh.owned for sh in (problem.shapes if shapes is None else shapes))
+        self.sorted: dict[tuple[object, ...], list[tuple[int, int, Shape]]] = {}
+        """At the problem's own workload (its figures all derived), every option's bound
+        at memory, sorted, per count of users: kept across the targets moved."""
+
+    def solve(self, s: Scenario) -> Solution:
+        """`solve_scenario(problem, s, shapes=shapes)`'s answer, building candidates only
+        for the options whose bound does not exceed the best admissible plan found."""
+        problem = self.problem
+        if self.owned or not bounded(problem, s):
+            return solve_scenario(problem, s, shapes=self.shapes)
+        w, limits, primary = s.workload, s.limits(), PRIMARY[problem.objective]
+        variants = wants_batch_variants(problem)
+        best: int | None = None
+        built: list[Candidate] = []
+
+        def bound(sh: Shape) -> int | None:
+            """The option's objective at the fewest replicas its memory allows (None: not one sequence fits, or a rule refuses it)."""
+            per_replica = problem.memory_cap(sh, w)
+            return None if per_replica < 1 else lower_bound(problem, sh, math.ceil(w.users / per_replica))
+
+        def build(sh: Shape) -> None:
+            nonlocal best
+            for c in candidates(problem, w, s.targets, batch_variants=variants, shapes=[sh]):
+                built.append(c)
+                if admissible(c, limits) and (best is None or primary(c) < best):
+                    best = primary(c)
+
+        for _, sh in self.order[: self.hinted]:
+            if bound(sh) is not None:
+                build(sh)
+        # The rest by their bound at memory, read for those whose one replica does not
+        # already cost more than the plan found (the order is by that), then built
+        # cheapest bound first until the bound passes the best plan found.
+        key = (_memory_key(w), w.users)
+        bounds = self.sorted.get(key, [])
+        if key not in self.sorted:
+            whole = _memory_key(w) == _memory_key(problem.workload)  # read, not derived: sort them all, once
+            for lb1, sh in self.order[self.hinted :]:
+                if not whole and best is not None and lb1 > best:
+                    break
+                lb = bound(sh)
+                if lb is not None and (whole or best is None or lb <= best):
+                    bounds.append((lb, sh.index, sh))
+            bounds.sort(key=lambda b: b[:2])
+            if whole:
+                self.sorted[key] = bounds
+        for lb, _, sh in bounds:
+            if best is not None and lb > best:
+                break
+            build(sh)
+        if best is None:  # nothing meets every rule: the full solve says why (infeasible)
+            return solve_scenario(problem, s, shapes=self.shapes)
+        # CP-SAT's choice is the least (objective, tie-break rank) among the plans that
+        # meet every rule: it chooses among those at the least objective alone.
+        tied = [c for c in built if primary(c) == best and admissible(c, limits)]
+        return optimise(tied, limits, problem.objective, problem.clock, problem.spec.prefer)
