@@ -155,7 +155,7 @@ def _problem(spec: Any, lines: dict) -> Any:
     and no physics (a workload from a rate is rebuilt: Little's law reads the targets)."""
     from solver.catalog import default_catalog
     from solver.optimise.shapes import build_problem
-    from solver.spec.resolve import targets_of
+    from solver.physics.resolve import targets_of
 
     key = json.dumps(spec.model_dump(mode="json", exclude={"sla", "solver", "pareto", "prefer"}), sort_keys=True)
     with _problems_lock:
@@ -192,9 +192,9 @@ def run_solve(data: dict, lines: dict, limits: Limits, explain: bool = True) -> 
 def run_evaluate(data: dict, lines: dict, limits: Limits) -> tuple[int, str]:
     from solver.catalog import default_catalog
     from solver.physics.evaluate import evaluate
+    from solver.physics.resolve import resolve
     from solver.report.evaluation_json import to_dict
     from solver.spec.evaluate_input import parse_input
-    from solver.spec.resolve import resolve
 
     catalog = default_catalog()
     _no_local_files(data, catalog)
