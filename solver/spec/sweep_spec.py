@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
+from solver.catalog.types import USER_INPUT
 from solver.catalog.yaml_lines import load_yaml_file
 from solver.errors import InputError
 from solver.spec.fields import SpecModel
@@ -102,9 +103,11 @@ def load_sweep(path: str | Path) -> tuple[SweepIn, dict[str, Any], Path]:
     if not isinstance(data, dict):
         raise InputError("sweep", None, "expected a YAML mapping with base (or spec) and axes (or scenarios)", source=str(path), line=1)
     try:
-        sweep = SweepIn.model_validate(data)
+        sweep = SweepIn.model_validate(data, context=USER_INPUT)
     except ValidationError as exc:
-        raise InputError.from_validation(exc, lines, source=str(path)) from None
+        raise InputError.from_validation(
+            exc, lines, source=str(path), schema=SweepIn, fields_hint="`plan-opt sweep --help` shows a sweep file's fields"
+        ) from None
     folder = Path(path).parent
     if sweep.spec is not None:
         return sweep, sweep.spec, folder
