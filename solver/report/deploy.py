@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from solver.catalog import Engine
     from solver.physics.deployment import Deployment as Plan
 
-ENGINES = ("vllm", "sglang", "llama.cpp")
+ENGINES = ("vllm", "sglang", "llama.cpp", "trtllm")
 SIXTEEN_BIT = ("bf16", "fp16")
 HEAD = "$HEAD_IP"
 """Placeholder for the head node's address in multi-node commands (LWS_LEADER_ADDRESS on Kubernetes)."""
@@ -147,6 +147,13 @@ def _pool_launch(
     notes: list[str] = []
     kv, weights = d.kv.name, d.weights.name
     weight_formats, kv_formats = _formats(engine, d)
+    runs_on = default_catalog().engine(engine).runs_on  # the rule solve's search applies (optimise/shapes.py)
+    if runs_on and device.vendor not in runs_on:
+        raise InputError(
+            "--engine",
+            engine,
+            f"{engine} has no backend for {device.vendor} devices (it runs on {', '.join(runs_on)}); the plan runs on {device.display_name}",
+        )
     if kv not in kv_formats:
         raise _refuse(engine, "a KV cache in", kv, kv_formats)
     if weights not in weight_formats:
@@ -180,18 +187,25 @@ def _pool_launch(
         port=table["port"],
         health_path=table["health_path"],
     )
-    if d.expert_parallel and engine not in ("vllm", "sglang"):
+    if d.expert_parallel and engine not in ("vllm", "sglang", "trtllm"):
         what = "data-parallel attention with expert parallelism" if d.dp_ep else "expert parallelism"
-        raise InputError("--engine", engine, f"the plan runs {what} ({d.parallelism}): deploy emits it for vllm and sglang")
+        raise InputError("--engine", engine, f"the plan runs {what} ({d.parallelism}): deploy emits it for vllm, sglang and trtllm")
     if engine == "llama.cpp":
         dep.argv = _llama_server(dep, model, d, batch, max_model_len, weights, kv, ckpt, table, same_engine, e)
+    elif engine == "trtllm":
+        from solver.report.deploy_trtllm import trtllm_argv, trtllm_model
+
+        if nodes > 1:
+            raise InputError(f"engine ({engine})", f"{nodes} nodes per replica", table["multi_node_source"])
+        model_id = trtllm_model(dep, model, weights, ckpt, _sixteen_bit_id(model, variant))
+        dep.argv = trtllm_argv(dep, d, model_id, batch, max_model_len, kv, table, e if same_engine else None)
     else:
         model_arg, quant = _weights(dep, model, weights, how, ckpt, variant)
         if engine == "vllm":
             dep.argv = _vllm(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine, e, nodes, per_node)
         else:
             dep.argv = _sglang(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine, e)
-    if d.speculation is not None:
+    if d.speculation is not None and engine != "trtllm":  # TensorRT-LLM's draft is in its options file
         dep.argv += _speculative_flags(engine, d)
     if w.shared_prefix_tokens:
         if engine == "vllm":  # on by default in V1; said, since the plan counts on it
@@ -246,7 +260,7 @@ def _speculative_flags(engine: str, d: Plan) -> list[str]:
             str(s.num_tokens + 1),
         ]
         return argv + (["--speculative-draft-model-path", s.checkpoint] if s.checkpoint else [])
-    raise InputError("speculative.method", s.method, f"deploy emits speculative decoding for vllm and sglang, not {engine}")
+    raise InputError("speculative.method", s.method, f"deploy emits speculative decoding for vllm, sglang and trtllm, not {engine}")
 
 
 def _weights(
