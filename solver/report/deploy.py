@@ -48,7 +48,19 @@ def _sixteen_bit_id(model: Model, variant: str) -> str:
     """The repository of the 16-bit weights (what runtime quantisation and GGUF
     tokenizers start from); the model's own hf_id when the catalog lists none."""
     c, _ = choose_checkpoint(model, "bf16", False, variant)
-    return c.hf_id if c else (model.hf_id or model.name)
+    return c.hf_id if c else (model.hf_id or model.config_dir or model.name)
+
+
+def unlisted_source_note(model: Model, base: str, variant: str) -> str:
+    """Where the weights of a model the catalog lists no checkpoint of come from, said."""
+    if model.config_dir is not None:
+        if model.hf_id is not None:
+            return f"serving {base}, the Hub repository the config.json given names (its _name_or_path); its folder {model.config_dir} is not read"
+        return f"serving the folder of the config.json given ({base}): the engine loads the weights beside it"
+    return (
+        f"the catalog lists no published checkpoint of {model.display_name}: {base} is its config's repository "
+        f"(the {'base' if variant == 'instruct' else variant} model may be all it names); check the {variant} repository before serving"
+    )
 
 
 def _refuse(engine: str, what: str, value: str, allowed_formats: tuple[str, ...]) -> InputError:
@@ -294,10 +306,7 @@ def _weights(
     base = _sixteen_bit_id(model, variant)
     dep.model_id = base
     if not model.published:
-        dep.notes.append(
-            f"the catalog lists no published checkpoint of {model.display_name}: {base} is its config's repository "
-            f"(the {'base' if variant == 'instruct' else variant} model may be all it names); check the {variant} repository before serving"
-        )
+        dep.notes.append(unlisted_source_note(model, base, variant))
     if "dtype" in how:
         if model.published:
             have = ", ".join(sorted({c.format for c in model.published}))

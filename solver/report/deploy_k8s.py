@@ -99,6 +99,10 @@ def manifests(dep: Launch, *, name: str, weights_bytes: float, image: str | None
         raise InputError("--image", None, f"no {dep.engine} image for {dep.vendor} GPUs in the catalog; pass --image IMAGE")
     name = _name(name)
     claim = f"{name}-model-cache"
+    if dep.model_id.startswith("/"):  # a local folder (a config.json given): not on the pod's volumes
+        dep.notes.append(
+            f"{dep.model_id} is a folder on this machine: mount it into the pod at the same path (the manifests mount only the model cache)"
+        )
     labels = {"app": name}
     pvc = {
         "apiVersion": "v1",

@@ -89,6 +89,10 @@ def trtllm_model(dep: Launch, model: Model, weights: str, ckpt: PublishedCheckpo
         dep.model_id = ckpt.hf_id
         return ckpt.hf_id
     dep.model_id = base
+    if not model.published:
+        from solver.report.deploy import unlisted_source_note
+
+        dep.notes.append(unlisted_source_note(model, base, "instruct"))
     if weights not in ("bf16", "fp16"):
         dep.notes.append(
             f"{weights} weights: no {weights} checkpoint of {model.display_name} is listed in the catalog and TensorRT-LLM "
