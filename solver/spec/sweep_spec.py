@@ -84,9 +84,12 @@ def scenarios(s: SweepIn) -> list[dict[str, Any]]:
     return out
 
 
-def scenario_id(settings: dict[str, Any]) -> str:
-    """A short name that is the same for the same settings (resuming matches on it)."""
-    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:12]
+def scenario_id(spec_data: dict[str, Any], explain: bool = False) -> str:
+    """A short name that is the same for the same scenario: the whole spec it solves (the
+    base with its settings) and whether rows are explained. Resuming matches on it, so a
+    row of an edited base spec is solved again, never kept stale."""
+    what = {"spec": spec_data, "explain": explain}
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def with_settings(base: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
