@@ -30,7 +30,7 @@ from solver.optimise.clock import SolverClock
 from solver.optimise.fleet_classes import ServiceClass
 from solver.optimise.fleet_decompose import add_service_bounds
 from solver.optimise.fleet_hint import greedy
-from solver.optimise.fleet_prune import Limits, prune
+from solver.optimise.fleet_prune import fleet_limits, prune
 from solver.optimise.fleet_result import Assignment, FleetResult, Route, at_load, binds, routes
 from solver.physics.costs import gpu_hour_costs
 from solver.spec.fleet_spec import FleetSpec
@@ -110,9 +110,7 @@ def solve_fleet(
     for sc in classes:
         for o in sc.options:
             devices.setdefault(o.device, sc.problem.shapes[o.shape_index].device)
-    owned = _resolve_counts(fs.inventory)
-    quota = _resolve_counts(fs.quota)
-    limits = Limits(frozenset(d for d, n in owned.items() if n), frozenset(quota), fs.budget.max_purchase_usd is not None)
+    limits, owned, quota = fleet_limits(fs)
     options = [prune(sc.options, devices, limits, sc.demand) for sc in classes]  # fleet_prune.py: the optimum is unchanged
     result.options_before = sum(len(sc.options) for sc in classes)
     result.options_after = sum(len(x) for x in options)
@@ -313,13 +311,6 @@ def solve_fleet(
     result.assignments = [at_load(classes, result, a) for a in result.assignments]
     result.binds = binds(fs, classes, result, devices, owned, quota, budget_hour) + notes
     return result
-
-
-def _resolve_counts(counts: dict[str, int]) -> dict[str, int]:
-    """Owned or quota counts keyed by catalog name (the spec may use aliases)."""
-    from solver.catalog import default_catalog
-
-    return {default_catalog().device(name).name: n for name, n in counts.items()}
 
 
 def sweep(fs: FleetSpec, classes: list[ServiceClass], budgets: list[float]) -> list[tuple[float, FleetResult]]:
