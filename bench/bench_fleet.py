@@ -120,7 +120,9 @@ def main() -> None:
                 runs["before"].append(run_cli(args.vs, path))
                 runs["after"].append(run_cli(ROOT, path))
             every, derived, pruned, cpsat_s = option_counts(path)
-            print(f"{n:4d} workloads: options {every:,} with every shape derived, {derived:,} derived, {pruned:,} after pruning; CP-SAT {cpsat_s:.2f} s wall of the after")
+            print(
+                f"{n:4d} workloads: options {every:,} with every shape derived, {derived:,} derived, {pruned:,} after pruning; CP-SAT {cpsat_s:.2f} s wall of the after"
+            )
             for label, rs in runs.items():
                 cpu = statistics.median(r[0] for r in rs)
                 wall = statistics.median(r[1] for r in rs)
