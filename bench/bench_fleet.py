@@ -128,7 +128,14 @@ def main() -> None:
                 wall = statistics.median(r[1] for r in rs)
                 print(f"       {label:6s} CPU {cpu:6.2f} s  wall {wall:6.2f} s   {answer(rs[-1][2])}")
             same = all(b[2] == a[2] for b, a in zip(runs["before"], runs["after"]))
-            print(f"       answers (whole JSON) {'the same' if same else 'DIFFER'} in every pair")
+            before, after = runs["before"][-1][2], runs["after"][-1][2]
+            if same:
+                print("       answers: the same JSON in every pair")
+            elif isinstance(before, dict) and isinstance(after, dict):
+                keys = ", ".join(k for k in sorted({*before, *after}) if before.get(k) != after.get(k))
+                print(f"       answers differ in: {keys} (cost ${before['cost_usd_per_hour']:,.2f} -> ${after['cost_usd_per_hour']:,.2f}/h)")
+            else:
+                print("       answers differ (a refusal)")
 
 
 if __name__ == "__main__":

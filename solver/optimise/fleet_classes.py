@@ -21,9 +21,10 @@ from solver.spec.solve_spec import Spec
 FLEET_MAX_SHAPES = 40_000
 """The most shapes one fleet's classes build together: a hundred workloads over the whole
 catalog (58 devices × TP 1-8 × 2 × 2 formats) build about 32,000. Dominance pruning
-(fleet_prune.py) leaves the model a fifth of their options (12,169 → 2,501 on
-bench/bench_fleet.py's hundred), which CP-SAT proves in seconds; the physics of the
-shapes is then most of the time (about 0.25 ms of CPU a shape on these machines)."""
+(fleet_prune.py) leaves the model a fifth of their options (12,699 → 2,620 on
+bench/bench_fleet.py's hundred), which CP-SAT proves in seconds. Every shape's memory
+cap is derived, its full physics only where pruning could keep it (fleet_lazy.py: 9,683
+shapes of the 29,552 runnable, about 0.25 ms of CPU each on these machines)."""
 
 RATE_SCALE = 1000
 """A service given in requests per second counts its demand and each replica's cap in

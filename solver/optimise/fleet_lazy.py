@@ -8,17 +8,17 @@ fraction of the cost, so a shape whose bound another option already derived domi
 can be left out: its exact figures are dominated too (a smaller cap only makes k =
 ⌈cap/cap'⌉ smaller).
 
-Why the fleet's answer is unchanged. Let F be every option options_of derives, K the
-shapes left out here and L = F − K. A shape is left out only when a derived option a
-of its pool dominates its bound b with figures(a) ≠ b; then figures(a) ≠ its own
-figures as well (equal figures would need k = 1, so a cap of a at least the bound), so
-a beats it outright — not on a tie of figures, where the index decides. Following
-dominators upward (a finite strict order, fleet_prune.py), each option of K is beaten
-outright by one that options_of keeps, and so is each option that only a member of K
-beat within its device; no option that prune keeps on F is beaten by anything in L.
-So prune(undominated_in_device(L)) = prune(options_of) — the options the model is
-built on, in the same order — and tests/optimise/test_fleet_lazy.py holds the two
-equal on varied fleets.
+Why the fleet's answer is unchanged. A shape is left out only when a derived option a
+of its pool dominates its bound (its figures with the memory cap for its capacity) and
+differs from it. Its exact figures (a cap no larger) are then dominated by a too, and
+differ from a's: equal figures would put a's cap below the bound's, so k ≥ 2 replicas
+of a, more GPUs than the shape's. So a beats it outright, never by the index that
+breaks a tie. Following dominators upward (a strict order, fleet_prune.py) from a shape
+left out, or from an option that only such a shape beat within its device, reaches one
+that options_of and prune both keep and that beats it outright; nothing left out is
+one prune keeps. So prune over these options equals prune over options_of's — the
+model is built on the same options, in the same order — and
+tests/optimise/test_fleet_lazy.py holds the two equal on fleets drawn by hypothesis.
 
 The model also has one GPU count per device that any class could use (before
 pruning): a device whose every shape was left out gets its first shape that serves
