@@ -116,4 +116,17 @@ def run(args: argparse.Namespace) -> int:
         if dep.router is not None:
             print("# router: one in front of both pools")
             print(dep.router.command)
+        if dep.benchmark:
+            from solver.report.bench_command import RESULT_FILE
+            from solver.report.launch import shell_line
+
+            if dep.prefill is not None:
+                print("# check it at the spec's load, through the router:")
+            else:
+                d = c.shape.deployment
+                print(
+                    f"# check one replica at its share of the load; `plan-opt calibrate {RESULT_FILE} --gpu {d.device.name} --tp {d.tp}` "
+                    "fits the planner to what it measures:"
+                )
+            print(shell_line(dep.benchmark))
     return EXIT_OK

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from solver.explain.records import SolveResult
+from solver.report.bench_command import bench_argv
 from solver.report.deploy import ENGINES, emit
 from solver.report.launch import Launch, check_flags
 
@@ -25,6 +26,7 @@ def emit_checked(result: SolveResult, engine: str, variant: str, spec_engine: st
     bad = check_flags(dep)
     if bad:
         raise RuntimeError("emitted flags not in the engine's list: " + "; ".join(bad))
+    dep.benchmark = bench_argv(result, dep)
     return dep
 
 
@@ -49,8 +51,9 @@ def launch_json(dep: Launch) -> dict[str, Any]:
 
 def deploy_json(dep: Launch) -> dict[str, Any]:
     """The whole launch: one pool's, or a disaggregated plan's decode pool with its
-    prefill pool and router."""
+    prefill pool and router; and the benchmark that checks it."""
     out = launch_json(dep)
+    out["benchmark"] = dep.benchmark
     if dep.prefill is not None:
         out["serving"] = "disaggregated"
         out["prefill"] = launch_json(dep.prefill)
