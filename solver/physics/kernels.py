@@ -20,18 +20,26 @@ def expert_hit_fraction(num_experts: int, experts_per_token: int, tokens: float)
     return 1.0 - (1.0 - experts_per_token / num_experts) ** tokens
 
 
-@lru_cache(maxsize=4096)
 def busiest_expert_share(num_experts: int, experts_per_token: int, tokens: float, groups: int) -> float:
     """Under expert parallelism (the E routed experts dealt whole, E/g to each of g GPUs),
     the share of one GPU's experts that the busiest GPU's `tokens` reach: a MoE layer
     ends when its slowest GPU has read its experts (the combine waits for every GPU),
     so a step reads the most-loaded GPU's experts, not the mean. Each of a GPU's n = E/g
     experts is hit with the probability q of expert_hit_fraction, taken independently
-    (a token's k experts are distinct, so this slightly overstates the spread), and the
-    expected largest of g Binomial(n, q) counts is Σ_{m<n} (1 − F(m)^g), F the binomial
-    CDF. One group (TP: every expert split over every GPU) is the mean, q."""
+    (a token's k experts are in truth distinct: within a few per cent of the exact deal
+    either way, tests/physics/test_expert_parallel.py), and the expected largest of g
+    Binomial(n, q) counts is Σ_{m<n} (1 − F(m)^g), F the binomial CDF. One group (TP:
+    every expert split over every GPU) is the mean, q."""
+    if groups <= 1 or num_experts == 0:
+        return expert_hit_fraction(num_experts, experts_per_token, tokens)
+    return _busiest_share(num_experts, experts_per_token, tokens, groups)
+
+
+@lru_cache(maxsize=4096)
+def _busiest_share(num_experts: int, experts_per_token: int, tokens: float, groups: int) -> float:
+    """busiest_expert_share under expert parallelism, kept: a search probes the same batches."""
     q = expert_hit_fraction(num_experts, experts_per_token, tokens)
-    if groups <= 1 or num_experts == 0 or q >= 1.0:
+    if q >= 1.0:
         return q
     n = max(1, num_experts // groups)
     pmf = (1.0 - q) ** n
