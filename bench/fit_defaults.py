@@ -208,6 +208,7 @@ BOUNDS = {
     "e": (0.15, 0.9),  # the best streaming kernels reach about 90 % of HBM's peak; see HELD
     "c": (0.05, 1.0),
     "s0": (0.0, 0.002),
+    "s1": (0.0, 5e-4),
     "s2": (0.0, 1e-4),
     "s3": (0.0, 5e-4),  # per MoE layer: not binding (AMD's fit is 0.26 ms); see EXPERT_PULL_S
     "s4": (0.0, 1e-3),  # per TP rank beyond the first: 1 ms a rank would be 7 ms a step at TP 8
@@ -260,6 +261,17 @@ PRIOR = {
 GROUP_KEYS = ("e", "c", "s0", "s1", "s2", "s3", "s4", ATTENTION_SHARE)
 HELD_GROUP_KEYS = ("s1",)
 """Group factors held at their PRIOR, not fitted (LAYER_OVERHEAD_S)."""
+LAYER_FITTED_GROUPS = (("llama.cpp", "apple.lpddr"),)
+"""Groups whose cost per layer is fitted (0 to 0.5 ms), not held: llama.cpp on Metal,
+whose graph runs each layer's norms, RoPE, softmax and copies as separate Metal
+dispatches outside the matmuls (llama.cpp's Q6_K Metal commit, 2023-06: "Subtracting ~9
+ms that is spent in other compute graph operations" of a 7B token on a 30-core M2 Max,
+about 0.28 ms a layer). The fit split's Metal decode pairs (XiongjieDai's llama-bench
+tables, 2024-05) see it: on M2 Ultra and M3 Max the 8B (32 layers) is measured slower
+against its reads than the 70B (80 layers) of the same format (held per-layer cost: Q4_K_M
+-16.5 / +15.9 %, +0.2 / +40.3 %; F16 on M2 Ultra -10.0 / +5.0 %, predicted / measured - 1),
+which one bandwidth efficiency cannot give and a per-layer cost does. Pulled toward LAYER_OVERHEAD_S at PULL per LAYER_PULL_S."""
+LAYER_PULL_S = 1e-4
 SERVING_KEYS = ("r",)
 GLOBAL = ("defaults", "all")
 """The owner of the factors every engine shares (catalogs/fitted.yaml's defaults)."""
@@ -760,6 +772,8 @@ class Model:
                 pull += PULL * v / EXPERT_PULL_S
             elif key == "sp":
                 pull += PULL * v / 1e-5
+            elif key == "s1" and owner in LAYER_FITTED_GROUPS:
+                pull += PULL * abs(v - LAYER_OVERHEAD_S) / LAYER_PULL_S
             elif key in ("s1", "s2"):
                 pull += PULL * v / 1e-5
             elif key == "s4":
@@ -800,7 +814,12 @@ class Model:
         return True
 
     def free(self, min_points: int, min_format: int) -> list[tuple]:
-        free = [(g, k) for g in self.fitted_groups(min_points) for k in GROUP_KEYS if k not in HELD_GROUP_KEYS and (g, k) not in self.tie]
+        free = [
+            (g, k)
+            for g in self.fitted_groups(min_points)
+            for k in GROUP_KEYS
+            if (k not in HELD_GROUP_KEYS or g in LAYER_FITTED_GROUPS) and (g, k) not in self.tie
+        ]
         free += [(SERVED, k) for k in SERVING_KEYS if self.has_points_for(k)]
         free += [(GLOBAL, k) for k in GLOBAL_KEYS if self.has_points_for(k)]
         for _i, f in enumerate(self.formats):
