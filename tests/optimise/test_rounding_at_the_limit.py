@@ -59,7 +59,8 @@ def _run(argv: list[object], capsys: pytest.CaptureFixture[str]) -> tuple[int, d
 
 def _with(spec: dict, tmp_path: Path, name: str, **sla: float) -> Path:
     data = json.loads(json.dumps(spec))
-    data.setdefault("sla", {}).update(sla)
+    # with its unit, written exactly (repr round-trips a float): a plain number over 1 s is refused
+    data.setdefault("sla", {}).update({k: f"{v!r}s" for k, v in sla.items()})
     path = tmp_path / name
     path.write_text(yaml.safe_dump(data))
     return path
