@@ -28,7 +28,7 @@ from solver.optimise.disaggregated import serves_disaggregated
 from solver.optimise.model import PRIMARY, Solution, admissible, optimise
 from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import Scenario, solve_scenario, wants_batch_variants
-from solver.physics.deployment import Workload
+from solver.physics.deployment import Targets, Workload
 
 _PER_GPU = ("min_cost", "min_gpus", "min_purchase")
 
@@ -77,13 +77,18 @@ class Refilter:
         self.sorted: dict[tuple[object, ...], list[tuple[int, int, Shape]]] = {}
         """At the problem's own workload (its figures all derived), every option's bound
         at memory, sorted, per count of users: kept across the targets moved."""
+        self.built: dict[tuple[Workload, Targets], list[Candidate]] = {}
+        """Every candidate of a workload and latency targets (`solve_scenario`'s): a moved
+        budget or GPU cap re-filters them."""
 
     def solve(self, s: Scenario) -> Solution:
         """`solve_scenario(problem, s, shapes=shapes)`'s answer, building candidates only
         for the options whose bound does not exceed the best admissible plan found."""
         problem = self.problem
-        if self.owned or not bounded(problem, s):
+        if s.workload.traffic is not None:
             return solve_scenario(problem, s, shapes=self.shapes)
+        if self.owned or not bounded(problem, s):
+            return self._filtered(s)
         w, limits, primary = s.workload, s.limits(), PRIMARY[problem.objective]
         variants = wants_batch_variants(problem)
         best: int | None = None
@@ -129,4 +134,23 @@ class Refilter:
         # CP-SAT's choice is the least (objective, tie-break rank) among the plans that
         # meet every rule: it chooses among those at the least objective alone.
         tied = [c for c in built if primary(c) == best and admissible(c, limits)]
+        return optimise(tied, limits, problem.objective, problem.clock, problem.spec.prefer)
+
+    def _filtered(self, s: Scenario) -> Solution:
+        """`solve_scenario`'s answer from every candidate (built once per workload and
+        latency targets): CP-SAT chooses among those that meet every rule at the least
+        objective, as it would among them all (its choice is the least (objective,
+        tie-break rank), the order `solve`'s docstring states)."""
+        problem = self.problem
+        key = (s.workload, s.targets)
+        cands = self.built.get(key)
+        if cands is None:
+            variants = wants_batch_variants(problem)
+            cands = self.built[key] = candidates(problem, s.workload, s.targets, batch_variants=variants, shapes=self.shapes)
+        limits, primary = s.limits(), PRIMARY[problem.objective]
+        ok = [c for c in cands if admissible(c, limits)]
+        if not ok:  # infeasible: the full model says so, as the full solve would
+            return optimise(cands, limits, problem.objective, problem.clock, problem.spec.prefer)
+        best = min(primary(c) for c in ok)
+        tied = [c for c in ok if primary(c) == best]
         return optimise(tied, limits, problem.objective, problem.clock, problem.spec.prefer)

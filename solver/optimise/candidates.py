@@ -114,6 +114,9 @@ class Candidate:
     def _by_device(self) -> tuple[tuple[Shape, int, int], ...]:
         """(a shape of the device, GPUs of it, GPUs of it rented), per device: two pools
         of one device share its owned GPUs."""
+        if self.prefill is None:  # one pool (the many candidates of a search): no sharing to work out
+            shape, n = self.shape, self.replicas * self.shape.gpus_per_replica
+            return ((shape, n, n - owned_in_use(shape.owned, [(shape.gpus_per_replica, self.replicas)]) if shape.owned else n),)
         gpus: dict[str, list] = {}
         for shape, n in self.pools:
             row = gpus.setdefault(shape.device.name, [shape, 0, []])
@@ -301,6 +304,19 @@ def candidates(
         return acquirable(
             problem, traffic_candidates(problem, w, t, shapes if shapes is not None else problem.shapes, relaxed, variants=batch_variants)
         )
+    # Without traffic the candidates depend on these alone (the physics is memoised by
+    # the problem, the options' order by `shapes`): built once, handed out as a new list.
+    key = (w, t, batch_variants, ignore_tpot_cap, relaxed, None if shapes is None else tuple(sh.index for sh in shapes))
+    got = problem._candidates.get(key)
+    if got is None:
+        got = problem._candidates[key] = _built(problem, w, t, batch_variants, ignore_tpot_cap, relaxed, shapes)
+    return list(got)
+
+
+def _built(
+    problem: Problem, w: Workload, t: Targets, batch_variants: bool, ignore_tpot_cap: bool, relaxed: frozenset[str], shapes: list[Shape] | None
+) -> list[Candidate]:
+    """`candidates` without traffic, built anew."""
     from solver.optimise.disaggregated import disaggregated_candidates, serves_disaggregated
 
     searched = shapes if shapes is not None else problem.shapes

@@ -166,6 +166,10 @@ class Problem:
     """The basis the rented GPUs were priced on."""
     ownership: Ownership | None = None
     """Power, hosting and life of owned and bought GPUs."""
+    _candidates: dict[tuple, list[Any]] = field(default_factory=dict, init=False, repr=False)
+    """Every candidate of one workload, targets and options (optimise/candidates.py), memoised:
+    the plan, its headroom, the runners-up and a moved budget ask for the same ones. Not
+    carried to a copy (dataclasses.replace: another spec may ask for other candidates)."""
     clock: SolverClock = field(init=False)
     """Every solve on this problem draws its time limit from it (optimise/clock.py)."""
 
