@@ -16,8 +16,10 @@ moved context derives anew only the memory of the options the bound reaches.
 
 The bound holds for the objectives priced per GPU (min_cost, min_gpus, min_purchase)
 when no GPU is owned (owned ones are free), the serving is aggregated only and the
-workload is users: elsewhere, and whenever no option meets every rule, it is the full
-solve (`solve_scenario`)."""
+workload is users: elsewhere it chooses among every candidate that meets every rule at
+the least objective (the candidates built once per workload and targets, so a moved
+budget builds none); under traffic, and whenever no option meets every rule, it is the
+full solve (`solve_scenario`)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from solver.optimise.model import PRIMARY, Solution, admissible, optimise
 from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import Scenario, solve_scenario, wants_batch_variants
 from solver.physics.deployment import Targets, Workload
+from solver.units import meets_time
 
 _PER_GPU = ("min_cost", "min_gpus", "min_purchase")
 
@@ -51,6 +54,20 @@ def lower_bound(problem: Problem, shape: Shape, replicas: int) -> int | None:
         return None if dev.price is None else math.ceil(round(gpus * dev.price.usd_per_gpu_hour * 100, 6))
     assert problem.objective == "min_purchase", problem.objective  # `bounded` admits no other
     return None if dev.purchase_usd is None else math.ceil(round(gpus * dev.purchase_usd, 6))
+
+
+def misses_alone(problem: Problem, shape: Shape, w: Workload, t: Targets) -> bool:
+    """Whether one user alone on a replica misses the TPOT or the TTFT target. Its
+    candidates are then one, at batch 1 (a cap of 0: `replica_capacity`, `_batches`),
+    with these very figures (`latencies_at`): it is never admissible, and the price of a
+    tight target need not size it (a TTFT cap alone is a dozen queue sums)."""
+    ph = problem.physics(shape, w)
+    dec = ph.decode
+    if not ph.valid or dec is None:
+        return False  # `candidates` builds none
+    if t.max_tpot_s is not None and not meets_time(ph.tpot_at(1), t.max_tpot_s):
+        return True
+    return t.max_ttft_s is not None and not meets_time(ph.ttft_under_load_at(1) if dec.prompt_tokens else ph.ttft_s, t.max_ttft_s)
 
 
 def _memory_key(w: Workload) -> tuple[object, ...]:
@@ -77,9 +94,6 @@ class Refilter:
         self.sorted: dict[tuple[object, ...], list[tuple[int, int, Shape]]] = {}
         """At the problem's own workload (its figures all derived), every option's bound
         at memory, sorted, per count of users: kept across the targets moved."""
-        self.built: dict[tuple[Workload, Targets], list[Candidate]] = {}
-        """Every candidate of a workload and latency targets (`solve_scenario`'s): a moved
-        budget or GPU cap re-filters them."""
 
     def solve(self, s: Scenario) -> Solution:
         """`solve_scenario(problem, s, shapes=shapes)`'s answer, building candidates only
@@ -101,6 +115,8 @@ class Refilter:
 
         def build(sh: Shape) -> None:
             nonlocal best
+            if misses_alone(problem, sh, w, s.targets):
+                return  # its one candidate (batch 1) meets no rule set: nothing to build
             for c in candidates(problem, w, s.targets, batch_variants=variants, shapes=[sh]):
                 built.append(c)
                 if admissible(c, limits) and (best is None or primary(c) < best):
@@ -137,16 +153,12 @@ class Refilter:
         return optimise(tied, limits, problem.objective, problem.clock, problem.spec.prefer)
 
     def _filtered(self, s: Scenario) -> Solution:
-        """`solve_scenario`'s answer from every candidate (built once per workload and
-        latency targets): CP-SAT chooses among those that meet every rule at the least
-        objective, as it would among them all (its choice is the least (objective,
-        tie-break rank), the order `solve`'s docstring states)."""
+        """`solve_scenario`'s answer from every candidate (the problem builds them once per
+        workload and latency targets, so a moved budget re-filters them): CP-SAT chooses
+        among those that meet every rule at the least objective, as it would among them
+        all (its choice is the least (objective, tie-break rank), the module's docstring)."""
         problem = self.problem
-        key = (s.workload, s.targets)
-        cands = self.built.get(key)
-        if cands is None:
-            variants = wants_batch_variants(problem)
-            cands = self.built[key] = candidates(problem, s.workload, s.targets, batch_variants=variants, shapes=self.shapes)
+        cands = candidates(problem, s.workload, s.targets, batch_variants=wants_batch_variants(problem), shapes=self.shapes)
         limits, primary = s.limits(), PRIMARY[problem.objective]
         ok = [c for c in cands if admissible(c, limits)]
         if not ok:  # infeasible: the full model says so, as the full solve would
