@@ -155,7 +155,7 @@ def _problem(spec: Any, lines: dict) -> Any:
     and no physics (a workload from a rate is rebuilt: Little's law reads the targets)."""
     from solver.catalog import default_catalog
     from solver.optimise.shapes import build_problem
-    from solver.spec.resolve import targets_of
+    from solver.physics.resolve import targets_of
 
     key = json.dumps(spec.model_dump(mode="json", exclude={"sla", "solver", "pareto", "prefer"}), sort_keys=True)
     with _problems_lock:
@@ -192,9 +192,9 @@ def run_solve(data: dict, lines: dict, limits: Limits, explain: bool = True) -> 
 def run_evaluate(data: dict, lines: dict, limits: Limits) -> tuple[int, str]:
     from solver.catalog import default_catalog
     from solver.physics.evaluate import evaluate
+    from solver.physics.resolve import resolve
     from solver.report.evaluation_json import to_dict
     from solver.spec.evaluate_input import parse_input
-    from solver.spec.resolve import resolve
 
     catalog = default_catalog()
     _no_local_files(data, catalog)
@@ -208,15 +208,15 @@ def run_evaluate(data: dict, lines: dict, limits: Limits) -> tuple[int, str]:
 
 def run_pareto(data: dict, lines: dict, limits: Limits, axes: str | None = None) -> tuple[int, str]:
     from solver.catalog import default_catalog
-    from solver.cli.pareto import DEFAULT_AXES, _axes
     from solver.optimise.pareto import frontiers
+    from solver.optimise.pareto_axes import DEFAULT_AXES, chosen_axes
     from solver.report.pareto_report import to_json
     from solver.spec.solve_spec import parse_spec
 
     _no_local_files(data, default_catalog())
     spec = _capped(parse_spec(data, lines, "request"), limits)
     try:
-        chosen = _axes(axes or DEFAULT_AXES, spec)
+        chosen = chosen_axes(axes or DEFAULT_AXES, spec)
     except InputError as exc:
         raise exc.relabel("axes") from None
     return 200, to_json(frontiers(_problem(spec, lines), chosen))
@@ -249,12 +249,10 @@ def run_fleet(data: dict, lines: dict, limits: Limits) -> tuple[int, str]:
 def run_simulate(data: dict, lines: dict, limits: Limits, plan: dict[str, Any]) -> tuple[int, str]:
     """`plan-opt simulate`: the query's gpu, tp, weights, kv_cache narrow the search as
     the flags do; replicas, requests, seed and routing as theirs."""
-    from types import SimpleNamespace
-
     from pydantic import ValidationError
 
     from solver.catalog import default_catalog
-    from solver.cli.simulate import MAX_REPLICAS, _as_flag, _narrowed, plan_to_simulate
+    from solver.explain.simulated_plan import CHOICES, MAX_REPLICAS, named_by_choice, narrowed, plan_to_simulate
     from solver.report.simulate_report import to_dict
     from solver.spec.solve_spec import MAX_SIMULATED_REQUESTS, Spec, parse_spec
     from solver.traffic.verify import SEEDS, Settings, verify_plan
@@ -263,7 +261,7 @@ def run_simulate(data: dict, lines: dict, limits: Limits, plan: dict[str, Any]) 
     spec = _capped(parse_spec(data, lines, "request"), limits)
     if spec.workload.requests_per_s is None:
         raise InputError("workload.requests_per_s", None, "simulate serves a request rate: give workload.requests_per_s (and percentile targets)")
-    args = SimpleNamespace(**{k: plan.get(k) for k in ("gpu", "tp", "weights", "kv_cache")})
+    chosen = {name: plan.get(name) for name in CHOICES.values()}
     if plan.get("replicas") is not None and not 1 <= plan["replicas"] <= MAX_REPLICAS:
         raise InputError("replicas", plan["replicas"], f"must be a whole number from 1 to {MAX_REPLICAS:,}")
     sim = spec.simulation
@@ -275,23 +273,19 @@ def run_simulate(data: dict, lines: dict, limits: Limits, plan: dict[str, Any]) 
     if not 0 <= settings.seed < 2**32:
         raise InputError("seed", settings.seed, "must be a whole number from 0 to 4,294,967,295")
 
-    def as_query(exc: InputError) -> InputError:  # an error in a list the query narrowed names the query's parameter
-        named = _as_flag(exc, args)  # type: ignore[arg-type]
-        return named.relabel(named.field.removeprefix("--").replace("-", "_")) if named is not exc else exc
-
     try:
-        if any(getattr(args, a) is not None for a in ("gpu", "tp", "weights", "kv_cache")):
+        if any(v is not None for v in chosen.values()):
             try:
-                spec = Spec.model_validate(_narrowed(spec.model_dump(mode="json", exclude_unset=True), args))  # type: ignore[arg-type]
+                spec = Spec.model_validate(narrowed(spec.model_dump(mode="json", exclude_unset=True), chosen))
             except ValidationError as exc:
                 raise InputError.from_validation(exc) from None
         problem = _problem(spec, lines)
     except InputError as exc:
-        raise as_query(exc) from None
-    chosen = plan_to_simulate(problem, plan.get("replicas"))
-    if isinstance(chosen, str):
-        raise InputError("spec", None, chosen)
-    shape, replicas = chosen
+        raise named_by_choice(exc, chosen, flags=False) from None
+    to_simulate = plan_to_simulate(problem, plan.get("replicas"))
+    if isinstance(to_simulate, str):
+        raise InputError("spec", None, to_simulate)
+    shape, replicas = to_simulate
     check = verify_plan(shape.deployment, problem.workload, problem.targets, replicas, settings, 1 if plan.get("one_seed") else SEEDS)
     return 200, json.dumps(to_dict(check, f"{replicas} × {shape.label}", settings), indent=2, allow_nan=False)
 

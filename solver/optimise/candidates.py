@@ -253,7 +253,7 @@ def tpot_batch_cap(problem: Problem, ph: ShapePhysics, w: Workload, t: Targets, 
 MAX_BATCH_VARIANTS = 256
 
 
-def _batches(cap: int, users: int, variants: bool) -> list[int]:
+def offered_batches(cap: int, users: int, variants: bool) -> list[int]:
     """Batch sizes to offer for one shape: the largest (fewest replicas) alone, or —
     when a smaller batch may pay (lower TPOT) — every distinct batch
     ⌈users / replicas⌉ up to the cap (about 2√users of them; beyond
@@ -332,7 +332,7 @@ def _built(
             continue
         cap = replica_capacity(problem, ph, w, t, ignore_latency=ignore_tpot_cap)
         seen: set[int] = set()
-        for b in _batches(cap.users, w.users, batch_variants):
+        for b in offered_batches(cap.users, w.users, batch_variants):
             replicas = math.ceil(w.users / b)
             if replicas in seen:
                 continue

@@ -21,8 +21,7 @@ from solver.errors import InputError
 from solver.optimise.problem import Problem, Shape, Skipped
 from solver.physics.costs import gpu_hour_costs
 from solver.physics.deployment import Deployment
-from solver.spec.lengths_file import with_lengths
-from solver.spec.resolve import (
+from solver.physics.resolve import (
     apply_factors,
     band_of,
     check_engine_fits,
@@ -36,8 +35,9 @@ from solver.spec.resolve import (
     targets_of,
     workload_of,
 )
+from solver.physics.speculation import resolve_speculation
+from solver.spec.lengths_file import with_lengths
 from solver.spec.solve_spec import Spec
-from solver.spec.speculation import resolve_speculation
 
 _T = TypeVar("_T")
 

@@ -27,8 +27,8 @@ def _ds(build_deployment, parallelism, users=256):
 
 def _dp(users=256, model="deepseek-r1", tp=8):
     from solver.catalog import default_catalog
+    from solver.physics.resolve import resolve
     from solver.spec.evaluate_input import parse_input
-    from solver.spec.resolve import resolve
 
     data = {
         "model": model,
@@ -120,8 +120,8 @@ def test_the_solver_takes_dp_ep_where_it_is_cheaper_and_deploy_says_how():
 
 def _dp_imbalanced(imbalance):
     from solver.catalog import default_catalog
+    from solver.physics.resolve import resolve
     from solver.spec.evaluate_input import parse_input
-    from solver.spec.resolve import resolve
 
     data = {
         "model": "deepseek-r1",
@@ -165,8 +165,8 @@ def test_the_imbalance_is_expert_parallelisms_alone(build_deployment):
 
 def _tp_ep(imbalance=1.0, parallelism="tp_ep", model="deepseek-r1"):
     from solver.catalog import default_catalog
+    from solver.physics.resolve import resolve
     from solver.spec.evaluate_input import parse_input
-    from solver.spec.resolve import resolve
 
     data = {
         "model": model,
