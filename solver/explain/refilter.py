@@ -58,7 +58,7 @@ def lower_bound(problem: Problem, shape: Shape, replicas: int) -> int | None:
 
 def misses_alone(problem: Problem, shape: Shape, w: Workload, t: Targets) -> bool:
     """Whether one user alone on a replica misses the TPOT or the TTFT target. Its
-    candidates are then one, at batch 1 (a cap of 0: `replica_capacity`, `_batches`),
+    candidates are then one, at batch 1 (a cap of 0: `replica_capacity`, `offered_batches`),
     with these very figures (`latencies_at`): it is never admissible, and the price of a
     tight target need not size it (a TTFT cap alone is a dozen queue sums)."""
     ph = problem.physics(shape, w)
