@@ -153,16 +153,20 @@ class Refilter:
         return optimise(tied, limits, problem.objective, problem.clock, problem.spec.prefer)
 
     def _filtered(self, s: Scenario) -> Solution:
-        """`solve_scenario`'s answer from every candidate (the problem builds them once per
-        workload and latency targets, so a moved budget re-filters them): CP-SAT chooses
-        among those that meet every rule at the least objective, as it would among them
-        all (its choice is the least (objective, tie-break rank), the module's docstring)."""
+        """`solve_scenario`'s answer from every candidate that can meet every rule (the
+        problem builds them once per workload and latency targets, so a moved budget
+        re-filters them; the aggregated plans of options that miss a latency target alone
+        are left out, `misses_alone`): CP-SAT chooses among those that meet every rule at
+        the least objective, as it would among them all (its choice is the least
+        (objective, tie-break rank), the module's docstring)."""
         problem = self.problem
-        cands = candidates(problem, s.workload, s.targets, batch_variants=wants_batch_variants(problem), shapes=self.shapes)
+        w, t = s.workload, s.targets
+        hopeful = [sh for sh in (problem.shapes if self.shapes is None else self.shapes) if not misses_alone(problem, sh, w, t)]
+        cands = candidates(problem, w, t, batch_variants=wants_batch_variants(problem), shapes=self.shapes, aggregated=hopeful)
         limits, primary = s.limits(), PRIMARY[problem.objective]
         ok = [c for c in cands if admissible(c, limits)]
-        if not ok:  # infeasible: the full model says so, as the full solve would
-            return optimise(cands, limits, problem.objective, problem.clock, problem.spec.prefer)
+        if not ok:  # infeasible: the full solve says so
+            return solve_scenario(problem, s, shapes=self.shapes)
         best = min(primary(c) for c in ok)
         tied = [c for c in ok if primary(c) == best]
         return optimise(tied, limits, problem.objective, problem.clock, problem.spec.prefer)

@@ -291,11 +291,14 @@ def candidates(
     ignore_tpot_cap: bool = False,
     relaxed: frozenset[str] = frozenset(),
     shapes: list[Shape] | None = None,
+    aggregated: list[Shape] | None = None,
 ) -> list[Candidate]:
     """One candidate per runnable shape at its largest batch (fewest replicas, the
     cheapest way to serve the users), or several batches when `batch_variants` (a
     smaller batch buys a lower TPOT with more replicas). Shapes that break a limit
-    stay in as candidates: the CP-SAT constraints rule them out, and say which."""
+    stay in as candidates: the CP-SAT constraints rule them out, and say which.
+    `aggregated` (of `shapes`; all of them when None): the shapes whose aggregated plans
+    are built (each shape's are its own), while disaggregated plans pair over `shapes`."""
     w = workload or problem.workload
     t = targets or problem.targets
     if w.traffic is not None:
@@ -304,17 +307,28 @@ def candidates(
         return acquirable(
             problem, traffic_candidates(problem, w, t, shapes if shapes is not None else problem.shapes, relaxed, variants=batch_variants)
         )
+
     # Without traffic the candidates depend on these alone (the physics is memoised by
     # the problem, the options' order by `shapes`): built once, handed out as a new list.
-    key = (w, t, batch_variants, ignore_tpot_cap, relaxed, None if shapes is None else tuple(sh.index for sh in shapes))
+    def indices(shs: list[Shape] | None) -> tuple[int, ...] | None:
+        return None if shs is None else tuple(sh.index for sh in shs)
+
+    key = (w, t, batch_variants, ignore_tpot_cap, relaxed, indices(shapes), indices(aggregated))
     got = problem._candidates.get(key)
     if got is None:
-        got = problem._candidates[key] = _built(problem, w, t, batch_variants, ignore_tpot_cap, relaxed, shapes)
+        got = problem._candidates[key] = _built(problem, w, t, batch_variants, ignore_tpot_cap, relaxed, shapes, aggregated)
     return list(got)
 
 
 def _built(
-    problem: Problem, w: Workload, t: Targets, batch_variants: bool, ignore_tpot_cap: bool, relaxed: frozenset[str], shapes: list[Shape] | None
+    problem: Problem,
+    w: Workload,
+    t: Targets,
+    batch_variants: bool,
+    ignore_tpot_cap: bool,
+    relaxed: frozenset[str],
+    shapes: list[Shape] | None,
+    aggregated: list[Shape] | None,
 ) -> list[Candidate]:
     """`candidates` without traffic, built anew."""
     from solver.optimise.disaggregated import disaggregated_candidates, serves_disaggregated
@@ -325,7 +339,7 @@ def _built(
         out += disaggregated_candidates(problem, w, t, searched, relaxed, variants=batch_variants, ignore_caps=ignore_tpot_cap)
     if "aggregated" not in problem.spec.search.serving:
         return acquirable(problem, out)
-    for shape in searched:
+    for shape in searched if aggregated is None else aggregated:
         ph = problem.physics(shape, w)
         dec = ph.decode
         if not ph.valid or dec is None:
