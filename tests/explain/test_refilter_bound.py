@@ -47,6 +47,8 @@ CASES = [
     ),
     ("budget-capped.yaml", {}),  # min_tpot: no bound, the full solve (the same answer by construction)
     ("owned-inventory.yaml", {}),  # owned GPUs are free: no bound
+    ("long-prompts-disaggregated.yaml", {}),  # disaggregated: no bound, the hopeless aggregated options left out
+    ("latency-critical-8b-eagle.yaml", {}),  # most options miss 5 ms with one user alone: left out unsized
 ]
 
 
