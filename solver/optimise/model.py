@@ -147,8 +147,12 @@ def rules(limits: Limits) -> list[Rule]:
 
 @functools.lru_cache(maxsize=256)
 def _rules_of(limits: Limits) -> tuple[Rule, ...]:
-    """`rules(limits)`, made once per limits: a re-filter asks it of every candidate."""
-    return tuple(rules(limits))
+    """`rules(limits)`, made once per limits (a re-filter asks it of every candidate), the
+    latencies last: a conjunction in any order, and a plan over a budget or the GPU cap
+    is refused before its TTFT under load is derived."""
+    latency = ("max_tpot", "max_ttft")
+    made = rules(limits)
+    return tuple([r for r in made if r.name not in latency] + [r for r in made if r.name in latency])
 
 
 def admissible(c: Candidate, limits: Limits, assumed: Collection[str] | None = None) -> bool:
