@@ -27,7 +27,7 @@ import math
 
 from solver.optimise.candidates import Candidate, candidates
 from solver.optimise.disaggregated import serves_disaggregated
-from solver.optimise.model import PRIMARY, Solution, admissible, optimise
+from solver.optimise.model import PRIMARY, Limits, Solution, admissible, optimise
 from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import Scenario, solve_scenario, wants_batch_variants
 from solver.physics.deployment import Targets, Workload
@@ -68,6 +68,29 @@ def misses_alone(problem: Problem, shape: Shape, w: Workload, t: Targets) -> boo
     if t.max_tpot_s is not None and not meets_time(ph.tpot_at(1), t.max_tpot_s):
         return True
     return t.max_ttft_s is not None and not meets_time(ph.ttft_under_load_at(1) if dec.prompt_tokens else ph.ttft_s, t.max_ttft_s)
+
+
+def within_limits(problem: Problem, shape: Shape, w: Workload, limits: Limits) -> bool:
+    """Whether the fewest replicas of `shape` its memory allows (fewer break the memory
+    rule) can be within the GPU cap and, rented, the $/hour and purchase budgets: its
+    plans have at least that many GPUs and cost at least that much (its own rounding,
+    `Candidate`). Reads the memory alone, not the physics. Owned GPUs are free: only
+    the cap is read for a shape some of whose GPUs are owned."""
+    per_replica = problem.memory_cap(shape, w)
+    if per_replica < 1:
+        return False  # no replica holds one sequence (or a rule refuses the shape): never admissible
+    gpus = math.ceil(w.users / per_replica) * shape.gpus_per_replica
+    if limits.max_gpus is not None and gpus > limits.max_gpus:
+        return False
+    if shape.owned:
+        return True
+    dev = shape.device
+    if limits.max_cost_cents is not None and dev.price is not None:
+        if math.ceil(round(gpus * dev.price.usd_per_gpu_hour * 100, 6)) > limits.max_cost_cents:
+            return False
+    if limits.max_purchase_dollars is not None and dev.purchase_usd is not None:
+        return math.ceil(round(gpus * dev.purchase_usd, 6)) <= limits.max_purchase_dollars
+    return True
 
 
 def _memory_key(w: Workload) -> tuple[object, ...]:
@@ -160,10 +183,21 @@ class Refilter:
         the least objective, as it would among them all (its choice is the least
         (objective, tie-break rank), the module's docstring)."""
         problem = self.problem
-        w, t = s.workload, s.targets
-        hopeful = [sh for sh in (problem.shapes if self.shapes is None else self.shapes) if not misses_alone(problem, sh, w, t)]
-        cands = candidates(problem, w, t, batch_variants=wants_batch_variants(problem), shapes=self.shapes, aggregated=hopeful)
-        limits, primary = s.limits(), PRIMARY[problem.objective]
+        w, t, limits, primary = s.workload, s.targets, s.limits(), PRIMARY[problem.objective]
+        searched = problem.shapes if self.shapes is None else self.shapes
+        if _memory_key(w) != _memory_key(problem.workload):  # new physics: derived only where the limits allow a plan
+            searched = [sh for sh in searched if within_limits(problem, sh, w, limits)]
+        hopeful = [sh for sh in searched if not misses_alone(problem, sh, w, t)]
+        within = (limits.max_gpus, limits.max_cost_cents, limits.max_purchase_dollars)
+        cands = candidates(
+            problem,
+            w,
+            t,
+            batch_variants=wants_batch_variants(problem),
+            shapes=self.shapes,
+            aggregated=hopeful,
+            within=within if any(x is not None for x in within) else None,
+        )
         ok = [c for c in cands if admissible(c, limits)]
         if not ok:  # infeasible: the full solve says so
             return solve_scenario(problem, s, shapes=self.shapes)

@@ -292,13 +292,16 @@ def candidates(
     relaxed: frozenset[str] = frozenset(),
     shapes: list[Shape] | None = None,
     aggregated: list[Shape] | None = None,
+    within: tuple[int | None, int | None, int | None] | None = None,
 ) -> list[Candidate]:
     """One candidate per runnable shape at its largest batch (fewest replicas, the
     cheapest way to serve the users), or several batches when `batch_variants` (a
     smaller batch buys a lower TPOT with more replicas). Shapes that break a limit
     stay in as candidates: the CP-SAT constraints rule them out, and say which.
     `aggregated` (of `shapes`; all of them when None): the shapes whose aggregated plans
-    are built (each shape's are its own), while disaggregated plans pair over `shapes`."""
+    are built (each shape's are its own), while disaggregated plans pair over `shapes`.
+    `within` (GPUs, cents per hour, purchase dollars; None: no limit): aggregated plans
+    over one of them are not built (never admissible; a re-filter's own)."""
     w = workload or problem.workload
     t = targets or problem.targets
     if w.traffic is not None:
@@ -313,11 +316,27 @@ def candidates(
     def indices(shs: list[Shape] | None) -> tuple[int, ...] | None:
         return None if shs is None else tuple(sh.index for sh in shs)
 
-    key = (w, t, batch_variants, ignore_tpot_cap, relaxed, indices(shapes), indices(aggregated))
+    key = (w, t, batch_variants, ignore_tpot_cap, relaxed, indices(shapes), indices(aggregated), within)
     got = problem._candidates.get(key)
     if got is None:
-        got = problem._candidates[key] = _built(problem, w, t, batch_variants, ignore_tpot_cap, relaxed, shapes, aggregated)
+        got = problem._candidates[key] = _built(problem, w, t, batch_variants, ignore_tpot_cap, relaxed, shapes, aggregated, within)
     return list(got)
+
+
+def _over(shape: Shape, replicas: int, within: tuple[int | None, int | None, int | None]) -> bool:
+    """Whether `replicas` of `shape` alone exceed the GPU cap or, rented, a budget, each
+    rounded as `Candidate` rounds it (owned GPUs are free: a shape that has some is read
+    against the cap alone)."""
+    max_gpus, max_cents, max_dollars = within
+    gpus = replicas * shape.gpus_per_replica
+    if max_gpus is not None and gpus > max_gpus:
+        return True
+    if shape.owned:
+        return False
+    price, purchase = shape.device.price, shape.device.purchase_usd
+    if max_cents is not None and price and math.ceil(round(gpus * price.usd_per_gpu_hour * 100, 6)) > max_cents:
+        return True
+    return max_dollars is not None and bool(purchase) and math.ceil(round(gpus * purchase, 6)) > max_dollars
 
 
 def _built(
@@ -329,6 +348,7 @@ def _built(
     relaxed: frozenset[str],
     shapes: list[Shape] | None,
     aggregated: list[Shape] | None,
+    within: tuple[int | None, int | None, int | None] | None,
 ) -> list[Candidate]:
     """`candidates` without traffic, built anew."""
     from solver.optimise.disaggregated import disaggregated_candidates, serves_disaggregated
@@ -351,6 +371,8 @@ def _built(
             if replicas in seen:
                 continue
             seen.add(replicas)
+            if within is not None and _over(shape, replicas, within):
+                continue
             batch = math.ceil(w.users / replicas)
             out.append(Candidate(shape, ph, batch, replicas, w.users, cap.max_tpot, ph.tpot_at(batch), relaxed, cap.max_ttft, t))
     return acquirable(problem, out)

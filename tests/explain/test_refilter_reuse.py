@@ -92,22 +92,34 @@ def test_a_moved_workload_is_not_answered_from_the_first_build() -> None:
     assert {c.users for c in first} == {32} and {c.users for c in moved} == {29}
 
 
-def test_a_moved_budget_on_a_min_tpot_spec_sizes_nothing_anew(monkeypatch: pytest.MonkeyPatch) -> None:
-    """budget-capped (min_tpot: outside the memory bound): after the plan, the price of a
-    $/hour budget moved re-filters the first pass's candidates; main solved the scenario
-    anew, re-running every shape's capacity search. The answer is a fresh solve's."""
+def test_a_moved_budget_on_a_min_tpot_spec_gives_cp_sat_only_the_plans_that_tie(monkeypatch: pytest.MonkeyPatch) -> None:
+    """budget-capped (min_tpot: outside the memory bound), its $20/h budget relaxed 50 %:
+    CP-SAT is handed only plans within $30/h at the least TPOT (main handed it every
+    candidate, over budget or not, and pruned them there), and chooses a fresh full
+    solve's plan."""
+    from solver.explain import refilter
+
     p = _problem("budget-capped.yaml")
     s = scenario_of(p)
     again = Refilter(p)
-    first = again.solve(s)
-    assert first.feasible
-    calls = _count(monkeypatch, problem_module.Problem, "ttft_cap")
-    moved = s.with_value("max_usd_per_hour", 30.0)  # $20/h relaxed 50 %
+    assert again.solve(s).feasible
+    handed: list[list] = []
+    real = refilter.optimise
+
+    def spy(cands, *args, **kwargs):  # type: ignore[no-untyped-def]
+        handed.append(list(cands))
+        return real(cands, *args, **kwargs)
+
+    monkeypatch.setattr(refilter, "optimise", spy)
+    monkeypatch.setattr("solver.optimise.scenario.optimise", spy)
+    moved = s.with_value("max_usd_per_hour", 30.0)
     got = again.solve(moved)
-    assert calls["n"] == 0
-    fresh = _problem("budget-capped.yaml")
-    want = solve_scenario(fresh, moved)
+    assert len(handed) == 1 and handed[0]
+    assert all(c.cost_usd_per_hour <= 30.0 for c in handed[0])
+    assert len({c.tpot_us for c in handed[0]}) == 1
+    want = solve_scenario(_problem("budget-capped.yaml"), moved)
     assert got.feasible and want.feasible and plan_label(got.chosen) == plan_label(want.chosen)
+    assert got.chosen.tpot_us == handed[0][0].tpot_us == want.chosen.tpot_us
 
 
 def test_the_price_of_a_tight_tpot_sizes_no_option_that_misses_it_alone(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,3 +165,23 @@ def test_one_pool_of_owned_gpus_rents_only_what_whole_replicas_leave() -> None:
     for tp, replicas, rented in ((4, 3, 4), (8, 2, 8), (2, 3, 0)):
         c = dataclasses.replace(by_tp[tp], replicas=replicas)
         assert (c.gpus, c.rented) == (tp * replicas, rented), (tp, replicas)
+
+
+def test_plans_left_out_by_the_budget_are_exactly_those_over_it() -> None:
+    """candidates(within=...) leaves out only plans whose GPUs, rented at the device's
+    price, cost more than the $20/h budget (gpus × $/GPU-hour, in cents, rounded up):
+    the plans that meet every rule are the same as without it."""
+    from solver.optimise.model import admissible
+
+    p = _problem("budget-capped.yaml")
+    s = scenario_of(p)
+    every = candidates(p, s.workload, s.targets, batch_variants=True)
+    kept = candidates(p, s.workload, s.targets, batch_variants=True, within=(None, 2000, None))
+    kept_keys = {f[:3] for f in _figures(kept)}
+    left = [c for c in every if (c.shape.index, c.batch, c.replicas) not in kept_keys]
+    assert left and len(kept) + len(left) == len(every)
+    for c in left:
+        price = c.shape.device.price
+        assert price is not None and c.gpus * price.usd_per_gpu_hour * 100 > 2000, c.shape.label
+    limits = s.limits()
+    assert _figures([c for c in every if admissible(c, limits)]) == _figures([c for c in kept if admissible(c, limits)])
