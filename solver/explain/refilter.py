@@ -185,10 +185,10 @@ class Refilter:
         problem = self.problem
         w, t, limits, primary = s.workload, s.targets, s.limits(), PRIMARY[problem.objective]
         searched = problem.shapes if self.shapes is None else self.shapes
-        if _memory_key(w) != _memory_key(problem.workload):  # new physics: derived only where the limits allow a plan
-            searched = [sh for sh in searched if within_limits(problem, sh, w, limits)]
-        hopeful = [sh for sh in searched if not misses_alone(problem, sh, w, t)]
         within = (limits.max_gpus, limits.max_cost_cents, limits.max_purchase_dollars)
+        if _memory_key(w) != _memory_key(problem.workload) and any(x is not None for x in within):
+            searched = [sh for sh in searched if within_limits(problem, sh, w, limits)]  # new physics: only where a plan may fit the limits
+        hopeful = [sh for sh in searched if not misses_alone(problem, sh, w, t)]
         cands = candidates(
             problem,
             w,

@@ -172,9 +172,9 @@ def test_a_moved_context_derives_the_physics_only_of_options_that_could_win(monk
     derived: list[int] = []
     real = problem_module._shape_physics
 
-    def counted(shape, w):  # type: ignore[no-untyped-def]
+    def counted(shape, w, *shared):  # type: ignore[no-untyped-def]
         derived.append(shape.index)
-        return real(shape, w)
+        return real(shape, w, *shared)
 
     monkeypatch.setattr(problem_module, "_shape_physics", counted)
     s = scenario_of(p)
@@ -193,9 +193,9 @@ def test_an_explained_solve_derives_each_option_about_once(monkeypatch: pytest.M
     derived: list[int] = []
     real = problem_module._shape_physics
 
-    def counted(shape, w):  # type: ignore[no-untyped-def]
+    def counted(shape, w, *shared):  # type: ignore[no-untyped-def]
         derived.append(shape.index)
-        return real(shape, w)
+        return real(shape, w, *shared)
 
     monkeypatch.setattr(problem_module, "_shape_physics", counted)
     p = _problem(_data("chat-llama70b.yaml"))
