@@ -226,6 +226,7 @@ def run_fleet(data: dict, lines: dict, limits: Limits) -> tuple[int, str]:
     from pydantic import ValidationError
 
     from solver.catalog import default_catalog
+    from solver.catalog.types import USER_INPUT
     from solver.optimise.fleet_classes import build_classes
     from solver.optimise.fleet_traffic import solve_fleet_verified
     from solver.report.fleet_report import to_json
@@ -234,9 +235,11 @@ def run_fleet(data: dict, lines: dict, limits: Limits) -> tuple[int, str]:
     catalog = default_catalog()
     _no_local_files(data, catalog)
     try:
-        fs = FleetSpec.model_validate(data)
+        fs = FleetSpec.model_validate(data, context=USER_INPUT)
     except ValidationError as exc:
-        raise InputError.from_validation(exc, lines, source="request") from None
+        raise InputError.from_validation(
+            exc, lines, source="request", schema=FleetSpec, fields_hint="`plan-opt fleet --help` shows a fleet's fields"
+        ) from None
     if fs.solver.time_limit_s > limits.time_limit_s:
         fs = fs.model_copy(update={"solver": fs.solver.model_copy(update={"time_limit_s": limits.time_limit_s})})
     try:

@@ -30,7 +30,7 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("spec", help="YAML spec file (as for solve)")
     p.add_argument(
         "--engine",
-        choices=["vllm", "sglang", "llama.cpp"],
+        choices=["vllm", "sglang", "llama.cpp", "trtllm"],
         help="command to emit (default: the spec's engine when deploy has its template, else vllm)",
     )
     p.add_argument(
@@ -115,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
                 f"# {role}{launch.replicas} replica(s) × {launch.gpus_per_replica} × {device} — {launch.engine}"
                 + (f", {launch.nodes_per_replica} nodes of {launch.gpus_per_node} per replica" if launch.nodes_per_replica > 1 else "")
             )
+            for path, text in launch.files.items():
+                sys.stdout.write(f"cat > {path} <<'EOF'\n{text}EOF\n")
             if launch.nodes_per_replica > 1:
                 for s in launch.steps:
                     print(f"[{s.node}] {s.command}")
@@ -142,5 +144,6 @@ def _launch_json(dep: Launch) -> dict[str, Any]:
         if ck is None
         else {"hf_id": ck.hf_id, "format": ck.format, "variant": ck.variant, "container": ck.container, "source": ck.source},
         "launch": [{"node": s.node, "command": s.argv} for s in dep.steps],
+        "files": dep.files,
         "notes": dep.notes,
     }

@@ -55,6 +55,10 @@ class cached_property(Generic[_T]):  # noqa: N801 (used as functools' is)
 __all__ = ["Candidate", "PrefillPool", "candidates", "ceil_us"]  # ceil_us: the rounding enumerate.py shares
 
 
+ACQUIRE_BY_OBJECTIVE = {"min_tco": "cheaper", "min_purchase": "buy"}
+"""How an objective acquires GPUs beyond those owned (physics/costs.plan_tco's `acquire`); others rent."""
+
+
 @dataclass(frozen=True)
 class PrefillPool:
     """Disaggregated serving: the replicas that only prefill, and what the plan's TTFT
@@ -170,6 +174,12 @@ class Candidate:
             bought += extra if how == "bought" else 0
             rented += extra if how == "rented" else 0
         return total, bought, rented
+
+    def acquired_as(self, objective: str) -> tuple[float, int, int]:
+        """The plan's (TCO per hour, GPUs bought, GPUs rented) as its objective acquires
+        GPUs beyond those owned: min_tco the cheaper of renting and buying, min_purchase
+        buying, every other objective renting. Every report's TCO column reads this."""
+        return self.acquisition(ACQUIRE_BY_OBJECTIVE.get(objective, "rent"))
 
     @cached_property
     def _tco(self) -> tuple[float, str]:

@@ -247,7 +247,8 @@ SOLVE_AT_BOUND = [
     ("workload.kv_fill", 1, 1.0),
     ("sla.max_tpot", "1us", 1e-6),
     ("sla.max_tpot", "1h", 3600.0),
-    ("sla.max_ttft", 3600, 3600.0),
+    ("sla.max_ttft", "3600s", 3600.0),
+    ("sla.max_ttft", 1, 1.0),  # a plain number is seconds up to 1 (tests/spec/test_field_hints.py)
     ("search.max_gpus", 100_000, 100_000),
     ("budget.max_usd_per_hour", 0.01, 0.01),
     ("budget.max_usd_per_hour", 1e9, 1e9),
