@@ -346,7 +346,9 @@ def _over(shape: Shape, replicas: int, within: tuple[int | None, int | None, int
     price, purchase = shape.device.price, shape.device.purchase_usd
     if max_cents is not None and price and math.ceil(round(gpus * price.usd_per_gpu_hour * 100, 6)) > max_cents:
         return True
-    return max_dollars is not None and bool(purchase) and math.ceil(round(gpus * purchase, 6)) > max_dollars
+    if max_dollars is None or not purchase:
+        return False
+    return math.ceil(round(gpus * purchase, 6)) > max_dollars
 
 
 def _built(
