@@ -12,11 +12,10 @@ over it refused, whatever the microsecond grid.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, overload
 
 from solver.optimise.capacity import Capacity, latencies_at, replica_capacity
+from solver.optimise.lazy import cached_property
 from solver.optimise.problem import Problem, Shape, ShapePhysics
 from solver.optimise.targets import ceil_us, time_us
 from solver.physics.costs import owned_in_use, plan_tco
@@ -24,33 +23,6 @@ from solver.physics.decode import DecodeCoefficients
 from solver.physics.deployment import Targets, Workload
 from solver.physics.disaggregation import KvTransfer, PrefillPoolLoad
 from solver.traffic.screen import TrafficSizing
-
-_T = TypeVar("_T")
-
-
-class cached_property(Generic[_T]):  # noqa: N801 (used as functools' is)
-    """functools.cached_property without its lock (Python 3.11 takes one on every first
-    read; a search over 30,000-user batch variants reads two million of them). The value
-    goes into the instance's __dict__, where later reads find it before this descriptor."""
-
-    def __init__(self, func: Callable[[Any], _T]) -> None:
-        self.func = func
-        self.name = func.__name__
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, obj: None, owner: type | None = None) -> cached_property[_T]: ...
-    @overload
-    def __get__(self, obj: object, owner: type | None = None) -> _T: ...
-    def __get__(self, obj: object | None, owner: type | None = None) -> _T | cached_property[_T]:
-        if obj is None:
-            return self
-        value = self.func(obj)
-        obj.__dict__[self.name] = value
-        return value
-
 
 __all__ = ["Candidate", "PrefillPool", "candidates", "ceil_us"]  # ceil_us: the rounding enumerate.py shares
 
