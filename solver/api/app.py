@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from solver.api.errors import error_body
 from solver.errors import InputError
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20
@@ -48,10 +49,6 @@ class Refused(Exception):
     def __init__(self, status: int, field: str, message: str) -> None:
         super().__init__(message)
         self.status, self.field, self.message = status, field, message
-
-
-def error_body(field: str, value: object, message: str, line: int | None = None) -> dict[str, Any]:
-    return {"error": {"field": field, "value": None if value is None else str(value)[:200], "message": message, "line": line}}
 
 
 def parse_body(body: bytes, limits: Limits, what: str) -> tuple[dict, dict]:
@@ -189,6 +186,25 @@ def run_solve(data: dict, lines: dict, limits: Limits, explain: bool = True) -> 
     return 200, to_json(result)
 
 
+def run_deploy(data: dict, lines: dict, limits: Limits, engine: str | None, variant: str) -> tuple[int, str]:
+    """`plan-opt deploy --format json`: the plan's launch (report/deploy_json.py)."""
+    from solver.catalog import default_catalog
+    from solver.explain.solve import solve
+    from solver.report.deploy_json import default_engine, deploy_json, emit_checked
+    from solver.spec.solve_spec import parse_spec
+
+    _no_local_files(data, default_catalog())
+    spec = _capped(parse_spec(data, lines, "request"), limits)
+    result = solve(_problem(spec, lines), explain=False)
+    if result.solution.candidate is None:
+        raise InputError("spec", None, "no plan meets the spec: POST /solve says why")
+    try:
+        dep = emit_checked(result, default_engine(spec.engine.name, engine), variant, spec.engine.name)
+    except InputError as exc:
+        raise exc.relabel("engine") if exc.field == "--engine" else exc from None
+    return 200, json.dumps(deploy_json(dep), indent=2)
+
+
 def run_evaluate(data: dict, lines: dict, limits: Limits) -> tuple[int, str]:
     from solver.catalog import default_catalog
     from solver.physics.evaluate import evaluate
@@ -315,20 +331,28 @@ class Gate:
 
 def create_app(limits: Limits | None = None) -> Any:
     """The FastAPI application (imported only here: the CLI's other commands never load it)."""
-    from fastapi import FastAPI, Query, Request
+    from fastapi import Query, Request
     from fastapi.responses import FileResponse, JSONResponse, Response
     from fastapi.staticfiles import StaticFiles
+    from fastapi_offline import FastAPIOffline
 
+    from solver.api.catalog_routes import add_catalog_routes
+    from solver.api.errors import ERROR_RESPONSES, add_error_handlers
+    from solver.api.metrics import add_metrics
     from solver.traffic.budget import Cancelled
 
     limits = limits or Limits()
     gate = Gate(limits)
-    app = FastAPI(
+    app = FastAPIOffline(  # /docs and /redoc from files the package ships: they work with no network
         title="plan-opt",
         summary="The cheapest hardware that serves a language model at your latency targets, and which limit decided it.",
         description=__doc__,
         version="0.1.0",
+        responses=ERROR_RESPONSES,
     )
+    add_error_handlers(app)
+    add_metrics(app)
+    add_catalog_routes(app)
     body_doc = {"requestBody": {"content": {"application/yaml": {"schema": {"type": "string"}}, "application/json": {"schema": {"type": "object"}}}}}
 
     def answer(fn: Any, request_body: bytes | None, what: str, *args: Any, sets: list[str] | None = None) -> Response:
@@ -446,6 +470,19 @@ def create_app(limits: Limits | None = None) -> Any:
         if routing not in (None, "round_robin", "jsq"):
             return JSONResponse(error_body("routing", routing, "routing = " + routing + ": round_robin or jsq"), status_code=422)
         return await _threaded(answer, run_simulate, body, "spec", plan)
+
+    @app.post("/deploy", openapi_extra=body_doc, summary="plan-opt deploy --format json: the commands that run the spec's plan")
+    async def deploy(
+        request: Request,
+        engine: str | None = Query(None, description="as --engine: vllm, sglang, llama.cpp, trtllm (default: the spec's)"),
+        variant: str = Query("instruct", description="as --variant: instruct or base"),
+    ) -> Response:
+        if engine not in (None, "vllm", "sglang", "llama.cpp", "trtllm"):
+            return JSONResponse(error_body("engine", engine, f"engine = {engine}: vllm, sglang, llama.cpp or trtllm"), status_code=422)
+        if variant not in ("instruct", "base"):
+            return JSONResponse(error_body("variant", variant, f"variant = {variant}: instruct or base"), status_code=422)
+        body = await _read(request, limits.max_body_bytes)
+        return await _threaded(answer, run_deploy, body, "spec", engine, variant)
 
     @app.post("/fleet", openapi_extra=body_doc, summary="plan-opt fleet: one fleet for several workloads")
     async def fleet(request: Request) -> Response:

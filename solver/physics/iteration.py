@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.deployment import Deployment, Workload
 from solver.physics.interconnect import comm_time_from_segments
-from solver.physics.kernels import attention_flops, expert_hit_fraction, kernel_time_s, prefill_expert_overhead_s
+from solver.physics.kernels import attention_flops, kernel_time_s, prefill_expert_overhead_s
 from solver.physics.prefill import estimate_prefill
 
 
@@ -89,10 +89,7 @@ class IterationModel:
         prefill_attention_tokens += k * self.cached_tokens
         setup_s = 0.0  # a prefill-only pass's cost per expert reached (estimate_prefill's)
         if b > 0:
-            hit = expert_hit_fraction(c.num_experts, c.experts_per_token, b + k)
-            weights_s = (c.dense_weight_bytes + c.routed_weight_bytes * hit) / (
-                c.bandwidth_bytes_per_s * c.bandwidth_efficiency * c.weight_bandwidth_share
-            )
+            weights_s = c.weight_bytes(b + k) / (c.bandwidth_bytes_per_s * c.bandwidth_efficiency * c.weight_bandwidth_share)
             linear_s = b * c.linear_flops_per_sequence / (c.matmul_flops_per_s * c.compute_efficiency) + k * self.prefill_linear_s_per_token
         else:
             weights_s = self._prefill_weights_s(max(1, round(k)))
