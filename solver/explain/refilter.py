@@ -16,8 +16,10 @@ moved context derives anew only the memory of the options the bound reaches.
 
 The bound holds for the objectives priced per GPU (min_cost, min_gpus, min_purchase)
 when no GPU is owned (owned ones are free), the serving is aggregated only and the
-workload is users: elsewhere, and whenever no option meets every rule, it is the full
-solve (`solve_scenario`)."""
+workload is users: elsewhere it chooses among every candidate that meets every rule at
+the least objective (the candidates built once per workload and targets, so a moved
+budget builds none); under traffic, and whenever no option meets every rule, it is the
+full solve (`solve_scenario`)."""
 
 from __future__ import annotations
 
@@ -25,10 +27,11 @@ import math
 
 from solver.optimise.candidates import Candidate, candidates
 from solver.optimise.disaggregated import serves_disaggregated
-from solver.optimise.model import PRIMARY, Solution, admissible, optimise
+from solver.optimise.model import PRIMARY, Limits, Solution, admissible, optimise
 from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import Scenario, solve_scenario, wants_batch_variants
-from solver.physics.deployment import Workload
+from solver.physics.deployment import Targets, Workload
+from solver.units import meets_time
 
 _PER_GPU = ("min_cost", "min_gpus", "min_purchase")
 
@@ -51,6 +54,43 @@ def lower_bound(problem: Problem, shape: Shape, replicas: int) -> int | None:
         return None if dev.price is None else math.ceil(round(gpus * dev.price.usd_per_gpu_hour * 100, 6))
     assert problem.objective == "min_purchase", problem.objective  # `bounded` admits no other
     return None if dev.purchase_usd is None else math.ceil(round(gpus * dev.purchase_usd, 6))
+
+
+def misses_alone(problem: Problem, shape: Shape, w: Workload, t: Targets) -> bool:
+    """Whether one user alone on a replica misses the TPOT or the TTFT target. Its
+    candidates are then one, at batch 1 (a cap of 0: `replica_capacity`, `offered_batches`),
+    with these very figures (`latencies_at`): it is never admissible, and the price of a
+    tight target need not size it (a TTFT cap alone is a dozen queue sums)."""
+    ph = problem.physics(shape, w)
+    dec = ph.decode
+    if not ph.valid or dec is None:
+        return False  # `candidates` builds none
+    if t.max_tpot_s is not None and not meets_time(ph.tpot_at(1), t.max_tpot_s):
+        return True
+    return t.max_ttft_s is not None and not meets_time(ph.ttft_under_load_at(1) if dec.prompt_tokens else ph.ttft_s, t.max_ttft_s)
+
+
+def within_limits(problem: Problem, shape: Shape, w: Workload, limits: Limits) -> bool:
+    """Whether the fewest replicas of `shape` its memory allows (fewer break the memory
+    rule) can be within the GPU cap and, rented, the $/hour and purchase budgets: its
+    plans have at least that many GPUs and cost at least that much (its own rounding,
+    `Candidate`). Reads the memory alone, not the physics. Owned GPUs are free: only
+    the cap is read for a shape some of whose GPUs are owned."""
+    per_replica = problem.memory_cap(shape, w)
+    if per_replica < 1:
+        return False  # no replica holds one sequence (or a rule refuses the shape): never admissible
+    gpus = math.ceil(w.users / per_replica) * shape.gpus_per_replica
+    if limits.max_gpus is not None and gpus > limits.max_gpus:
+        return False
+    if shape.owned:
+        return True
+    dev = shape.device
+    if limits.max_cost_cents is not None and dev.price is not None:
+        if math.ceil(round(gpus * dev.price.usd_per_gpu_hour * 100, 6)) > limits.max_cost_cents:
+            return False
+    if limits.max_purchase_dollars is not None and dev.purchase_usd is not None:
+        return math.ceil(round(gpus * dev.purchase_usd, 6)) <= limits.max_purchase_dollars
+    return True
 
 
 def _memory_key(w: Workload) -> tuple[object, ...]:
@@ -82,8 +122,10 @@ class Refilter:
         """`solve_scenario(problem, s, shapes=shapes)`'s answer, building candidates only
         for the options whose bound does not exceed the best admissible plan found."""
         problem = self.problem
-        if self.owned or not bounded(problem, s):
+        if s.workload.traffic is not None:
             return solve_scenario(problem, s, shapes=self.shapes)
+        if self.owned or not bounded(problem, s):
+            return self._filtered(s)
         w, limits, primary = s.workload, s.limits(), PRIMARY[problem.objective]
         variants = wants_batch_variants(problem)
         best: int | None = None
@@ -96,6 +138,8 @@ class Refilter:
 
         def build(sh: Shape) -> None:
             nonlocal best
+            if misses_alone(problem, sh, w, s.targets):
+                return  # its one candidate (batch 1) meets no rule set: nothing to build
             for c in candidates(problem, w, s.targets, batch_variants=variants, shapes=[sh]):
                 built.append(c)
                 if admissible(c, limits) and (best is None or primary(c) < best):
@@ -129,4 +173,34 @@ class Refilter:
         # CP-SAT's choice is the least (objective, tie-break rank) among the plans that
         # meet every rule: it chooses among those at the least objective alone.
         tied = [c for c in built if primary(c) == best and admissible(c, limits)]
+        return optimise(tied, limits, problem.objective, problem.clock, problem.spec.prefer)
+
+    def _filtered(self, s: Scenario) -> Solution:
+        """`solve_scenario`'s answer from every candidate that can meet every rule (the
+        problem builds them once per workload and latency targets, so a moved budget
+        re-filters them; the aggregated plans of options that miss a latency target alone
+        are left out, `misses_alone`): CP-SAT chooses among those that meet every rule at
+        the least objective, as it would among them all (its choice is the least
+        (objective, tie-break rank), the module's docstring)."""
+        problem = self.problem
+        w, t, limits, primary = s.workload, s.targets, s.limits(), PRIMARY[problem.objective]
+        searched = problem.shapes if self.shapes is None else self.shapes
+        within = (limits.max_gpus, limits.max_cost_cents, limits.max_purchase_dollars)
+        if _memory_key(w) != _memory_key(problem.workload) and any(x is not None for x in within):
+            searched = [sh for sh in searched if within_limits(problem, sh, w, limits)]  # new physics: only where a plan may fit the limits
+        hopeful = [sh for sh in searched if not misses_alone(problem, sh, w, t)]
+        cands = candidates(
+            problem,
+            w,
+            t,
+            batch_variants=wants_batch_variants(problem),
+            shapes=self.shapes,
+            aggregated=hopeful,
+            within=within if any(x is not None for x in within) else None,
+        )
+        ok = [c for c in cands if admissible(c, limits)]
+        if not ok:  # infeasible: the full solve says so
+            return solve_scenario(problem, s, shapes=self.shapes)
+        best = min(primary(c) for c in ok)
+        tied = [c for c in ok if primary(c) == best]
         return optimise(tied, limits, problem.objective, problem.clock, problem.spec.prefer)

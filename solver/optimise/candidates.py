@@ -12,11 +12,10 @@ over it refused, whatever the microsecond grid.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, overload
 
 from solver.optimise.capacity import Capacity, latencies_at, replica_capacity
+from solver.optimise.lazy import cached_property
 from solver.optimise.problem import Problem, Shape, ShapePhysics
 from solver.optimise.targets import ceil_us, time_us
 from solver.physics.costs import owned_in_use, plan_tco
@@ -24,33 +23,6 @@ from solver.physics.decode import DecodeCoefficients
 from solver.physics.deployment import Targets, Workload
 from solver.physics.disaggregation import KvTransfer, PrefillPoolLoad
 from solver.traffic.screen import TrafficSizing
-
-_T = TypeVar("_T")
-
-
-class cached_property(Generic[_T]):  # noqa: N801 (used as functools' is)
-    """functools.cached_property without its lock (Python 3.11 takes one on every first
-    read; a search over 30,000-user batch variants reads two million of them). The value
-    goes into the instance's __dict__, where later reads find it before this descriptor."""
-
-    def __init__(self, func: Callable[[Any], _T]) -> None:
-        self.func = func
-        self.name = func.__name__
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, obj: None, owner: type | None = None) -> cached_property[_T]: ...
-    @overload
-    def __get__(self, obj: object, owner: type | None = None) -> _T: ...
-    def __get__(self, obj: object | None, owner: type | None = None) -> _T | cached_property[_T]:
-        if obj is None:
-            return self
-        value = self.func(obj)
-        obj.__dict__[self.name] = value
-        return value
-
 
 __all__ = ["Candidate", "PrefillPool", "candidates", "ceil_us"]  # ceil_us: the rounding enumerate.py shares
 
@@ -118,6 +90,9 @@ class Candidate:
     def _by_device(self) -> tuple[tuple[Shape, int, int], ...]:
         """(a shape of the device, GPUs of it, GPUs of it rented), per device: two pools
         of one device share its owned GPUs."""
+        if self.prefill is None:  # one pool (the many candidates of a search): no sharing to work out
+            shape, n = self.shape, self.replicas * self.shape.gpus_per_replica
+            return ((shape, n, n - owned_in_use(shape.owned, [(shape.gpus_per_replica, self.replicas)]) if shape.owned else n),)
         gpus: dict[str, list] = {}
         for shape, n in self.pools:
             row = gpus.setdefault(shape.device.name, [shape, 0, []])
@@ -298,11 +273,17 @@ def candidates(
     ignore_tpot_cap: bool = False,
     relaxed: frozenset[str] = frozenset(),
     shapes: list[Shape] | None = None,
+    aggregated: list[Shape] | None = None,
+    within: tuple[int | None, int | None, int | None] | None = None,
 ) -> list[Candidate]:
     """One candidate per runnable shape at its largest batch (fewest replicas, the
     cheapest way to serve the users), or several batches when `batch_variants` (a
     smaller batch buys a lower TPOT with more replicas). Shapes that break a limit
-    stay in as candidates: the CP-SAT constraints rule them out, and say which."""
+    stay in as candidates: the CP-SAT constraints rule them out, and say which.
+    `aggregated` (of `shapes`; all of them when None): the shapes whose aggregated plans
+    are built (each shape's are its own), while disaggregated plans pair over `shapes`.
+    `within` (GPUs, cents per hour, purchase dollars; None: no limit): aggregated plans
+    over one of them are not built (never admissible; a re-filter's own)."""
     w = workload or problem.workload
     t = targets or problem.targets
     if w.traffic is not None:
@@ -311,6 +292,49 @@ def candidates(
         return acquirable(
             problem, traffic_candidates(problem, w, t, shapes if shapes is not None else problem.shapes, relaxed, variants=batch_variants)
         )
+
+    # Without traffic the candidates depend on these alone (the physics is memoised by
+    # the problem, the options' order by `shapes`): built once, handed out as a new list.
+    def indices(shs: list[Shape] | None) -> tuple[int, ...] | None:
+        return None if shs is None else tuple(sh.index for sh in shs)
+
+    key = (w, t, batch_variants, ignore_tpot_cap, relaxed, indices(shapes), indices(aggregated), within)
+    got = problem._candidates.get(key)
+    if got is None:
+        got = problem._candidates[key] = _built(problem, w, t, batch_variants, ignore_tpot_cap, relaxed, shapes, aggregated, within)
+    return list(got)
+
+
+def _over(shape: Shape, replicas: int, within: tuple[int | None, int | None, int | None]) -> bool:
+    """Whether `replicas` of `shape` alone exceed the GPU cap or, rented, a budget, each
+    rounded as `Candidate` rounds it (owned GPUs are free: a shape that has some is read
+    against the cap alone)."""
+    max_gpus, max_cents, max_dollars = within
+    gpus = replicas * shape.gpus_per_replica
+    if max_gpus is not None and gpus > max_gpus:
+        return True
+    if shape.owned:
+        return False
+    price, purchase = shape.device.price, shape.device.purchase_usd
+    if max_cents is not None and price and math.ceil(round(gpus * price.usd_per_gpu_hour * 100, 6)) > max_cents:
+        return True
+    if max_dollars is None or not purchase:
+        return False
+    return math.ceil(round(gpus * purchase, 6)) > max_dollars
+
+
+def _built(
+    problem: Problem,
+    w: Workload,
+    t: Targets,
+    batch_variants: bool,
+    ignore_tpot_cap: bool,
+    relaxed: frozenset[str],
+    shapes: list[Shape] | None,
+    aggregated: list[Shape] | None,
+    within: tuple[int | None, int | None, int | None] | None,
+) -> list[Candidate]:
+    """`candidates` without traffic, built anew."""
     from solver.optimise.disaggregated import disaggregated_candidates, serves_disaggregated
 
     searched = shapes if shapes is not None else problem.shapes
@@ -319,7 +343,7 @@ def candidates(
         out += disaggregated_candidates(problem, w, t, searched, relaxed, variants=batch_variants, ignore_caps=ignore_tpot_cap)
     if "aggregated" not in problem.spec.search.serving:
         return acquirable(problem, out)
-    for shape in searched:
+    for shape in searched if aggregated is None else aggregated:
         ph = problem.physics(shape, w)
         dec = ph.decode
         if not ph.valid or dec is None:
@@ -331,6 +355,8 @@ def candidates(
             if replicas in seen:
                 continue
             seen.add(replicas)
+            if within is not None and _over(shape, replicas, within):
+                continue
             batch = math.ceil(w.users / replicas)
             out.append(Candidate(shape, ph, batch, replicas, w.users, cap.max_tpot, ph.tpot_at(batch), relaxed, cap.max_ttft, t))
     return acquirable(problem, out)

@@ -15,6 +15,7 @@ conflicting set (an unsat core shrunk by deletion).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -144,10 +145,20 @@ def rules(limits: Limits) -> list[Rule]:
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def _rules_of(limits: Limits) -> tuple[Rule, ...]:
+    """`rules(limits)`, made once per limits (a re-filter asks it of every candidate), the
+    latencies last: a conjunction in any order, and a plan over a budget or the GPU cap
+    is refused before its TTFT under load is derived."""
+    latency = ("max_tpot", "max_ttft")
+    made = rules(limits)
+    return tuple([r for r in made if r.name not in latency] + [r for r in made if r.name in latency])
+
+
 def admissible(c: Candidate, limits: Limits, assumed: Collection[str] | None = None) -> bool:
     """Whether choosing `c` meets the physical rules and the targets `assumed` (all
     targets when None), as the CP-SAT model with those assumptions would."""
-    for rule in rules(limits):
+    for rule in _rules_of(limits):
         if (rule.physical or assumed is None or rule.name in assumed) and rule.coeff(c) > rule.limit:
             return False
     return not any(t in c.relaxed and (assumed is None or t in assumed) for t in ("users", "context_tokens"))

@@ -17,7 +17,7 @@ from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.deployment import Deployment, Targets, Workload
 from solver.physics.disaggregation import KvTransfer, kv_transfer
 from solver.physics.memory import estimate_memory
-from solver.physics.prefill import estimate_prefill
+from solver.physics.prefill import PrefillEstimate, estimate_prefill
 from solver.spec.solve_spec import Spec
 from solver.traffic.screen import ShapeScreen
 from solver.units import meets_time
@@ -166,6 +166,14 @@ class Problem:
     """The basis the rented GPUs were priced on."""
     ownership: Ownership | None = None
     """Power, hosting and life of owned and bought GPUs."""
+    _unbatched: dict[tuple, tuple[Any, ...]] = field(default_factory=dict)
+    """Of each shape's physics, what does not depend on the workload's batching (its
+    refusals, memory, prefill): a disaggregated plan's decode pool (batching isolated)
+    and an aggregated replica of one shape share them."""
+    _candidates: dict[tuple, list[Any]] = field(default_factory=dict, init=False, repr=False)
+    """Every candidate of one workload, targets and options (optimise/candidates.py), memoised:
+    the plan, its headroom, the runners-up and a moved budget ask for the same ones. Not
+    carried to a copy (dataclasses.replace: another spec may ask for other candidates)."""
     clock: SolverClock = field(init=False)
     """Every solve on this problem draws its time limit from it (optimise/clock.py)."""
 
@@ -192,7 +200,7 @@ class Problem:
         key = _physics_key(shape, workload)
         got = self._physics.get(key)
         if got is None:
-            got = _shape_physics(shape, workload)
+            got = _shape_physics(shape, workload, self._unbatched)
             self._physics[key] = got
         return got
 
@@ -270,21 +278,39 @@ def _physics_key(shape: Shape, w: Workload) -> tuple[int, int, int, int, str, in
     return (shape.index, w.resident_tokens, w.prompt_tokens, w.output_tokens, w.batching, w.shared_prefix_tokens, w.prefix_hit_rate)
 
 
-def _shape_physics(shape: Shape, w: Workload) -> ShapePhysics:
-    d = shape.deployment
+def _unbatched_physics(d: Deployment, w: Workload) -> tuple[tuple[tuple[str, str], ...], int | None, PrefillEstimate | ValueError | None]:
+    """(refusals, memory's batch, prefill estimate or the ValueError it raised), the parts
+    of a shape's physics its workload's batching does not enter (validity, memory and
+    prefill read no `batching`); None where a refusal leaves nothing to estimate."""
     refused = tuple(validity.check(d, w))
     if any(kind != validity.INTERCONNECT for kind, _ in refused):
-        return ShapePhysics(shape, refused, 0, math.inf, None)
+        return refused, None, None
     if any(kind == validity.INTERCONNECT for kind, _ in refused):
         try:
             from solver.physics.interconnect import ring_for
 
             ring_for(d)
         except ValueError:  # no link joins this many GPUs at all: nothing to estimate
-            return ShapePhysics(shape, refused, 0, math.inf, None)
+            return refused, None, None
     max_batch = estimate_memory(d, w).max_batch
     try:
-        prefill = estimate_prefill(d, w)
+        return refused, max_batch, estimate_prefill(d, w)
+    except ValueError as e:
+        return refused, max_batch, e
+
+
+def _shape_physics(shape: Shape, w: Workload, unbatched: dict[tuple, tuple[Any, ...]]) -> ShapePhysics:
+    d = shape.deployment
+    full = _physics_key(shape, w)
+    key = full[:4] + full[5:]  # less the batching
+    if key not in unbatched:
+        unbatched[key] = _unbatched_physics(d, w)
+    refused, max_batch, prefill = unbatched[key]
+    if max_batch is None:
+        return ShapePhysics(shape, refused, 0, math.inf, None)
+    try:
+        if isinstance(prefill, ValueError):
+            raise prefill
         return ShapePhysics(
             shape,
             refused,

@@ -47,6 +47,8 @@ CASES = [
     ),
     ("budget-capped.yaml", {}),  # min_tpot: no bound, the full solve (the same answer by construction)
     ("owned-inventory.yaml", {}),  # owned GPUs are free: no bound
+    ("long-prompts-disaggregated.yaml", {}),  # disaggregated: no bound, the hopeless aggregated options left out
+    ("latency-critical-8b-eagle.yaml", {}),  # most options miss 5 ms with one user alone: left out unsized
 ]
 
 
@@ -145,13 +147,20 @@ def test_a_moved_budget_builds_the_candidates_of_few_options(monkeypatch: pytest
     assert sol.feasible and plan_label(sol.chosen) == plan_label(result.solution.chosen)
     assert 0 < len(built) < len(p.shapes) / 4
     # whatever was left out could not have beaten the plan: one replica of it, or the
-    # replicas its memory needs for 96 users, costs more
+    # replicas its memory needs for 96 users, costs more; or one user alone on a replica
+    # of it misses the TPOT (50 ms) or the TTFT target (1 s), so no batch meets them
     best = math.ceil(round(cost * 100, 6))
+    t = s.targets
+    assert t.max_tpot_s is not None and t.max_ttft_s is not None
     for sh in p.shapes:
         if sh.index in built or sh.device.price is None:
             continue
         cap = p.memory_cap(sh, s.workload)
-        assert cap < 1 or lower_bound(p, sh, math.ceil(96 / cap)) > best or lower_bound(p, sh, 1) > best, sh.label
+        if cap < 1 or lower_bound(p, sh, math.ceil(96 / cap)) > best or lower_bound(p, sh, 1) > best:
+            continue
+        dec = p.physics(sh, s.workload).decode
+        assert dec is not None, sh.label
+        assert dec.tpot_s(1) > t.max_tpot_s * (1 + 1e-9) or dec.ttft_under_load_s(1) > t.max_ttft_s * (1 + 1e-9), sh.label
 
 
 def test_a_moved_context_derives_the_physics_only_of_options_that_could_win(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -163,9 +172,9 @@ def test_a_moved_context_derives_the_physics_only_of_options_that_could_win(monk
     derived: list[int] = []
     real = problem_module._shape_physics
 
-    def counted(shape, w):  # type: ignore[no-untyped-def]
+    def counted(shape, w, *shared):  # type: ignore[no-untyped-def]
         derived.append(shape.index)
-        return real(shape, w)
+        return real(shape, w, *shared)
 
     monkeypatch.setattr(problem_module, "_shape_physics", counted)
     s = scenario_of(p)
@@ -184,9 +193,9 @@ def test_an_explained_solve_derives_each_option_about_once(monkeypatch: pytest.M
     derived: list[int] = []
     real = problem_module._shape_physics
 
-    def counted(shape, w):  # type: ignore[no-untyped-def]
+    def counted(shape, w, *shared):  # type: ignore[no-untyped-def]
         derived.append(shape.index)
-        return real(shape, w)
+        return real(shape, w, *shared)
 
     monkeypatch.setattr(problem_module, "_shape_physics", counted)
     p = _problem(_data("chat-llama70b.yaml"))
