@@ -339,6 +339,7 @@ def create_app(limits: Limits | None = None) -> Any:
     from solver.api.catalog_routes import add_catalog_routes
     from solver.api.errors import ERROR_RESPONSES, add_error_handlers
     from solver.api.metrics import add_metrics
+    from solver.api.request_docs import add_request_schemas
     from solver.traffic.budget import Cancelled
 
     limits = limits or Limits()
@@ -353,6 +354,7 @@ def create_app(limits: Limits | None = None) -> Any:
     add_error_handlers(app)
     add_metrics(app)
     add_catalog_routes(app)
+    add_request_schemas(app)
     body_doc = {"requestBody": {"content": {"application/yaml": {"schema": {"type": "string"}}, "application/json": {"schema": {"type": "object"}}}}}
 
     def answer(fn: Any, request_body: bytes | None, what: str, *args: Any, sets: list[str] | None = None) -> Response:

@@ -85,3 +85,28 @@ def test_metrics_count_requests_by_route_and_status():
     assert 'plan_opt_requests_total{method="GET",route="/health",status="200"} 2.0' in text
     assert 'plan_opt_requests_total{method="GET",route="other",status="404"} 1.0' in text  # unknown paths share one label
     assert "plan_opt_request_seconds_bucket" in text and "plan_opt_requests_in_flight" in text
+
+
+def test_request_bodies_are_the_input_models_with_a_bundled_example(client):
+    from solver.spec.fleet_spec import FleetSpec
+    from solver.spec.solve_spec import parse_spec
+
+    doc = client.get("/openapi.json").json()
+    schemas = doc["components"]["schemas"]
+    text = json.dumps(doc)
+    assert all(ref in schemas for ref in re.findall(r'"#/components/schemas/([^"]+)"', text))  # every reference resolves
+    for path, model in (
+        ("/solve", "Spec"),
+        ("/pareto", "Spec"),
+        ("/simulate", "Spec"),
+        ("/deploy", "Spec"),
+        ("/fleet", "FleetSpec"),
+        ("/evaluate", "EvaluateInput"),
+    ):
+        body = doc["paths"][path]["post"]["requestBody"]["content"]
+        assert body["application/json"]["schema"] == {"$ref": f"#/components/schemas/{model}"}, path
+        assert set(schemas[model]["properties"]) >= {"model"} or model == "FleetSpec"
+        example = body["application/json"].get("example")
+        if example is not None:  # the bundled spec it shows is one the route takes
+            (FleetSpec.model_validate if model == "FleetSpec" else parse_spec)(example)
+            assert body["application/yaml"]["example"].strip()
