@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from solver.catalog import Model, PublishedCheckpoint, default_catalog
 from solver.errors import InputError
 from solver.explain.records import SolveResult
-from solver.report.launch import Launch, LaunchStep, flag_table
+from solver.report.launch import Launch, LaunchStep, flag_table, spelling
 
 if TYPE_CHECKING:
     from solver.catalog import Engine
@@ -198,6 +198,7 @@ def _pool_launch(
         vendor=device.vendor,
         port=table["port"],
         health_path=table["health_path"],
+        engine_version=result.problem.spec.engine.version if result.problem.spec.engine.name == engine else None,
     )
     if d.expert_parallel and engine not in ("vllm", "sglang", "trtllm"):
         what = "data-parallel attention with expert parallelism" if d.dp_ep else "expert parallelism"
@@ -218,7 +219,7 @@ def _pool_launch(
         else:
             dep.argv = _sglang(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine, e)
     if d.speculation is not None and engine != "trtllm":  # TensorRT-LLM's draft is in its options file
-        dep.argv += _speculative_flags(engine, d)
+        dep.argv += _speculative_flags(engine, d, dep.engine_version, notes)
     if w.shared_prefix_tokens:
         if engine == "vllm":  # on by default in V1; said, since the plan counts on it
             dep.argv += ["--enable-prefix-caching"]
@@ -240,11 +241,17 @@ def _pool_launch(
     return dep
 
 
-def _speculative_flags(engine: str, d: Plan) -> list[str]:
+def _named_version(dep: Launch) -> str | None:
+    """The engine release the spec names, where it names one for this engine."""
+    return dep.engine_version
+
+
+def _speculative_flags(engine: str, d: Plan, version: str | None = None, notes: list[str] | None = None) -> list[str]:
     """The draft the plan's TPOT counts on, as the engine takes it: vLLM's
     --speculative-config, SGLang's --speculative-* flags; a head needs its checkpoint."""
     s = d.speculation
     assert s is not None
+    notes = notes if notes is not None else []
     if s.method != "mtp" and not s.checkpoint:
         raise InputError(
             "speculative.draft_checkpoint",
@@ -255,6 +262,10 @@ def _speculative_flags(engine: str, d: Plan) -> list[str]:
         config: dict[str, object] = {"num_speculative_tokens": s.num_tokens}
         if s.vllm_method:
             config["method"] = s.vllm_method
+        if s.vllm_method == "deepseek_mtp":  # renamed mtp (engine_flags.yaml `renamed`)
+            words, note = spelling("vllm", "speculative_method_mtp", version)
+            config["method"] = words[0]
+            notes += [note] if note else []
         if s.checkpoint:
             config["model"] = s.checkpoint
         return ["--speculative-config", json.dumps(config, separators=(",", ":"), sort_keys=True)]
@@ -386,10 +397,12 @@ def _sglang(
     e: Engine | None,
 ) -> list[str]:
     argv = ["python3", "-m", "sglang.launch_server", "--model-path", *model_arg]
-    if d.tp > 1:
-        argv += ["--tp", str(d.tp)]
-    if d.dp_ep:  # SGLang: --tp the GPUs, --dp as many attention ranks, the experts over them
-        argv += ["--dp", str(d.tp), "--enable-dp-attention", "--ep-size", str(d.tp)]
+    if d.tp > 1:  # --tp-size: SGLang registers no --tp (it parses only as an argparse prefix)
+        argv += ["--tp-size", str(d.tp)]
+    if d.dp_ep:  # SGLang: --tp-size the GPUs, as many attention-DP ranks, the experts over them
+        words, note = spelling("sglang", "attention_dp", _named_version(dep), d.tp)
+        argv += [*words, "--ep-size", str(d.tp)]
+        dep.notes += [note] if note else []
     elif d.parallelism == "tp_ep":  # tensor-parallel attention, the experts over the same GPUs
         argv += ["--ep-size", str(d.tp)]
     if d.pp > 1:
@@ -402,7 +415,9 @@ def _sglang(
     if same_engine and e is not None:
         argv += ["--chunked-prefill-size", str(e.max_num_batched_tokens)]
         if e.enforce_eager:
-            argv += ["--disable-cuda-graph"]
+            words, note = spelling("sglang", "eager", _named_version(dep))
+            argv += words
+            dep.notes += [note] if note else []
     return argv
 
 
