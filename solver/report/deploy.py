@@ -80,7 +80,9 @@ def _formats(engine: str, d: Plan) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return e.weight_formats, e.kv_formats
 
 
-def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -> Launch:
+def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct", release: str | None = None) -> Launch:
+    """The plan's launch; flags spelled for the engine release the spec names, else for
+    `release` (the version of a pinned image, --emit k8s), else the current one."""
     c = result.solution.candidate
     if c is None:
         raise ValueError("no plan to deploy")
@@ -91,11 +93,13 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -
     batch = c.traffic.at_load_seqs if c.traffic is not None else c.batch
     pool = c.prefill
     if pool is None:
-        return _pool_launch(result, engine, variant, c.shape.deployment, c.replicas, batch)
+        return _pool_launch(result, engine, variant, c.shape.deployment, c.replicas, batch, release=release)
     if engine not in ("vllm", "sglang"):
         raise InputError("--engine", engine, "the plan serves prefill and decode on separate pools: deploy emits it for vllm and sglang")
-    dep = _pool_launch(result, engine, variant, c.shape.deployment, c.replicas, batch, _role_flags(engine, "decode"))
-    pre = _pool_launch(result, engine, variant, pool.shape.deployment, pool.replicas, pool.load.users_per_replica, _role_flags(engine, "prefill"))
+    dep = _pool_launch(result, engine, variant, c.shape.deployment, c.replicas, batch, _role_flags(engine, "decode"), release)
+    pre = _pool_launch(
+        result, engine, variant, pool.shape.deployment, pool.replicas, pool.load.users_per_replica, _role_flags(engine, "prefill"), release
+    )
     _disaggregate(dep, pre, result, engine)
     return dep
 
@@ -149,7 +153,14 @@ def _disaggregate(dep: Launch, pre: Launch, result: SolveResult, engine: str) ->
 
 
 def _pool_launch(
-    result: SolveResult, engine: str, variant: str, d: Plan, replicas: int, batch: int, role_flags: tuple[str, ...] | list[str] = ()
+    result: SolveResult,
+    engine: str,
+    variant: str,
+    d: Plan,
+    replicas: int,
+    batch: int,
+    role_flags: tuple[str, ...] | list[str] = (),
+    release: str | None = None,
 ) -> Launch:
     """One pool's replica (the plan's only pool, or one of a disaggregated plan's two)."""
     c = result.solution.chosen
@@ -198,7 +209,8 @@ def _pool_launch(
         vendor=device.vendor,
         port=table["port"],
         health_path=table["health_path"],
-        engine_version=result.problem.spec.engine.version if result.problem.spec.engine.name == engine else None,
+        engine_version=(result.problem.spec.engine.version if result.problem.spec.engine.name == engine else None) or release,
+        device=device.name,
     )
     if d.expert_parallel and engine not in ("vllm", "sglang", "trtllm"):
         what = "data-parallel attention with expert parallelism" if d.dp_ep else "expert parallelism"
@@ -331,6 +343,7 @@ def _weights(
             f"{weights} weights: no {weights} checkpoint of {model.display_name} is published, so {dep.engine} "
             f"quantises {base} at load time (dynamic {weights.upper()})"
         )
+        dep.reads_format = "bf16"  # the 16-bit checkpoint is what is downloaded and read
         return [base], ["--quantization", how["runtime"]]
     method = how.get("checkpoint")
     dep.notes.append(

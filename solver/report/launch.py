@@ -61,6 +61,11 @@ class Launch:
     """What routes each request through a prefill and a decode replica, where the engine ships one."""
     benchmark: list[str] = field(default_factory=list)
     """The command that checks the running plan at the spec's load (report/bench_command.py)."""
+    reads_format: str = ""
+    """The format of the checkpoint the engine reads when it is not the plan's (a 16-bit
+    one quantised at load); "" for the plan's own."""
+    device: str = ""
+    """The catalog device the pool runs on (the GPU product a manifest selects nodes by)."""
     engine_version: str | None = None
     """The engine release the spec names (engine.version, same engine); None: the current one."""
     files: dict[str, str] = field(default_factory=dict)
