@@ -104,7 +104,11 @@ def test_no_renamed_spelling_is_emitted_without_a_version(engine):
 def _engine_parser(engine: str) -> argparse.ArgumentParser:
     if engine == "vllm":
         from vllm.entrypoints.openai.cli_args import make_arg_parser  # type: ignore[import-not-found]
-        from vllm.utils import FlexibleArgumentParser  # type: ignore[import-not-found]
+
+        try:  # moved to vllm.utils.argparse_utils in later releases
+            from vllm.utils.argparse_utils import FlexibleArgumentParser  # type: ignore[import-not-found]
+        except ImportError:
+            from vllm.utils import FlexibleArgumentParser  # type: ignore[import-not-found]
 
         return make_arg_parser(FlexibleArgumentParser())
     from sglang.srt.server_args import ServerArgs  # type: ignore[import-not-found]
