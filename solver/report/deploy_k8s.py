@@ -102,6 +102,8 @@ def manifests(dep: Launch, *, name: str, weights_bytes: float, image: str | None
             "k8s",
             f"no Kubernetes GPU resource for {dep.vendor} devices in catalogs/engine_flags.yaml (has {', '.join(k8s['gpu_resource'])})",
         )
+    if image is not None and dep.engine_version is None:
+        dep.notes.append(f"the commands are spelled for the current {dep.engine} release: if {image} is an older one, set engine.version in the spec")
     if image is None:
         table = data["engines"][dep.engine]
         image, pinned = table.get("image", {}).get(dep.vendor), table.get("image_version", {}).get(dep.vendor)

@@ -170,3 +170,10 @@ def test_checker_catches_bad_selectors_requests_and_names():
     }
     errs = check(obj)
     assert any("nodeSelector" in e for e in errs) and any("names repeated" in e for e in errs) and any("cpu" in e for e in errs)
+
+
+def test_an_image_given_by_hand_gets_the_current_spelling_said():
+    dep = emit(solve(problem_of(_qwen(4, "dp_ep")), explain=False), "sglang")
+    docs = manifests(dep, name="x", weights_bytes=61e9, image="registry.example/sglang:v0.4.6")
+    assert _pods(docs)[0]["containers"][0]["image"] == "registry.example/sglang:v0.4.6"
+    assert any("set engine.version" in n for n in dep.notes)
