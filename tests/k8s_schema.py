@@ -14,6 +14,13 @@ import re
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")  # RFC 1123 label, at most 63
 QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")  # resource.Quantity
 EXTENDED_GPU = ("nvidia.com/gpu", "amd.com/gpu")
+# Label keys and values (kubernetes.io/docs/concepts/overview/working-with-objects/labels,
+# "Syntax and character set"): an optional DNS-subdomain prefix and '/', then a name of at
+# most 63 alphanumerics, '-', '_', '.', beginning and ending alphanumeric; values the same
+# form (or empty).
+LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+LABEL_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+FLOATING_TAGS = (":latest", ":server-cuda", ":server-rocm", ":main")
 KINDS = {
     ("v1", "PersistentVolumeClaim"),
     ("v1", "Service"),
@@ -100,6 +107,10 @@ def _container(c: dict, path: str, volumes: set[str], errs: list[str]) -> None:
             errs.append(f"{path}.volumeMounts[{i}].mountPath: an absolute path")
     res = c.get("resources", {})
     limits, requests = res.get("limits", {}), res.get("requests", {})
+    for k in ("cpu", "memory"):  # ResourceRequirements: Quantity strings
+        for where, values in (("requests", requests), ("limits", limits)):
+            if k in values and not (isinstance(values[k], str) and QUANTITY.match(values[k])):
+                errs.append(f"{path}.resources.{where}.{k}: {values[k]!r} is not a quantity")
     for gpu in EXTENDED_GPU:
         if gpu in requests and requests.get(gpu) != limits.get(gpu):
             errs.append(f"{path}.resources: {gpu} request must equal its limit (extended resources are not overcommitted)")
@@ -133,6 +144,23 @@ def _pod_template(t: dict, path: str, errs: list[str]) -> None:
         errs.append(f"{path}.spec.containers: at least one container")
     for i, c in enumerate(containers or []):
         _container(c, f"{path}.spec.containers[{i}]", volumes, errs)
+    # PodSpec.initContainers: containers run to completion first (no probes); names
+    # unique among all of the pod's containers.
+    inits = spec.get("initContainers", [])
+    for i, c in enumerate(inits):
+        _container(c, f"{path}.spec.initContainers[{i}]", volumes, errs)
+        if any(k in c for k in ("startupProbe", "readinessProbe", "livenessProbe")):
+            errs.append(f"{path}.spec.initContainers[{i}]: init containers take no probes")
+    names = [c.get("name") for c in [*(containers or []), *inits]]
+    if len(names) != len(set(names)):
+        errs.append(f"{path}.spec: container names repeated {names}")
+    # PodSpec.nodeSelector: a map of label keys to label values.
+    for k, v in spec.get("nodeSelector", {}).items():
+        prefix, _, name = k.rpartition("/")
+        if not (isinstance(v, str) and LABEL_NAME.match(v) and len(v) <= 63 and name and LABEL_NAME.match(name)):
+            errs.append(f"{path}.spec.nodeSelector: {k}={v!r} is not a label")
+        elif prefix and (len(prefix) > 253 or not LABEL_PREFIX.match(prefix)):
+            errs.append(f"{path}.spec.nodeSelector: {k}: prefix {prefix!r} is not a DNS subdomain")
 
 
 def check(obj: dict) -> list[str]:

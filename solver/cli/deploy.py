@@ -58,18 +58,26 @@ def run(args: argparse.Namespace) -> int:
 
     spec, lines = load_spec(args.spec)
     engine = default_engine(spec.engine.name, args.engine)
-    result = solve(problem_from(spec, lines, args.spec, catalog_for(args)), explain=False)
+    catalog = catalog_for(args)
+    result = solve(problem_from(spec, lines, args.spec, catalog), explain=False)
     c = result.solution.candidate
     if c is None:
         print("plan-opt: no plan meets the spec; run `plan-opt solve` for the reason", file=sys.stderr)
         return EXIT_DOES_NOT_FIT
-    dep = emit_checked(result, engine, args.variant, spec.engine.name)
+    release = None
+    if args.emit == "k8s" and args.image is None:  # spell the commands for the pinned image's release
+        from solver.report.launch import flag_table
+
+        release = flag_table()[engine].get("image_version", {}).get(c.shape.deployment.device.vendor)
+    dep = emit_checked(result, engine, args.variant, spec.engine.name, release)
     if args.emit == "k8s":
-        from solver.physics.memory import deployment_weights_bytes
+        from solver.physics.memory import deployment_weights_bytes, weights_bytes
         from solver.report.deploy_k8s import manifests, to_yaml
 
         name = f"{c.shape.deployment.model.name}-{engine}"
-        weights = deployment_weights_bytes(c.shape.deployment)
+        d = c.shape.deployment
+        # the bytes of the checkpoint the pods download and read (a 16-bit one where the engine quantises at load)
+        weights = weights_bytes(d.model, catalog.precision(dep.reads_format)) if dep.reads_format else deployment_weights_bytes(d)
         if dep.prefill is not None:  # one workload per pool
             docs = manifests(dep.prefill, name=f"{name}-prefill", image=args.image, weights_bytes=weights)
             docs += manifests(dep, name=f"{name}-decode", image=args.image, weights_bytes=weights)

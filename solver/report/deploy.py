@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from solver.catalog import Model, PublishedCheckpoint, default_catalog
 from solver.errors import InputError
 from solver.explain.records import SolveResult
-from solver.report.launch import Launch, LaunchStep, flag_table
+from solver.report.launch import Launch, LaunchStep, flag_table, spelling
 
 if TYPE_CHECKING:
     from solver.catalog import Engine
@@ -80,7 +80,9 @@ def _formats(engine: str, d: Plan) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return e.weight_formats, e.kv_formats
 
 
-def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -> Launch:
+def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct", release: str | None = None) -> Launch:
+    """The plan's launch; flags spelled for the engine release the spec names, else for
+    `release` (the version of a pinned image, --emit k8s), else the current one."""
     c = result.solution.candidate
     if c is None:
         raise ValueError("no plan to deploy")
@@ -91,11 +93,13 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct") -
     batch = c.traffic.at_load_seqs if c.traffic is not None else c.batch
     pool = c.prefill
     if pool is None:
-        return _pool_launch(result, engine, variant, c.shape.deployment, c.replicas, batch)
+        return _pool_launch(result, engine, variant, c.shape.deployment, c.replicas, batch, release=release)
     if engine not in ("vllm", "sglang"):
         raise InputError("--engine", engine, "the plan serves prefill and decode on separate pools: deploy emits it for vllm and sglang")
-    dep = _pool_launch(result, engine, variant, c.shape.deployment, c.replicas, batch, _role_flags(engine, "decode"))
-    pre = _pool_launch(result, engine, variant, pool.shape.deployment, pool.replicas, pool.load.users_per_replica, _role_flags(engine, "prefill"))
+    dep = _pool_launch(result, engine, variant, c.shape.deployment, c.replicas, batch, _role_flags(engine, "decode"), release)
+    pre = _pool_launch(
+        result, engine, variant, pool.shape.deployment, pool.replicas, pool.load.users_per_replica, _role_flags(engine, "prefill"), release
+    )
     _disaggregate(dep, pre, result, engine)
     return dep
 
@@ -149,7 +153,14 @@ def _disaggregate(dep: Launch, pre: Launch, result: SolveResult, engine: str) ->
 
 
 def _pool_launch(
-    result: SolveResult, engine: str, variant: str, d: Plan, replicas: int, batch: int, role_flags: tuple[str, ...] | list[str] = ()
+    result: SolveResult,
+    engine: str,
+    variant: str,
+    d: Plan,
+    replicas: int,
+    batch: int,
+    role_flags: tuple[str, ...] | list[str] = (),
+    release: str | None = None,
 ) -> Launch:
     """One pool's replica (the plan's only pool, or one of a disaggregated plan's two)."""
     c = result.solution.chosen
@@ -198,6 +209,8 @@ def _pool_launch(
         vendor=device.vendor,
         port=table["port"],
         health_path=table["health_path"],
+        engine_version=(result.problem.spec.engine.version if result.problem.spec.engine.name == engine else None) or release,
+        device=device.name,
     )
     if d.expert_parallel and engine not in ("vllm", "sglang", "trtllm"):
         what = "data-parallel attention with expert parallelism" if d.dp_ep else "expert parallelism"
@@ -218,7 +231,7 @@ def _pool_launch(
         else:
             dep.argv = _sglang(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine, e)
     if d.speculation is not None and engine != "trtllm":  # TensorRT-LLM's draft is in its options file
-        dep.argv += _speculative_flags(engine, d)
+        dep.argv += _speculative_flags(engine, d, dep.engine_version, notes)
     if w.shared_prefix_tokens:
         if engine == "vllm":  # on by default in V1; said, since the plan counts on it
             dep.argv += ["--enable-prefix-caching"]
@@ -240,11 +253,17 @@ def _pool_launch(
     return dep
 
 
-def _speculative_flags(engine: str, d: Plan) -> list[str]:
+def _named_version(dep: Launch) -> str | None:
+    """The engine release the spec names, where it names one for this engine."""
+    return dep.engine_version
+
+
+def _speculative_flags(engine: str, d: Plan, version: str | None = None, notes: list[str] | None = None) -> list[str]:
     """The draft the plan's TPOT counts on, as the engine takes it: vLLM's
     --speculative-config, SGLang's --speculative-* flags; a head needs its checkpoint."""
     s = d.speculation
     assert s is not None
+    notes = notes if notes is not None else []
     if s.method != "mtp" and not s.checkpoint:
         raise InputError(
             "speculative.draft_checkpoint",
@@ -255,6 +274,10 @@ def _speculative_flags(engine: str, d: Plan) -> list[str]:
         config: dict[str, object] = {"num_speculative_tokens": s.num_tokens}
         if s.vllm_method:
             config["method"] = s.vllm_method
+        if s.vllm_method == "deepseek_mtp":  # renamed mtp (engine_flags.yaml `renamed`)
+            words, note = spelling("vllm", "speculative_method_mtp", version)
+            config["method"] = words[0]
+            notes += [note] if note else []
         if s.checkpoint:
             config["model"] = s.checkpoint
         return ["--speculative-config", json.dumps(config, separators=(",", ":"), sort_keys=True)]
@@ -320,6 +343,7 @@ def _weights(
             f"{weights} weights: no {weights} checkpoint of {model.display_name} is published, so {dep.engine} "
             f"quantises {base} at load time (dynamic {weights.upper()})"
         )
+        dep.reads_format = "bf16"  # the 16-bit checkpoint is what is downloaded and read
         return [base], ["--quantization", how["runtime"]]
     method = how.get("checkpoint")
     dep.notes.append(
@@ -386,10 +410,12 @@ def _sglang(
     e: Engine | None,
 ) -> list[str]:
     argv = ["python3", "-m", "sglang.launch_server", "--model-path", *model_arg]
-    if d.tp > 1:
-        argv += ["--tp", str(d.tp)]
-    if d.dp_ep:  # SGLang: --tp the GPUs, --dp as many attention ranks, the experts over them
-        argv += ["--dp", str(d.tp), "--enable-dp-attention", "--ep-size", str(d.tp)]
+    if d.tp > 1:  # --tp-size: SGLang registers no --tp (it parses only as an argparse prefix)
+        argv += ["--tp-size", str(d.tp)]
+    if d.dp_ep:  # SGLang: --tp-size the GPUs, as many attention-DP ranks, the experts over them
+        words, note = spelling("sglang", "attention_dp", _named_version(dep), d.tp)
+        argv += [*words, "--ep-size", str(d.tp)]
+        dep.notes += [note] if note else []
     elif d.parallelism == "tp_ep":  # tensor-parallel attention, the experts over the same GPUs
         argv += ["--ep-size", str(d.tp)]
     if d.pp > 1:
@@ -402,7 +428,9 @@ def _sglang(
     if same_engine and e is not None:
         argv += ["--chunked-prefill-size", str(e.max_num_batched_tokens)]
         if e.enforce_eager:
-            argv += ["--disable-cuda-graph"]
+            words, note = spelling("sglang", "eager", _named_version(dep))
+            argv += words
+            dep.notes += [note] if note else []
     return argv
 
 

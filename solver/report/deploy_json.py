@@ -17,10 +17,10 @@ def default_engine(spec_engine: str, asked: str | None) -> str:
     return asked or (spec_engine if spec_engine in ENGINES else "vllm")
 
 
-def emit_checked(result: SolveResult, engine: str, variant: str, spec_engine: str) -> Launch:
+def emit_checked(result: SolveResult, engine: str, variant: str, spec_engine: str, release: str | None = None) -> Launch:
     """The launch, with a note when the plan was sized for another engine; a flag off
     the engine's documented list is a bug in a template, never the user's input."""
-    dep = emit(result, engine, variant)
+    dep = emit(result, engine, variant, release)
     if engine != spec_engine:
         dep.notes.append(f"the plan was sized with {spec_engine}'s memory rule; set `engine: {engine}` in the spec to size it for {engine}")
     bad = check_flags(dep)

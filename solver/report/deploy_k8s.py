@@ -1,7 +1,8 @@
 """Kubernetes manifests for a deployment: a Deployment when one replica fits one node,
 a LeaderWorkerSet (kubernetes-sigs/lws) when a replica spans nodes, each with the
 GPU request, a model-cache volume and the engine's health probe, plus the volume
-claim and a Service. Resource names and images come from catalogs/engine_flags.yaml."""
+claim and a Service. Resource names and images come from catalogs/engine_flags.yaml;
+node selection, CPU and memory requests and the GGUF fetch from report/k8s_pod.py."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from collections.abc import Sequence
 
 from solver.errors import InputError
 from solver.report.deploy import HEAD, sglang_node_argv
+from solver.report.k8s_pod import CACHE_MOUNT, cpu_request, gguf_fetch, gguf_path, memory_request_gib, node_selector, serve_from_file
 from solver.report.launch import Launch, flag_data
 
-CACHE_MOUNT = "/cache"
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 
 
@@ -49,19 +50,24 @@ def _shell(argv: list[str]) -> str:
     return " ".join(a if re.fullmatch(r"[\w./:$=,-]+", a) else f"'{a}'" for a in argv).replace(HEAD, "$LWS_LEADER_ADDRESS")
 
 
-def _container(dep: Launch, image: str, resource: str, command: Sequence[list[str] | str], probes: bool) -> dict:
-    """`command`: argv lists (quoted for the shell) or shell lines (kept as written)."""
+def _env() -> list[dict]:
+    return [
+        {"name": "HF_HOME", "value": f"{CACHE_MOUNT}/huggingface"},
+        {"name": "LLAMA_CACHE", "value": f"{CACHE_MOUNT}/llama.cpp"},
+        {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}}},
+    ]
+
+
+def _container(dep: Launch, image: str, resource: str, command: Sequence[list[str] | str], probes: bool, host: dict[str, str] | None = None) -> dict:
+    """`command`: argv lists (quoted for the shell) or shell lines (kept as written);
+    `host`: the CPU and memory requests (GPUs are requested whole, limits equal requests)."""
     c: dict = {
         "name": "server" if probes else "worker",
         "image": image,
         "command": ["/bin/sh", "-c"],
         "args": [" && ".join(a if isinstance(a, str) else _shell(a) for a in command)],
-        "env": [
-            {"name": "HF_HOME", "value": f"{CACHE_MOUNT}/huggingface"},
-            {"name": "LLAMA_CACHE", "value": f"{CACHE_MOUNT}/llama.cpp"},
-            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}}},
-        ],
-        "resources": {"limits": {resource: dep.gpus_per_node}, "requests": {resource: dep.gpus_per_node}},
+        "env": _env(),
+        "resources": {"limits": {resource: dep.gpus_per_node}, "requests": {resource: dep.gpus_per_node, **(host or {})}},
         "volumeMounts": [{"name": "model-cache", "mountPath": CACHE_MOUNT}, {"name": "dshm", "mountPath": "/dev/shm"}],
     }
     if probes:
@@ -74,8 +80,10 @@ def _container(dep: Launch, image: str, resource: str, command: Sequence[list[st
     return c
 
 
-def _pod(containers: list[dict], claim: str) -> dict:
+def _pod(containers: list[dict], claim: str, selector: dict[str, str], init: dict | None = None) -> dict:
     return {
+        **({"nodeSelector": selector} if selector else {}),
+        **({"initContainers": [init]} if init else {}),
         "containers": containers,
         "volumes": [
             {"name": "model-cache", "persistentVolumeClaim": {"claimName": claim}},
@@ -94,9 +102,18 @@ def manifests(dep: Launch, *, name: str, weights_bytes: float, image: str | None
             "k8s",
             f"no Kubernetes GPU resource for {dep.vendor} devices in catalogs/engine_flags.yaml (has {', '.join(k8s['gpu_resource'])})",
         )
-    image = image or data["engines"][dep.engine].get("image", {}).get(dep.vendor)
+    if image is not None and dep.engine_version is None:
+        dep.notes.append(f"the commands are spelled for the current {dep.engine} release: if {image} is an older one, set engine.version in the spec")
     if image is None:
-        raise InputError("--image", None, f"no {dep.engine} image for {dep.vendor} GPUs in the catalog; pass --image IMAGE")
+        table = data["engines"][dep.engine]
+        image, pinned = table.get("image", {}).get(dep.vendor), table.get("image_version", {}).get(dep.vendor)
+        if image is None:
+            raise InputError("--image", None, f"no {dep.engine} image for {dep.vendor} GPUs in the catalog; pass --image IMAGE")
+        if dep.engine_version is not None and pinned is not None and dep.engine_version != pinned:
+            dep.notes.append(
+                f"the commands are spelled for {dep.engine} {dep.engine_version} (the spec's engine.version) but the image is "
+                f"{image} ({pinned}): pass --image with that release's image"
+            )
     name = _name(name)
     claim = f"{name}-model-cache"
     if dep.model_id.startswith("/"):  # a local folder (a config.json given): not on the pod's volumes
@@ -111,7 +128,17 @@ def manifests(dep: Launch, *, name: str, weights_bytes: float, image: str | None
         "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": f"{math.ceil(weights_bytes / 2**30)}Gi"}}},
     }
     serve_node = [s for s in dep.steps if s.tool == dep.engine and s.node in ("node", "head")][-1]
-    serve = _serve_args(dep, [_in_cache(a) for a in serve_node.argv])
+    gguf = gguf_path(dep)
+    serve = _serve_args(dep, [_in_cache(a) for a in (serve_from_file(serve_node.argv, gguf) if gguf else serve_node.argv)])
+    selector = node_selector(dep, k8s)
+    init = gguf_fetch(dep, k8s, _env())
+    argv = serve_node.argv
+    dp_ranks = int(argv[argv.index("--data-parallel-size") + 1]) if "--data-parallel-size" in argv else 1
+
+    def host(head: bool) -> dict[str, str]:
+        cpu = cpu_request(dep, k8s, head, dp_ranks)
+        return {**({"cpu": str(cpu)} if cpu else {}), "memory": f"{memory_request_gib(dep, weights_bytes)}Gi"}
+
     written = [  # the files the command reads, written first on the model-cache volume
         "printf '%s\\n' " + " ".join(shlex.quote(line) for line in text.rstrip("\n").split("\n")) + f" > {_in_cache(path)}"
         for path, text in dep.files.items()
@@ -124,7 +151,10 @@ def manifests(dep: Launch, *, name: str, weights_bytes: float, image: str | None
             "spec": {
                 "replicas": dep.replicas,
                 "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": _pod([_container(dep, image, resource, [*written, serve], True)], claim)},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": _pod([_container(dep, image, resource, [*written, serve], True, host(True))], claim, selector, init),
+                },
             },
         }
         selector = labels
@@ -147,8 +177,14 @@ def manifests(dep: Launch, *, name: str, weights_bytes: float, image: str | None
                 "leaderWorkerTemplate": {
                     "size": dep.nodes_per_replica,
                     "restartPolicy": "RecreateGroupOnPodRestart",
-                    "leaderTemplate": {"metadata": {"labels": leader_labels}, "spec": _pod([_container(dep, image, resource, head, True)], claim)},
-                    "workerTemplate": {"metadata": {"labels": labels}, "spec": _pod([_container(dep, image, resource, worker, False)], claim)},
+                    "leaderTemplate": {
+                        "metadata": {"labels": leader_labels},
+                        "spec": _pod([_container(dep, image, resource, head, True, host(True))], claim, selector),
+                    },
+                    "workerTemplate": {
+                        "metadata": {"labels": labels},
+                        "spec": _pod([_container(dep, image, resource, worker, False, host(False))], claim, selector),
+                    },
                 },
             },
         }

@@ -61,6 +61,13 @@ class Launch:
     """What routes each request through a prefill and a decode replica, where the engine ships one."""
     benchmark: list[str] = field(default_factory=list)
     """The command that checks the running plan at the spec's load (report/bench_command.py)."""
+    reads_format: str = ""
+    """The format of the checkpoint the engine reads when it is not the plan's (a 16-bit
+    one quantised at load); "" for the plan's own."""
+    device: str = ""
+    """The catalog device the pool runs on (the GPU product a manifest selects nodes by)."""
+    engine_version: str | None = None
+    """The engine release the spec names (engine.version, same engine); None: the current one."""
     files: dict[str, str] = field(default_factory=dict)
     """Files the command reads that the plan writes (an options file): path as the command names it -> its text."""
 
@@ -122,3 +129,25 @@ def _is_number(value: str | None) -> bool:
     except ValueError:
         return False
     return True
+
+
+def spelling(engine: str, key: str, version: str | None, n: int | None = None) -> tuple[list[str], str]:
+    """How the engine release the spec names spells a renamed flag (catalogs/
+    engine_flags.yaml `renamed`): the current spelling when no version is named or the
+    named one is at or after `since`; the old spelling otherwise (and wherever `since`
+    is unknown, since the old one parses in every release up to its removal). Returns
+    the words and a note saying which spelling and why ('' for the current one)."""
+    from solver.catalog.releases import parse_version
+
+    entry = flag_table()[engine]["renamed"][key]
+    old, new = entry["old"], entry["new"]
+    old, new = ([old], [new]) if isinstance(old, str) else (old, new)
+    old, new = ([w.replace("{n}", str(n)) for w in ws] for ws in (old, new))
+    words, note = new, ""
+    if version is not None:
+        since, named = entry.get("since"), parse_version(engine, version)
+        if since is None or named is None or named < (parse_version(engine, since) or ()):
+            words = old
+            when = f"from {engine} {since} on" if since else "in a release not yet established"
+            note = f"{engine} {version}: {' '.join(old)} (the spelling it accepts; {' '.join(new)} replaces it {when})"
+    return words, note

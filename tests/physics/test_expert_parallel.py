@@ -111,7 +111,8 @@ def test_the_solver_takes_dp_ep_where_it_is_cheaper_and_deploy_says_how():
     assert "--tensor-parallel-size" not in vllm.argv
     assert vllm.argv[vllm.argv.index("--max-num-seqs") + 1] == str(-(-c.batch // 8))  # per data-parallel rank
     sglang = emit(both, "sglang")
-    assert "--enable-dp-attention" in sglang.argv and check_flags(vllm) == [] and check_flags(sglang) == []
+    # current SGLang: --attn-dp-size 8 (PR #41818 deprecates --dp-size 8 --enable-dp-attention; issue 45 item 1)
+    assert sglang.argv[sglang.argv.index("--attn-dp-size") + 1] == "8" and check_flags(vllm) == [] and check_flags(sglang) == []
     with pytest.raises(InputError):
         from solver.spec.solve_spec import parse_spec
 

@@ -268,7 +268,7 @@ def test_two_node_sglang_plan_runs_on_every_node_with_its_rank():
     assert [_flag(s.argv, "--node-rank") for s in dep.steps] == ["0", "1"]
     for s in dep.steps:
         assert _flag(s.argv, "--nnodes") == "2" and _flag(s.argv, "--dist-init-addr") == "$HEAD_IP:5000"
-        assert _flag(s.argv, "--tp") == "8" and _flag(s.argv, "--pp-size") == "2"
+        assert _flag(s.argv, "--tp-size") == "8" and _flag(s.argv, "--pp-size") == "2"
     assert check_flags(dep) == []
 
 
@@ -309,7 +309,7 @@ def test_k8s_single_node_replicas_are_a_deployment_with_the_vendor_s_gpu(capsys,
     dep = next(d for d in docs if d["kind"] == "Deployment")
     c = dep["spec"]["template"]["spec"]["containers"][0]
     assert c["resources"]["limits"] == {"amd.com/gpu": 1}  # the plan: 1 x Instinct MI300X
-    assert c["image"] == "rocm/vllm:latest"
+    assert c["image"].startswith("rocm/vllm:") and not c["image"].endswith(":latest")  # pinned (issue 45 item 4)
 
 
 def test_k8s_checker_names_what_is_wrong():
@@ -362,7 +362,7 @@ def test_a_plan_that_counts_on_the_prefix_cache_turns_it_on():
 def test_expert_parallel_plans_launch_with_their_layout(layout):
     # Qwen3-30B-A3B on 4 × H100, the experts split over the GPUs: vLLM --enable-expert-parallel
     # beside --tensor-parallel-size (tp_ep) or --data-parallel-size (dp_ep); SGLang --ep-size
-    # beside --tp (and --dp with DP attention).
+    # beside --tp-size (and --attn-dp-size with DP attention: issue 45 item 1).
     spec = {
         "model": "qwen3-30b-a3b",
         "workload": {"users": 32, "context_tokens": 8192, "output_tokens": 512},
@@ -374,7 +374,7 @@ def test_expert_parallel_plans_launch_with_their_layout(layout):
     assert check_flags(v) == [] and check_flags(s) == []
     assert "--enable-expert-parallel" in v.argv
     assert ("--tensor-parallel-size" in v.argv) == (layout == "tp_ep") and ("--data-parallel-size" in v.argv) == (layout == "dp_ep")
-    assert s.argv[s.argv.index("--ep-size") + 1] == "4" and s.argv[s.argv.index("--tp") + 1] == "4"
-    assert ("--enable-dp-attention" in s.argv) == (layout == "dp_ep")
+    assert s.argv[s.argv.index("--ep-size") + 1] == "4" and s.argv[s.argv.index("--tp-size") + 1] == "4"
+    assert ("--attn-dp-size" in s.argv) == (layout == "dp_ep") and "--enable-dp-attention" not in s.argv
     with pytest.raises(InputError, match="expert parallelism"):
         emit(r, "llama.cpp")
