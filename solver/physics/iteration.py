@@ -32,7 +32,10 @@ from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.deployment import Deployment, Workload
 from solver.physics.interconnect import comm_time_from_segments
 from solver.physics.kernels import attention_flops, expert_hit_fraction, kernel_time_s, prefill_expert_overhead_s
-from solver.physics.prefill import estimate_prefill
+from solver.physics.prefill import estimate_prefill, prefill_weights_time_s
+
+MAX_FIXED_TERMS = 1 << 20
+"""Entries IterationModel.fixed_terms keeps before it starts again (a bound on memory)."""
 
 
 @dataclass
@@ -61,14 +64,14 @@ class IterationModel:
     deployment: Deployment | None = None
     prefill_unhidden_share: float = 0.0
     """A prefill-only pass's GEMMs: Factors.prefill_unhidden_share (decode's share otherwise)."""
+    fixed_terms: dict[tuple[int, int], tuple[float, float, float, float]] = field(default_factory=dict)
+    """iteration_s's table: _fixed_terms by (decode sequences, prefill tokens)."""
 
     def _prefill_weights_s(self, tokens: int) -> float:
         cached = self.prefill_weights_s.get(tokens)
         if cached is None:
             assert self.deployment is not None
-            d = self.deployment
-            pre = estimate_prefill(d, Workload(1, tokens + 1, tokens, 1))
-            cached = self.prefill_weights_s[tokens] = pre.weights_time_s
+            cached = self.prefill_weights_s[tokens] = prefill_weights_time_s(self.deployment, tokens)
         return cached
 
     def _prefill_expert_s(self, tokens: int) -> float:
@@ -77,16 +80,31 @@ class IterationModel:
         return prefill_expert_overhead_s(self.deployment, tokens)
 
     def iteration_s(self, decode_seqs: int, decode_context_tokens: int, prefill_tokens: int, prefill_attention_tokens: float) -> float:
-        return self.mean_iteration_s(decode_seqs, decode_context_tokens, prefill_tokens, prefill_attention_tokens)
-
-    def mean_iteration_s(self, decode_seqs: float, decode_context_tokens: float, prefill_tokens: float, prefill_attention_tokens: float) -> float:
-        """The same cost at average (fractional) loads, as the traffic screen reads it."""
-        c = self.decode
+        """mean_iteration_s at whole loads, its terms of (decode_seqs, prefill_tokens)
+        alone read from a table (the simulator asks for the same few thousand pairs
+        hundreds of thousands of times); the same operations in the same order, so the
+        same float bit for bit."""
         b, k = decode_seqs, prefill_tokens
         if b <= 0 and k <= 0:
             return 0.0
-        decode_context_tokens += b * self.cached_tokens
-        prefill_attention_tokens += k * self.cached_tokens
+        fixed = self.fixed_terms.get((b, k))
+        if fixed is None:
+            if len(self.fixed_terms) >= MAX_FIXED_TERMS:
+                self.fixed_terms.clear()
+            fixed = self.fixed_terms[(b, k)] = self._fixed_terms(b, k)
+        return self._total_s(fixed, b, decode_context_tokens, k, prefill_attention_tokens)
+
+    def mean_iteration_s(self, decode_seqs: float, decode_context_tokens: float, prefill_tokens: float, prefill_attention_tokens: float) -> float:
+        """The same cost at average (fractional) loads, as the traffic screen reads it."""
+        b, k = decode_seqs, prefill_tokens
+        if b <= 0 and k <= 0:
+            return 0.0
+        return self._total_s(self._fixed_terms(b, k), b, decode_context_tokens, k, prefill_attention_tokens)
+
+    def _fixed_terms(self, b: float, k: float) -> tuple[float, float, float, float]:
+        """The terms that depend on the batch and the chunk alone: the GEMMs, the
+        communication, a prefill-only pass's expert setup, the per-sequence overhead."""
+        c = self.decode
         setup_s = 0.0  # a prefill-only pass's cost per expert reached (estimate_prefill's)
         if b > 0:
             hit = expert_hit_fraction(c.num_experts, c.experts_per_token, b + k)
@@ -106,15 +124,45 @@ class IterationModel:
             alone_s = kernel_time_s(self._prefill_weights_s(chunk), k * self.prefill_linear_s_per_token, c.overlapped, self.prefill_unhidden_share)
             decoders_s = b * c.linear_flops_per_sequence / (c.matmul_flops_per_s * c.compute_efficiency)
             gemm_s = max(gemm_s, alone_s + self._prefill_expert_s(chunk) + decoders_s)
+        comm_s = comm_time_from_segments(c.comm_pieces, b + k) if c.comm_pieces else c.comm_fixed_s + (b + k) * c.comm_per_sequence_s
+        return gemm_s, comm_s, setup_s, b * c.sequence_overhead_s
+
+    def _total_s(
+        self, fixed: tuple[float, float, float, float], b: float, decode_context_tokens: float, k: float, prefill_attention_tokens: float
+    ) -> float:
+        """The iteration: the fixed terms and the attention over the context, summed in one order."""
+        c = self.decode
+        gemm_s, comm_s, setup_s, sequences_s = fixed
+        decode_context_tokens += b * self.cached_tokens
+        prefill_attention_tokens += k * self.cached_tokens
         kv_s = decode_context_tokens * self.kv_s_per_token
         attend_s = decode_context_tokens * self.decode_attention_s_per_token
         attention_s = kernel_time_s(kv_s, attend_s, c.overlapped, c.unhidden_share) + prefill_attention_tokens * self.prefill_attention_s_per_pair
-        comm_s = comm_time_from_segments(c.comm_pieces, b + k) if c.comm_pieces else c.comm_fixed_s + (b + k) * c.comm_per_sequence_s
-        return gemm_s + attention_s + comm_s + c.step_overhead_s + setup_s + b * c.sequence_overhead_s
+        return gemm_s + attention_s + comm_s + c.step_overhead_s + setup_s + sequences_s
+
+
+_MODELS: dict[tuple[int, Workload], tuple[Deployment, IterationModel]] = {}
+MAX_MODELS = 256
+"""Models iteration_model keeps (a bound on memory: each holds its tables)."""
 
 
 def iteration_model(d: Deployment, w: Workload) -> IterationModel:
-    """The iteration costs of deployment `d` for prompts and contexts like `w`'s."""
+    """The iteration costs of deployment `d` for prompts and contexts like `w`'s: one
+    model per (deployment, workload), so that its tables (iteration_s's, the prefill
+    weights') serve every seed, replica count and screen of a plan. A function of `d`
+    and `w`'s fields alone (the model reads no traffic lengths), its deployment kept
+    beside it so that the id in the key stays its own."""
+    key = (id(d), w)
+    got = _MODELS.get(key)
+    if got is not None and got[0] is d:
+        return got[1]
+    if len(_MODELS) >= MAX_MODELS:
+        _MODELS.clear()
+    model = _MODELS[key] = (d, _iteration_model(d, w))
+    return model[1]
+
+
+def _iteration_model(d: Deployment, w: Workload) -> IterationModel:
     ctx = max(1, w.context_tokens)
     dec = decode_coefficients(d, ctx)
     bw = dec.bandwidth_bytes_per_s * dec.bandwidth_efficiency

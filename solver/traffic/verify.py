@@ -17,11 +17,12 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from solver.physics.deployment import Deployment, Targets, Workload
+from solver.physics.deployment import Deployment, Targets, Traffic, Workload
 from solver.physics.iteration import iteration_model
 from solver.traffic.requests import draw_requests, uncached
 from solver.traffic.screen import DEFAULT_PERCENTILE, engine_limits
 from solver.traffic.simulate import SimResult, simulate
+from solver.traffic.types import Request
 from solver.units import meets_time
 
 
@@ -126,11 +127,31 @@ class Check:
         return not self.failing
 
 
+_DRAWN: dict[tuple[int, int, int, int], tuple[Traffic, list[Request]]] = {}
+MAX_DRAWN = 32
+"""Request lists plan_requests keeps (a bound on memory)."""
+
+
+def plan_requests(traffic: Traffic, count: int, seed: int, cached_tokens: int) -> list[Request]:
+    """The seeded requests a plan is simulated on, drawn once for every plan that runs
+    the same (a function of these alone; the traffic kept beside them, so that the id
+    in the key stays its own). The list is shared: simulate() only reads it."""
+    key = (id(traffic), count, seed, cached_tokens)
+    got = _DRAWN.get(key)
+    if got is not None and got[0] is traffic:
+        return got[1]
+    if len(_DRAWN) >= MAX_DRAWN:
+        _DRAWN.clear()
+    requests = uncached(draw_requests(traffic, count, seed), cached_tokens)
+    _DRAWN[key] = (traffic, requests)
+    return requests
+
+
 def simulate_plan(d: Deployment, w: Workload, targets: Targets, replicas: int, settings: Settings) -> Check:
     traffic = w.traffic
     assert traffic is not None
     cost = iteration_model(d, w)
-    requests = uncached(draw_requests(traffic, settings.requests, settings.seed), cost.cached_tokens)
+    requests = plan_requests(traffic, settings.requests, settings.seed, cost.cached_tokens)
     sim = simulate(requests, cost, engine_limits(d, w), replicas=replicas, routing=settings.routing, front_end_s=cost.request_overhead_s)
     qt = targets.ttft_percentile or DEFAULT_PERCENTILE
     qp = targets.tpot_percentile or DEFAULT_PERCENTILE
