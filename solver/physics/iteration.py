@@ -27,6 +27,7 @@ the decode's (0) a 230-token prompt alone at TP 8 cost more than with 32 decoder
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.deployment import Deployment, Workload
@@ -79,11 +80,23 @@ class IterationModel:
             return 0.0
         return prefill_expert_overhead_s(self.deployment, tokens)
 
+    @cached_property
+    def _rates(self) -> tuple[float, float, bool, float]:
+        """The decode's matmul rate and weight bandwidth (each the product the formula
+        takes), whether kernels overlap, and the decode's unhidden share."""
+        c = self.decode
+        return (
+            c.matmul_flops_per_s * c.compute_efficiency,
+            c.bandwidth_bytes_per_s * c.bandwidth_efficiency * c.weight_bandwidth_share,
+            c.overlapped,
+            c.unhidden_share,
+        )
+
     def iteration_s(self, decode_seqs: int, decode_context_tokens: int, prefill_tokens: int, prefill_attention_tokens: float) -> float:
         """mean_iteration_s at whole loads, its terms of (decode_seqs, prefill_tokens)
         alone read from a table (the simulator asks for the same few thousand pairs
         hundreds of thousands of times); the same operations in the same order, so the
-        same float bit for bit."""
+        same float bit for bit (tests/physics/test_iteration_table.py)."""
         b, k = decode_seqs, prefill_tokens
         if b <= 0 and k <= 0:
             return 0.0
@@ -92,7 +105,18 @@ class IterationModel:
             if len(self.fixed_terms) >= MAX_FIXED_TERMS:
                 self.fixed_terms.clear()
             fixed = self.fixed_terms[(b, k)] = self._fixed_terms(b, k)
-        return self._total_s(fixed, b, decode_context_tokens, k, prefill_attention_tokens)
+        gemm_s, comm_s, setup_s, sequences_s = fixed
+        _, _, overlapped, share = self._rates
+        # _total_s, written out (the simulator's hottest call)
+        ctx = decode_context_tokens + b * self.cached_tokens
+        kv_s = ctx * self.kv_s_per_token
+        attend_s = ctx * self.decode_attention_s_per_token
+        if overlapped:  # kernel_time_s: max(kv, attend) + share × min(kv, attend)
+            kernel_s = (attend_s if attend_s > kv_s else kv_s) + share * (attend_s if attend_s < kv_s else kv_s)
+        else:
+            kernel_s = kv_s + attend_s
+        attention_s = kernel_s + (prefill_attention_tokens + k * self.cached_tokens) * self.prefill_attention_s_per_pair
+        return gemm_s + attention_s + comm_s + self.decode.step_overhead_s + setup_s + sequences_s
 
     def mean_iteration_s(self, decode_seqs: float, decode_context_tokens: float, prefill_tokens: float, prefill_attention_tokens: float) -> float:
         """The same cost at average (fractional) loads, as the traffic screen reads it."""
@@ -103,27 +127,40 @@ class IterationModel:
 
     def _fixed_terms(self, b: float, k: float) -> tuple[float, float, float, float]:
         """The terms that depend on the batch and the chunk alone: the GEMMs, the
-        communication, a prefill-only pass's expert setup, the per-sequence overhead."""
+        communication, a prefill-only pass's expert setup, the per-sequence overhead.
+        Each kernel is kernel_time_s written out (max(m, c) is `c if c > m else m`,
+        min(m, c) `c if c < m else m`, as the builtins pick)."""
         c = self.decode
+        rate, bandwidth, overlapped, decode_share = self._rates
         setup_s = 0.0  # a prefill-only pass's cost per expert reached (estimate_prefill's)
+        decoders_s = 0.0
         if b > 0:
-            hit = expert_hit_fraction(c.num_experts, c.experts_per_token, b + k)
-            weights_s = (c.dense_weight_bytes + c.routed_weight_bytes * hit) / (
-                c.bandwidth_bytes_per_s * c.bandwidth_efficiency * c.weight_bandwidth_share
-            )
-            linear_s = b * c.linear_flops_per_sequence / (c.matmul_flops_per_s * c.compute_efficiency) + k * self.prefill_linear_s_per_token
+            hit = expert_hit_fraction(c.num_experts, c.experts_per_token, b + k) if c.num_experts else 1.0
+            weights_s = (c.dense_weight_bytes + c.routed_weight_bytes * hit) / bandwidth
+            decoders_s = b * c.linear_flops_per_sequence / rate
+            linear_s = decoders_s + k * self.prefill_linear_s_per_token
+            share = decode_share
         else:
             weights_s = self._prefill_weights_s(max(1, round(k)))
             linear_s = k * self.prefill_linear_s_per_token
             setup_s = self._prefill_expert_s(max(1, round(k)))
-        gemm_s = kernel_time_s(weights_s, linear_s, c.overlapped, c.unhidden_share if b > 0 else self.prefill_unhidden_share)
+            share = self.prefill_unhidden_share
+        if overlapped:
+            gemm_s = (linear_s if linear_s > weights_s else weights_s) + share * (linear_s if linear_s < weights_s else weights_s)
+        else:
+            gemm_s = weights_s + linear_s
         if b > 0 and k > 0:
             # the chunk priced as a prefill-only pass of its own, plus the decoders' matmuls:
             # a pass never costs less when decoders join a prompt (monotone in b and k)
             chunk = max(1, round(k))
-            alone_s = kernel_time_s(self._prefill_weights_s(chunk), k * self.prefill_linear_s_per_token, c.overlapped, self.prefill_unhidden_share)
-            decoders_s = b * c.linear_flops_per_sequence / (c.matmul_flops_per_s * c.compute_efficiency)
-            gemm_s = max(gemm_s, alone_s + self._prefill_expert_s(chunk) + decoders_s)
+            read_s, math_s, share = self._prefill_weights_s(chunk), k * self.prefill_linear_s_per_token, self.prefill_unhidden_share
+            if overlapped:
+                alone_s = (math_s if math_s > read_s else read_s) + share * (math_s if math_s < read_s else read_s)
+            else:
+                alone_s = read_s + math_s
+            priced_s = alone_s + self._prefill_expert_s(chunk) + decoders_s
+            if priced_s > gemm_s:  # max(gemm_s, priced_s)
+                gemm_s = priced_s
         comm_s = comm_time_from_segments(c.comm_pieces, b + k) if c.comm_pieces else c.comm_fixed_s + (b + k) * c.comm_per_sequence_s
         return gemm_s, comm_s, setup_s, b * c.sequence_overhead_s
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from solver.physics.deployment import Deployment, Targets, Traffic, Workload
 from solver.physics.iteration import iteration_model
-from solver.traffic.requests import draw_requests, uncached
+from solver.traffic.requests import RequestStream, uncached
 from solver.traffic.screen import DEFAULT_PERCENTILE, engine_limits
 from solver.traffic.simulate import SimResult, simulate
 from solver.traffic.types import Request
@@ -127,24 +127,22 @@ class Check:
         return not self.failing
 
 
-_DRAWN: dict[tuple[int, int, int, int], tuple[Traffic, list[Request]]] = {}
-MAX_DRAWN = 32
-"""Request lists plan_requests keeps (a bound on memory)."""
+_STREAMS: dict[tuple[int, int], tuple[Traffic, RequestStream]] = {}
+MAX_STREAMS = 32
+"""Request streams plan_requests keeps (a bound on memory)."""
 
 
 def plan_requests(traffic: Traffic, count: int, seed: int, cached_tokens: int) -> list[Request]:
-    """The seeded requests a plan is simulated on, drawn once for every plan that runs
-    the same (a function of these alone; the traffic kept beside them, so that the id
-    in the key stays its own). The list is shared: simulate() only reads it."""
-    key = (id(traffic), count, seed, cached_tokens)
-    got = _DRAWN.get(key)
-    if got is not None and got[0] is traffic:
-        return got[1]
-    if len(_DRAWN) >= MAX_DRAWN:
-        _DRAWN.clear()
-    requests = uncached(draw_requests(traffic, count, seed), cached_tokens)
-    _DRAWN[key] = (traffic, requests)
-    return requests
+    """The seeded requests a plan is simulated on: the first `count` of the seed's
+    stream, drawn once for every plan that runs the same seed (a function of these
+    alone; the traffic kept beside its stream, so that the id in the key stays its own)."""
+    key = (id(traffic), seed)
+    got = _STREAMS.get(key)
+    if got is None or got[0] is not traffic:
+        if len(_STREAMS) >= MAX_STREAMS:
+            _STREAMS.clear()
+        got = _STREAMS[key] = (traffic, RequestStream(traffic, seed))
+    return uncached(got[1].first(count), cached_tokens)
 
 
 def simulate_plan(d: Deployment, w: Workload, targets: Targets, replicas: int, settings: Settings) -> Check:

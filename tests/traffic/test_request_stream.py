@@ -1,0 +1,70 @@
+"""A plan's requests are drawn once per seed and shared (issue 44: the rate form drew
+the same seed's requests for every plan it simulated): the first n of a stream that
+has grown in steps must be exactly the n requests drawn in one go, request for request,
+whatever the lengths' distribution and the arrivals' burstiness. The reference is the
+plain loop, written out here: request i takes the i-th gap (none before the first)
+from the arrivals' stream and its lengths from the lengths' stream."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from solver.physics.deployment import LengthDistribution, Traffic
+from solver.traffic.requests import RequestStream, draw_gap_s, draw_requests, drawer
+from solver.traffic.types import Request
+from solver.traffic.verify import plan_requests
+
+LOGNORMAL = LengthDistribution("lognormal", 1000.0, 1, 32_000, 6000.0)
+EXPONENTIAL = LengthDistribution("exponential", 300.0, 10, 4000)
+UNIFORM = LengthDistribution("uniform", 200.0, 50, 350)
+FIXED = LengthDistribution("fixed", 500.0, 500, 500)
+EMPIRICAL = LengthDistribution("empirical", 3.0, 1, 9, samples=(1, 2, 3, 9), digest="four")
+
+TRAFFICS = [
+    Traffic(20.0, LOGNORMAL, EXPONENTIAL),
+    Traffic(3.5, UNIFORM, FIXED, arrival_cv=2.5),
+    Traffic(7.0, EMPIRICAL, LOGNORMAL, arrival_cv=0.5),
+    Traffic(11.0, FIXED, FIXED, pairs=((100, 10), (2000, 300), (50, 7))),
+]
+
+
+def _reference(traffic: Traffic, count: int, seed: int) -> list[Request]:
+    gaps, lengths = random.Random(f"{seed}:arrivals"), random.Random(f"{seed}:lengths")
+    prompt, output = drawer(traffic.prompt), drawer(traffic.output)
+    out, t = [], 0.0
+    for i in range(count):
+        if i:
+            t += draw_gap_s(traffic, traffic.requests_per_s, gaps)
+        if traffic.pairs:
+            p, o = traffic.pairs[lengths.randrange(len(traffic.pairs))]
+        else:
+            p = prompt(lengths)
+            o = output(lengths)
+        out.append(Request(t, p, o))
+    return out
+
+
+@pytest.mark.parametrize("traffic", TRAFFICS)
+@pytest.mark.parametrize("seed", [0, 4])
+def test_a_grown_stream_is_the_draw_of_its_length(traffic, seed):
+    stream = RequestStream(traffic, seed)
+    for n in (1, 40, 7, 300, 300, 2000, 650):
+        assert stream.first(n) == _reference(traffic, n, seed), n
+    assert draw_requests(traffic, 900, seed) == _reference(traffic, 900, seed)
+
+
+def test_plan_requests_share_one_stream_per_seed_and_return_fresh_lists():
+    traffic = Traffic(20.0, LOGNORMAL, EXPONENTIAL)
+    short = plan_requests(traffic, 5000, 3, 0)
+    long = plan_requests(traffic, 9600, 3, 0)
+    assert long[:5000] == short == _reference(traffic, 5000, 3)
+    assert long == _reference(traffic, 9600, 3)
+    long.clear()  # a caller's list is its own
+    assert plan_requests(traffic, 8100, 3, 0) == _reference(traffic, 8100, 3)
+    # a prefix cache: prompts less the cached tokens, at least one token computed
+    cached = plan_requests(traffic, 300, 3, 600)
+    assert [(r.arrival_s, r.prompt_tokens, r.output_tokens) for r in cached] == [
+        (r.arrival_s, max(1, r.prompt_tokens - 600), r.output_tokens) for r in _reference(traffic, 300, 3)
+    ]
