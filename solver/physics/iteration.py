@@ -32,7 +32,7 @@ from functools import cached_property
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.deployment import Deployment, Workload
 from solver.physics.interconnect import comm_time_from_segments
-from solver.physics.kernels import attention_flops, expert_hit_fraction, kernel_time_s, prefill_expert_overhead_s
+from solver.physics.kernels import attention_flops, expert_hit_fraction, prefill_expert_overhead_s
 from solver.physics.prefill import estimate_prefill, prefill_weights_time_s
 
 MAX_FIXED_TERMS = 1 << 20
@@ -105,25 +105,32 @@ class IterationModel:
             if len(self.fixed_terms) >= MAX_FIXED_TERMS:
                 self.fixed_terms.clear()
             fixed = self.fixed_terms[(b, k)] = self._fixed_terms(b, k)
-        gemm_s, comm_s, setup_s, sequences_s = fixed
-        _, _, overlapped, share = self._rates
-        # _total_s, written out (the simulator's hottest call)
-        ctx = decode_context_tokens + b * self.cached_tokens
-        kv_s = ctx * self.kv_s_per_token
-        attend_s = ctx * self.decode_attention_s_per_token
-        if overlapped:  # kernel_time_s: max(kv, attend) + share × min(kv, attend)
-            kernel_s = (attend_s if attend_s > kv_s else kv_s) + share * (attend_s if attend_s < kv_s else kv_s)
-        else:
-            kernel_s = kv_s + attend_s
-        attention_s = kernel_s + (prefill_attention_tokens + k * self.cached_tokens) * self.prefill_attention_s_per_pair
-        return gemm_s + attention_s + comm_s + self.decode.step_overhead_s + setup_s + sequences_s
+        return self._with_attention_s(fixed, b, decode_context_tokens, k, prefill_attention_tokens)
 
     def mean_iteration_s(self, decode_seqs: float, decode_context_tokens: float, prefill_tokens: float, prefill_attention_tokens: float) -> float:
         """The same cost at average (fractional) loads, as the traffic screen reads it."""
         b, k = decode_seqs, prefill_tokens
         if b <= 0 and k <= 0:
             return 0.0
-        return self._total_s(self._fixed_terms(b, k), b, decode_context_tokens, k, prefill_attention_tokens)
+        return self._with_attention_s(self._fixed_terms(b, k), b, decode_context_tokens, k, prefill_attention_tokens)
+
+    def _with_attention_s(
+        self, fixed: tuple[float, float, float, float], b: float, decode_context_tokens: float, k: float, prefill_attention_tokens: float
+    ) -> float:
+        """The iteration: the fixed terms and the attention over the context, summed in
+        the formula's order (kernel_time_s written out: max(kv, attend) is
+        `attend if attend > kv else kv`, min `attend if attend < kv else kv`)."""
+        gemm_s, comm_s, setup_s, sequences_s = fixed
+        _, _, overlapped, share = self._rates
+        ctx = decode_context_tokens + b * self.cached_tokens
+        kv_s = ctx * self.kv_s_per_token
+        attend_s = ctx * self.decode_attention_s_per_token
+        if overlapped:
+            kernel_s = (attend_s if attend_s > kv_s else kv_s) + share * (attend_s if attend_s < kv_s else kv_s)
+        else:
+            kernel_s = kv_s + attend_s
+        attention_s = kernel_s + (prefill_attention_tokens + k * self.cached_tokens) * self.prefill_attention_s_per_pair
+        return gemm_s + attention_s + comm_s + self.decode.step_overhead_s + setup_s + sequences_s
 
     def _fixed_terms(self, b: float, k: float) -> tuple[float, float, float, float]:
         """The terms that depend on the batch and the chunk alone: the GEMMs, the
@@ -163,19 +170,6 @@ class IterationModel:
                 gemm_s = priced_s
         comm_s = comm_time_from_segments(c.comm_pieces, b + k) if c.comm_pieces else c.comm_fixed_s + (b + k) * c.comm_per_sequence_s
         return gemm_s, comm_s, setup_s, b * c.sequence_overhead_s
-
-    def _total_s(
-        self, fixed: tuple[float, float, float, float], b: float, decode_context_tokens: float, k: float, prefill_attention_tokens: float
-    ) -> float:
-        """The iteration: the fixed terms and the attention over the context, summed in one order."""
-        c = self.decode
-        gemm_s, comm_s, setup_s, sequences_s = fixed
-        decode_context_tokens += b * self.cached_tokens
-        prefill_attention_tokens += k * self.cached_tokens
-        kv_s = decode_context_tokens * self.kv_s_per_token
-        attend_s = decode_context_tokens * self.decode_attention_s_per_token
-        attention_s = kernel_time_s(kv_s, attend_s, c.overlapped, c.unhidden_share) + prefill_attention_tokens * self.prefill_attention_s_per_pair
-        return gemm_s + attention_s + comm_s + c.step_overhead_s + setup_s + sequences_s
 
 
 _MODELS: dict[tuple[int, Workload], tuple[Deployment, IterationModel]] = {}
