@@ -67,6 +67,8 @@ class IterationModel:
     """A prefill-only pass's GEMMs: Factors.prefill_unhidden_share (decode's share otherwise)."""
     fixed_terms: dict[tuple[int, int], tuple[float, float, float, float]] = field(default_factory=dict)
     """iteration_s's table: _fixed_terms by (decode sequences, prefill tokens)."""
+    chunk_terms: dict[float, tuple[float, float, float]] = field(default_factory=dict)
+    """_chunk_terms by prefill tokens."""
 
     def _prefill_weights_s(self, tokens: int) -> float:
         cached = self.prefill_weights_s.get(tokens)
@@ -132,42 +134,50 @@ class IterationModel:
         attention_s = kernel_s + (prefill_attention_tokens + k * self.cached_tokens) * self.prefill_attention_s_per_pair
         return gemm_s + attention_s + comm_s + self.decode.step_overhead_s + setup_s + sequences_s
 
+    def _chunk_terms(self, k: float) -> tuple[float, float, float]:
+        """A prompt chunk of k tokens priced as a prefill-only pass: its matmuls' seconds,
+        its GEMMs (the weights it reads against those matmuls, at the prefill's unhidden
+        share) and its expert setup. A function of k alone, kept by k: the screen prices
+        one mean prompt at every load, the simulator a few thousand chunk sizes."""
+        got = self.chunk_terms.get(k)
+        if got is None:
+            chunk = max(1, round(k))
+            read_s, math_s, share = self._prefill_weights_s(chunk), k * self.prefill_linear_s_per_token, self.prefill_unhidden_share
+            if not self._rates[2]:
+                alone_s = read_s + math_s
+            else:  # kernel_time_s written out
+                alone_s = (math_s if math_s > read_s else read_s) + share * (math_s if math_s < read_s else read_s)
+            if len(self.chunk_terms) >= MAX_FIXED_TERMS:
+                self.chunk_terms.clear()
+            got = self.chunk_terms[k] = (math_s, alone_s, self._prefill_expert_s(chunk))
+        return got
+
     def _fixed_terms(self, b: float, k: float) -> tuple[float, float, float, float]:
         """The terms that depend on the batch and the chunk alone: the GEMMs, the
         communication, a prefill-only pass's expert setup, the per-sequence overhead.
         Each kernel is kernel_time_s written out (max(m, c) is `c if c > m else m`,
         min(m, c) `c if c < m else m`, as the builtins pick)."""
         c = self.decode
-        rate, bandwidth, overlapped, decode_share = self._rates
-        setup_s = 0.0  # a prefill-only pass's cost per expert reached (estimate_prefill's)
-        decoders_s = 0.0
+        rate, bandwidth, overlapped, share = self._rates
         if b > 0:
             hit = expert_hit_fraction(c.num_experts, c.experts_per_token, b + k) if c.num_experts else 1.0
             weights_s = (c.dense_weight_bytes + c.routed_weight_bytes * hit) / bandwidth
             decoders_s = b * c.linear_flops_per_sequence / rate
             linear_s = decoders_s + k * self.prefill_linear_s_per_token
-            share = decode_share
-        else:
-            weights_s = self._prefill_weights_s(max(1, round(k)))
-            linear_s = k * self.prefill_linear_s_per_token
-            setup_s = self._prefill_expert_s(max(1, round(k)))
-            share = self.prefill_unhidden_share
-        if overlapped:
-            gemm_s = (linear_s if linear_s > weights_s else weights_s) + share * (linear_s if linear_s < weights_s else weights_s)
-        else:
-            gemm_s = weights_s + linear_s
-        if b > 0 and k > 0:
-            # the chunk priced as a prefill-only pass of its own, plus the decoders' matmuls:
-            # a pass never costs less when decoders join a prompt (monotone in b and k)
-            chunk = max(1, round(k))
-            read_s, math_s, share = self._prefill_weights_s(chunk), k * self.prefill_linear_s_per_token, self.prefill_unhidden_share
             if overlapped:
-                alone_s = (math_s if math_s > read_s else read_s) + share * (math_s if math_s < read_s else read_s)
+                gemm_s = (linear_s if linear_s > weights_s else weights_s) + share * (linear_s if linear_s < weights_s else weights_s)
             else:
-                alone_s = read_s + math_s
-            priced_s = alone_s + self._prefill_expert_s(chunk) + decoders_s
-            if priced_s > gemm_s:  # max(gemm_s, priced_s)
-                gemm_s = priced_s
+                gemm_s = weights_s + linear_s
+            setup_s = 0.0  # a prefill-only pass's cost per expert reached (estimate_prefill's)
+            if k > 0:
+                # the chunk priced as a prefill-only pass of its own, plus the decoders' matmuls:
+                # a pass never costs less when decoders join a prompt (monotone in b and k)
+                _, alone_s, chunk_setup_s = self._chunk_terms(k)
+                priced_s = alone_s + chunk_setup_s + decoders_s
+                if priced_s > gemm_s:  # max(gemm_s, priced_s)
+                    gemm_s = priced_s
+        else:  # a prefill-only pass: the chunk's own GEMMs (the same kernel of the same reads and matmuls)
+            _, gemm_s, setup_s = self._chunk_terms(k)
         comm_s = comm_time_from_segments(c.comm_pieces, b + k) if c.comm_pieces else c.comm_fixed_s + (b + k) * c.comm_per_sequence_s
         return gemm_s, comm_s, setup_s, b * c.sequence_overhead_s
 

@@ -68,3 +68,10 @@ def test_plan_requests_share_one_stream_per_seed_and_return_fresh_lists():
     assert [(r.arrival_s, r.prompt_tokens, r.output_tokens) for r in cached] == [
         (r.arrival_s, max(1, r.prompt_tokens - 600), r.output_tokens) for r in _reference(traffic, 300, 3)
     ]
+
+
+def test_moments_are_drawn_once_however_they_are_asked_for():
+    """traffic_candidates asked moments(p, o) and the screen moments(p, o, 0): one key."""
+    from solver.traffic.requests import moments
+
+    assert moments(LOGNORMAL, EXPONENTIAL) is moments(LOGNORMAL, EXPONENTIAL, 0) is moments(LOGNORMAL, EXPONENTIAL, cached_tokens=0)
