@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -84,11 +85,16 @@ class RequestStream:
         self.lengths = random.Random(f"{seed}:lengths")
         self.drawn: list[Request] = []
         self.t = 0.0
-        pairs = traffic.pairs
-        self.prompt, self.output = (None, None) if pairs else (drawer(traffic.prompt), drawer(traffic.output))
+        self.lock = threading.Lock()  # a served problem's solves share its streams (threads)
+        self.prompt: Callable[[random.Random], int] | None = None if traffic.pairs else drawer(traffic.prompt)
+        self.output: Callable[[random.Random], int] | None = None if traffic.pairs else drawer(traffic.output)
 
     def first(self, count: int) -> list[Request]:
         """The first `count` requests (a new list)."""
+        with self.lock:
+            return self._first(count)
+
+    def _first(self, count: int) -> list[Request]:
         out, traffic, rate, gaps, lengths = self.drawn, self.traffic, self.rate, self.gaps, self.lengths
         pairs, prompt, output = traffic.pairs, self.prompt, self.output
         t = self.t

@@ -75,3 +75,25 @@ def test_moments_are_drawn_once_however_they_are_asked_for():
     from solver.traffic.requests import moments
 
     assert moments(LOGNORMAL, EXPONENTIAL) is moments(LOGNORMAL, EXPONENTIAL, 0) is moments(LOGNORMAL, EXPONENTIAL, cached_tokens=0)
+
+
+def test_threads_sharing_a_stream_each_get_the_draw():
+    """`plan-opt serve` solves a cached problem in several threads at once: a stream
+    asked for more by two of them must still hold each request once, in order."""
+    import threading
+
+    traffic = Traffic(20.0, LOGNORMAL, EXPONENTIAL)
+    stream = RequestStream(traffic, 9)
+    got: list[list[Request]] = []
+
+    def ask(n: int) -> None:
+        for m in range(50, n, 50):
+            got.append(stream.first(m))
+
+    threads = [threading.Thread(target=ask, args=(3000 + 100 * i,)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    want = _reference(traffic, 3300, 9)
+    assert all(g == want[: len(g)] for g in got) and stream.first(3300) == want
