@@ -255,9 +255,10 @@ def run_simulate(data: dict, lines: dict, limits: Limits, plan: dict[str, Any]) 
 
     from solver.catalog import default_catalog
     from solver.cli.simulate import MAX_REPLICAS, _as_flag, _narrowed, plan_to_simulate
+    from solver.explain.verdicts import plan_check
     from solver.report.simulate_report import to_dict
     from solver.spec.solve_spec import MAX_SIMULATED_REQUESTS, Spec, parse_spec
-    from solver.traffic.verify import SEEDS, Settings, verify_plan
+    from solver.traffic.verify import SEEDS, Settings
 
     _no_local_files(data, default_catalog())
     spec = _capped(parse_spec(data, lines, "request"), limits)
@@ -292,7 +293,7 @@ def run_simulate(data: dict, lines: dict, limits: Limits, plan: dict[str, Any]) 
     if isinstance(chosen, str):
         raise InputError("spec", None, chosen)
     shape, replicas = chosen
-    check = verify_plan(shape.deployment, problem.workload, problem.targets, replicas, settings, 1 if plan.get("one_seed") else SEEDS)
+    check = plan_check(problem, shape, replicas, settings, 1 if plan.get("one_seed") else SEEDS)
     return 200, json.dumps(to_dict(check, f"{replicas} × {shape.label}", settings), indent=2, allow_nan=False)
 
 
