@@ -26,6 +26,7 @@ the decode's (0) a 230-token prompt alone at TP 8 cost more than with 32 decoder
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -35,8 +36,9 @@ from solver.physics.interconnect import comm_time_from_segments
 from solver.physics.kernels import attention_flops, expert_hit_fraction, prefill_expert_overhead_s
 from solver.physics.prefill import estimate_prefill, prefill_weights_time_s
 
-MAX_FIXED_TERMS = 1 << 20
-"""Entries IterationModel.fixed_terms keeps before it starts again (a bound on memory)."""
+MAX_FIXED_TERMS = 1 << 15
+"""Entries each of an IterationModel's tables keeps before it starts again (a bound on
+memory, about 6 MB; the 70B chat at 20 requests/s fills at most 9,500)."""
 
 
 @dataclass
@@ -194,8 +196,10 @@ class IterationModel:
 
 
 _MODELS: dict[tuple[int, Workload], tuple[Deployment, IterationModel]] = {}
-MAX_MODELS = 256
-"""Models iteration_model keeps (a bound on memory: each holds its tables)."""
+_MODELS_LOCK = threading.Lock()
+MAX_MODELS = 128
+"""Models iteration_model keeps, the least recently asked for dropped first (a bound on
+memory in a long-lived `plan-opt serve`; one solve of the 70B chat asks for 69)."""
 
 
 def iteration_model(d: Deployment, w: Workload) -> IterationModel:
@@ -205,13 +209,17 @@ def iteration_model(d: Deployment, w: Workload) -> IterationModel:
     and `w`'s fields alone (the model reads no traffic lengths), its deployment kept
     beside it so that the id in the key stays its own."""
     key = (id(d), w)
-    got = _MODELS.get(key)
-    if got is not None and got[0] is d:
-        return got[1]
-    if len(_MODELS) >= MAX_MODELS:
-        _MODELS.clear()
-    model = _MODELS[key] = (d, _iteration_model(d, w))
-    return model[1]
+    with _MODELS_LOCK:
+        got = _MODELS.pop(key, None)
+        if got is not None and got[0] is d:
+            _MODELS[key] = got  # the most recent now
+            return got[1]
+    model = _iteration_model(d, w)
+    with _MODELS_LOCK:
+        while len(_MODELS) >= MAX_MODELS:
+            del _MODELS[next(iter(_MODELS))]
+        _MODELS[key] = (d, model)
+    return model
 
 
 def _iteration_model(d: Deployment, w: Workload) -> IterationModel:

@@ -133,3 +133,20 @@ def test_one_model_per_deployment_and_workload():
     twin = d.replace()
     assert twin == d and iteration_model(twin, w) is not it
     assert iteration_model(twin, w).iteration_s(32, 32 * 1300, 200, 20100.0) == it.iteration_s(32, 32 * 1300, 200, 20100.0)
+
+
+def test_the_least_recently_asked_model_goes_first(monkeypatch):
+    """A long-lived `plan-opt serve` keeps at most MAX_MODELS models: past it the one
+    asked for least recently is dropped (and built again, the same, when asked again)."""
+    from solver.physics import iteration
+
+    monkeypatch.setattr(iteration, "MAX_MODELS", 3)
+    monkeypatch.setattr(iteration, "_MODELS", {})
+    d, w = _deployment("llama-3.1-8b", "h100-sxm", 1, {})
+    loads = [Workload(w.users, w.context_tokens, w.prompt_tokens + i, w.output_tokens) for i in range(4)]
+    first, second, third = (iteration_model(d, x) for x in loads[:3])
+    assert iteration_model(d, loads[0]) is first  # asked again: the most recent now
+    iteration_model(d, loads[3])  # a fourth: `second` was asked for least recently
+    assert iteration_model(d, loads[0]) is first and iteration_model(d, loads[2]) is third
+    again = iteration_model(d, loads[1])
+    assert again is not second and again.iteration_s(8, 8000, 100, 5050.0) == second.iteration_s(8, 8000, 100, 5050.0)
