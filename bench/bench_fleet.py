@@ -2,7 +2,8 @@
 whole process (imports, physics, CP-SAT, report), this tree against another (main) in
 one run, paired: each size runs the baseline then this tree, `--runs` times, and the
 medians of the child processes' CPU time (user + system) are printed beside the wall
-time, the answer's status and gap, and the options before and after dominance pruning.
+time, the answer's status and gap, and the options: those every shape gives, those
+derived (optimise/fleet_lazy.py) and those dominance pruning keeps.
 Target (issue 44): 100 workloads ≤ 10 s, optimal or with the gap stated.
 
 The workloads are drawn from a fixed seed over the bundled catalog's models (every one
@@ -84,17 +85,21 @@ def answer(out: dict | str) -> str:
     return f"{out['status']}, {proof}, ${out['cost_usd_per_hour']:,.2f}/h, {sum(out['gpus'].values())} GPUs"
 
 
-def option_counts(path: Path) -> tuple[int, int, float]:
-    """All classes' options, those dominance pruning keeps, and CP-SAT's own wall time
-    (this tree's code, in this process)."""
+def option_counts(path: Path) -> tuple[int, int, int, float]:
+    """The options options_of derives with every shape derived, those this tree's
+    classes derive (fleet_lazy.py leaves out what pruning would drop whatever its
+    capacity), those dominance pruning keeps, and CP-SAT's own wall time (this tree's
+    code, in this process)."""
     from solver.catalog import default_catalog
     from solver.optimise.fleet import solve_fleet
-    from solver.optimise.fleet_classes import build_classes
+    from solver.optimise.fleet_classes import build_classes, options_of
     from solver.spec.fleet_spec import load_fleet_spec
 
     fs, _ = load_fleet_spec(path)
-    res = solve_fleet(fs, build_classes(fs, default_catalog()))
-    return res.options_before, res.options_after, res.wall_s
+    classes = build_classes(fs, default_catalog())
+    res = solve_fleet(fs, classes)
+    every = sum(len(options_of(sc.problem)[0]) for sc in classes)
+    return every, res.options_before, res.options_after, res.wall_s
 
 
 def main() -> None:
@@ -114,12 +119,23 @@ def main() -> None:
             for _ in range(args.runs):
                 runs["before"].append(run_cli(args.vs, path))
                 runs["after"].append(run_cli(ROOT, path))
-            before_opts, after_opts, cpsat_s = option_counts(path)
-            print(f"{n:4d} workloads: options {before_opts:,} -> {after_opts:,} after pruning; CP-SAT {cpsat_s:.2f} s of the after")
+            every, derived, pruned, cpsat_s = option_counts(path)
+            print(
+                f"{n:4d} workloads: options {every:,} with every shape derived, {derived:,} derived, {pruned:,} after pruning; CP-SAT {cpsat_s:.2f} s wall of the after"
+            )
             for label, rs in runs.items():
                 cpu = statistics.median(r[0] for r in rs)
                 wall = statistics.median(r[1] for r in rs)
                 print(f"       {label:6s} CPU {cpu:6.2f} s  wall {wall:6.2f} s   {answer(rs[-1][2])}")
+            same = all(b[2] == a[2] for b, a in zip(runs["before"], runs["after"]))
+            before, after = runs["before"][-1][2], runs["after"][-1][2]
+            if same:
+                print("       answers: the same JSON in every pair")
+            elif isinstance(before, dict) and isinstance(after, dict):
+                keys = ", ".join(k for k in sorted({*before, *after}) if before.get(k) != after.get(k))
+                print(f"       answers differ in: {keys} (cost ${before['cost_usd_per_hour']:,.2f} -> ${after['cost_usd_per_hour']:,.2f}/h)")
+            else:
+                print("       answers differ (a refusal)")
 
 
 if __name__ == "__main__":

@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 from solver.catalog import default_catalog  # noqa: E402
 from solver.errors import InputError  # noqa: E402
 from solver.physics.evaluate import evaluate  # noqa: E402
+from solver.physics.resolve import resolve  # noqa: E402
 from solver.spec.evaluate_input import parse_input  # noqa: E402
-from solver.spec.resolve import resolve  # noqa: E402
 
 POINTS = ROOT / "tests" / "validation" / "points.yaml"
 GiB = 2**30

@@ -95,8 +95,19 @@ class InputError(Exception):
         return InputError(self.field, self.value, self.allowed, source=source, line=line)
 
     @classmethod
-    def from_validation(cls, exc: ValidationError, lines: dict[tuple, int] | None = None, *, source: str | None = None) -> InputError:
-        """The first pydantic error, said in the user's terms (dotted field, YAML line)."""
+    def from_validation(
+        cls,
+        exc: ValidationError,
+        lines: dict[tuple, int] | None = None,
+        *,
+        source: str | None = None,
+        schema: type | None = None,
+        fields_hint: str = "check its spelling",
+    ) -> InputError:
+        """The first pydantic error, said in the user's terms (dotted field, YAML line).
+        An unknown field is matched against the fields `schema` (the pydantic model that
+        was validated) allows at that place, for a "did you mean"; `fields_hint` says
+        where that kind of file's fields are listed."""
         err = exc.errors()[0]
         loc = tuple(err.get("loc", ()))
         # pydantic reports union branches and validators as extra loc parts; keep
@@ -107,7 +118,9 @@ class InputError(Exception):
         msg = err.get("msg", "invalid").removeprefix("Value error, ")
         if kind in ("extra_forbidden", "unexpected_keyword_argument"):
             value = None
-            msg = "unknown field (check its spelling; `plan-opt evaluate --help` lists the fields)"
+            near = _near_names(schema, path) if schema is not None and path else []
+            guess = f"did you mean {near[0]}? " if near else ""
+            msg = f"unknown field ({guess}{fields_hint})"
         elif kind in ("missing", "missing_argument"):
             value = None
             msg = "required field is missing"
@@ -127,6 +140,51 @@ class InputError(Exception):
             else:  # a field missing from the top mapping: where that mapping starts
                 line = min(lines.values())
         return cls(field, value, msg, source=source, line=line)
+
+
+def _fields_at(schema: object, path: tuple) -> set[str]:
+    """The field names (and aliases) a pydantic model allows at `path` (its parents'
+    names and list indices), following lists, dicts and unions; empty where the path
+    leaves the models."""
+    import typing
+
+    models = [schema]
+    for part in path:
+        step: list[object] = []
+        for m in models:
+            if isinstance(part, int):
+                step.append(m)  # a list's element: the list was unwrapped below
+                continue
+            fields = getattr(m, "model_fields", None)
+            if fields is None:
+                step.append(m)  # a dict's value type: any key
+                continue
+            f = next((f for n, f in fields.items() if part in (n, f.alias)), None)
+            if f is not None:
+                step.append(f.annotation)
+        models = []
+        todo = step
+        while todo:  # unwrap Optional, unions, Annotated, list[X], dict[K, X] to models
+            t = todo.pop()
+            args = typing.get_args(t)
+            if hasattr(t, "model_fields"):
+                models.append(t)
+            elif args:
+                todo += list(args[1:]) if typing.get_origin(t) is dict else list(args)
+    names = set()
+    for m in models:
+        for name, f in m.model_fields.items():  # type: ignore[attr-defined]
+            names |= {name, f.alias} - {None}
+    return names
+
+
+def _near_names(schema: object, path: tuple) -> list[str]:
+    """The allowed name closest to the last part of `path`, if one is close."""
+    import difflib
+
+    if not isinstance(path[-1], str):
+        return []
+    return difflib.get_close_matches(path[-1], sorted(_fields_at(schema, path[:-1])), n=1, cutoff=0.6)
 
 
 def is_pipe(path: object) -> bool:

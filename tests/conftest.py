@@ -12,8 +12,8 @@ os.environ["PLAN_OPT_STRICT"] = "1"
 import pytest
 
 from solver.catalog import default_catalog
+from solver.physics.resolve import resolve
 from solver.spec.evaluate_input import parse_input
-from solver.spec.resolve import resolve
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from solver.api.errors import error_body
 from solver.errors import InputError
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20
@@ -48,10 +49,6 @@ class Refused(Exception):
     def __init__(self, status: int, field: str, message: str) -> None:
         super().__init__(message)
         self.status, self.field, self.message = status, field, message
-
-
-def error_body(field: str, value: object, message: str, line: int | None = None) -> dict[str, Any]:
-    return {"error": {"field": field, "value": None if value is None else str(value)[:200], "message": message, "line": line}}
 
 
 def parse_body(body: bytes, limits: Limits, what: str) -> tuple[dict, dict]:
@@ -155,7 +152,7 @@ def _problem(spec: Any, lines: dict) -> Any:
     and no physics (a workload from a rate is rebuilt: Little's law reads the targets)."""
     from solver.catalog import default_catalog
     from solver.optimise.shapes import build_problem
-    from solver.spec.resolve import targets_of
+    from solver.physics.resolve import targets_of
 
     key = json.dumps(spec.model_dump(mode="json", exclude={"sla", "solver", "pareto", "prefer"}), sort_keys=True)
     with _problems_lock:
@@ -189,12 +186,31 @@ def run_solve(data: dict, lines: dict, limits: Limits, explain: bool = True) -> 
     return 200, to_json(result)
 
 
+def run_deploy(data: dict, lines: dict, limits: Limits, engine: str | None, variant: str) -> tuple[int, str]:
+    """`plan-opt deploy --format json`: the plan's launch (report/deploy_json.py)."""
+    from solver.catalog import default_catalog
+    from solver.explain.solve import solve
+    from solver.report.deploy_json import default_engine, deploy_json, emit_checked
+    from solver.spec.solve_spec import parse_spec
+
+    _no_local_files(data, default_catalog())
+    spec = _capped(parse_spec(data, lines, "request"), limits)
+    result = solve(_problem(spec, lines), explain=False)
+    if result.solution.candidate is None:
+        raise InputError("spec", None, "no plan meets the spec: POST /solve says why")
+    try:
+        dep = emit_checked(result, default_engine(spec.engine.name, engine), variant, spec.engine.name)
+    except InputError as exc:
+        raise exc.relabel("engine") if exc.field == "--engine" else exc from None
+    return 200, json.dumps(deploy_json(dep), indent=2)
+
+
 def run_evaluate(data: dict, lines: dict, limits: Limits) -> tuple[int, str]:
     from solver.catalog import default_catalog
     from solver.physics.evaluate import evaluate
+    from solver.physics.resolve import resolve
     from solver.report.evaluation_json import to_dict
     from solver.spec.evaluate_input import parse_input
-    from solver.spec.resolve import resolve
 
     catalog = default_catalog()
     _no_local_files(data, catalog)
@@ -208,15 +224,15 @@ def run_evaluate(data: dict, lines: dict, limits: Limits) -> tuple[int, str]:
 
 def run_pareto(data: dict, lines: dict, limits: Limits, axes: str | None = None) -> tuple[int, str]:
     from solver.catalog import default_catalog
-    from solver.cli.pareto import DEFAULT_AXES, _axes
     from solver.optimise.pareto import frontiers
+    from solver.optimise.pareto_axes import DEFAULT_AXES, chosen_axes
     from solver.report.pareto_report import to_json
     from solver.spec.solve_spec import parse_spec
 
     _no_local_files(data, default_catalog())
     spec = _capped(parse_spec(data, lines, "request"), limits)
     try:
-        chosen = _axes(axes or DEFAULT_AXES, spec)
+        chosen = chosen_axes(axes or DEFAULT_AXES, spec)
     except InputError as exc:
         raise exc.relabel("axes") from None
     return 200, to_json(frontiers(_problem(spec, lines), chosen))
@@ -226,6 +242,7 @@ def run_fleet(data: dict, lines: dict, limits: Limits) -> tuple[int, str]:
     from pydantic import ValidationError
 
     from solver.catalog import default_catalog
+    from solver.catalog.types import USER_INPUT
     from solver.optimise.fleet_classes import build_classes
     from solver.optimise.fleet_traffic import solve_fleet_verified
     from solver.report.fleet_report import to_json
@@ -234,9 +251,11 @@ def run_fleet(data: dict, lines: dict, limits: Limits) -> tuple[int, str]:
     catalog = default_catalog()
     _no_local_files(data, catalog)
     try:
-        fs = FleetSpec.model_validate(data)
+        fs = FleetSpec.model_validate(data, context=USER_INPUT)
     except ValidationError as exc:
-        raise InputError.from_validation(exc, lines, source="request") from None
+        raise InputError.from_validation(
+            exc, lines, source="request", schema=FleetSpec, fields_hint="`plan-opt fleet --help` shows a fleet's fields"
+        ) from None
     if fs.solver.time_limit_s > limits.time_limit_s:
         fs = fs.model_copy(update={"solver": fs.solver.model_copy(update={"time_limit_s": limits.time_limit_s})})
     try:
@@ -249,12 +268,10 @@ def run_fleet(data: dict, lines: dict, limits: Limits) -> tuple[int, str]:
 def run_simulate(data: dict, lines: dict, limits: Limits, plan: dict[str, Any]) -> tuple[int, str]:
     """`plan-opt simulate`: the query's gpu, tp, weights, kv_cache narrow the search as
     the flags do; replicas, requests, seed and routing as theirs."""
-    from types import SimpleNamespace
-
     from pydantic import ValidationError
 
     from solver.catalog import default_catalog
-    from solver.cli.simulate import MAX_REPLICAS, _as_flag, _narrowed, plan_to_simulate
+    from solver.explain.simulated_plan import CHOICES, MAX_REPLICAS, named_by_choice, narrowed, plan_to_simulate
     from solver.explain.verdicts import plan_check
     from solver.report.simulate_report import to_dict
     from solver.spec.solve_spec import MAX_SIMULATED_REQUESTS, Spec, parse_spec
@@ -264,7 +281,7 @@ def run_simulate(data: dict, lines: dict, limits: Limits, plan: dict[str, Any]) 
     spec = _capped(parse_spec(data, lines, "request"), limits)
     if spec.workload.requests_per_s is None:
         raise InputError("workload.requests_per_s", None, "simulate serves a request rate: give workload.requests_per_s (and percentile targets)")
-    args = SimpleNamespace(**{k: plan.get(k) for k in ("gpu", "tp", "weights", "kv_cache")})
+    chosen = {name: plan.get(name) for name in CHOICES.values()}
     if plan.get("replicas") is not None and not 1 <= plan["replicas"] <= MAX_REPLICAS:
         raise InputError("replicas", plan["replicas"], f"must be a whole number from 1 to {MAX_REPLICAS:,}")
     sim = spec.simulation
@@ -276,23 +293,19 @@ def run_simulate(data: dict, lines: dict, limits: Limits, plan: dict[str, Any]) 
     if not 0 <= settings.seed < 2**32:
         raise InputError("seed", settings.seed, "must be a whole number from 0 to 4,294,967,295")
 
-    def as_query(exc: InputError) -> InputError:  # an error in a list the query narrowed names the query's parameter
-        named = _as_flag(exc, args)  # type: ignore[arg-type]
-        return named.relabel(named.field.removeprefix("--").replace("-", "_")) if named is not exc else exc
-
     try:
-        if any(getattr(args, a) is not None for a in ("gpu", "tp", "weights", "kv_cache")):
+        if any(v is not None for v in chosen.values()):
             try:
-                spec = Spec.model_validate(_narrowed(spec.model_dump(mode="json", exclude_unset=True), args))  # type: ignore[arg-type]
+                spec = Spec.model_validate(narrowed(spec.model_dump(mode="json", exclude_unset=True), chosen))
             except ValidationError as exc:
                 raise InputError.from_validation(exc) from None
         problem = _problem(spec, lines)
     except InputError as exc:
-        raise as_query(exc) from None
-    chosen = plan_to_simulate(problem, plan.get("replicas"))
-    if isinstance(chosen, str):
-        raise InputError("spec", None, chosen)
-    shape, replicas = chosen
+        raise named_by_choice(exc, chosen, flags=False) from None
+    to_simulate = plan_to_simulate(problem, plan.get("replicas"))
+    if isinstance(to_simulate, str):
+        raise InputError("spec", None, to_simulate)
+    shape, replicas = to_simulate
     check = plan_check(problem, shape, replicas, settings, 1 if plan.get("one_seed") else SEEDS)
     return 200, json.dumps(to_dict(check, f"{replicas} × {shape.label}", settings), indent=2, allow_nan=False)
 
@@ -319,20 +332,28 @@ class Gate:
 
 def create_app(limits: Limits | None = None) -> Any:
     """The FastAPI application (imported only here: the CLI's other commands never load it)."""
-    from fastapi import FastAPI, Query, Request
+    from fastapi import Query, Request
     from fastapi.responses import FileResponse, JSONResponse, Response
     from fastapi.staticfiles import StaticFiles
+    from fastapi_offline import FastAPIOffline
 
+    from solver.api.catalog_routes import add_catalog_routes
+    from solver.api.errors import ERROR_RESPONSES, add_error_handlers
+    from solver.api.metrics import add_metrics
     from solver.traffic.budget import Cancelled
 
     limits = limits or Limits()
     gate = Gate(limits)
-    app = FastAPI(
+    app = FastAPIOffline(  # /docs and /redoc from files the package ships: they work with no network
         title="plan-opt",
         summary="The cheapest hardware that serves a language model at your latency targets, and which limit decided it.",
         description=__doc__,
         version="0.1.0",
+        responses=ERROR_RESPONSES,
     )
+    add_error_handlers(app)
+    add_metrics(app)
+    add_catalog_routes(app)
     body_doc = {"requestBody": {"content": {"application/yaml": {"schema": {"type": "string"}}, "application/json": {"schema": {"type": "object"}}}}}
 
     def answer(fn: Any, request_body: bytes | None, what: str, *args: Any, sets: list[str] | None = None) -> Response:
@@ -450,6 +471,19 @@ def create_app(limits: Limits | None = None) -> Any:
         if routing not in (None, "round_robin", "jsq"):
             return JSONResponse(error_body("routing", routing, "routing = " + routing + ": round_robin or jsq"), status_code=422)
         return await _threaded(answer, run_simulate, body, "spec", plan)
+
+    @app.post("/deploy", openapi_extra=body_doc, summary="plan-opt deploy --format json: the commands that run the spec's plan")
+    async def deploy(
+        request: Request,
+        engine: str | None = Query(None, description="as --engine: vllm, sglang, llama.cpp, trtllm (default: the spec's)"),
+        variant: str = Query("instruct", description="as --variant: instruct or base"),
+    ) -> Response:
+        if engine not in (None, "vllm", "sglang", "llama.cpp", "trtllm"):
+            return JSONResponse(error_body("engine", engine, f"engine = {engine}: vllm, sglang, llama.cpp or trtllm"), status_code=422)
+        if variant not in ("instruct", "base"):
+            return JSONResponse(error_body("variant", variant, f"variant = {variant}: instruct or base"), status_code=422)
+        body = await _read(request, limits.max_body_bytes)
+        return await _threaded(answer, run_deploy, body, "spec", engine, variant)
 
     @app.post("/fleet", openapi_extra=body_doc, summary="plan-opt fleet: one fleet for several workloads")
     async def fleet(request: Request) -> Response:

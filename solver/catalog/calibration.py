@@ -78,7 +78,9 @@ def read_calibration(path: str | Path) -> tuple[CalibrationFile, dict]:
     try:
         return CalibrationFile.model_validate(data), lines
     except ValidationError as exc:
-        raise InputError.from_validation(exc, lines, source=str(path)) from None
+        raise InputError.from_validation(
+            exc, lines, source=str(path), schema=CalibrationFile, fields_hint="a file `plan-opt calibrate` writes holds only its fields"
+        ) from None
 
 
 def load_bands(path: str | Path) -> dict[str, dict[str, float]]:

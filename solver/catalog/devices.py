@@ -112,6 +112,11 @@ class CustomAllReduce:
     two_shot_latency_s: Positive
     """Fixed cost of one two-stage call (reduce-scatter, barrier, all-gather)."""
     source: str
+    two_shot_bandwidth_bytes_per_s: Positive | None = None
+    """The rate a two-stage call's 2(t−1)/t × message moves at per GPU, where measured
+    below the link's (its peer loads and stores do not reach NVLink's rate); None: the
+    link's rate."""
+    two_shot_source: str = ""
     max_bytes: tuple[PositiveInt, PositiveInt, PositiveInt, PositiveInt] | None = None
     """Largest message the engine sends through these kernels at TP 2, 4, 6, 8; None:
     vLLM's default buffer, 8 MiB (lower where the engine prefers NVLS above)."""

@@ -13,6 +13,7 @@ key and what is allowed, never an error of the arithmetic.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -227,6 +228,18 @@ def _validated(raw: dict[str, Any], text: str, source: str) -> tuple[ConfigField
     return cfg, top, prefix
 
 
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+"""A Hugging Face repository id: owner/name (what `_name_or_path` holds when a config
+was saved from the Hub rather than from a local folder)."""
+
+
+def hub_id(name_or_path: str | None) -> str | None:
+    """The Hub id a config's `_name_or_path` names, or None (empty, or a local path)."""
+    if not name_or_path or not HUB_ID.fullmatch(name_or_path) or name_or_path.startswith((".", "/", "~")):
+        return None
+    return name_or_path
+
+
 def model_from_config(path: str | Path) -> Model:
     path = Path(path)
     source = shown(path)
@@ -249,6 +262,8 @@ def model_from_config(path: str | Path) -> Model:
         return Model(
             name=name,
             display_name=top.name_or_path or name,
+            hf_id=hub_id(top.name_or_path),
+            config_dir=str(path.resolve().parent),
             num_layers=a.layers,
             hidden_size=a.hidden,
             num_attention_heads=a.heads,

@@ -295,7 +295,9 @@ def _validate_file(path: Path, text: str, schema: type[_T]) -> tuple[object, _T]
     try:
         return data, _adapter(schema).validate_python(data)
     except ValidationError as exc:
-        raise InputError.from_validation(exc, lines, source=str(path)) from None
+        raise InputError.from_validation(
+            exc, lines, source=str(path), schema=schema, fields_hint="check its spelling against the catalog file's other entries"
+        ) from None
 
 
 def _parts_from(data: object) -> dict[str, Any] | None:

@@ -89,6 +89,9 @@ class Model:
     source: str
     as_of: dt.date
     hf_id: str | None = None
+    config_dir: str | None = None
+    """A model read from a local config.json: the folder holding it, which an engine
+    serves from (its weights beside the config) when the config names no Hub id."""
     aliases: tuple[str, ...] = ()
     v_head_dim: HeadDim | None = None
     """When V heads differ from Q/K heads (MLA)."""

@@ -45,6 +45,24 @@ def _shown(x: float) -> str:
     return f"{x:g}".replace("e+", "e").replace("e0", "e").replace("e-0", "e-")
 
 
+USER_INPUT_KEY = "user_input"
+USER_INPUT = {USER_INPUT_KEY: True}
+"""The validation context of what a user wrote (a spec file, flags, a request body):
+there a plain number above a bound's `plain_max` is refused. Data the program dumped and
+validates again (a spec narrowed by flags, a fleet's services) holds seconds as floats."""
+
+
+def _plain(value: object) -> bool:
+    """Whether a value is a number with no unit written (50, 0.05, "50")."""
+    if isinstance(value, int | float):
+        return True
+    try:
+        float(str(value).strip())
+    except ValueError:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class Bound:
     """The closed range [lo, hi] a number must lie in, for pydantic (`Annotated[float,
@@ -62,6 +80,10 @@ class Bound:
     quantity: str | None = None
     shown: str = ""
     """The range in words where plain numbers read badly ("1 µs to 1 h")."""
+    plain_max: float | None = None
+    """Where a user wrote it (validation context USER_INPUT), a number without its unit
+    (read in the quantity's base unit) is refused above this: `max_tpot: 50` meant 50 ms far more often than 50 s, so the user writes
+    which ("50ms", "50s") rather than get a silent reading."""
 
     def __str__(self) -> str:
         return self.shown or f"{_shown(self.lo)} to {_shown(self.hi)}"
@@ -72,7 +94,7 @@ class Bound:
         what = "a whole number" if self.integer else "a time" if self.quantity == "seconds" else "a number"
         return f"must be {what} from {self}"
 
-    def __call__(self, value: object) -> Any:
+    def __call__(self, value: object, plain_checked: bool = False) -> Any:
         x: int | float
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             raise ValueError(self.allowed)
@@ -87,6 +109,12 @@ class Bound:
             raise ValueError(self.allowed)
         if not self.lo <= x <= self.hi:
             raise ValueError(self.allowed)
+        if plain_checked and self.plain_max is not None and x > self.plain_max and _plain(value):
+            unit = {"seconds": "s", "bytes": "B", "bytes_per_s": "B/s", "flop_per_s": "FLOP/s"}.get(self.quantity or "", "")
+            raise ValueError(
+                f"a number without a unit is read in {self.quantity} ({x:g} {unit}), and above {self.plain_max:g} it is most "
+                f'likely another unit: write it, e.g. "{x:g}ms" or "{x:g}s"'
+            )
         if self.integer:
             if x != int(x):
                 raise ValueError(self.allowed)
@@ -94,7 +122,10 @@ class Bound:
         return float(x)
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        return core_schema.no_info_before_validator_function(self, handler(source))
+        def check(value: object, info: core_schema.ValidationInfo) -> Any:
+            return self(value, plain_checked=bool(info.context and info.context.get(USER_INPUT_KEY)))
+
+        return core_schema.with_info_before_validator_function(check, handler(source))
 
     def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
         out = handler(schema)

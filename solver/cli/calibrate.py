@@ -21,7 +21,9 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
   model, gpu, tp, weights, kv_cache, batch, prompt_tokens, output_tokens   (required)
   tpot_ms, ttft_ms                                                        (at least one)
   count, pp, engine                                                       (optional)
-Or the JSON of `vllm bench serve --save-result` with --model --gpu --tp --weights --kv-cache.
+Or the JSON of `vllm bench serve --save-result` with --gpu and --tp (the file does not say
+them); the model is its model_id and the weights the format of that checkpoint, unless
+--model or --weights say otherwise. `plan-opt deploy` prints the bench command for a plan.
 
 Example:
   plan-opt calibrate my-runs.csv -o calibration.yaml
@@ -53,9 +55,9 @@ def run(args: argparse.Namespace) -> int:
     ms = []
     for f in args.measurements:
         if f.endswith(".json"):
-            if not (args.model and args.gpu):
-                raise InputError("--model/--gpu", None, f"{f} is a vllm bench JSON: say which model and GPU it measured")
-            ms += read_vllm_bench(f, model=args.model, gpu=args.gpu, tp=args.tp, weights=args.weights or "bf16", kv_cache=args.kv_cache or "bf16")
+            if not args.gpu:
+                raise InputError("--gpu", None, f"{f} is a vllm bench JSON, which does not say which GPU it measured: give --gpu (and --tp)")
+            ms += read_vllm_bench(f, model=args.model, gpu=args.gpu, tp=args.tp, weights=args.weights, kv_cache=args.kv_cache or "bf16")
         else:
             ms += read_csv(f)
     fits = fit(ms, default_catalog())

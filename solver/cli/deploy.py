@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from solver.cli.common import catalog_for, problem_from
 from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK
 
 if TYPE_CHECKING:
-    from solver.report.launch import Launch
+    pass
 
 
 def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,7 +30,7 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("spec", help="YAML spec file (as for solve)")
     p.add_argument(
         "--engine",
-        choices=["vllm", "sglang", "llama.cpp"],
+        choices=["vllm", "sglang", "llama.cpp", "trtllm"],
         help="command to emit (default: the spec's engine when deploy has its template, else vllm)",
     )
     p.add_argument(
@@ -53,23 +53,17 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from solver.explain.solve import solve
-    from solver.report.deploy import ENGINES, emit
-    from solver.report.launch import check_flags
+    from solver.report.deploy_json import default_engine, deploy_json, emit_checked
     from solver.spec.solve_spec import load_spec
 
     spec, lines = load_spec(args.spec)
-    engine = args.engine or (spec.engine.name if spec.engine.name in ENGINES else "vllm")
+    engine = default_engine(spec.engine.name, args.engine)
     result = solve(problem_from(spec, lines, args.spec, catalog_for(args)), explain=False)
     c = result.solution.candidate
     if c is None:
         print("plan-opt: no plan meets the spec; run `plan-opt solve` for the reason", file=sys.stderr)
         return EXIT_DOES_NOT_FIT
-    dep = emit(result, engine, args.variant)
-    if engine != spec.engine.name:
-        dep.notes.append(f"the plan was sized with {spec.engine.name}'s memory rule; set `engine: {engine}` in the spec to size it for {engine}")
-    bad = check_flags(dep)
-    if bad:  # a bug in the template, not the user's input
-        raise RuntimeError("emitted flags not in the engine's list: " + "; ".join(bad))
+    dep = emit_checked(result, engine, args.variant, spec.engine.name)
     if args.emit == "k8s":
         from solver.physics.memory import deployment_weights_bytes
         from solver.report.deploy_k8s import manifests, to_yaml
@@ -100,12 +94,7 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(to_yaml(docs))
         return EXIT_OK
     if args.format == "json":
-        out = _launch_json(dep)
-        if dep.prefill is not None:
-            out["serving"] = "disaggregated"
-            out["prefill"] = _launch_json(dep.prefill)
-            out["router"] = None if dep.router is None else dep.router.argv
-        print(json.dumps(out, indent=2))
+        print(json.dumps(deploy_json(dep), indent=2))
     else:
         pools = [(dep.prefill, c.prefill.shape.device.display_name if c.prefill else "")] if dep.prefill is not None else []
         pools.append((dep, c.shape.device.display_name))
@@ -115,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
                 f"# {role}{launch.replicas} replica(s) × {launch.gpus_per_replica} × {device} — {launch.engine}"
                 + (f", {launch.nodes_per_replica} nodes of {launch.gpus_per_node} per replica" if launch.nodes_per_replica > 1 else "")
             )
+            for path, text in launch.files.items():
+                sys.stdout.write(f"cat > {path} <<'EOF'\n{text}EOF\n")
             if launch.nodes_per_replica > 1:
                 for s in launch.steps:
                     print(f"[{s.node}] {s.command}")
@@ -125,22 +116,17 @@ def run(args: argparse.Namespace) -> int:
         if dep.router is not None:
             print("# router: one in front of both pools")
             print(dep.router.command)
+        if dep.benchmark:
+            from solver.report.bench_command import RESULT_FILE
+            from solver.report.launch import shell_line
+
+            if dep.prefill is not None:
+                print("# check it at the spec's load, through the router:")
+            else:
+                d = c.shape.deployment
+                print(
+                    f"# check one replica at its share of the load; `plan-opt calibrate {RESULT_FILE} --gpu {d.device.name} --tp {d.tp}` "
+                    "fits the planner to what it measures:"
+                )
+            print(shell_line(dep.benchmark))
     return EXIT_OK
-
-
-def _launch_json(dep: Launch) -> dict[str, Any]:
-    ck = dep.checkpoint
-    return {
-        "engine": dep.engine,
-        "command": dep.argv,
-        "replicas": dep.replicas,
-        "gpus_per_replica": dep.gpus_per_replica,
-        "nodes_per_replica": dep.nodes_per_replica,
-        "gpus_per_node": dep.gpus_per_node,
-        "model": dep.model_id,
-        "checkpoint": None
-        if ck is None
-        else {"hf_id": ck.hf_id, "format": ck.format, "variant": ck.variant, "container": ck.container, "source": ck.source},
-        "launch": [{"node": s.node, "command": s.argv} for s in dep.steps],
-        "notes": dep.notes,
-    }

@@ -87,8 +87,8 @@ def _named(exc: InputError, from_flags: dict[str, str], lines: dict, source: str
 def run(args: argparse.Namespace) -> int:
     from solver.catalog.yaml_lines import load_yaml_file, load_yaml_text
     from solver.physics.evaluate import evaluate
+    from solver.physics.resolve import resolve
     from solver.spec.evaluate_input import parse_input
-    from solver.spec.resolve import resolve
 
     data: dict = {}
     lines: dict = {}

@@ -31,6 +31,12 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--secondary", action="store_true", help="prices: include offers known only from secondary sources")
     p.add_argument("--statistic", default=None, choices=["median_low", "cheapest"], help="prices: of the providers' offers")
+    p.add_argument(
+        "--format",
+        choices=["text", "json"],
+        default="text",
+        help="json: devices, models and prices as data (the API's GET /devices, /models, /prices)",
+    )
     p.set_defaults(func=run)
 
 
@@ -41,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
     cat = default_catalog()
     if args.what != "prices" and (args.gpu or args.provider or args.tier or args.statistic or args.secondary):
         raise InputError("list", args.what, "--gpu, --provider, --tier and --statistic apply to `list prices` only")
+    if args.format == "json":
+        return _list_json(cat, args)
     if args.what == "prices":
         return _list_prices(cat, args)
     if args.what == "devices":
@@ -106,4 +114,23 @@ def _list_prices(cat: Catalog, args: argparse.Namespace) -> int:
         where = ", ".join(x for x in (o.instance, o.region) if x)
         flag = "  SUSPECT, unused" if o.suspect else ""
         print(f"{o.provider:<17} {o.gpu:<15} {o.tier:<11} {o.usd_per_gpu_hour:>8.2f}  {o.as_of}  {o.source_kind.split(' ')[0]:<12} {where}{flag}")
+    return EXIT_OK
+
+
+def _list_json(cat: Catalog, args: argparse.Namespace) -> int:
+    import json
+
+    from solver.report.catalog_json import devices_out, models_out, price_book_out
+
+    if args.what == "devices":
+        data: object = [d.model_dump(mode="json") for d in devices_out(cat)]
+    elif args.what == "models":
+        data = [m.model_dump(mode="json") for m in models_out(cat)]
+    elif args.what == "prices":
+        pricing = cat.pricing(args.provider, args.tier, args.statistic, where="--provider", secondary=args.secondary or None)
+        gpus = [cat.device(g).name for g in args.gpu] if args.gpu else [d.name for d in cat.devices]
+        data = price_book_out(cat, pricing, gpus).model_dump(mode="json")
+    else:
+        raise InputError("--format", "json", "json lists devices, models and prices; the others print as text")
+    print(json.dumps(data, indent=2))
     return EXIT_OK

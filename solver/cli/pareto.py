@@ -5,14 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from solver.cli import outputs
 from solver.cli.common import catalog_for, problem_from
 from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK, InputError
-
-if TYPE_CHECKING:
-    from solver.spec.solve_spec import Spec
+from solver.optimise.pareto_axes import DEFAULT_AXES, chosen_axes
 
 
 def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -61,43 +58,6 @@ def _cost_ratio(text: str) -> float | None:
     return v
 
 
-DEFAULT_AXES = "all"
-
-
-def _axes(text: str, spec: Spec) -> list[str]:
-    """The frontiers asked for: users only for a users workload, rate only for a rate;
-    pNN_ttft / pNN_tpot name the latency axes at the spec's percentile."""
-    from solver.optimise.pareto import AXES
-
-    rate = spec.workload.requests_per_s is not None
-    if text.strip() == DEFAULT_AXES:
-        return ["tpot", "ttft", "rate" if rate else "users"]
-    sla = spec.sla
-    percentiles = {"ttft": sla.ttft.percentile if sla.ttft else None, "tpot": sla.tpot.percentile if sla.tpot else None}
-    axes = []
-    for name in (a.strip() for a in text.split(",")):
-        if not name:
-            continue
-        axis = name
-        if "_" in name and name.split("_", 1)[1] in percentiles and name.startswith("p"):
-            axis = name.split("_", 1)[1]
-            asked, spec_p = name.split("_", 1)[0][1:], percentiles[axis]
-            if spec_p is None or asked != f"{spec_p:g}":
-                at = f"P{spec_p:g}" if spec_p is not None else "no percentile (set sla." + axis + ": {pNN: ...})"
-                raise InputError("--axes", text, f"{name}: the spec's {axis.upper()} target is at {at}; the frontier is at the target's percentile")
-        if axis not in AXES:
-            raise InputError("--axes", text, f"choose from {', '.join(AXES)} (or pNN_ttft, pNN_tpot at the spec's percentiles)")
-        if axis == "users" and rate:
-            raise InputError("--axes", text, "the users frontier is for a users workload; under requests_per_s choose from tpot, ttft, rate")
-        if axis == "rate" and not rate:
-            raise InputError("--axes", text, "the rate frontier is for a workload in requests_per_s; for users choose from tpot, ttft, users")
-        if axis not in axes:
-            axes.append(axis)
-    if not axes:
-        raise InputError("--axes", text, f"choose from {', '.join(AXES)}")
-    return axes
-
-
 def _pictures(args: argparse.Namespace) -> list[tuple[outputs.Target, str]]:
     """--plot's files, checked before any work: FILE.png and FILE.svg, or a stream's PNG."""
     outputs.needs("matplotlib", "--plot", args.plot, "plot")
@@ -115,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from solver.spec.solve_spec import load_spec
 
     spec, lines = load_spec(args.spec)
-    axes = _axes(args.axes, spec)
+    axes = chosen_axes(args.axes, spec)
     pictures = _pictures(args) if args.plot else []
     if args.max_cost_ratio is not None:
         spec = spec.model_copy(update={"pareto": spec.pareto.model_copy(update={"max_cost_ratio": _cost_ratio(args.max_cost_ratio)})})

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from solver.cli import outputs
 from solver.cli.common import catalog_for, problem_from
 from solver.errors import EXIT_DOES_NOT_FIT, EXIT_OK, InputError
+from solver.explain.simulated_plan import CHOICES, MAX_REPLICAS, named_by_choice, narrowed, plan_to_simulate
 
 EPILOG = """Examples:
   plan-opt simulate specs/chat-70b-at-20-rps.yaml
@@ -21,9 +22,7 @@ Exit status: 0 when the simulated percentiles meet every target, 3 when one is m
 (or no plan exists), 2 for bad input."""
 
 if TYPE_CHECKING:
-    from solver.optimise.problem import Problem, Shape
-
-MAX_REPLICAS = 10_000
+    pass
 
 
 def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -63,31 +62,6 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def _narrowed(spec_data: dict, args: argparse.Namespace) -> dict:
-    search = dict(spec_data.get("search") or {})
-    if args.gpu is not None:
-        search["gpus"] = [args.gpu]
-    if args.tp is not None:
-        search["tp"] = [args.tp]
-    if args.weights is not None:
-        search["weights"] = [args.weights]
-    if args.kv_cache is not None:
-        search["kv_cache"] = [args.kv_cache]
-    return {**spec_data, "search": search}
-
-
-FLAGS = {"search.gpus": "gpu", "search.tp": "tp", "search.weights": "weights", "search.kv_cache": "kv_cache"}
-"""The search lists --gpu, --tp, --weights and --kv-cache narrow, by the flag's name."""
-
-
-def _as_flag(exc: InputError, args: argparse.Namespace) -> InputError:
-    """An error in a search list a flag set names the flag, not the spec's line."""
-    for field, attr in FLAGS.items():
-        if exc.field.startswith(field) and getattr(args, attr) is not None:
-            return InputError("--" + attr.replace("_", "-"), exc.value, exc.allowed)
-    return exc
-
-
 def run(args: argparse.Namespace) -> int:
     from solver.explain.verdicts import plan_check
     from solver.spec.solve_spec import MAX_SIMULATED_REQUESTS, load_spec
@@ -113,19 +87,19 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--requests", settings.requests, f"must be a whole number from 100 to {MAX_SIMULATED_REQUESTS:,}")
     if not 0 <= settings.seed < 2**32:
         raise InputError("--seed", settings.seed, "must be a whole number from 0 to 4,294,967,295")
-    if any(getattr(args, a) is not None for a in FLAGS.values()):
+    if any(getattr(args, a) is not None for a in CHOICES.values()):
         from pydantic import ValidationError
 
         from solver.spec.solve_spec import Spec
 
         try:
-            spec = Spec.model_validate(_narrowed(spec.model_dump(mode="json", exclude_unset=True), args))
+            spec = Spec.model_validate(narrowed(spec.model_dump(mode="json", exclude_unset=True), vars(args)))
         except ValidationError as exc:
-            raise _as_flag(InputError.from_validation(exc), args) from None
+            raise named_by_choice(InputError.from_validation(exc), vars(args), flags=True) from None
     try:
         problem = problem_from(spec, lines, args.spec, catalog_for(args))
     except InputError as exc:
-        raise _as_flag(exc, args) from None
+        raise named_by_choice(exc, vars(args), flags=True) from None
     plan = plan_to_simulate(problem, args.replicas)
     if isinstance(plan, str):
         print(f"plan-opt simulate: {plan}", file=sys.stderr)
@@ -147,39 +121,3 @@ def run(args: argparse.Namespace) -> int:
         outputs.save_figure(picture, plot(check, label), fmt, dpi=110)
         print(f"drew {picture.given}", file=sys.stderr)
     return EXIT_OK if check.ok else EXIT_DOES_NOT_FIT
-
-
-def plan_to_simulate(problem: Problem, replicas: int | None) -> tuple[Shape, int] | str:
-    """The shape and replicas to simulate, or why there are none. Given whole (one shape
-    left by the spec and the flags, and its replicas), it is not solved: solving would
-    re-pick that shape and simulate it and its runners-up to size replicas that are
-    given. It is refused only where the simulator cannot serve it (an engine's rule or
-    the interconnect refuses its split, or not one sequence fits); its targets are the
-    simulation's verdict. Else solve's plan, sized as solve sizes it."""
-    if replicas is not None and len(problem.shapes) == 1:
-        shape = problem.shapes[0]
-        physics = problem.physics(shape, problem.workload)
-        if physics.refusals or physics.decode is None:
-            return f"the plan given cannot run: {_why_none(problem)}"
-        if physics.max_batch_memory < 1:
-            return f"the plan given cannot run: not one sequence fits in {shape.device.name} memory beside the weights ({shape.label})"
-        return shape, replicas
-    from solver.explain.solve import solve
-
-    result = solve(problem, explain=False)
-    if not result.feasible:
-        return f"no plan meets the spec: {_why_none(problem)}"
-    return result.solution.chosen.shape, replicas or result.solution.chosen.replicas
-
-
-def _why_none(problem: Problem) -> str:
-    """Why nothing can run, when the engines' rules refuse every shape asked (a TP that
-    does not divide the heads, a format the GPU lacks); else where to look."""
-    reasons: list[str] = []
-    for shape in problem.shapes:
-        refused = problem.physics(shape, problem.workload).refusals
-        if not refused:
-            return "run `plan-opt solve` on it for the reason"
-        reasons += [why for _kind, why in refused if why not in reasons]
-    reasons += [f"{gpu}: {why}" for gpu, why in problem.excluded.items()]
-    return "; ".join(reasons[:3]) + (f" (and {len(reasons) - 3} more)" if len(reasons) > 3 else "") if reasons else "no GPU is searched"

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from solver.errors import EXIT_OK, InputError
+
+EXIT_INTERRUPTED = 130
+"""As a shell reports a command stopped by Ctrl-C (128 + SIGINT)."""
 
 EPILOG = """The sweep file:
   base: specs/chat-llama70b.yaml       a spec file (relative to this one), or spec: {...} inline
@@ -26,6 +30,11 @@ Examples:
   plan-opt sweep study.yaml -o study.csv
   plan-opt sweep study.yaml -o study.csv --parquet study.parquet --plot cost.png --x workload.users
   plan-opt sweep study.yaml -o study.csv --ray local
+
+A row is kept for a scenario (the base spec with its settings, whole) and reused when the
+same command runs again on the same -o; an edited base spec solves every row anew.
+Exit status: 0 done, 2 bad input, 130 interrupted (Ctrl-C: the table holds every row
+finished; run the same command again to solve the rest).
 """
 
 
@@ -84,24 +93,11 @@ def solve_row(base: dict[str, Any], settings: dict[str, Any], folder: str, expla
     return row_of(result)
 
 
-def _progress(done: int, total: int, started: float, quiet: bool, final: bool = False) -> None:
-    if quiet:
-        return
-    rate = done / max(1e-9, time.monotonic() - started)
-    width = 30
-    bar = "#" * round(width * done / max(1, total))
-    line = f"[{bar:<{width}}] {done:,}/{total:,} scenarios, {rate:,.1f}/s"
-    if sys.stderr.isatty():  # one line, redrawn
-        sys.stderr.write("\r" + line + ("\n" if final else ""))
-    elif final or done % max(1, total // 10) == 0:  # a log: a line at each tenth
-        sys.stderr.write(line + "\n")
-    sys.stderr.flush()
-
-
 def run(args: argparse.Namespace) -> int:
     from solver.cli import outputs
+    from solver.cli.sweep_progress import Progress
     from solver.report.sweep_table import MAX_TABLE_BYTES, columns, plot, read_done, table_csv, write_parquet
-    from solver.spec.sweep_spec import load_sweep, scenario_id, scenarios
+    from solver.spec.sweep_spec import load_sweep, scenario_id, scenarios, with_settings
 
     if not 1 <= args.workers <= 1024:
         raise InputError("--workers", args.workers, "1 to 1,024 processes")
@@ -126,12 +122,13 @@ def run(args: argparse.Namespace) -> int:
     rows: dict[str, dict[str, Any]] = {}
     pending = []
     for i, settings in enumerate(todo):
-        sid = scenario_id(settings)
+        sid = scenario_id(with_settings(base, settings), sweep.explain)
         if sid in done:
             rows[sid] = {**done[sid], "scenario": i}
         else:
             pending.append((i, sid, settings))
     header = columns(axes)
+    reused, stale = len(rows), len(done) - len(rows)
 
     def keep(i: int, sid: str, settings: dict[str, Any], row: dict[str, Any]) -> None:
         rows[sid] = {"scenario": i, "id": sid, **{k: _cell(v) for k, v in settings.items()}, **row}
@@ -141,26 +138,36 @@ def run(args: argparse.Namespace) -> int:
         keep(i, sid, settings, row)
     rest = pending[len(measured.rows) :]
     _budget(measured, len(rest), args)
-    started = time.monotonic()
-    total = len(rest)
-    finished = 0
+    progress = Progress(len(rest), args.quiet)
     last_write = time.monotonic()
-    for i, sid, settings, row in _execute(rest, base, str(folder), sweep.explain, args):
-        keep(i, sid, settings, row)
-        finished += 1
-        _progress(finished, total, started, args.quiet)
-        if out.kind != outputs.STREAM and time.monotonic() - last_write > 5:  # a table on disk to resume from
-            outputs.write_text(out, table_csv(header, list(rows.values())))
-            last_write = time.monotonic()
-    _progress(finished, total, started, args.quiet, final=True)
+    try:
+        for i, sid, settings, row in _execute(rest, base, str(folder), sweep.explain, args):
+            keep(i, sid, settings, row)
+            progress.step()
+            if out.kind != outputs.STREAM and time.monotonic() - last_write > 5:  # a table on disk to resume from
+                outputs.write_text(out, table_csv(header, list(rows.values())))
+                last_write = time.monotonic()
+    except KeyboardInterrupt:
+        progress.close()
+        outputs.write_text(out, table_csv(header, list(rows.values())))
+        resume = " ".join(shlex.quote(a) for a in ["plan-opt", "sweep", args.sweep, "-o", args.output])
+        print(
+            f"plan-opt sweep: interrupted: {len(rows):,} of {len(todo):,} scenarios are in {args.output}; "
+            f"run `{resume}` again to solve the other {len(todo) - len(rows):,}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    progress.close()
+    finished = progress.done
     outputs.write_text(out, table_csv(header, list(rows.values())))
     if parquet is not None:
         outputs.write(parquet, lambda f: write_parquet(f, header, list(rows.values())))
     if plot_to is not None:
-        outputs.save_figure(plot_to, plot(list(rows.values()), args.x or axes[0]), fmt, dpi=110)
+        outputs.save_figure(plot_to, plot(list(rows.values()), args.x or axes[0], axes), fmt, dpi=110)
         print(f"picture: {plot_to.given}", file=sys.stderr)
     solved = finished + len(measured.rows)
-    print(f"{len(rows):,} scenarios in {args.output} ({len(done):,} already there, {solved:,} solved)", file=sys.stderr)
+    dropped = f", {stale:,} rows of other scenarios dropped (an edited base spec or grid)" if stale else ""
+    print(f"{len(rows):,} scenarios in {args.output} ({reused:,} already there, {solved:,} solved{dropped})", file=sys.stderr)
     return EXIT_OK
 
 
@@ -254,11 +261,14 @@ def _execute(pending: list, base: dict, folder: str, explain: bool, args: argpar
         return
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+    pool = ProcessPoolExecutor(max_workers=args.workers)
+    try:
         futures = {pool.submit(solve_row, base, settings, folder, explain): (i, sid, settings) for i, sid, settings in pending}
         for f in as_completed(futures):
             i, sid, settings = futures[f]
             yield i, sid, settings, f.result()
+    finally:  # an interrupt: what has not started is dropped, not waited for
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _on_ray(pending: list, base: dict, folder: str, explain: bool, address: str) -> Any:

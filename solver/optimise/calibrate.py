@@ -37,9 +37,9 @@ from solver.catalog import Catalog, Factors
 from solver.errors import InputError
 from solver.physics.decode import prompt_service_from_queued_s
 from solver.physics.kernels import fixed_step_s
+from solver.physics.resolve import resolve
 from solver.spec.evaluate_input import parse_input
 from solver.spec.measurements import Measurement
-from solver.spec.resolve import resolve
 
 if TYPE_CHECKING:
     from solver.physics.evaluate import Evaluation

@@ -55,6 +55,10 @@ class cached_property(Generic[_T]):  # noqa: N801 (used as functools' is)
 __all__ = ["Candidate", "PrefillPool", "candidates", "ceil_us"]  # ceil_us: the rounding enumerate.py shares
 
 
+ACQUIRE_BY_OBJECTIVE = {"min_tco": "cheaper", "min_purchase": "buy"}
+"""How an objective acquires GPUs beyond those owned (physics/costs.plan_tco's `acquire`); others rent."""
+
+
 @dataclass(frozen=True)
 class PrefillPool:
     """Disaggregated serving: the replicas that only prefill, and what the plan's TTFT
@@ -168,6 +172,12 @@ class Candidate:
             rented += extra if how == "rented" else 0
         return total, bought, rented
 
+    def acquired_as(self, objective: str) -> tuple[float, int, int]:
+        """The plan's (TCO per hour, GPUs bought, GPUs rented) as its objective acquires
+        GPUs beyond those owned: min_tco the cheaper of renting and buying, min_purchase
+        buying, every other objective renting. Every report's TCO column reads this."""
+        return self.acquisition(ACQUIRE_BY_OBJECTIVE.get(objective, "rent"))
+
     @cached_property
     def _tco(self) -> tuple[float, str]:
         total, bought, rented = self.acquisition()
@@ -250,7 +260,7 @@ def tpot_batch_cap(problem: Problem, ph: ShapePhysics, w: Workload, t: Targets, 
 MAX_BATCH_VARIANTS = 256
 
 
-def _batches(cap: int, users: int, variants: bool) -> list[int]:
+def offered_batches(cap: int, users: int, variants: bool) -> list[int]:
     """Batch sizes to offer for one shape: the largest (fewest replicas) alone, or —
     when a smaller batch may pay (lower TPOT) — every distinct batch
     ⌈users / replicas⌉ up to the cap (about 2√users of them; beyond
@@ -316,7 +326,7 @@ def candidates(
             continue
         cap = replica_capacity(problem, ph, w, t, ignore_latency=ignore_tpot_cap)
         seen: set[int] = set()
-        for b in _batches(cap.users, w.users, batch_variants):
+        for b in offered_batches(cap.users, w.users, batch_variants):
             replicas = math.ceil(w.users / b)
             if replicas in seen:
                 continue

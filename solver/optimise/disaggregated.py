@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.optimise.candidates import Candidate, PrefillPool, _batches, tpot_batch_cap
+from solver.optimise.candidates import Candidate, PrefillPool, offered_batches, tpot_batch_cap
 from solver.optimise.problem import Problem, Shape, ShapePhysics
 from solver.optimise.targets import TIME_TOLERANCE
 from solver.physics.costs import plan_tco
@@ -164,7 +164,7 @@ def disaggregated_candidates(
         # A decode pool's first step is in every TTFT: under a TTFT target more decode
         # replicas (a smaller batch, a shorter step) can be what lets a prefill pool meet
         # it, so every batch is offered then, not the largest alone.
-        batches = _batches(min(b_mem, b_tpot), w.users, variants or max_ttft_s is not None)
+        batches = offered_batches(min(b_mem, b_tpot), w.users, variants or max_ttft_s is not None)
         if ignore_caps and len(batches) > DIAGNOSIS_BATCHES:
             batches = [batches[round(i * (len(batches) - 1) / (DIAGNOSIS_BATCHES - 1))] for i in range(DIAGNOSIS_BATCHES)]
         pair_key = (shape.index, w.prompt_tokens, dims, *(o.shape.index for o in options))

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from solver.catalog import Catalog
 from solver.errors import InputError
-from solver.optimise.candidates import candidates
+from solver.optimise.candidates import Candidate, candidates
 from solver.optimise.problem import Problem
 from solver.optimise.shapes import build_problem, check_built, check_work
 from solver.spec.fleet_spec import FleetSpec, FleetWorkloadIn
@@ -21,9 +21,10 @@ from solver.spec.solve_spec import Spec
 FLEET_MAX_SHAPES = 40_000
 """The most shapes one fleet's classes build together: a hundred workloads over the whole
 catalog (58 devices × TP 1-8 × 2 × 2 formats) build about 32,000. Dominance pruning
-(fleet_prune.py) leaves the model a fifth of their options (12,169 → 2,501 on
-bench/bench_fleet.py's hundred), which CP-SAT proves in seconds; the physics of the
-shapes is then most of the time (about 0.25 ms of CPU a shape on these machines)."""
+(fleet_prune.py) leaves the model a fifth of their options (12,699 → 2,620 on
+bench/bench_fleet.py's hundred), which CP-SAT proves in seconds. Every shape's memory
+cap is derived, its full physics only where pruning could keep it (fleet_lazy.py: 9,683
+shapes of the 29,552 runnable, about 0.25 ms of CPU each on these machines)."""
 
 RATE_SCALE = 1000
 """A service given in requests per second counts its demand and each replica's cap in
@@ -111,26 +112,35 @@ def options_of(problem: Problem) -> tuple[list[Option], str]:
     """The shapes that can serve this class at all (memory, interconnect, TPOT and TTFT
     under load hold for at least one user: the capacity rule solve's candidates read), pruned to those not beaten within their device on
     GPUs per replica, users per replica and format quality."""
-    good = []
-    for c in candidates(problem):
-        if c.memory_excess > 0 or c.interconnect_excess or c.max_batch_memory < 1 or c.max_batch_tpot < 1:
-            continue
-        if c.traffic is not None:  # sized by the traffic screen: its sustainable rate per replica
-            rate_cap = math.floor(c.traffic.sustainable.rate_per_s * RATE_SCALE)
-            if rate_cap < 1:
-                continue
-            d = c.shape.deployment
-            q = d.weights.quality_rank + d.kv.quality_rank
-            good.append(Option(c.shape.index, c.shape.label, c.shape.device.name, c.shape.gpus_per_replica, rate_cap, c.caps, c.tpot_s, c.ttft_s, q))
-            continue
-        cap = c.capacity.users  # memory, TPOT and TTFT under load at once (optimise/capacity.py), as solve's
-        if cap < 1:
-            continue
-        d = c.shape.deployment
-        q = d.weights.quality_rank + d.kv.quality_rank
-        good.append(Option(c.shape.index, c.shape.label, c.shape.device.name, c.shape.gpus_per_replica, cap, c.caps, c.tpot_s, c.ttft_s, q))
+    good = [o for o in map(option_of, candidates(problem)) if o is not None]
     if not good:
-        return [], "no GPU in the search meets this class's targets (try `plan-opt solve` on it alone for the reason)"
+        return [], NONE_SERVES
+    return undominated_in_device(good), ""
+
+
+NONE_SERVES = "no GPU in the search meets this class's targets (try `plan-opt solve` on it alone for the reason)"
+
+
+def option_of(c: Candidate) -> Option | None:
+    """The candidate as a fleet option, or None where it cannot serve one user (or one
+    thousandth of a request per second) within the targets."""
+    if c.memory_excess > 0 or c.interconnect_excess or c.max_batch_memory < 1 or c.max_batch_tpot < 1:
+        return None
+    d = c.shape.deployment
+    q = d.weights.quality_rank + d.kv.quality_rank
+    if c.traffic is not None:  # sized by the traffic screen: its sustainable rate per replica
+        rate_cap = math.floor(c.traffic.sustainable.rate_per_s * RATE_SCALE)
+        if rate_cap < 1:
+            return None
+        return Option(c.shape.index, c.shape.label, c.shape.device.name, c.shape.gpus_per_replica, rate_cap, c.caps, c.tpot_s, c.ttft_s, q)
+    cap = c.capacity.users  # memory, TPOT and TTFT under load at once (optimise/capacity.py), as solve's
+    if cap < 1:
+        return None
+    return Option(c.shape.index, c.shape.label, c.shape.device.name, c.shape.gpus_per_replica, cap, c.caps, c.tpot_s, c.ttft_s, q)
+
+
+def undominated_in_device(good: list[Option]) -> list[Option]:
+    """The options not beaten within their device, in shape order."""
     kept: list[Option] = []
     by_device: dict[str, list[Option]] = {}
     for o in good:
@@ -143,7 +153,7 @@ def options_of(problem: Problem) -> tuple[list[Option], str]:
             if not any(k.gpus_per_replica <= o.gpus_per_replica and k.cap >= o.cap and k.quality >= o.quality for k in kept if k.device == o.device):
                 kept.append(o)
     kept.sort(key=lambda o: o.shape_index)
-    return kept, ""
+    return kept
 
 
 def _fleet_field(field: str, i: int) -> str:
@@ -157,8 +167,12 @@ def _fleet_field(field: str, i: int) -> str:
 
 
 def build_classes(fs: FleetSpec, catalog: Catalog, base_dir: Path | None = None) -> list[ServiceClass]:
+    from solver.optimise.fleet_lazy import lazy_options
+    from solver.optimise.fleet_prune import fleet_limits
+
     for name in list(fs.inventory) + list(fs.quota):
         catalog.device(name)
+    limits = fleet_limits(fs)[0]
     out = []
     asked = built = 0
     for i, w in enumerate(fs.workloads):
@@ -177,6 +191,7 @@ def build_classes(fs: FleetSpec, catalog: Catalog, base_dir: Path | None = None)
             # A service given as a rate runs on one shape, so that its simulation checks the
             # whole of it (optimise/fleet_traffic.py).
             sc = ServiceClass(w.name, cname, demand, w.priority, problem, single_shape=single or traffic is not None, rate=traffic is not None)
-            sc.options, sc.why_none = options_of(problem)
+            lazy = lazy_options(problem, limits, demand)  # fleet_lazy.py: the options pruning keeps are the same
+            sc.options, sc.why_none = options_of(problem) if lazy is None else (lazy, "" if lazy else NONE_SERVES)
             out.append(sc)
     return out

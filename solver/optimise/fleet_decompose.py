@@ -75,9 +75,12 @@ def add_service_bounds(
     devices: dict[str, Device],
     owned: dict[str, int],
     quota: dict[str, int],
+    cost: cp_model.LinearExprT,
 ) -> int:
-    """Add cost_k ≥ LB_k for each service that must serve all its demand; the sum of
-    the bounds (a lower bound on the fleet's cost, in cents per hour)."""
+    """Add cost_k ≥ LB_k for each service that must serve all its demand, and cost ≥
+    Σ_k LB_k on the fleet's cost itself (the rows imply it, but CP-SAT's search reads the
+    objective's own bound: on bench_fleet.py's hundred it then proves the optimum instead
+    of stopping 0.04 % short); returns the sum (cents per hour)."""
     total = 0
     for k, sc in enumerate(classes):
         if not options[k]:
@@ -94,4 +97,6 @@ def add_service_bounds(
                     terms.append(-price * o.gpus_per_replica * owns[k, j])
         m.add(sum(terms) >= lb).with_name(f"least cost of {sc.name} alone")
         total += lb
+    if total:
+        m.add(cost >= total).with_name("the services' least costs alone, summed")
     return total

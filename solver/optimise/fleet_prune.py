@@ -49,6 +49,7 @@ from dataclasses import dataclass
 
 from solver.catalog import Device
 from solver.optimise.fleet_classes import Option
+from solver.spec.fleet_spec import FleetSpec
 
 MARKET = ""
 """The pool of every device no constraint limits by itself."""
@@ -113,3 +114,18 @@ def prune(options: list[Option], devices: dict[str, Device], limits: Limits, dem
                 kept.append(f)
                 keep.add(i)
     return [o for i, o in enumerate(options) if i in keep]
+
+
+def resolve_counts(counts: dict[str, int]) -> dict[str, int]:
+    """Owned or quota counts keyed by catalog name (the spec may use aliases)."""
+    from solver.catalog import default_catalog
+
+    return {default_catalog().device(name).name: n for name, n in counts.items()}
+
+
+def fleet_limits(fs: FleetSpec) -> tuple[Limits, dict[str, int], dict[str, int]]:
+    """The fleet's limits, its owned GPUs and its quotas by catalog name: what the model
+    counts and what pruning reads, the same wherever they are read."""
+    owned = resolve_counts(fs.inventory)
+    quota = resolve_counts(fs.quota)
+    return Limits(frozenset(d for d, n in owned.items() if n), frozenset(quota), fs.budget.max_purchase_usd is not None), owned, quota

@@ -31,7 +31,6 @@ from solver.optimise.targets import CAPPED
 from solver.physics.deployment import Workload
 from solver.spec.solve_spec import DEFAULT_MAX_GPUS
 
-AXES = ("tpot", "ttft", "users", "rate")
 MAX_POINTS = 200
 KNEE_MIN_DEPTH = 0.05
 """How far below the chord (normalised units) a point must lie to be called the knee."""

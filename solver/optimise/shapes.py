@@ -21,8 +21,7 @@ from solver.errors import InputError
 from solver.optimise.problem import Problem, Shape, Skipped
 from solver.physics.costs import gpu_hour_costs
 from solver.physics.deployment import Deployment
-from solver.spec.lengths_file import with_lengths
-from solver.spec.resolve import (
+from solver.physics.resolve import (
     apply_factors,
     band_of,
     check_engine_fits,
@@ -36,8 +35,9 @@ from solver.spec.resolve import (
     targets_of,
     workload_of,
 )
+from solver.physics.speculation import resolve_speculation
+from solver.spec.lengths_file import with_lengths
 from solver.spec.solve_spec import Spec
-from solver.spec.speculation import resolve_speculation
 
 _T = TypeVar("_T")
 
@@ -263,6 +263,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
             continue
         check_engine_fits(engine, w.context_tokens, 1, 1, model)
         factors = _factors(device, engine, spec, catalog)
+        bands = default_bands(catalog, device, engine)  # the device's and engine's: once, not per shape
         splits_seen: set[tuple] = set()
         # With a speculative section, each split with the draft and without (search.speculative).
         drafting = tuple(dict.fromkeys(spec.search.speculative)) if spec.speculative is not None else (False,)
@@ -307,7 +308,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
                                 weights_bytes_override=mo.weights_bytes,
                                 engine=engine,
                                 band=band_of(catalog, device),
-                                bands=default_bands(catalog, device, engine),
+                                bands=bands,
                                 speculation=resolve_speculation(spec.speculative, model, wf, kf, engine, catalog) if drafts else None,
                                 parallelism=parallel,
                             ).as_engine_runs()

@@ -30,6 +30,8 @@ from solver.physics.kernels import (
     attention_flops,
     attention_flops_per_token,
     bandwidth_share,
+    busiest_expert_share,
+    expert_groups,
     expert_hit_fraction,
     expert_imbalance,
     fixed_step_s,
@@ -133,6 +135,9 @@ class DecodeCoefficients:
     draft_comm_fixed_s: float = 0.0
     """One draft pass's all-reduces under TP: its layers' share of the step's (fixed part)."""
     draft_comm_per_sequence_s: float = 0.0
+    expert_groups: int = 1
+    """GPUs the routed experts are dealt over whole (expert parallelism); a step reads
+    the busiest one's (busiest_expert_share). 1: TP splits every expert over every GPU."""
     _steps: dict[tuple[int, float | None], float] = field(default_factory=dict, init=False, compare=False, repr=False)
     """(batch, prompt tokens) → `_step`, kept: a TTFT under load reads the same chunk's step
     three times (the prompt's capacity share, its own service, the decode steps' mean
@@ -143,8 +148,10 @@ class DecodeCoefficients:
     def flops_per_sequence(self) -> float:
         return self.linear_flops_per_sequence + self.attention_flops_per_sequence
 
-    def weight_bytes(self, batch: int) -> float:
-        hit = expert_hit_fraction(self.num_experts, self.experts_per_token, batch)
+    def weight_bytes(self, batch: float) -> float:
+        """The dense weights and the routed experts the batch's tokens reach, on the GPU
+        the step waits for (under expert parallelism the busiest)."""
+        hit = busiest_expert_share(self.num_experts, self.experts_per_token, batch, self.expert_groups)
         return self.dense_weight_bytes + self.routed_weight_bytes * hit
 
     def _bandwidth(self) -> float:
@@ -409,6 +416,7 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
         routed_weight_bytes=routed / d.tp,
         num_experts=m.num_experts,
         experts_per_token=m.experts_per_token,
+        expert_groups=expert_groups(d),
         kv_bytes_per_sequence=kv_bytes_per_sequence(m, d.kv, context_tokens) * (1 / d.tp if d.dp_ep else kv_shard_fraction(m, d.kv_ranks)),
         # under expert parallelism the step waits for the busiest GPU's experts
         linear_flops_per_sequence=2.0 * (m.active_params + routed_active_params(m) * (expert_imbalance(d) - 1)) / d.tp,

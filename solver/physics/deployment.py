@@ -58,7 +58,7 @@ class Workload:
     """isolated: the seed's figures, each step and each prompt on its own;
     continuous: prompts of arriving requests are prefilled in chunks inside the decode
     steps (vLLM, SGLang), so TPOT grows with the prefill work and TTFT with the load.
-    A spec resolves it from the engine's default (spec/resolve.py, continuous for every
+    A spec resolves it from the engine's default (physics/resolve.py, continuous for every
     engine listed); this default serves the physics on its own, without an engine."""
     traffic: Traffic | None = None
     """Given as a request rate: `users` is then the concurrency the rate brings at the

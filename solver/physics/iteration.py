@@ -33,7 +33,7 @@ from functools import cached_property
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.deployment import Deployment, Workload
 from solver.physics.interconnect import comm_time_from_segments
-from solver.physics.kernels import attention_flops, expert_hit_fraction, prefill_expert_overhead_s
+from solver.physics.kernels import attention_flops, prefill_expert_overhead_s
 from solver.physics.prefill import estimate_prefill, prefill_weights_time_s
 
 MAX_FIXED_TERMS = 1 << 15
@@ -173,8 +173,7 @@ class IterationModel:
         c = self.decode
         rate, bandwidth, overlapped, share = self._rates
         if b > 0:
-            hit = expert_hit_fraction(c.num_experts, c.experts_per_token, b + k) if c.num_experts else 1.0
-            weights_s = (c.dense_weight_bytes + c.routed_weight_bytes * hit) / bandwidth
+            weights_s = c.weight_bytes(b + k) / bandwidth
             decoders_s = b * c.linear_flops_per_sequence / rate
             linear_s = decoders_s + k * self.prefill_linear_s_per_token
             if overlapped:

@@ -4,6 +4,8 @@ its fixed costs."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from solver.catalog import Model
 from solver.physics.deployment import Deployment
 from solver.physics.memory import deployment_weights_bytes, group_weights_bytes, input_embedding_bytes, sixteen_bit_bytes
@@ -16,6 +18,43 @@ def expert_hit_fraction(num_experts: int, experts_per_token: int, tokens: float)
     if num_experts == 0:
         return 1.0
     return 1.0 - (1.0 - experts_per_token / num_experts) ** tokens
+
+
+def busiest_expert_share(num_experts: int, experts_per_token: int, tokens: float, groups: int) -> float:
+    """Under expert parallelism (the E routed experts dealt whole, E/g to each of g GPUs),
+    the share of one GPU's experts that the busiest GPU's `tokens` reach: a MoE layer
+    ends when its slowest GPU has read its experts (the combine waits for every GPU),
+    so a step reads the most-loaded GPU's experts, not the mean. Each of a GPU's n = E/g
+    experts is hit with the probability q of expert_hit_fraction, taken independently
+    (a token's k experts are in truth distinct: within a few per cent of the exact deal
+    either way, tests/physics/test_expert_parallel.py), and the expected largest of g
+    Binomial(n, q) counts is Σ_{m<n} (1 − F(m)^g), F the binomial CDF. One group (TP:
+    every expert split over every GPU) is the mean, q."""
+    if groups <= 1 or num_experts == 0:
+        return expert_hit_fraction(num_experts, experts_per_token, tokens)
+    return _busiest_share(num_experts, experts_per_token, tokens, groups)
+
+
+@lru_cache(maxsize=4096)
+def _busiest_share(num_experts: int, experts_per_token: int, tokens: float, groups: int) -> float:
+    """busiest_expert_share under expert parallelism, kept: a search probes the same batches."""
+    q = expert_hit_fraction(num_experts, experts_per_token, tokens)
+    if q >= 1.0:
+        return q
+    n = max(1, num_experts // groups)
+    pmf = (1.0 - q) ** n
+    cdf, expected_max = 0.0, 0.0
+    for m in range(n):
+        cdf += pmf
+        expected_max += 1.0 - min(1.0, cdf) ** groups
+        pmf *= (n - m) / (m + 1) * q / (1.0 - q)
+    return expected_max / n
+
+
+def expert_groups(d: Deployment) -> int:
+    """GPUs the routed experts are dealt over whole (expert parallelism: tp of them), 1
+    where tensor parallelism splits every expert over every GPU."""
+    return d.tp if d.expert_parallel and d.model.is_moe else 1
 
 
 def split_weight_bytes(d: Deployment) -> tuple[float, float]:
@@ -46,12 +85,13 @@ def bandwidth_share(d: Deployment) -> float:
 
 
 def touched_weight_bytes(d: Deployment, tokens: int) -> float:
-    """Whole-model weight bytes one forward pass over `tokens` tokens reads."""
+    """Whole-model weight bytes one forward pass over `tokens` tokens reads (under
+    expert parallelism, g times the busiest GPU's experts)."""
     dense, routed = split_weight_bytes(d)
     m = d.model
     if not m.is_moe:
         return dense
-    return dense + routed * expert_hit_fraction(m.num_experts, m.experts_per_token, tokens)
+    return dense + routed * busiest_expert_share(m.num_experts, m.experts_per_token, tokens, expert_groups(d))
 
 
 def overlaps(d: Deployment) -> bool:

@@ -32,7 +32,8 @@ from solver.physics.interconnect import CommEstimate, estimate_comm
 from solver.physics.kernels import (
     attention_flops,
     bandwidth_share,
-    expert_hit_fraction,
+    busiest_expert_share,
+    expert_groups,
     expert_imbalance,
     fixed_step_s,
     kernel_time_s,
@@ -222,9 +223,10 @@ def prefill_weights_time_s(d: Deployment, tokens: int) -> float:
 
 def _weights_read(d: Deployment, tokens: int) -> float:
     """Per GPU: 1/tp of what the pass touches, or under data-parallel attention the
-    dense layers whole and 1/tp of the experts the prompt hits."""
+    dense layers whole and 1/tp of the experts the prompt hits (under expert
+    parallelism the busiest GPU's, busiest_expert_share)."""
     if not d.dp_ep:
         return touched_weight_bytes(d, tokens) / d.tp
     dense, routed = split_weight_bytes(d)
     m = d.model
-    return dense + routed * expert_hit_fraction(m.num_experts, m.experts_per_token, tokens) / d.tp
+    return dense + routed * busiest_expert_share(m.num_experts, m.experts_per_token, tokens, expert_groups(d)) / d.tp

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from solver.catalog import Engine
     from solver.physics.deployment import Deployment as Plan
 
-ENGINES = ("vllm", "sglang", "llama.cpp")
+ENGINES = ("vllm", "sglang", "llama.cpp", "trtllm")
 SIXTEEN_BIT = ("bf16", "fp16")
 HEAD = "$HEAD_IP"
 """Placeholder for the head node's address in multi-node commands (LWS_LEADER_ADDRESS on Kubernetes)."""
@@ -48,7 +48,19 @@ def _sixteen_bit_id(model: Model, variant: str) -> str:
     """The repository of the 16-bit weights (what runtime quantisation and GGUF
     tokenizers start from); the model's own hf_id when the catalog lists none."""
     c, _ = choose_checkpoint(model, "bf16", False, variant)
-    return c.hf_id if c else (model.hf_id or model.name)
+    return c.hf_id if c else (model.hf_id or model.config_dir or model.name)
+
+
+def unlisted_source_note(model: Model, base: str, variant: str) -> str:
+    """Where the weights of a model the catalog lists no checkpoint of come from, said."""
+    if model.config_dir is not None:
+        if model.hf_id is not None:
+            return f"serving {base}, the Hub repository the config.json given names (its _name_or_path); its folder {model.config_dir} is not read"
+        return f"serving the folder of the config.json given ({base}): the engine loads the weights beside it"
+    return (
+        f"the catalog lists no published checkpoint of {model.display_name}: {base} is its config's repository "
+        f"(the {'base' if variant == 'instruct' else variant} model may be all it names); check the {variant} repository before serving"
+    )
 
 
 def _refuse(engine: str, what: str, value: str, allowed_formats: tuple[str, ...]) -> InputError:
@@ -147,6 +159,13 @@ def _pool_launch(
     notes: list[str] = []
     kv, weights = d.kv.name, d.weights.name
     weight_formats, kv_formats = _formats(engine, d)
+    runs_on = default_catalog().engine(engine).runs_on  # the rule solve's search applies (optimise/shapes.py)
+    if runs_on and device.vendor not in runs_on:
+        raise InputError(
+            "--engine",
+            engine,
+            f"{engine} has no backend for {device.vendor} devices (it runs on {', '.join(runs_on)}); the plan runs on {device.display_name}",
+        )
     if kv not in kv_formats:
         raise _refuse(engine, "a KV cache in", kv, kv_formats)
     if weights not in weight_formats:
@@ -180,18 +199,25 @@ def _pool_launch(
         port=table["port"],
         health_path=table["health_path"],
     )
-    if d.expert_parallel and engine not in ("vllm", "sglang"):
+    if d.expert_parallel and engine not in ("vllm", "sglang", "trtllm"):
         what = "data-parallel attention with expert parallelism" if d.dp_ep else "expert parallelism"
-        raise InputError("--engine", engine, f"the plan runs {what} ({d.parallelism}): deploy emits it for vllm and sglang")
+        raise InputError("--engine", engine, f"the plan runs {what} ({d.parallelism}): deploy emits it for vllm, sglang and trtllm")
     if engine == "llama.cpp":
         dep.argv = _llama_server(dep, model, d, batch, max_model_len, weights, kv, ckpt, table, same_engine, e)
+    elif engine == "trtllm":
+        from solver.report.deploy_trtllm import trtllm_argv, trtllm_model
+
+        if nodes > 1:
+            raise InputError(f"engine ({engine})", f"{nodes} nodes per replica", table["multi_node_source"])
+        model_id = trtllm_model(dep, model, weights, ckpt, _sixteen_bit_id(model, variant))
+        dep.argv = trtllm_argv(dep, d, model_id, batch, max_model_len, kv, table, e if same_engine else None)
     else:
         model_arg, quant = _weights(dep, model, weights, how, ckpt, variant)
         if engine == "vllm":
             dep.argv = _vllm(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine, e, nodes, per_node)
         else:
             dep.argv = _sglang(dep, d, model_arg, quant, batch, max_model_len, kv, table, same_engine, e)
-    if d.speculation is not None:
+    if d.speculation is not None and engine != "trtllm":  # TensorRT-LLM's draft is in its options file
         dep.argv += _speculative_flags(engine, d)
     if w.shared_prefix_tokens:
         if engine == "vllm":  # on by default in V1; said, since the plan counts on it
@@ -246,7 +272,7 @@ def _speculative_flags(engine: str, d: Plan) -> list[str]:
             str(s.num_tokens + 1),
         ]
         return argv + (["--speculative-draft-model-path", s.checkpoint] if s.checkpoint else [])
-    raise InputError("speculative.method", s.method, f"deploy emits speculative decoding for vllm and sglang, not {engine}")
+    raise InputError("speculative.method", s.method, f"deploy emits speculative decoding for vllm, sglang and trtllm, not {engine}")
 
 
 def _weights(
@@ -280,10 +306,7 @@ def _weights(
     base = _sixteen_bit_id(model, variant)
     dep.model_id = base
     if not model.published:
-        dep.notes.append(
-            f"the catalog lists no published checkpoint of {model.display_name}: {base} is its config's repository "
-            f"(the {'base' if variant == 'instruct' else variant} model may be all it names); check the {variant} repository before serving"
-        )
+        dep.notes.append(unlisted_source_note(model, base, variant))
     if "dtype" in how:
         if model.published:
             have = ", ".join(sorted({c.format for c in model.published}))

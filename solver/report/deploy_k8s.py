@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from collections.abc import Sequence
 
 from solver.errors import InputError
@@ -98,6 +99,10 @@ def manifests(dep: Launch, *, name: str, weights_bytes: float, image: str | None
         raise InputError("--image", None, f"no {dep.engine} image for {dep.vendor} GPUs in the catalog; pass --image IMAGE")
     name = _name(name)
     claim = f"{name}-model-cache"
+    if dep.model_id.startswith("/"):  # a local folder (a config.json given): not on the pod's volumes
+        dep.notes.append(
+            f"{dep.model_id} is a folder on this machine: mount it into the pod at the same path (the manifests mount only the model cache)"
+        )
     labels = {"app": name}
     pvc = {
         "apiVersion": "v1",
@@ -107,6 +112,10 @@ def manifests(dep: Launch, *, name: str, weights_bytes: float, image: str | None
     }
     serve_node = [s for s in dep.steps if s.tool == dep.engine and s.node in ("node", "head")][-1]
     serve = _serve_args(dep, [_in_cache(a) for a in serve_node.argv])
+    written = [  # the files the command reads, written first on the model-cache volume
+        "printf '%s\\n' " + " ".join(shlex.quote(line) for line in text.rstrip("\n").split("\n")) + f" > {_in_cache(path)}"
+        for path, text in dep.files.items()
+    ]
     if dep.nodes_per_replica == 1:
         workload = {
             "apiVersion": "apps/v1",
@@ -115,12 +124,12 @@ def manifests(dep: Launch, *, name: str, weights_bytes: float, image: str | None
             "spec": {
                 "replicas": dep.replicas,
                 "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": _pod([_container(dep, image, resource, [serve], True)], claim)},
+                "template": {"metadata": {"labels": labels}, "spec": _pod([_container(dep, image, resource, [*written, serve], True)], claim)},
             },
         }
         selector = labels
     else:
-        head: list[list[str] | str] = [s.argv for s in dep.steps if s.node == "head" and s.tool != dep.engine]
+        head: list[list[str] | str] = [*written, *(s.argv for s in dep.steps if s.node == "head" and s.tool != dep.engine)]
         if dep.engine == "vllm":  # vllm serve needs every worker's GPUs in the Ray cluster first
             head.append(f"until ray status | grep -q '/{dep.gpus_per_replica}.0 GPU'; do sleep 5; done")
         head.append(serve)

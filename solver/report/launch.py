@@ -59,6 +59,10 @@ class Launch:
     """Disaggregated serving: the prefill pool's launch (this one is the decode pool's)."""
     router: LaunchStep | None = None
     """What routes each request through a prefill and a decode replica, where the engine ships one."""
+    benchmark: list[str] = field(default_factory=list)
+    """The command that checks the running plan at the spec's load (report/bench_command.py)."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Files the command reads that the plan writes (an options file): path as the command names it -> its text."""
 
     @property
     def command(self) -> str:

@@ -301,7 +301,7 @@ def _plan_tco(c: Candidate, objective: str) -> tuple[float | None, str, int, int
     """The plan's TCO as the objective acquires its GPUs — min_tco the cheaper of renting
     and buying, min_purchase buying, otherwise renting — with how (rented, bought, both
     or "") and the GPUs bought and rented."""
-    usd, bought, rented = c.acquisition({"min_tco": "cheaper", "min_purchase": "buy"}.get(objective, "rent"))
+    usd, bought, rented = c.acquired_as(objective)
     how = " and ".join(w for w, n in (("bought", bought), ("rented", rented)) if n)
     return (None if math.isinf(usd) else usd), how, bought, rented
 

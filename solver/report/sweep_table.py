@@ -45,6 +45,7 @@ def row_of(result: Any) -> dict[str, Any]:
         row["binding"] = ",".join(result.conflict)
         return row
     d = c.shape.deployment
+    tco = c.acquired_as(result.problem.objective)[0]  # as solve reports it (report/solve_json.py)
     row.update(
         serving=c.serving,
         plan=plan_label(c),
@@ -57,7 +58,7 @@ def row_of(result: Any) -> dict[str, Any]:
         weights=d.weights.name,
         kv_cache=d.kv.name,
         cost_usd_per_hour=round(c.cost_usd_per_hour, 6),
-        tco_usd_per_hour="" if math.isinf(c.tco_usd_per_hour) else round(c.tco_usd_per_hour, 6),
+        tco_usd_per_hour="" if math.isinf(tco) else round(tco, 6),
         tpot_s=round(c.tpot_s, 9),
         ttft_s=round(c.ttft_s, 9),
         batch_capped_by=c.caps,
@@ -118,28 +119,74 @@ def write_parquet(out: BinaryIO, header: list[str], rows: list[dict[str, Any]]) 
     import pyarrow.parquet as pq
 
     ordered = sorted(rows, key=lambda r: int(r["scenario"]))
-    table = pa.table({k: [None if r.get(k) in ("", None) else str(r.get(k)) for r in ordered] for k in header})
+    table = pa.table({k: typed_column([r.get(k) for r in ordered]) for k in header})
     pq.write_table(table, out)
 
 
-def plot(rows: list[dict[str, Any]], axis: str) -> Any:
-    """Cost against one axis, a point per scenario that has a plan: the figure
-    (matplotlib is checked for before the sweep starts)."""
+def typed_column(values: list[Any]) -> list[Any]:
+    """A column's cells in one type, as a reader of the table expects them: whole numbers
+    as int, other numbers as float, anything else as text; an empty cell is null. Rows
+    read back from the CSV (a resumed sweep) are text and come out as the rows solved."""
+    cells = [None if v in ("", None) else v for v in values]
+    present = [v for v in cells if v is not None]
+    if present and all(_is_int(v) for v in present):
+        return [None if v is None else int(v) for v in cells]
+    if present and all(_is_number(v) for v in present):
+        return [None if v is None else float(v) for v in cells]
+    return [None if v is None else str(v) for v in cells]
+
+
+def _is_int(v: object) -> bool:
+    return (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, str) and v.strip().lstrip("-").isdigit())
+
+
+def _is_number(v: object) -> bool:
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int | float):
+        return math.isfinite(v)
+    try:
+        return math.isfinite(float(str(v)))
+    except ValueError:
+        return False
+
+
+def plot(rows: list[dict[str, Any]], axis: str, axes: list[str] | None = None) -> Any:
+    """Cost against one axis, a point per scenario that has a plan, one series (a line
+    and its legend entry) per setting of the other varied axes: the figure (matplotlib
+    is checked for before the sweep starts)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    pts = [(r.get(axis), float(r["cost_usd_per_hour"])) for r in rows if r.get("cost_usd_per_hour") not in ("", None)]
+    others = [a for a in (axes or []) if a != axis]
+    pts = [(r.get(axis), float(r["cost_usd_per_hour"]), _series(r, others)) for r in rows if r.get("cost_usd_per_hour") not in ("", None)]
     fig, ax = plt.subplots(figsize=(7, 4))
-    labels = sorted({str(x) for x, _ in pts}, key=_order)
-    ax.scatter([labels.index(str(x)) for x, _ in pts], [y for _, y in pts])
+    labels = sorted({str(x) for x, _, _ in pts}, key=_order)
+    series = sorted({s for _, _, s in pts})
+    for name in series[:MAX_SERIES]:
+        mine = sorted(((labels.index(str(x)), y) for x, y, s in pts if s == name))
+        ax.plot([x for x, _ in mine], [y for _, y in mine], marker="o", label=name or None)
+    if len(series) > MAX_SERIES:
+        ax.set_title(f"plan-opt sweep: cost against {axis} (the first {MAX_SERIES} of {len(series)} series)")
+    else:
+        ax.set_title(f"plan-opt sweep: cost against {axis}")
     ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
     ax.set_xlabel(axis)
     ax.set_ylabel("$/hour")
-    ax.set_title(f"plan-opt sweep: cost against {axis}")
+    if any(series[:MAX_SERIES]):
+        ax.legend(fontsize="small")
     fig.tight_layout()
     return fig
+
+
+MAX_SERIES = 12
+"""Series drawn at most (more than this many settings of the other axes would be a blur)."""
+
+
+def _series(row: dict[str, Any], others: list[str]) -> str:
+    return ", ".join(f"{a}={row.get(a)}" for a in others if row.get(a) not in ("", None))
 
 
 def _order(text: str) -> tuple[int, float, str]:

@@ -15,6 +15,7 @@ from typing import Self
 
 from pydantic import Field, ValidationError, model_validator
 
+from solver.catalog.types import USER_INPUT
 from solver.errors import InputError
 from solver.spec.fields import EngineField, EngineIn, HardwareIn, OverridesIn, PrecisionIn, SlaIn, SpecModel, SpeculativeIn, WorkloadIn
 
@@ -40,6 +41,8 @@ def parse_input(data: object, lines: dict | None = None, source: str | None = No
     if not isinstance(data, dict):
         raise InputError("input", None, "expected a YAML mapping with model, hardware and workload", source=source, line=1 if source else None)
     try:
-        return EvaluateInput.model_validate(data)
+        return EvaluateInput.model_validate(data, context=USER_INPUT)
     except ValidationError as exc:
-        raise InputError.from_validation(exc, lines, source=source) from None
+        raise InputError.from_validation(
+            exc, lines, source=source, schema=EvaluateInput, fields_hint="`plan-opt evaluate --help` lists an evaluate input's fields"
+        ) from None

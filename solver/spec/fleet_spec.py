@@ -8,7 +8,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, ValidationError, model_validator
 
-from solver.catalog.types import Bound
+from solver.catalog.types import USER_INPUT, Bound
 from solver.catalog.yaml_lines import load_yaml_file
 from solver.errors import InputError
 from solver.spec.fields import (
@@ -104,6 +104,8 @@ def load_fleet_spec(path: str | Path) -> tuple[FleetSpec, dict[tuple, int]]:
     if not isinstance(data, dict):
         raise InputError("fleet", None, "expected a YAML mapping with workloads", source=str(path), line=1)
     try:
-        return FleetSpec.model_validate(data), lines
+        return FleetSpec.model_validate(data, context=USER_INPUT), lines
     except ValidationError as exc:
-        raise InputError.from_validation(exc, lines, source=str(path)) from None
+        raise InputError.from_validation(
+            exc, lines, source=str(path), schema=FleetSpec, fields_hint="`plan-opt fleet --help` shows a fleet file's fields"
+        ) from None

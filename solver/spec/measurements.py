@@ -195,9 +195,11 @@ def _rows(reader: csv.DictReader[str], source: str) -> list[Measurement]:
     return out
 
 
-def read_vllm_bench(path: str | Path, *, model: str, gpu: str, tp: int, weights: str, kv_cache: str) -> list[Measurement]:
+def read_vllm_bench(path: str | Path, *, model: str | None, gpu: str, tp: int, weights: str | None, kv_cache: str) -> list[Measurement]:
     """The JSON `vllm bench serve --save-result` writes: mean TTFT/TPOT at its
-    concurrency, average prompt and output lengths from its totals."""
+    concurrency, average prompt and output lengths from its totals. The model is the
+    file's `model_id` unless given, and the weight format the published checkpoint of
+    that id is stored in (else 16-bit) unless given: what the file holds is not asked again."""
     text = _read_text(Path(path), "a vllm bench JSON file")
     try:
         data = json.loads(text, parse_constant=_no_constant)
@@ -223,8 +225,15 @@ def read_vllm_bench(path: str | Path, *, model: str, gpu: str, tp: int, weights:
             continue
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= hi:
             raise InputError(key, _shown(repr(v)), f"must be a number in (0, {hi:g}]", source=str(path))
+    if model is None:
+        model_id = data.get("model_id")
+        if not isinstance(model_id, str) or not model_id.strip():
+            raise InputError("model_id", _shown(repr(model_id)), "the file names no model: give --model", source=str(path))
+        model = model_id.strip()
+    if weights is None:
+        weights = checkpoint_format(model) or "bf16"
     n = max(1, int(data["completed"]))
-    conc = max(1, int(data.get("max_concurrency") or n))
+    conc = max(1, int(data["max_concurrency"])) if data.get("max_concurrency") else _in_flight(data, path)
     return [
         Measurement(
             row=1,
@@ -242,6 +251,32 @@ def read_vllm_bench(path: str | Path, *, model: str, gpu: str, tp: int, weights:
             ttft_s=data["mean_ttft_ms"] / 1e3,
         )
     ]
+
+
+def _in_flight(data: dict, path: str | Path) -> int:
+    """A run at a request rate (no max_concurrency): the requests in flight on average,
+    by Little's law — completed requests per second × mean seconds each (vllm bench's
+    request_throughput and mean_e2el_ms)."""
+    rate, e2e_ms = data.get("request_throughput"), data.get("mean_e2el_ms")
+    for key, v in (("request_throughput", rate), ("mean_e2el_ms", e2e_ms)):
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1e9:
+            raise InputError(
+                key, _shown(repr(v)), "a run at a request rate (no max_concurrency) needs it to count the requests in flight", source=str(path)
+            )
+    return max(1, round(rate * e2e_ms / 1e3))  # type: ignore[operator]
+
+
+def checkpoint_format(model_id: str) -> str | None:
+    """The weight format of the published checkpoint a Hugging Face id names
+    (catalogs/models.yaml `published`), or None when the catalog lists no such checkpoint."""
+    from solver.catalog import default_catalog
+
+    wanted = model_id.lower()
+    for m in default_catalog().models:
+        for c in m.published:
+            if c.hf_id.lower() == wanted and c.container == "safetensors":
+                return str(c.format)
+    return None
 
 
 def _no_constant(name: str) -> Any:

@@ -19,7 +19,7 @@ coefficients. The factors' ranges are in `solver/catalog/factors.py`.
 | OwnedCount | 0 to 100,000 | inventory, quota |
 | Sequences | 1 to 1,000,000 | engine.max_num_seqs |
 | KvFill | 0.001 to 1 | workload.kv_fill |
-| Latency | 1 µs to 1 h | sla.max_ttft, sla.max_tpot |
+| Latency | 1 µs to 1 h; a number without a unit is seconds, at most 1 | sla.max_ttft, sla.max_tpot, sla.ttft.pNN, sla.tpot.pNN |
 | MemoryBytes | 1 MB to 1,000 TB | overrides' memory_bytes, weights_bytes |
 | Bandwidth | 1 GB/s to 1,000 TB/s | memory_bandwidth_bytes_per_s |
 | Flops | 1 GFLOP/s to 1 EFLOP/s | dense_flops_per_s |
@@ -54,7 +54,8 @@ GPU_COUNT = Bound(1, MAX_GPUS, integer=True)
 OWNED_COUNT = Bound(0, MAX_GPUS, integer=True)
 SEQUENCES = Bound(1, 1_000_000, integer=True)
 KV_FILL = Bound(0.001, 1)
-LATENCY = Bound(1e-6, 3600, quantity="seconds", shown="1 µs to 1 h")
+LATENCY = Bound(1e-6, 3600, quantity="seconds", shown="1 µs to 1 h", plain_max=1.0)
+"""A latency written as a plain number is in seconds, and at most 1: `max_tpot: 50` is refused (50 ms or 50 s?)."""
 FRACTION = Bound(0.01, 1)
 RATE = Bound(1e-6, 1e6, shown="0.000001 to 1,000,000 requests/s")
 CV = Bound(0.05, 20)

@@ -22,7 +22,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from solver.catalog.ranges import GPU_HOUR_USD, GPU_PURCHASE_USD, HOSTING_USD, LIFE_YEARS, PUE, USD_PER_KWH, UTILISATION
-from solver.catalog.types import Bound
+from solver.catalog.types import USER_INPUT, Bound
 from solver.catalog.yaml_lines import load_yaml_file
 from solver.errors import InputError
 from solver.spec.fields import (
@@ -243,13 +243,16 @@ class Spec(SpecModel):
     simulation: SimulationIn = Field(default=SimulationIn(), description="With workload.requests_per_s: how each plan is checked by simulation.")
 
 
+SPEC_FIELDS = "`plan-opt schema` prints every field of a spec (solve, pareto, simulate, deploy)"
+
+
 def parse_spec(data: object, lines: dict | None = None, source: str | None = None) -> Spec:
     if not isinstance(data, dict):
         raise InputError("spec", None, "expected a YAML mapping with model and workload", source=source, line=1 if source else None)
     try:
-        spec = Spec.model_validate(data)
+        spec = Spec.model_validate(data, context=USER_INPUT)
     except ValidationError as exc:
-        raise InputError.from_validation(exc, lines, source=source) from None
+        raise InputError.from_validation(exc, lines, source=source, schema=Spec, fields_hint=SPEC_FIELDS) from None
     bad = traffic_mismatch(spec.workload, spec.sla)
     if bad:
         raise InputError(bad[0], None, bad[1]).located(lines, source)

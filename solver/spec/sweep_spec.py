@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
+from solver.catalog.types import USER_INPUT
 from solver.catalog.yaml_lines import load_yaml_file
 from solver.errors import InputError
 from solver.spec.fields import SpecModel
@@ -83,9 +84,12 @@ def scenarios(s: SweepIn) -> list[dict[str, Any]]:
     return out
 
 
-def scenario_id(settings: dict[str, Any]) -> str:
-    """A short name that is the same for the same settings (resuming matches on it)."""
-    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:12]
+def scenario_id(spec_data: dict[str, Any], explain: bool = False) -> str:
+    """A short name that is the same for the same scenario: the whole spec it solves (the
+    base with its settings) and whether rows are explained. Resuming matches on it, so a
+    row of an edited base spec is solved again, never kept stale."""
+    what = {"spec": spec_data, "explain": explain}
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def with_settings(base: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
@@ -102,9 +106,11 @@ def load_sweep(path: str | Path) -> tuple[SweepIn, dict[str, Any], Path]:
     if not isinstance(data, dict):
         raise InputError("sweep", None, "expected a YAML mapping with base (or spec) and axes (or scenarios)", source=str(path), line=1)
     try:
-        sweep = SweepIn.model_validate(data)
+        sweep = SweepIn.model_validate(data, context=USER_INPUT)
     except ValidationError as exc:
-        raise InputError.from_validation(exc, lines, source=str(path)) from None
+        raise InputError.from_validation(
+            exc, lines, source=str(path), schema=SweepIn, fields_hint="`plan-opt sweep --help` shows a sweep file's fields"
+        ) from None
     folder = Path(path).parent
     if sweep.spec is not None:
         return sweep, sweep.spec, folder

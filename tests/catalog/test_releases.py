@@ -13,8 +13,8 @@ import pytest
 from solver.catalog import default_catalog
 from solver.catalog.releases import ReleaseLine, Releases, ReleasesFile, Sourced, parse_version
 from solver.errors import InputError
+from solver.physics.resolve import resolve
 from solver.spec.evaluate_input import EvaluateInput
-from solver.spec.resolve import resolve
 
 CAT = default_catalog()
 

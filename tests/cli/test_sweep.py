@@ -93,3 +93,91 @@ def test_bad_flags_and_files_are_one_line(tmp_path, capsys):
     assert main(["sweep", str(grid), "-o", str(tmp_path / "o.csv")]) == 2
     assert "nothing to sweep" in capsys.readouterr().err
     assert main(["sweep", str(tmp_path / "missing.yaml"), "-o", str(tmp_path / "o.csv")]) == 2
+
+
+def test_an_edited_base_spec_solves_every_row_again(tmp_path, capsys):
+    first = _sweep(tmp_path, "--workers", "1")
+    capsys.readouterr()
+    global BASE
+    kept = BASE
+    try:  # the same settings on another base: none of the old rows is this scenario
+        BASE = {**kept, "search": {**kept["search"], "gpus": ["l40s"]}}
+        again = _sweep(tmp_path, "--workers", "1")
+    finally:
+        BASE = kept
+    assert "(0 already there, 6 solved, 6 rows of other scenarios dropped (an edited base spec or grid))" in capsys.readouterr().err
+    assert {r["gpu"] for r in again if r["gpu"]} <= {"l40s"} and [r["id"] for r in again] != [r["id"] for r in first]
+
+
+def test_the_tco_column_is_the_tco_solve_reports(tmp_path, capsys):
+    import json
+
+    rows = _sweep(tmp_path, "--workers", "1")
+    capsys.readouterr()
+    for r in rows:
+        if not r["plan"]:
+            continue
+        spec = {**BASE, "workload": {**BASE["workload"], "users": int(r["workload.users"])}, "sla": {**BASE["sla"], "max_tpot": r["sla.max_tpot"]}}
+        path = tmp_path / "one.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        assert main(["solve", str(path), "--format", "json", "--no-explain"]) == 0
+        plan = json.loads(capsys.readouterr().out)["plan"]
+        # min_cost rents what it does not own: its TCO is the rent (was the cheaper of renting and buying)
+        assert float(r["tco_usd_per_hour"]) == pytest.approx(plan["tco_usd_per_hour"]) == pytest.approx(plan["cost_usd_per_hour"])
+
+
+def test_parquet_columns_are_typed(tmp_path):
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    _sweep(tmp_path, "--workers", "1", "--parquet", str(tmp_path / "t.parquet"))
+    schema = pq.read_schema(tmp_path / "t.parquet")
+    types = {name: str(schema.field(name).type) for name in ("scenario", "workload.users", "sla.max_tpot", "tp", "cost_usd_per_hour", "plan")}
+    assert types == {
+        "scenario": "int64",
+        "workload.users": "int64",
+        "sla.max_tpot": "string",  # "20ms": a quantity with its unit stays as written
+        "tp": "int64",
+        "cost_usd_per_hour": "double",
+        "plan": "string",
+    }
+
+
+def test_an_interrupted_sweep_keeps_its_rows_and_says_how_to_resume(tmp_path, capsys, monkeypatch):
+    from solver.cli import sweep
+
+    real = sweep.solve_row
+    calls = {"n": 0}
+
+    def stop_at_the_fifth(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sweep, "solve_row", stop_at_the_fifth)
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump({"spec": BASE, "axes": AXES}))
+    out = tmp_path / "out.csv"
+    assert main(["sweep", str(grid), "-o", str(out), "--quiet", "--workers", "1"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted: 4 of 6 scenarios are in" in err and f"plan-opt sweep {grid} -o {out}" in err
+    with out.open() as f:
+        assert len(list(csv.DictReader(f))) == 4
+    monkeypatch.setattr(sweep, "solve_row", real)
+    assert main(["sweep", str(grid), "-o", str(out), "--quiet", "--workers", "1"]) == 0
+    assert "(4 already there, 2 solved)" in capsys.readouterr().err
+
+
+def test_the_plot_draws_a_series_per_setting_of_the_other_axes(tmp_path):
+    pytest.importorskip("matplotlib")
+    from solver.report.sweep_table import plot
+
+    rows = [
+        {"workload.users": u, "sla.max_tpot": t, "cost_usd_per_hour": c}
+        for u, t, c in [(8, "20ms", 1), (64, "20ms", 2), (8, "40ms", 0.5), (64, "40ms", 1)]
+    ]
+    fig = plot(rows, "workload.users", ["workload.users", "sla.max_tpot"])
+    ax = fig.axes[0]
+    assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == ["sla.max_tpot=20ms", "sla.max_tpot=40ms"]
+    assert [list(line.get_ydata()) for line in ax.get_lines()] == [[1.0, 2.0], [0.5, 1.0]]

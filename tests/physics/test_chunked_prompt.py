@@ -13,8 +13,8 @@ from solver.bisect import largest_true
 from solver.catalog import default_catalog
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.kernels import routed_active_params
+from solver.physics.resolve import resolve
 from solver.spec.evaluate_input import parse_input
-from solver.spec.resolve import resolve
 
 LLAMA_TP2 = {"model": "llama-3.1-8b", "hardware": {"gpu": "h100-sxm", "tp": 2}}
 R1_DP_EP = {

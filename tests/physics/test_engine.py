@@ -184,8 +184,8 @@ def test_another_fp8_checkpoint_of_the_405b_stores_every_block_s_linear_layers_i
     # NVIDIA's ModelOpt checkpoint: "Only the weights and activations of the linear
     # operators within transformers blocks are quantized" — attention and all 126 blocks
     # in FP8 (1 byte), the embeddings and LM head (2 × 128,256 × 16,384) in BF16.
+    from solver.physics.resolve import resolve_model
     from solver.spec.fields import ModelOverrides
-    from solver.spec.resolve import resolve_model
 
     embeddings = 2 * 128256 * 16384
     m = resolve_model("llama-3.1-405b", ModelOverrides(checkpoint="nvidia/Llama-3.1-405B-Instruct-FP8"), catalog, None)
@@ -197,8 +197,8 @@ def test_another_fp8_checkpoint_of_the_405b_stores_every_block_s_linear_layers_i
 
 def test_a_checkpoint_the_catalog_does_not_list_is_refused_with_the_ones_it_does(catalog):
     from solver.errors import InputError
+    from solver.physics.resolve import resolve_model
     from solver.spec.fields import ModelOverrides
-    from solver.spec.resolve import resolve_model
 
     with pytest.raises(InputError) as e:
         resolve_model("llama-3.1-405b", ModelOverrides(checkpoint="someone/llama-405b-fp8"), catalog, None)
@@ -256,8 +256,8 @@ def test_a_named_checkpoint_restricts_a_search_to_the_format_it_stores():
 
 
 def test_a_named_checkpoint_in_a_format_the_spec_does_not_allow_is_refused(catalog):
+    from solver.physics.resolve import resolve
     from solver.spec.evaluate_input import parse_input
-    from solver.spec.resolve import resolve
 
     spec = {
         "model": "llama-3.1-405b",

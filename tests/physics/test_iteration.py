@@ -10,8 +10,8 @@ from solver.physics.decode import decode_coefficients
 from solver.physics.deployment import Workload
 from solver.physics.iteration import iteration_model
 from solver.physics.prefill import estimate_prefill
+from solver.physics.resolve import resolve
 from solver.spec.evaluate_input import parse_input
-from solver.spec.resolve import resolve
 from solver.traffic.simulate import EngineLimits, Request, simulate
 
 CASES = [

@@ -1,7 +1,7 @@
 """The simulator's iteration costs read from tables (issue 44: the rate form's time was
 the simulations, and IterationModel.mean_iteration_s inside them) must be the very
 floats the formula gives: the reference below is the formula as it stood before the
-tables (main at 444c96a), computed from the model's public coefficients, and every
+tables (main at b1f0eea: a step reads the busiest GPU's experts), computed from the model's public coefficients, and every
 comparison is exact (==), over random whole batches on dense, tensor-parallel,
 mixture-of-experts (TP and dp_ep), sliding-window and prefix-cached deployments."""
 
@@ -15,10 +15,10 @@ from solver.catalog import default_catalog
 from solver.physics.deployment import Workload
 from solver.physics.interconnect import comm_time_from_segments
 from solver.physics.iteration import IterationModel, iteration_model
-from solver.physics.kernels import expert_hit_fraction, kernel_time_s, prefill_expert_overhead_s
+from solver.physics.kernels import kernel_time_s, prefill_expert_overhead_s
 from solver.physics.prefill import estimate_prefill, prefill_weights_time_s
+from solver.physics.resolve import resolve
 from solver.spec.evaluate_input import parse_input
-from solver.spec.resolve import resolve
 
 CASES = [
     ("llama-3.1-8b", "h100-sxm", 1, {}),
@@ -51,10 +51,7 @@ def _reference_s(it: IterationModel, b: float, ctx: float, k: float, att: float)
 
     setup_s = 0.0
     if b > 0:
-        hit = expert_hit_fraction(c.num_experts, c.experts_per_token, b + k)
-        weights_s = (c.dense_weight_bytes + c.routed_weight_bytes * hit) / (
-            c.bandwidth_bytes_per_s * c.bandwidth_efficiency * c.weight_bandwidth_share
-        )
+        weights_s = c.weight_bytes(b + k) / (c.bandwidth_bytes_per_s * c.bandwidth_efficiency * c.weight_bandwidth_share)
         linear_s = b * c.linear_flops_per_sequence / (c.matmul_flops_per_s * c.compute_efficiency) + k * it.prefill_linear_s_per_token
     else:
         weights_s = weights(max(1, round(k)))

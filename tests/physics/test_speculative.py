@@ -25,8 +25,8 @@ HEAD_KV_PER_TOKEN = 2 * 8 * 128 * 2  # one layer: K and V, 8 KV heads × 128, 16
 
 def _with(build_deployment, users, speculative, model="llama-3.1-8b", gpu="h100-sxm", tp=1, weights="bf16"):
     from solver.catalog import default_catalog
+    from solver.physics.resolve import resolve
     from solver.spec.evaluate_input import parse_input
-    from solver.spec.resolve import resolve
 
     data = {
         "model": model,

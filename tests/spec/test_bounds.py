@@ -247,7 +247,8 @@ SOLVE_AT_BOUND = [
     ("workload.kv_fill", 1, 1.0),
     ("sla.max_tpot", "1us", 1e-6),
     ("sla.max_tpot", "1h", 3600.0),
-    ("sla.max_ttft", 3600, 3600.0),
+    ("sla.max_ttft", "3600s", 3600.0),
+    ("sla.max_ttft", 1, 1.0),  # a plain number is seconds up to 1 (tests/spec/test_field_hints.py)
     ("search.max_gpus", 100_000, 100_000),
     ("budget.max_usd_per_hour", 0.01, 0.01),
     ("budget.max_usd_per_hour", 1e9, 1e9),
@@ -366,8 +367,8 @@ def test_active_params_on_a_dense_model_is_refused_clearly():
 
 
 def test_active_params_equal_to_the_total_on_a_dense_model_is_harmless(catalog):
+    from solver.physics.resolve import resolve_model
     from solver.spec.fields import ModelOverrides
-    from solver.spec.resolve import resolve_model
 
     m = resolve_model("llama-3.1-8b", ModelOverrides(total_params=8e9, active_params=8e9), catalog, None)
     assert m.total_params == m.active_params == 8_000_000_000
@@ -380,8 +381,8 @@ def test_active_params_equal_to_the_total_on_a_dense_model_is_harmless(catalog):
     [({"active_params": 1e12}, "overrides.model.active_params"), ({"total_params": 1e9}, "overrides.model.total_params")],
 )
 def test_an_moe_model_keeps_fewer_active_than_total_parameters(catalog, overrides, field):
+    from solver.physics.resolve import resolve_model
     from solver.spec.fields import ModelOverrides
-    from solver.spec.resolve import resolve_model
 
     moe = next(m for m in catalog.models if m.is_moe)
     with pytest.raises(InputError) as exc:

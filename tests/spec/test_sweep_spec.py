@@ -30,6 +30,12 @@ def test_settings_go_into_a_copy_of_the_base_at_their_dotted_paths():
     assert got == {"model": "m", "sla": {"max_ttft": "1s", "max_tpot": "30ms"}, "workload": {"users": 8}}
     assert base == {"model": "m", "sla": {"max_ttft": "1s"}}  # untouched
     assert scenario_id({"a": 1, "b": 2}) == scenario_id({"b": 2, "a": 1}) != scenario_id({"a": 2, "b": 2})
+    # the whole scenario: the same settings on an edited base, or explained, are another
+    base = {"model": "llama-3.1-8b", "search": {"gpus": ["h100-sxm"]}}
+    edited = {"model": "llama-3.1-8b", "search": {"gpus": ["l40s"]}}
+    one = {"workload.users": 8}
+    assert scenario_id(with_settings(base, one)) != scenario_id(with_settings(edited, one))
+    assert scenario_id(with_settings(base, one)) != scenario_id(with_settings(base, one), explain=True)
 
 
 @pytest.mark.parametrize(

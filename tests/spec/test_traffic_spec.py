@@ -8,7 +8,7 @@ import math
 import pytest
 
 from solver.errors import InputError
-from solver.spec.resolve import targets_of, workload_of
+from solver.physics.resolve import targets_of, workload_of
 from solver.spec.solve_spec import parse_spec
 
 BASE = {

@@ -11,8 +11,8 @@ import pytest
 from solver.catalog import default_catalog
 from solver.physics.deployment import LengthDistribution, Targets, Traffic, Workload
 from solver.physics.iteration import iteration_model
+from solver.physics.resolve import resolve
 from solver.spec.evaluate_input import parse_input
-from solver.spec.resolve import resolve
 from solver.traffic.requests import draw_requests, moments
 from solver.traffic.screen import engine_limits, screen, sustainable_rate
 from solver.traffic.simulate import simulate

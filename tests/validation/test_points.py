@@ -546,3 +546,26 @@ def test_release_line_term_is_shrunk_by_campaigns_and_pooled_without_them(monkey
     assert unseen.predict()[0] == pytest.approx(0.01064, rel=1e-9)
     monkeypatch.setattr(fit_defaults, "RELEASE_GROUPING", "v0")
     assert fit_defaults.release_key("vllm 0.5.4-0.6.4") == "vllm V0" and fit_defaults.release_key("vllm 0.8.5-0.14") is None
+
+
+def test_llama_cpp_on_metal_fits_its_cost_per_layer_other_groups_hold_it():
+    # Metal steps of 32- and 80-layer models, read-bound: 4.9 and 42.5 ms of reads (at
+    # efficiency 1) measured at 10 and 55 ms. With efficiency e and a cost L per layer,
+    # 4.9/e + 32 L = 10 and 42.5/e + 80 L = 55: from the first, 4.9/e = 10 − 32 L; then
+    # 42.5/4.9 × (10 − 32 L) + 80 L = 55 → 86.735 − 277.55 L + 80 L = 55 → L = 31.735 /
+    # 197.55 = 0.1606 ms (e = 4.9 / (10 − 5.14) = 1.008, where the fit's bound holds it at
+    # 0.9). The held 20 µs cannot meet both; the fit, free up to 0.5 ms and pulled toward
+    # 20 µs, moves L well above it. FLOP-bound steps of one layer (5 ms of FLOPs at
+    # utilisation 1, measured 5 / 0.7 + 0.16 = 7.30 ms) let the group tell reads from FLOPs.
+    def term(i, group, layers, reads_s, flops_s, measured_s):
+        return fit_defaults.Term(f"p{i}", "tpot", group, "bf16", "bf16", measured_s, reads_s, 1.0, flops_s, 0.0, 0.0, 0.0, layers, overlapped=False)
+
+    metal, cuda = ("llama.cpp", "apple.lpddr"), ("llama.cpp", "gddr")
+    shapes = [(32, 0.0049, 0.0, 0.010), (80, 0.0425, 0.0, 0.055), (1, 1e-6, 0.005, 0.0073)] * 3
+    terms = [term(i, metal, *shape) for i, shape in enumerate(shapes)]
+    terms += [term(10 + i, cuda, 32, *((0.005, 0.0, 0.0062) if i % 2 else (1e-6, 0.005, 0.0078))) for i in range(6)]
+    model = fit_defaults.fit_model(terms)
+    free = model.free(fit_defaults.MIN_POINTS, fit_defaults.MIN_FORMAT_POINTS)
+    assert (metal, "s1") in free and (cuda, "s1") not in free
+    assert model.value(cuda, "s1") == fit_defaults.LAYER_OVERHEAD_S
+    assert model.value(metal, "s1") > 4 * fit_defaults.LAYER_OVERHEAD_S

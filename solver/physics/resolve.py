@@ -13,10 +13,10 @@ from solver.catalog.bands import Bands, bands_for, slow_edge, slowed
 from solver.catalog.calibration import pessimistic
 from solver.errors import InputError
 from solver.physics.deployment import Deployment, LengthDistribution, Targets, Traffic, Workload
+from solver.physics.speculation import resolve_speculation
 from solver.spec.evaluate_input import EvaluateInput
 from solver.spec.fields import MAX_USERS, EngineIn, FactorsIn, GpuOverrides, LengthsIn, ModelOverrides, SlaIn, WorkloadIn
 from solver.spec.lengths_file import lengths_digest
-from solver.spec.speculation import resolve_speculation
 
 
 def _exists(path: Path) -> bool:

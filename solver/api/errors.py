@@ -1,0 +1,53 @@
+"""One error shape for every answer that is not a result — a bad input (422), a body too
+large (413), an unknown path (404) or method (405), the server's limits (503, 504), a bug
+(500) — and its OpenAPI description, so the document says what the server returns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ErrorDetail(BaseModel):
+    field: str = Field(description="The input the error is about: a dotted spec path, a query parameter, body, path, method, server.")
+    value: str | None = Field(description="The value given (cut at 200 characters), or null.")
+    message: str = Field(description="One line: the field, the value and what is allowed.")
+    line: int | None = Field(description="The line of the request body the field is on (YAML or JSON), or null.")
+
+
+class ErrorOut(BaseModel):
+    error: ErrorDetail
+
+
+def error_body(field: str, value: object, message: str, line: int | None = None) -> dict[str, Any]:
+    return {"error": {"field": field, "value": None if value is None else str(value)[:200], "message": message, "line": line}}
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorOut, "description": "No such path (field `path`)."},
+    405: {"model": ErrorOut, "description": "The path does not take this method (field `method`; the Allow header lists those it takes)."},
+    413: {"model": ErrorOut, "description": "The body is over the server's limit (field `body`)."},
+    422: {"model": ErrorOut, "description": "Bad input: the field, the value and what is allowed, with the body's line."},
+    500: {"model": ErrorOut, "description": "A bug (field `server`), said in one line; the server stays up."},
+    503: {"model": ErrorOut, "description": "The server is shutting down, or every worker is busy past the wait (field `server`)."},
+    504: {"model": ErrorOut, "description": "The work passed the server's work limit (field `server`)."},
+}
+"""Every route's error answers, in the OpenAPI document (FastAPI's own 422 schema replaced)."""
+
+
+def add_error_handlers(app: Any) -> None:
+    """404 and 405 (and any other HTTP error Starlette raises) in the one shape."""
+    from fastapi.responses import JSONResponse
+    from starlette.exceptions import HTTPException
+    from starlette.requests import Request
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        if exc.status_code == 404:
+            body = error_body("path", request.url.path, f"no such path: {request.url.path} (GET /openapi.json lists the paths)")
+        elif exc.status_code == 405:
+            body = error_body("method", request.method, f"{request.url.path} does not take {request.method}")
+        else:
+            body = error_body("request", None, str(exc.detail))
+        return JSONResponse(body, status_code=exc.status_code, headers=getattr(exc, "headers", None))

@@ -1,0 +1,87 @@
+"""The API behaves as one product: every answer that is not a result has the one error
+shape and the OpenAPI document says so; /docs works with no network; the catalog and a
+plan's launch read the same data as the CLI's JSON; /metrics counts what was answered."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from solver.api.app import create_app  # noqa: E402
+from solver.cli.main import main  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+SHAPE = {"field", "value", "message", "line"}
+
+
+@pytest.fixture(scope="module")
+def client():
+    return TestClient(create_app())
+
+
+def test_an_unknown_path_and_a_wrong_method_answer_in_the_one_error_shape(client):
+    r = client.get("/no-such-route")
+    assert r.status_code == 404 and set(r.json()) == {"error"} and set(r.json()["error"]) == SHAPE
+    assert r.json()["error"]["field"] == "path" and r.json()["error"]["value"] == "/no-such-route"
+    r = client.delete("/solve")
+    assert r.status_code == 405 and r.json()["error"]["field"] == "method" and r.json()["error"]["value"] == "DELETE"
+    assert "POST" in r.headers["allow"]
+
+
+def test_the_openapi_document_describes_the_errors_returned(client):
+    doc = client.get("/openapi.json").json()
+    assert set(doc["components"]["schemas"]["ErrorDetail"]["properties"]) == SHAPE
+    for path, methods in doc["paths"].items():
+        for method, op in methods.items():
+            for status in ("404", "405", "413", "422", "500", "503", "504"):
+                ref = op["responses"][status]["content"]["application/json"]["schema"]["$ref"]
+                assert ref == "#/components/schemas/ErrorOut", (path, method, status)
+
+
+def test_docs_load_from_the_server_itself(client):
+    for page in ("/docs", "/redoc"):
+        html = client.get(page).text
+        assert not re.search(r"(src|href)=\"https?://", html), page  # no CDN: an air-gapped host shows it
+        for asset in re.findall(r"(?:src|href)=\"(/[^\"]+\.(?:js|css))\"", html):
+            assert client.get(asset).status_code == 200, asset
+
+
+@pytest.mark.parametrize("what", ["devices", "models", "prices"])
+def test_catalog_reads_are_plan_opt_list_as_json(client, capsys, what):
+    assert main(["list", what, "--format", "json"]) == 0
+    assert client.get(f"/{what}").json() == json.loads(capsys.readouterr().out)
+
+
+def test_the_price_book_takes_the_cli_s_choices_and_refuses_others_by_name(client, capsys):
+    assert main(["list", "prices", "--format", "json", "--gpu", "h100-sxm", "--tier", "spot"]) == 0
+    assert client.get("/prices?gpu=h100-sxm&tier=spot").json() == json.loads(capsys.readouterr().out)
+    for query, field in (("tier=bogus", "tier"), ("statistic=mean", "statistic"), ("gpu=h999", "gpu")):
+        r = client.get(f"/prices?{query}")
+        assert r.status_code == 422 and r.json()["error"]["field"] == field, query
+
+
+def test_deploy_answers_the_cli_s_json(client, capsys):
+    spec = ROOT / "specs" / "consumer-small-model.yaml"
+    assert main(["deploy", str(spec), "--format", "json", "--engine", "sglang"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    r = client.post("/deploy?engine=sglang", content=spec.read_bytes())
+    assert r.status_code == 200 and r.json() == cli
+    r = client.post("/deploy?engine=tgi", content=spec.read_bytes())
+    assert r.status_code == 422 and r.json()["error"]["field"] == "engine"
+
+
+def test_metrics_count_requests_by_route_and_status():
+    client = TestClient(create_app())  # its own registry: counts start at zero
+    client.get("/health")
+    client.get("/health")
+    client.get("/nowhere")
+    text = client.get("/metrics").text
+    assert 'plan_opt_requests_total{method="GET",route="/health",status="200"} 2.0' in text
+    assert 'plan_opt_requests_total{method="GET",route="other",status="404"} 1.0' in text  # unknown paths share one label
+    assert "plan_opt_request_seconds_bucket" in text and "plan_opt_requests_in_flight" in text
