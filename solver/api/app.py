@@ -272,9 +272,10 @@ def run_simulate(data: dict, lines: dict, limits: Limits, plan: dict[str, Any]) 
 
     from solver.catalog import default_catalog
     from solver.explain.simulated_plan import CHOICES, MAX_REPLICAS, named_by_choice, narrowed, plan_to_simulate
+    from solver.explain.verdicts import plan_check
     from solver.report.simulate_report import to_dict
     from solver.spec.solve_spec import MAX_SIMULATED_REQUESTS, Spec, parse_spec
-    from solver.traffic.verify import SEEDS, Settings, verify_plan
+    from solver.traffic.verify import SEEDS, Settings
 
     _no_local_files(data, default_catalog())
     spec = _capped(parse_spec(data, lines, "request"), limits)
@@ -305,7 +306,7 @@ def run_simulate(data: dict, lines: dict, limits: Limits, plan: dict[str, Any]) 
     if isinstance(to_simulate, str):
         raise InputError("spec", None, to_simulate)
     shape, replicas = to_simulate
-    check = verify_plan(shape.deployment, problem.workload, problem.targets, replicas, settings, 1 if plan.get("one_seed") else SEEDS)
+    check = plan_check(problem, shape, replicas, settings, 1 if plan.get("one_seed") else SEEDS)
     return 200, json.dumps(to_dict(check, f"{replicas} × {shape.label}", settings), indent=2, allow_nan=False)
 
 

@@ -63,8 +63,9 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from solver.explain.verdicts import plan_check
     from solver.spec.solve_spec import MAX_SIMULATED_REQUESTS, load_spec
-    from solver.traffic.verify import SEEDS, Settings, verify_plan
+    from solver.traffic.verify import SEEDS, Settings
 
     spec, lines = load_spec(args.spec)
     picture = None
@@ -104,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"plan-opt simulate: {plan}", file=sys.stderr)
         return EXIT_DOES_NOT_FIT
     shape, replicas = plan
-    check = verify_plan(shape.deployment, problem.workload, problem.targets, replicas, settings, 1 if args.one_seed else SEEDS)
+    check = plan_check(problem, shape, replicas, settings, 1 if args.one_seed else SEEDS)
     label = f"{replicas} × {shape.label}"
     if args.format == "json":
         from solver.report.simulate_report import to_dict

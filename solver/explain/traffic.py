@@ -10,6 +10,7 @@ import math
 import time
 
 from solver.explain.records import SolveResult
+from solver.explain.verdicts import verdict_key
 from solver.optimise.model import Solution
 from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import Scenario, solve_scenario
@@ -53,7 +54,7 @@ def _simulate(problem: Problem, s: Scenario, shape: Shape, replicas: int, seeds:
     settings = settings_of(problem, replicas)
     # A verdict is a function of these alone (seeded draws): a runner-up's correction
     # that lands on a plan simulated before reads it back, its budget charged as before.
-    key = (shape.index, replicas, seeds, settings, s.workload, s.targets)
+    key = verdict_key(shape, replicas, seeds, settings, s.workload, s.targets)
     check = problem.simulated.get(key)
     if check is None:
         start = time.monotonic()

@@ -26,13 +26,19 @@ the decode's (0) a 230-token prompt alone at TP 8 cost more than with 32 decoder
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.deployment import Deployment, Workload
 from solver.physics.interconnect import comm_time_from_segments
-from solver.physics.kernels import attention_flops, kernel_time_s, prefill_expert_overhead_s
-from solver.physics.prefill import estimate_prefill
+from solver.physics.kernels import attention_flops, prefill_expert_overhead_s
+from solver.physics.prefill import estimate_prefill, prefill_weights_time_s
+
+MAX_FIXED_TERMS = 1 << 15
+"""Entries each of an IterationModel's tables keeps before it starts again (a bound on
+memory, about 6 MB; the 70B chat at 20 requests/s fills at most 9,500)."""
 
 
 @dataclass
@@ -61,14 +67,16 @@ class IterationModel:
     deployment: Deployment | None = None
     prefill_unhidden_share: float = 0.0
     """A prefill-only pass's GEMMs: Factors.prefill_unhidden_share (decode's share otherwise)."""
+    fixed_terms: dict[tuple[int, int], tuple[float, float, float, float]] = field(default_factory=dict)
+    """iteration_s's table: _fixed_terms by (decode sequences, prefill tokens)."""
+    chunk_terms: dict[float, tuple[float, float, float]] = field(default_factory=dict)
+    """_chunk_terms by prefill tokens."""
 
     def _prefill_weights_s(self, tokens: int) -> float:
         cached = self.prefill_weights_s.get(tokens)
         if cached is None:
             assert self.deployment is not None
-            d = self.deployment
-            pre = estimate_prefill(d, Workload(1, tokens + 1, tokens, 1))
-            cached = self.prefill_weights_s[tokens] = pre.weights_time_s
+            cached = self.prefill_weights_s[tokens] = prefill_weights_time_s(self.deployment, tokens)
         return cached
 
     def _prefill_expert_s(self, tokens: int) -> float:
@@ -76,42 +84,144 @@ class IterationModel:
             return 0.0
         return prefill_expert_overhead_s(self.deployment, tokens)
 
-    def iteration_s(self, decode_seqs: int, decode_context_tokens: int, prefill_tokens: int, prefill_attention_tokens: float) -> float:
-        return self.mean_iteration_s(decode_seqs, decode_context_tokens, prefill_tokens, prefill_attention_tokens)
-
-    def mean_iteration_s(self, decode_seqs: float, decode_context_tokens: float, prefill_tokens: float, prefill_attention_tokens: float) -> float:
-        """The same cost at average (fractional) loads, as the traffic screen reads it."""
+    @cached_property
+    def _rates(self) -> tuple[float, float, bool, float]:
+        """The decode's matmul rate and weight bandwidth (each the product the formula
+        takes), whether kernels overlap, and the decode's unhidden share."""
         c = self.decode
+        return (
+            c.matmul_flops_per_s * c.compute_efficiency,
+            c.bandwidth_bytes_per_s * c.bandwidth_efficiency * c.weight_bandwidth_share,
+            c.overlapped,
+            c.unhidden_share,
+        )
+
+    def iteration_s(self, decode_seqs: int, decode_context_tokens: int, prefill_tokens: int, prefill_attention_tokens: float) -> float:
+        """mean_iteration_s at whole loads, its terms of (decode_seqs, prefill_tokens)
+        alone read from a table (the simulator asks for the same few thousand pairs
+        hundreds of thousands of times); the same operations in the same order, so the
+        same float bit for bit (tests/physics/test_iteration_table.py)."""
         b, k = decode_seqs, prefill_tokens
         if b <= 0 and k <= 0:
             return 0.0
-        decode_context_tokens += b * self.cached_tokens
-        prefill_attention_tokens += k * self.cached_tokens
-        setup_s = 0.0  # a prefill-only pass's cost per expert reached (estimate_prefill's)
-        if b > 0:
-            weights_s = c.weight_bytes(b + k) / (c.bandwidth_bytes_per_s * c.bandwidth_efficiency * c.weight_bandwidth_share)
-            linear_s = b * c.linear_flops_per_sequence / (c.matmul_flops_per_s * c.compute_efficiency) + k * self.prefill_linear_s_per_token
+        fixed = self.fixed_terms.get((b, k))
+        if fixed is None:
+            if len(self.fixed_terms) >= MAX_FIXED_TERMS:
+                self.fixed_terms.clear()
+            fixed = self.fixed_terms[(b, k)] = self._fixed_terms(b, k)
+        # _with_attention_s written out (the simulator's hottest call: a frame less)
+        gemm_s, comm_s, setup_s, sequences_s = fixed
+        _, _, overlapped, share = self._rates
+        ctx = decode_context_tokens + b * self.cached_tokens
+        kv_s = ctx * self.kv_s_per_token
+        attend_s = ctx * self.decode_attention_s_per_token
+        if overlapped:
+            kernel_s = (attend_s if attend_s > kv_s else kv_s) + share * (attend_s if attend_s < kv_s else kv_s)
         else:
-            weights_s = self._prefill_weights_s(max(1, round(k)))
-            linear_s = k * self.prefill_linear_s_per_token
-            setup_s = self._prefill_expert_s(max(1, round(k)))
-        gemm_s = kernel_time_s(weights_s, linear_s, c.overlapped, c.unhidden_share if b > 0 else self.prefill_unhidden_share)
-        if b > 0 and k > 0:
-            # the chunk priced as a prefill-only pass of its own, plus the decoders' matmuls:
-            # a pass never costs less when decoders join a prompt (monotone in b and k)
+            kernel_s = kv_s + attend_s
+        attention_s = kernel_s + (prefill_attention_tokens + k * self.cached_tokens) * self.prefill_attention_s_per_pair
+        return gemm_s + attention_s + comm_s + self.decode.step_overhead_s + setup_s + sequences_s
+
+    def mean_iteration_s(self, decode_seqs: float, decode_context_tokens: float, prefill_tokens: float, prefill_attention_tokens: float) -> float:
+        """The same cost at average (fractional) loads, as the traffic screen reads it."""
+        b, k = decode_seqs, prefill_tokens
+        if b <= 0 and k <= 0:
+            return 0.0
+        return self._with_attention_s(self._fixed_terms(b, k), b, decode_context_tokens, k, prefill_attention_tokens)
+
+    def _with_attention_s(
+        self, fixed: tuple[float, float, float, float], b: float, decode_context_tokens: float, k: float, prefill_attention_tokens: float
+    ) -> float:
+        """The iteration: the fixed terms and the attention over the context, summed in
+        the formula's order (kernel_time_s written out: max(kv, attend) is
+        `attend if attend > kv else kv`, min `attend if attend < kv else kv`)."""
+        gemm_s, comm_s, setup_s, sequences_s = fixed
+        _, _, overlapped, share = self._rates
+        ctx = decode_context_tokens + b * self.cached_tokens
+        kv_s = ctx * self.kv_s_per_token
+        attend_s = ctx * self.decode_attention_s_per_token
+        if overlapped:
+            kernel_s = (attend_s if attend_s > kv_s else kv_s) + share * (attend_s if attend_s < kv_s else kv_s)
+        else:
+            kernel_s = kv_s + attend_s
+        attention_s = kernel_s + (prefill_attention_tokens + k * self.cached_tokens) * self.prefill_attention_s_per_pair
+        return gemm_s + attention_s + comm_s + self.decode.step_overhead_s + setup_s + sequences_s
+
+    def _chunk_terms(self, k: float) -> tuple[float, float, float]:
+        """A prompt chunk of k tokens priced as a prefill-only pass: its matmuls' seconds,
+        its GEMMs (the weights it reads against those matmuls, at the prefill's unhidden
+        share) and its expert setup. A function of k alone, kept by k: the screen prices
+        one mean prompt at every load, the simulator a few thousand chunk sizes."""
+        got = self.chunk_terms.get(k)
+        if got is None:
             chunk = max(1, round(k))
-            alone_s = kernel_time_s(self._prefill_weights_s(chunk), k * self.prefill_linear_s_per_token, c.overlapped, self.prefill_unhidden_share)
-            decoders_s = b * c.linear_flops_per_sequence / (c.matmul_flops_per_s * c.compute_efficiency)
-            gemm_s = max(gemm_s, alone_s + self._prefill_expert_s(chunk) + decoders_s)
-        kv_s = decode_context_tokens * self.kv_s_per_token
-        attend_s = decode_context_tokens * self.decode_attention_s_per_token
-        attention_s = kernel_time_s(kv_s, attend_s, c.overlapped, c.unhidden_share) + prefill_attention_tokens * self.prefill_attention_s_per_pair
+            read_s, math_s, share = self._prefill_weights_s(chunk), k * self.prefill_linear_s_per_token, self.prefill_unhidden_share
+            if not self._rates[2]:
+                alone_s = read_s + math_s
+            else:  # kernel_time_s written out
+                alone_s = (math_s if math_s > read_s else read_s) + share * (math_s if math_s < read_s else read_s)
+            if len(self.chunk_terms) >= MAX_FIXED_TERMS:
+                self.chunk_terms.clear()
+            got = self.chunk_terms[k] = (math_s, alone_s, self._prefill_expert_s(chunk))
+        return got
+
+    def _fixed_terms(self, b: float, k: float) -> tuple[float, float, float, float]:
+        """The terms that depend on the batch and the chunk alone: the GEMMs, the
+        communication, a prefill-only pass's expert setup, the per-sequence overhead.
+        Each kernel is kernel_time_s written out (max(m, c) is `c if c > m else m`,
+        min(m, c) `c if c < m else m`, as the builtins pick)."""
+        c = self.decode
+        rate, bandwidth, overlapped, share = self._rates
+        if b > 0:
+            weights_s = c.weight_bytes(b + k) / bandwidth
+            decoders_s = b * c.linear_flops_per_sequence / rate
+            linear_s = decoders_s + k * self.prefill_linear_s_per_token
+            if overlapped:
+                gemm_s = (linear_s if linear_s > weights_s else weights_s) + share * (linear_s if linear_s < weights_s else weights_s)
+            else:
+                gemm_s = weights_s + linear_s
+            setup_s = 0.0  # a prefill-only pass's cost per expert reached (estimate_prefill's)
+            if k > 0:
+                # the chunk priced as a prefill-only pass of its own, plus the decoders' matmuls:
+                # a pass never costs less when decoders join a prompt (monotone in b and k)
+                _, alone_s, chunk_setup_s = self._chunk_terms(k)
+                priced_s = alone_s + chunk_setup_s + decoders_s
+                if priced_s > gemm_s:  # max(gemm_s, priced_s)
+                    gemm_s = priced_s
+        else:  # a prefill-only pass: the chunk's own GEMMs (the same kernel of the same reads and matmuls)
+            _, gemm_s, setup_s = self._chunk_terms(k)
         comm_s = comm_time_from_segments(c.comm_pieces, b + k) if c.comm_pieces else c.comm_fixed_s + (b + k) * c.comm_per_sequence_s
-        return gemm_s + attention_s + comm_s + c.step_overhead_s + setup_s + b * c.sequence_overhead_s
+        return gemm_s, comm_s, setup_s, b * c.sequence_overhead_s
+
+
+_MODELS: dict[tuple[int, Workload], tuple[Deployment, IterationModel]] = {}
+_MODELS_LOCK = threading.Lock()
+MAX_MODELS = 128
+"""Models iteration_model keeps, the least recently asked for dropped first (a bound on
+memory in a long-lived `plan-opt serve`; one solve of the 70B chat asks for 69)."""
 
 
 def iteration_model(d: Deployment, w: Workload) -> IterationModel:
-    """The iteration costs of deployment `d` for prompts and contexts like `w`'s."""
+    """The iteration costs of deployment `d` for prompts and contexts like `w`'s: one
+    model per (deployment, workload), so that its tables (iteration_s's, the prefill
+    weights') serve every seed, replica count and screen of a plan. A function of `d`
+    and `w`'s fields alone (the model reads no traffic lengths), its deployment kept
+    beside it so that the id in the key stays its own."""
+    key = (id(d), w)
+    with _MODELS_LOCK:
+        got = _MODELS.pop(key, None)
+        if got is not None and got[0] is d:
+            _MODELS[key] = got  # the most recent now
+            return got[1]
+    model = _iteration_model(d, w)
+    with _MODELS_LOCK:
+        while len(_MODELS) >= MAX_MODELS:
+            del _MODELS[next(iter(_MODELS))]
+        _MODELS[key] = (d, model)
+    return model
+
+
+def _iteration_model(d: Deployment, w: Workload) -> IterationModel:
     ctx = max(1, w.context_tokens)
     dec = decode_coefficients(d, ctx)
     bw = dec.bandwidth_bytes_per_s * dec.bandwidth_efficiency

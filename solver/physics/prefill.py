@@ -213,6 +213,14 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
     )
 
 
+def prefill_weights_time_s(d: Deployment, tokens: int) -> float:
+    """A prefill-only pass over `tokens` new tokens: its weight reads, as
+    estimate_prefill(d, Workload(1, tokens + 1, tokens, 1)).weights_time_s computes them
+    (the same operations) without the rest of the estimate: the simulator asks it for
+    every chunk size it schedules."""
+    return _weights_read(d, tokens) / (d.device.memory_bandwidth_bytes_per_s * (d.factors.bandwidth_efficiency * bandwidth_share(d)))
+
+
 def _weights_read(d: Deployment, tokens: int) -> float:
     """Per GPU: 1/tp of what the pass touches, or under data-parallel attention the
     dense layers whole and 1/tp of the experts the prompt hits (under expert

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -68,23 +69,46 @@ def draw_requests(traffic: Traffic, count: int, seed: int, rate_per_s: float | N
     """`count` requests at `rate_per_s` (default the traffic's), the first at t = 0.
     Lengths and gaps come from separate streams, so a change of rate moves the
     arrivals and keeps every request's lengths."""
-    rate = traffic.requests_per_s if rate_per_s is None else rate_per_s
-    gaps = random.Random(f"{seed}:arrivals")
-    lengths = random.Random(f"{seed}:lengths")
-    out: list[Request] = []
-    t = 0.0
-    pairs = traffic.pairs
-    prompt, output = (None, None) if pairs else (drawer(traffic.prompt), drawer(traffic.output))
-    for i in range(count):
-        if i:
-            t += draw_gap_s(traffic, rate, gaps)
-        if pairs:  # a user's file: the two lengths of one request together
-            p, o = pairs[lengths.randrange(len(pairs))]
-            out.append(Request(t, p, o))
-        else:
-            assert prompt is not None and output is not None
-            out.append(Request(t, prompt(lengths), output(lengths)))
-    return out
+    return RequestStream(traffic, seed, rate_per_s).first(count)
+
+
+class RequestStream:
+    """draw_requests for a count that grows: each request is drawn from where the two
+    streams stood after the ones before it, so the first n of a longer draw are the
+    draw of n, and a stream kept asked for more draws only the new ones (the plans of
+    many replicas each simulate a longer prefix of the same seed's requests)."""
+
+    def __init__(self, traffic: Traffic, seed: int, rate_per_s: float | None = None) -> None:
+        self.traffic = traffic
+        self.rate = traffic.requests_per_s if rate_per_s is None else rate_per_s
+        self.gaps = random.Random(f"{seed}:arrivals")
+        self.lengths = random.Random(f"{seed}:lengths")
+        self.drawn: list[Request] = []
+        self.t = 0.0
+        self.lock = threading.Lock()  # a served problem's solves share its streams (threads)
+        self.prompt: Callable[[random.Random], int] | None = None if traffic.pairs else drawer(traffic.prompt)
+        self.output: Callable[[random.Random], int] | None = None if traffic.pairs else drawer(traffic.output)
+
+    def first(self, count: int) -> list[Request]:
+        """The first `count` requests (a new list)."""
+        with self.lock:
+            return self._first(count)
+
+    def _first(self, count: int) -> list[Request]:
+        out, traffic, rate, gaps, lengths = self.drawn, self.traffic, self.rate, self.gaps, self.lengths
+        pairs, prompt, output = traffic.pairs, self.prompt, self.output
+        t = self.t
+        for i in range(len(out), count):
+            if i:
+                t += draw_gap_s(traffic, rate, gaps)
+            if pairs:  # a user's file: the two lengths of one request together
+                p, o = pairs[lengths.randrange(len(pairs))]
+                out.append(Request(t, p, o))
+            else:
+                assert prompt is not None and output is not None
+                out.append(Request(t, prompt(lengths), output(lengths)))
+        self.t = t
+        return out[:count]
 
 
 @dataclass(frozen=True)
@@ -115,10 +139,16 @@ class Moments:
 QUANTILES = (50.0, 90.0, 95.0, 99.0)
 
 
-@lru_cache(maxsize=256)
 def moments(prompt: LengthDistribution, output: LengthDistribution, cached_tokens: int = 0) -> Moments:
     """`cached_tokens` of every prompt come from the prefix cache: the moments are of
     what is left to prefill (at least a token)."""
+    return _moments(prompt, output, cached_tokens)
+
+
+@lru_cache(maxsize=256)
+def _moments(prompt: LengthDistribution, output: LengthDistribution, cached_tokens: int) -> Moments:
+    """moments(), kept under one key however it is called: lru_cache keys a call by its
+    arguments as given, so moments(p, o) and moments(p, o, 0) drew twice (0.05 s each)."""
     rng = random.Random("moments")
     draw_prompt, draw_output = drawer(prompt), drawer(output)
     ps = sorted(max(1, draw_prompt(rng) - cached_tokens) for _ in range(MOMENT_DRAWS))

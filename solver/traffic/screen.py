@@ -164,7 +164,10 @@ def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: 
         room = max(1.0, budget - (0.0 if separate else n))
         chunks = math.ceil(p / room)
         chunk = p / chunks
-        # chunk i attends to the i·chunk tokens before it: c·a + c(c+1)/2 each
+        # chunk i attends to the i·chunk tokens before it: c·a + c(c+1)/2 each (one
+        # chunk: c(c+1)/2, the sum's one term and the same float, 0 + c·0.0 adding 0)
+        if chunks == 1:
+            return 1, chunk, chunk * (chunk + 1) / 2
         pairs = sum(chunk * (i * chunk) + chunk * (chunk + 1) / 2 for i in range(chunks))
         return chunks, chunk, pairs / chunks
 

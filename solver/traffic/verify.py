@@ -17,11 +17,12 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from solver.physics.deployment import Deployment, Targets, Workload
+from solver.physics.deployment import Deployment, Targets, Traffic, Workload
 from solver.physics.iteration import iteration_model
-from solver.traffic.requests import draw_requests, uncached
+from solver.traffic.requests import RequestStream, uncached
 from solver.traffic.screen import DEFAULT_PERCENTILE, engine_limits
 from solver.traffic.simulate import SimResult, simulate
+from solver.traffic.types import Request
 from solver.units import meets_time
 
 
@@ -126,11 +127,29 @@ class Check:
         return not self.failing
 
 
+_STREAMS: dict[tuple[int, int], tuple[Traffic, RequestStream]] = {}
+MAX_STREAMS = 32
+"""Request streams plan_requests keeps (a bound on memory)."""
+
+
+def plan_requests(traffic: Traffic, count: int, seed: int, cached_tokens: int) -> list[Request]:
+    """The seeded requests a plan is simulated on: the first `count` of the seed's
+    stream, drawn once for every plan that runs the same seed (a function of these
+    alone; the traffic kept beside its stream, so that the id in the key stays its own)."""
+    key = (id(traffic), seed)
+    got = _STREAMS.get(key)
+    if got is None or got[0] is not traffic:
+        if len(_STREAMS) >= MAX_STREAMS:
+            _STREAMS.clear()
+        got = _STREAMS[key] = (traffic, RequestStream(traffic, seed))
+    return uncached(got[1].first(count), cached_tokens)
+
+
 def simulate_plan(d: Deployment, w: Workload, targets: Targets, replicas: int, settings: Settings) -> Check:
     traffic = w.traffic
     assert traffic is not None
     cost = iteration_model(d, w)
-    requests = uncached(draw_requests(traffic, settings.requests, settings.seed), cost.cached_tokens)
+    requests = plan_requests(traffic, settings.requests, settings.seed, cost.cached_tokens)
     sim = simulate(requests, cost, engine_limits(d, w), replicas=replicas, routing=settings.routing, front_end_s=cost.request_overhead_s)
     qt = targets.ttft_percentile or DEFAULT_PERCENTILE
     qp = targets.tpot_percentile or DEFAULT_PERCENTILE
