@@ -15,7 +15,7 @@ from heapq import heappop
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from solver.traffic.replica import _Replica
+    from solver.traffic.replica import Replica
 
 _INF = math.inf
 
@@ -39,7 +39,7 @@ def due_blocks(by_offset: list[int], step: int, steps: int) -> int:
     return sum(by_offset[: top + 1]) + sum(by_offset[block - (steps - top - 1) :])
 
 
-def stretch(rep: _Replica) -> int:
+def stretch(rep: Replica) -> int:
     """The decode-only iterations from now before the batch can change (a completion,
     a block that is not free, a prompt admitted after a multi-step window), if no
     request arrives here; 0 when the next iteration is not one of them."""
@@ -86,7 +86,7 @@ def stretch(rep: _Replica) -> int:
     return min(k, full * block + j)
 
 
-def decode_in_bulk(rep: _Replica, k: int, until: float) -> None:
+def decode_in_bulk(rep: Replica, k: int, until: float) -> None:
     """Take the stretch's k decode-only iterations at once (fewer if the next arrival,
     `until`, comes first)."""
     cost, step, n = rep.cost, rep.step, rep.decoders

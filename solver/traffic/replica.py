@@ -18,11 +18,11 @@ from solver.traffic.budget import Work
 from solver.traffic.bulk import decode_in_bulk, stretch
 from solver.traffic.types import EngineLimits, IterationCost, ReplicaStats, Request
 
-_WAITING, _PREFILL, _DECODE, _DONE = 0, 1, 2, 3
+_WAITING, _PREFILL, _DECODE, DONE = 0, 1, 2, 3
 _INF = math.inf
 
 
-class _Seq:
+class Seq:
     """One request's state in a replica. A decoder's length is implicit: at the
     replica's decode step D it has written base + D KV tokens and made
     generated + (D − entered) tokens."""
@@ -61,7 +61,7 @@ def checked(seconds: float) -> float:
     return seconds
 
 
-class _Replica:
+class Replica:
     """One engine: its queue, its running batch, its KV blocks and its clock."""
 
     __slots__ = (
@@ -84,16 +84,16 @@ class _Replica:
         self.step_by_step = step_by_step
         self.free = limits.kv_blocks
         self.clock = -math.inf
-        self.waiting: deque[_Seq] = deque()
-        self.running: dict[int, _Seq] = {}  # by admission, oldest first
-        self.prefilling: list[_Seq] = []  # running with their prompt not done, by admission
+        self.waiting: deque[Seq] = deque()
+        self.running: dict[int, Seq] = {}  # by admission, oldest first
+        self.prefilling: list[Seq] = []  # running with their prompt not done, by admission
         self.next_key = 0
         # decoders, as aggregates
         self.step = 0  # decode steps taken: every decoder advances one token per step
         self.decoders = 0
         self.sum_base = 0
         self.by_offset = [0] * self.block  # decoders by base mod block: who needs a block at which step
-        self.heap: list[tuple[int, int, _Seq]] = []  # (step at which it finishes, id, seq)
+        self.heap: list[tuple[int, int, Seq]] = []  # (step at which it finishes, id, seq)
         self.heap_ids = 0
         self.last_finished = 0  # requests that finished at the end of the last iteration (at self.clock)
         self.stats = ReplicaStats()
@@ -101,7 +101,7 @@ class _Replica:
 
     # --- arrivals and the queue
 
-    def arrive(self, s: _Seq, t: float) -> None:
+    def arrive(self, s: Seq, t: float) -> None:
         waiting = self.waiting
         if not waiting and not self.running and t > self.clock:
             self.clock = t
@@ -155,7 +155,7 @@ class _Replica:
 
     # --- sequences entering and leaving
 
-    def _stop_decoding(self, s: _Seq) -> None:
+    def _stop_decoding(self, s: Seq) -> None:
         """A decoder leaves the batch: its blocks are freed and its tokens made real."""
         self.free += _ceil_div(s.base + self.step, self.block)
         self.decoders -= 1
@@ -196,7 +196,7 @@ class _Replica:
             s.generated += step - s.entered
             s.heap_id = -1
             del running[s.key]
-            s.state = _DONE
+            s.state = DONE
             s.finish_s = t
             done += 1
         return done
@@ -213,7 +213,7 @@ class _Replica:
             return False
         return _ceil_div(min(self.waiting[0].target, self.budget), block) <= free
 
-    def _admit(self, waiting: deque[_Seq], c: int, t: float, blocks: int) -> _Seq:
+    def _admit(self, waiting: deque[Seq], c: int, t: float, blocks: int) -> Seq:
         """The head of the queue starts its prompt (its first chunk, c tokens, in `blocks`)."""
         s = waiting.popleft()
         s.state = _PREFILL
@@ -229,7 +229,7 @@ class _Replica:
     def _iteration(self) -> None:
         t = self.clock
         block, waiting, running, max_seqs = self.block, self.waiting, self.running, self.max_seqs
-        chunks: list[tuple[_Seq, int]] = []
+        chunks: list[tuple[Seq, int]] = []
         prefill_tokens = attention = decoders = context = 0
         queue_changed = False
         held = self.window_left > 0 and self.decoders > 0  # multi-step: steps in flight, no scheduling
@@ -339,7 +339,7 @@ class _Replica:
                 s.first_s = end
             if generated == s.output:
                 self.free += s.blocks
-                s.state = _DONE  # leaves `prefilling` below
+                s.state = DONE  # leaves `prefilling` below
                 del running[s.key]
                 s.finish_s = end
                 finished += 1

@@ -28,7 +28,7 @@ from typing import Protocol
 
 
 class Engine(Protocol):
-    """What the router reads of a replica (simulate._Replica)."""
+    """What the router reads of a replica (simulate.Replica)."""
 
     clock: float
     last_finished: int

@@ -69,7 +69,7 @@ from contextlib import contextmanager
 from operator import attrgetter
 
 from solver.traffic.budget import Work
-from solver.traffic.replica import _DONE, _Replica, _Seq
+from solver.traffic.replica import DONE, Replica, Seq
 from solver.traffic.routing import ShortestQueue
 from solver.traffic.types import (
     METRICS,
@@ -97,7 +97,7 @@ __all__ = [
     "percentile",
     "simulate",
 ]
-__all__ += ["_Replica", "_Seq"]  # for tests/traffic/jsq_scan.py
+__all__ += ["Replica", "Seq"]  # for tests/traffic/jsq_scan.py
 
 
 def _downsampled(points: list[tuple[float, int]]) -> list[tuple[float, int]]:
@@ -166,9 +166,9 @@ def _serve(
 ) -> SimResult:
     """simulate(), its arguments checked."""
     work = Work(f"{len(requests):,} requests on {replicas:,} replicas ({routing})")
-    engines = [_Replica(i, cost, limits, step_by_step, work) for i in range(replicas)]
+    engines = [Replica(i, cost, limits, step_by_step, work) for i in range(replicas)]
     jsq = ShortestQueue(engines) if routing == "jsq" else None
-    served: list[_Seq] = []
+    served: list[Seq] = []
     rejected: list[Request] = []
     # never served: its longest KV over the whole blocks (ceil(x / block) > blocks ⟺
     # x > blocks × block) or, without chunking, its prompt over the budget
@@ -191,7 +191,7 @@ def _serve(
         else:
             engine = engines[jsq.route(t)]
             engine.advance(t)  # its load was known without advancing it (a quiet stretch)
-        s = _Seq(r)
+        s = Seq(r)
         engine.arrive(s, t)
         if jsq is not None:
             jsq.update(engine.index, t)
@@ -199,7 +199,7 @@ def _serve(
     for e in engines:
         e.advance(math.inf)
 
-    assert all(s.state == _DONE for s in served)
+    assert all(s.state == DONE for s in served)
     results = [RequestResult(s.request, s.replica, s.first_s, s.finish_s, s.preemptions) for s in served]  # type: ignore[arg-type]  # done: first_s set
     duration = max(s.finish_s for s in served) - served[0].request.arrival_s if served else 0.0
     stats = []
