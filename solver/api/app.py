@@ -338,7 +338,7 @@ def create_app(limits: Limits | None = None) -> Any:
     from fastapi_offline import FastAPIOffline
 
     from solver.api.catalog_routes import add_catalog_routes
-    from solver.api.errors import ERROR_RESPONSES, add_error_handlers
+    from solver.api.errors import ERROR_RESPONSES, HealthOut, ValidOut, add_error_handlers
     from solver.api.metrics import add_metrics
     from solver.api.request_docs import add_request_schemas
     from solver.traffic.budget import Cancelled
@@ -403,7 +403,7 @@ def create_app(limits: Limits | None = None) -> Any:
 
     app.mount("/static", StaticFiles(directory=static), name="static")
 
-    @app.get("/health")
+    @app.get("/health", response_model=HealthOut, summary="the server is up, and its limits")
     def health() -> dict[str, Any]:
         return {
             "ok": True,
@@ -426,7 +426,12 @@ def create_app(limits: Limits | None = None) -> Any:
         body = await _read(request, limits.max_body_bytes)
         return await _threaded(lambda: answer(run_solve, body, "spec", explain, sets=set))
 
-    @app.post("/validate", openapi_extra=body_doc, summary="the spec checked as solve reads it, without solving: {ok: true} or a 422")
+    @app.post(
+        "/validate",
+        openapi_extra=body_doc,
+        response_model=ValidOut,
+        summary="the spec checked as solve reads it, without solving: {ok: true} or a 422",
+    )
     async def validate(request: Request) -> Response:
         body = await _read(request, limits.max_body_bytes)
         return await _threaded(answer, run_validate, body, "spec")
@@ -474,7 +479,14 @@ def create_app(limits: Limits | None = None) -> Any:
             return JSONResponse(error_body("routing", routing, "routing = " + routing + ": round_robin or jsq"), status_code=422)
         return await _threaded(answer, run_simulate, body, "spec", plan)
 
-    @app.post("/deploy", openapi_extra=body_doc, summary="plan-opt deploy --format json: the commands that run the spec's plan")
+    from solver.report.deploy_json import DeployOut
+
+    @app.post(
+        "/deploy",
+        openapi_extra=body_doc,
+        response_model=DeployOut,  # the body is deploy's own JSON (report/deploy_json.py)
+        summary="plan-opt deploy --format json: the commands that run the spec's plan",
+    )
     async def deploy(
         request: Request,
         engine: str | None = Query(None, description="as --engine: vllm, sglang, llama.cpp, trtllm (default: the spec's)"),

@@ -20,6 +20,21 @@ class ErrorOut(BaseModel):
     error: ErrorDetail
 
 
+class LimitsOut(BaseModel):
+    max_body_bytes: int
+    time_limit_s: float
+    concurrency: int
+
+
+class HealthOut(BaseModel):
+    ok: bool
+    limits: LimitsOut
+
+
+class ValidOut(BaseModel):
+    ok: bool = Field(description="true: solve would read the spec as it is (a bad one is a 422).")
+
+
 def error_body(field: str, value: object, message: str, line: int | None = None) -> dict[str, Any]:
     return {"error": {"field": field, "value": None if value is None else str(value)[:200], "message": message, "line": line}}
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from solver.explain.records import SolveResult
 from solver.report.bench_command import bench_argv
 from solver.report.deploy import ENGINES, emit
@@ -59,3 +61,45 @@ def deploy_json(dep: Launch) -> dict[str, Any]:
         out["prefill"] = launch_json(dep.prefill)
         out["router"] = None if dep.router is None else dep.router.argv
     return out
+
+
+class CheckpointOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # the schema names every field the JSON has
+
+    hf_id: str
+    format: str
+    variant: str
+    container: str
+    source: str
+
+
+class StepOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # the schema names every field the JSON has
+
+    node: str = Field(description="head, worker 1, ..., or node (a one-node replica).")
+    command: list[str]
+
+
+class LaunchOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # the schema names every field the JSON has
+
+    engine: str
+    command: list[str] = Field(description="The serving command (on the head node of a multi-node replica), as argv.")
+    replicas: int
+    gpus_per_replica: int
+    nodes_per_replica: int
+    gpus_per_node: int
+    model: str = Field(description="What the engine loads: a Hugging Face id, a local folder or a GGUF file.")
+    checkpoint: CheckpointOut | None
+    launch: list[StepOut] = Field(description="Every node's commands, in the order they are started.")
+    files: dict[str, str] = Field(description="Files the command reads that the launch writes first: path -> text.")
+    notes: list[str]
+
+
+class DeployOut(LaunchOut):
+    """`plan-opt deploy --format json` and POST /deploy: the schema of deploy_json's answer."""
+
+    benchmark: list[str] = Field(description="vllm bench serve against one replica at its share of the load (report/bench_command.py).")
+    serving: str | None = Field(default=None, description="disaggregated: a prefill pool beside this (decode) pool.")
+    prefill: LaunchOut | None = None
+    router: list[str] | None = None

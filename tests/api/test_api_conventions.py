@@ -110,3 +110,21 @@ def test_request_bodies_are_the_input_models_with_a_bundled_example(client):
         if example is not None:  # the bundled spec it shows is one the route takes
             (FleetSpec.model_validate if model == "FleetSpec" else parse_spec)(example)
             assert body["application/yaml"]["example"].strip()
+
+
+def test_every_route_s_answer_has_a_typed_schema_and_deploy_s_json_is_it(client):
+    from solver.report.deploy_json import DeployOut
+
+    doc = client.get("/openapi.json").json()
+    for path, methods in doc["paths"].items():
+        for method, op in methods.items():
+            if path == "/metrics":
+                continue  # Prometheus' text format
+            schema = op["responses"]["200"]["content"]["application/json"]["schema"]
+            if path in ("/evaluate", "/pareto", "/fleet", "/simulate"):
+                continue  # the commands' own JSON, documented in README (not typed yet)
+            assert "$ref" in schema or schema.get("type") == "array", (path, method, schema)
+    for golden in sorted((ROOT / "tests" / "golden").glob("deploy-*.json")):  # every bundled spec's deploy JSON
+        text = golden.read_text()  # the command's stdout, then its exit line
+        if text.startswith("{"):  # (a spec with no plan prints its reason instead)
+            DeployOut.model_validate_json(text[: text.rindex("\nexit ")])  # no field the schema lacks (extra forbidden), none missing
