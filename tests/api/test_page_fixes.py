@@ -9,6 +9,9 @@ target), so p = 750 is base × 8 / 4 = 2 × base and p = 250 is base × 2 / 4 = 
 from __future__ import annotations
 
 import base64
+import csv
+import io
+import json
 from pathlib import Path
 
 import pytest
@@ -165,3 +168,33 @@ def test_nothing_overflows_sideways_on_a_narrow_screen(browser, server, width):
         assert right <= width
     finally:
         pg.close()
+
+
+def test_the_plan_shown_downloads_as_json_and_csv(pg, server):
+    _solve(pg, server, (SPECS / "chat-llama70b.yaml").read_text())
+    pg.wait_for_selector("#download-json", timeout=60_000)
+    headline = pg.inner_text("#plan-line")  # "… — N GPUs, $X/hour"
+    gpus = int(headline.split(" — ")[1].split(" GPUs")[0])
+    with pg.expect_download() as got:
+        pg.click("#download-json")
+    answer = json.loads(Path(got.value.path()).read_text())
+    assert answer["plan"]["gpus"] == gpus and f"${answer['plan']['cost_usd_per_hour']:.2f}/hour" in headline
+    with pg.expect_download() as got:
+        pg.click("#download-csv")
+    rows = dict(tuple(r) for r in csv.reader(io.StringIO(Path(got.value.path()).read_text())))
+    assert rows["gpus"] == str(gpus) and rows["field"] == "value"
+    _slide(pg, "tpot", 700, final=False)  # a moving slider: the files would hold the plan before
+    assert pg.locator("#download-json").count() == 0
+
+
+def test_the_deploy_command_is_the_plan_shown(pg, server):
+    _solve(pg, server, (SPECS / "chat-llama70b.yaml").read_text())
+    pg.wait_for_selector("#deploy-command", timeout=60_000)
+    _slide(pg, "tpot", 900, final=True)  # 50 ms × 16^0.9 / 4 = 151.6 ms: another plan
+    pg.wait_for_function("document.getElementById('status').textContent.startsWith('solving')", timeout=5_000)
+    pg.wait_for_selector("#deploy-command", timeout=60_000)
+    headline = pg.inner_text("#plan-line")  # "R × GPU, TP t, …"
+    tp = headline.split(", TP ")[1].split(",")[0].split(" ")[0]
+    command = pg.inner_text("#deploy-command")
+    assert command.startswith("vllm serve ") and f"--tensor-parallel-size {tp} " in command
+    assert _limit(pg, "max_tpot") == "151.6 ms"

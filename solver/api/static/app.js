@@ -278,6 +278,8 @@ function slid(name, final) {
 function markStale() {
   $("details").hidden = true;
   $("pareto").classList.add("stale");
+  setDownloads(null);  // they would hold the plan before
+  $("deploy").hidden = true;
 }
 
 // ------------------------------------------------------------------ solving
@@ -317,9 +319,11 @@ async function solve() {
     showOutcome(r.data);
     renderPlan(r.data, false);
     renderDetails(r.data);
+    setDownloads(r.data);
     $("details").hidden = false;
     setSliders(r.data);
-    if (r.data.plan) await pareto(seq);
+    if (r.data.plan) await Promise.all([pareto(seq), showDeploy(seq)]);
+    else $("deploy").hidden = true;
   } finally {
     $("solve").disabled = false;
   }
