@@ -1,13 +1,16 @@
 """The page at / in a real headless browser (Debian's chromium driven by playwright):
 it loads, checks the spec as it is edited and marks a bad line, solves and shows the
 plan, draws the Pareto frontier, and re-solves when a target's slider moves. The
-server and the browser are conftest.py's; test_page_*.py hold the later fixes."""
+server and the browser are page_browser.py's; test_page_*.py hold the later fixes."""
 
 from __future__ import annotations
 
 import os
 
+import page_browser
 import pytest
+
+browser, server = page_browser.browser, page_browser.server  # the fixtures the page's tests share
 
 
 @pytest.fixture(scope="module")

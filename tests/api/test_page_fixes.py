@@ -14,7 +14,10 @@ import io
 import json
 from pathlib import Path
 
+import page_browser
 import pytest
+
+browser, server = page_browser.browser, page_browser.server  # the fixtures the page's tests share
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
 SOLVED = "document.getElementById('status').className === 'ok' || document.getElementById('status').className === 'warn'"

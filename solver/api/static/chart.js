@@ -16,7 +16,7 @@ function logTicks(lo, hi) {
 }
 
 function usd(v) {
-  return `$${v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)}`;
+  return `$${v >= 100 || (v >= 10 && Number.isInteger(v)) ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)}`;
 }
 
 function clearChart() {

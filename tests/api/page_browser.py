@@ -1,6 +1,7 @@
-"""The page's browser tests share one server and one headless chromium (Debian's,
-driven by playwright). In CI (CI=true) a missing browser fails the test; elsewhere it
-skips."""
+"""The fixtures the page's browser tests share (test_page*.py import them): a server and
+a headless chromium (Debian's, driven by playwright). In CI (CI=true) a missing browser
+fails the test; elsewhere it skips. Not a conftest.py: tests/ import `conftest` by
+name, and a second one would shadow it."""
 
 from __future__ import annotations
 
