@@ -201,3 +201,15 @@ def test_the_deploy_command_is_the_plan_shown(pg, server):
     command = pg.inner_text("#deploy-command")
     assert command.startswith("vllm serve ") and f"--tensor-parallel-size {tp} " in command
     assert _limit(pg, "max_tpot") == "151.6 ms"
+
+
+def test_the_sliders_of_an_infeasible_rate_spec_set_its_percentile_target(pg, server):
+    # no plan, so no traffic section in the answer: the spec text names the percentile
+    text = (SPECS / "chat-70b-at-20-rps.yaml").read_text().replace("tpot: {p90: 50ms}", "tpot: {p90: 1ms}")
+    _solve(pg, server, text)
+    assert pg.get_attribute("#status", "class") == "warn"
+    _slide(pg, "tpot", 1000, final=True)  # 1 ms × 16 / 4 = 4 ms
+    pg.wait_for_function("document.getElementById('status').textContent.startsWith('solving')", timeout=5_000)
+    pg.wait_for_function(SOLVED + " || document.getElementById('status').className === 'bad'", timeout=60_000)
+    assert pg.get_attribute("#status", "class") == "warn", pg.inner_text("#status")  # no plan yet, but no 422
+    assert pg.inner_text("#tpot-value") == "4.0 ms" and "sla.tpot.p90=4.000ms" in pg.get_attribute("#link", "href").replace("%3D", "=")
