@@ -491,13 +491,14 @@ def create_app(limits: Limits | None = None) -> Any:
         request: Request,
         engine: str | None = Query(None, description="as --engine: vllm, sglang, llama.cpp, trtllm (default: the spec's)"),
         variant: str = Query("instruct", description="as --variant: instruct or base"),
+        set: list[str] | None = Query(None, description="PATH=VALUE applied to the spec first, as /solve's (repeatable)"),  # noqa: A002
     ) -> Response:
         if engine not in (None, "vllm", "sglang", "llama.cpp", "trtllm"):
             return JSONResponse(error_body("engine", engine, f"engine = {engine}: vllm, sglang, llama.cpp or trtllm"), status_code=422)
         if variant not in ("instruct", "base"):
             return JSONResponse(error_body("variant", variant, f"variant = {variant}: instruct or base"), status_code=422)
         body = await _read(request, limits.max_body_bytes)
-        return await _threaded(answer, run_deploy, body, "spec", engine, variant)
+        return await _threaded(lambda: answer(run_deploy, body, "spec", engine, variant, sets=set))
 
     @app.post("/fleet", openapi_extra=body_doc, summary="plan-opt fleet: one fleet for several workloads")
     async def fleet(request: Request) -> Response:

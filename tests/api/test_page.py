@@ -1,65 +1,24 @@
 """The page at / in a real headless browser (Debian's chromium driven by playwright):
 it loads, checks the spec as it is edited and marks a bad line, solves and shows the
-plan, draws the Pareto frontier, and re-solves when a target's slider moves. In CI
-(CI=true) a missing browser fails the test; elsewhere it skips."""
+plan, draws the Pareto frontier, and re-solves when a target's slider moves. The
+server and the browser are page_browser.py's; test_page_*.py hold the later fixes."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import threading
-import time
 
+import page_browser
 import pytest
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def _need(what: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} is missing: .ci/run installs it")
-    pytest.skip(f"{what} is not installed")
+browser, server = page_browser.browser, page_browser.server  # the fixtures the page's tests share
 
 
 @pytest.fixture(scope="module")
-def server():
-    try:
-        import uvicorn
-    except ImportError:
-        _need("uvicorn")
-    from solver.api.app import Limits, create_app
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = uvicorn.Config(create_app(Limits(concurrency=2)), host="127.0.0.1", port=port, log_level="warning")
-    srv = uvicorn.Server(config)
-    t = threading.Thread(target=srv.run, daemon=True)
-    t.start()
-    for _ in range(200):
-        if srv.started:
-            break
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    t.join(10)
-
-
-@pytest.fixture(scope="module")
-def page(server):
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _need("playwright")
-    if CHROMIUM is None:
-        _need("chromium")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-        pg.goto(server + "/")
-        yield pg
-        browser.close()
+def page(browser, server):
+    pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+    pg.goto(server + "/")
+    yield pg
+    pg.close()
 
 
 def test_the_page_solves_the_spec_and_draws_its_frontier(page):

@@ -23,7 +23,10 @@ objective: min_cost
 
 const $ = (id) => document.getElementById(id);
 const specBox = $("spec");
-const state = { base: null, sets: {}, seq: 0, lastPlan: null };
+// base: each slider's target in the spec itself; paths: the field each slider sets (the
+// users form's sla.max_tpot, a rate spec's sla.tpot.p90); pending: slider positions a
+// shared link carries, applied when its first solve answers
+const state = { base: null, paths: {}, pending: {}, sets: {}, seq: 0, lastPlan: null, last: null };
 
 function esc(text) {
   return String(text ?? "").replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
@@ -67,9 +70,10 @@ function money(objective, value) {
 }
 
 function table(headers, rows) {
+  // in a box of its own that scrolls sideways, so a wide table never widens the page
   const head = headers.map((h) => `<th>${esc(h)}</th>`).join("");
   const body = rows.map((r) => `<tr>${r.map((c) => `<td${c.num ? ' class="num"' : ""}>${c.html ?? esc(c.text ?? c)}</td>`).join("")}</tr>`).join("");
-  return `<table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
+  return `<div class="scroll"><table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table></div>`;
 }
 
 function query(extra) {
@@ -100,12 +104,34 @@ function showError(err) {
   gutter(err.line);
 }
 
+// the link: the spec and the sliders (their positions and the targets they set), so
+// that it opens on the same plan: #spec=…&set=sla.max_tpot=40.000ms&tpot=700
+function updateLink() {
+  const params = new URLSearchParams({ spec: b64encode(specBox.value) });
+  for (const [path, value] of Object.entries(state.sets)) params.append("set", `${path}=${value}`);
+  if (state.base) for (const name of Object.keys(state.paths)) if (state.paths[name] in state.sets) params.append(name, $(name).value);
+  $("link").href = `#${params}`;
+}
+
+function readLink() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  if (!params.get("spec")) return false;
+  specBox.value = b64decode(params.get("spec"));
+  for (const item of params.getAll("set")) {
+    const at = item.indexOf("=");
+    if (at > 0) state.sets[item.slice(0, at)] = item.slice(at + 1);
+  }
+  for (const name of ["ttft", "tpot"]) if (params.has(name)) state.pending[name] = Number(params.get(name));
+  return true;
+}
+
 let validateTimer = null;
 function edited() {
   gutter(null);
-  $("link").href = `#spec=${b64encode(specBox.value)}`;
   state.sets = {};
   state.base = null;
+  state.pending = {};
+  updateLink();
   clearTimeout(validateTimer);
   validateTimer = setTimeout(validate, 300);
 }
@@ -123,16 +149,30 @@ async function validate() {
 
 // ------------------------------------------------------------------ the plan
 
+// why there is no plan, in the answer's own terms: the targets that conflict, else the
+// reason it gives, else that no searched GPU runs the model
+function noPlanReason(out) {
+  if (out.conflict && out.conflict.length) return `these targets cannot hold together: ${out.conflict.join(", ")}`;
+  if (out.traffic_unmet) return out.traffic_unmet;
+  if (out.reason) return out.reason;
+  return "no searched GPU can run it";
+}
+
+// an answer without a plan: the reason, and nothing left over from the plan before
+function renderNoPlan(out) {
+  let html = `<p class="headline" id="no-plan">No plan: ${esc(out.status)}</p><p id="no-plan-reason">${esc(noPlanReason(out))}</p>`;
+  if (out.relaxations && out.relaxations.length) {
+    html += `<h2>Nearest targets that hold</h2>` + table(["target", "nearest", "plan"], out.relaxations.map((x) => [x.target, x.note, x.plan || "—"]));
+  }
+  $("plan").innerHTML = html;
+  $("details").innerHTML = "";
+  clearChart();
+  state.lastPlan = null;
+}
+
 function renderPlan(out, quick) {
   const pl = out.plan;
-  if (!pl) {
-    const why = out.conflict && out.conflict.length ? `these targets cannot hold together: ${out.conflict.join(", ")}` : "no searched GPU can run it";
-    $("plan").innerHTML = `<p class="headline">No plan</p><p>${esc(why)}</p>`;
-    if (out.relaxations && out.relaxations.length) {
-      $("plan").innerHTML += table(["target", "nearest", "plan"], out.relaxations.map((x) => [x.target, x.note, x.plan || "—"]));
-    }
-    return;
-  }
+  if (!pl) return renderNoPlan(out);
   const split = pl.parallelism === "dp_ep" ? `DP attention × EP ${pl.tp}` : pl.parallelism === "tp_ep" ? `TP ${pl.tp} × EP ${pl.tp}` : `TP ${pl.tp}${pl.pp > 1 ? ` × PP ${pl.pp}` : ""}`;
   const pool = pl.prefill_pool;
   let html = `<p class="headline" id="plan-line">${pool ? `${pool.replicas} × ${esc(pool.gpu_display_name)} TP ${pool.tp} prefill + ` : ""}${pl.replicas} × ${esc(pl.gpu_display_name)}, ${split}, ${esc(pl.weights)}/${esc(pl.kv_cache)} — ${pl.gpus} GPUs, $${pl.cost_usd_per_hour.toFixed(2)}/hour</p>`;
@@ -174,49 +214,99 @@ function renderDetails(out) {
   $("details").innerHTML = html;
 }
 
+
 // ------------------------------------------------------------------ sliders
 
-const SLIDERS = { ttft: "sla.max_ttft", tpot: "sla.max_tpot" };
+// The field each slider sets. A rate spec holds its targets at a percentile
+// (sla.tpot: {p90: 50ms}) and refuses sla.max_tpot; the solve's traffic section names
+// each target's percentile. An answer without a plan has no traffic section: then the
+// spec text says whether it is a rate spec and which percentile each target names.
+function targetPaths(out) {
+  const paths = { ttft: "sla.max_ttft", tpot: "sla.max_tpot" };
+  const targets = out.traffic && out.traffic.targets;
+  if (targets) {
+    for (const t of targets) {
+      const name = t.target.replace(/^max_/, "");
+      if (name in paths && t.percentile) paths[name] = `sla.${name}.p${Math.round(t.percentile)}`;
+    }
+  } else if (/(^|[\s{,"'])requests_per_s["']?\s*:/m.test(specBox.value)) {
+    for (const name of Object.keys(paths)) {
+      const m = specBox.value.match(new RegExp(`(^|[\\s{,"'])${name}["']?\\s*:\\s*\\{?\\s*["']?(p\\d+)`, "m"));
+      paths[name] = m ? `sla.${name}.${m[2]}` : null;
+    }
+  }
+  return paths;
+}
 
 function sliderValue(name) {
   // 0 … 1000 on a log scale from a quarter to four times the spec's own target
-  const base = state.base[name];
-  return base * Math.pow(16, $(name).value / 1000) / 4;
+  return (state.base[name] * Math.pow(16, $(name).value / 1000)) / 4;
 }
 
 function setSliders(out) {
-  const base = { ttft: out.spec.max_ttft_s, tpot: out.spec.max_tpot_s };
-  if (state.base || (!base.ttft && !base.tpot)) return;
-  state.base = base;
+  const now = { ttft: out.spec.max_ttft_s, tpot: out.spec.max_tpot_s };
+  if (state.base || (!now.ttft && !now.tpot)) return;
+  state.paths = targetPaths(out);
+  state.base = {};
   $("sliders").hidden = false;
-  for (const name of Object.keys(SLIDERS)) {
+  for (const name of Object.keys(now)) {
     const input = $(name);
-    input.disabled = !base[name];
-    input.value = 500;
-    $(`${name}-value`).textContent = base[name] ? seconds(base[name]) : "no target";
+    const usable = Boolean(now[name] && state.paths[name]);
+    // a link's position with the target it set gives back the spec's own target
+    const position = usable && state.paths[name] in state.sets && name in state.pending ? state.pending[name] : 500;
+    state.base[name] = usable ? (now[name] * 4) / Math.pow(16, position / 1000) : null;
+    input.disabled = !usable;
+    input.value = position;
+    $(`${name}-value`).textContent = usable ? seconds(now[name]) : "no target";
   }
+  state.pending = {};
+  updateLink();
 }
 
 let slideTimer = null;
 function slid(name, final) {
   const v = sliderValue(name);
   $(`${name}-value`).textContent = seconds(v);
-  state.sets[SLIDERS[name]] = `${(v * 1e3).toFixed(3)}ms`;
+  state.sets[state.paths[name]] = `${(v * 1e3).toFixed(3)}ms`;
+  updateLink();
+  if (!final) markStale();
   clearTimeout(slideTimer);
   slideTimer = setTimeout(() => (final ? solve() : quickSolve()), final ? 0 : 120);
 }
 
+// while a slider moves, the explanation and the chart belong to the plan before it
+function markStale() {
+  $("details").hidden = true;
+  $("pareto").classList.add("stale");
+  setDownloads(null);  // they would hold the plan before
+  $("deploy").hidden = true;
+}
+
 // ------------------------------------------------------------------ solving
+
+function showOutcome(out) {
+  const status = $("status");
+  if (out.plan) {
+    status.className = "ok";
+    status.textContent = `✓ solved: ${out.status} over ${out.shapes_searched} shapes on ${out.devices_searched} GPUs`;
+  } else {
+    status.className = "warn";
+    status.textContent = `✗ no plan (${out.status}): ${noPlanReason(out)}`;
+  }
+  gutter(null);
+}
 
 async function quickSolve() {
   const seq = ++state.seq;
   const r = await post("/solve", { explain: "false" });
   if (seq !== state.seq) return;
   if (!r.ok) return showError(r.data.error);
+  if (!r.data.plan) showOutcome(r.data);
   renderPlan(r.data, true);
 }
 
 async function solve() {
+  clearTimeout(validateTimer);  // a check still waiting would discard this answer
   const seq = ++state.seq;
   $("solve").disabled = true;
   $("status").className = "";
@@ -225,61 +315,39 @@ async function solve() {
     const r = await post("/solve");
     if (seq !== state.seq) return;
     if (!r.ok) return showError(r.data.error);
-    $("status").className = "ok";
-    $("status").textContent = `✓ solved: ${r.data.status} over ${r.data.shapes_searched} shapes on ${r.data.devices_searched} GPUs`;
+    state.last = r.data;
+    showOutcome(r.data);
     renderPlan(r.data, false);
     renderDetails(r.data);
+    setDownloads(r.data);
+    $("details").hidden = false;
     setSliders(r.data);
-    pareto();
+    if (r.data.plan) await Promise.all([pareto(seq), showDeploy(seq)]);
+    else $("deploy").hidden = true;
   } finally {
     $("solve").disabled = false;
   }
 }
 
-// ------------------------------------------------------------------ the Pareto chart
-
-async function pareto() {
+async function pareto(seq) {
   const r = await post("/pareto", { axes: "tpot" });
-  if (!r.ok || !r.data.tpot) return;
-  const points = r.data.tpot.points.filter((p) => p.cost_usd_per_hour > 0 && p.value > 0);
-  $("pareto-title").hidden = !points.length;
-  if (!points.length) return void ($("pareto").innerHTML = "");
-  const W = 620, H = 300, L = 60, B = 36, T = 10, R = 12;
-  const xs = points.map((p) => Math.log(p.value)), ys = points.map((p) => Math.log(p.cost_usd_per_hour));
-  const [x0, x1] = [Math.min(...xs), Math.max(...xs)], [y0, y1] = [Math.min(...ys), Math.max(...ys)];
-  const px = (v) => L + ((Math.log(v) - x0) / (x1 - x0 || 1)) * (W - L - R);
-  const py = (v) => H - B - ((Math.log(v) - y0) / (y1 - y0 || 1)) * (H - B - T);
-  const chosen = state.lastPlan;
-  const sorted = [...points].sort((a, b) => a.value - b.value);
-  let svg = `<svg id="pareto-svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" role="img" aria-label="cost against TPOT">`;
-  svg += `<path d="${sorted.map((p, i) => `${i ? "L" : "M"}${px(p.value).toFixed(1)},${py(p.cost_usd_per_hour).toFixed(1)}`).join(" ")}"/>`;
-  sorted.forEach((p, i) => {
-    const isChosen = chosen && p.gpu === chosen.gpu && p.tp === chosen.tp && p.replicas === chosen.replicas && Math.abs(p.cost_usd_per_hour - chosen.cost_usd_per_hour) < 1e-6;
-    svg += `<circle data-i="${i}" class="${isChosen ? "chosen" : ""}" cx="${px(p.value).toFixed(1)}" cy="${py(p.cost_usd_per_hour).toFixed(1)}" r="5"><title>${esc(p.plan)}: $${p.cost_usd_per_hour.toFixed(2)}/h, TPOT ${seconds(p.value)}</title></circle>`;
-  });
-  const [lo, hi] = [sorted[0], sorted[sorted.length - 1]];
-  svg += `<text x="${L}" y="${H - 8}">TPOT ${seconds(lo.value)}</text><text x="${W - R}" y="${H - 8}" text-anchor="end">${seconds(hi.value)}</text>`;
-  svg += `<text x="4" y="${H - B}">$${Math.min(...points.map((p) => p.cost_usd_per_hour)).toFixed(2)}/h</text><text x="4" y="${T + 10}">$${Math.max(...points.map((p) => p.cost_usd_per_hour)).toFixed(2)}/h</text>`;
-  svg += `</svg>`;
-  $("pareto").innerHTML = svg;
-  $("pareto").querySelectorAll("circle").forEach((c) =>
-    c.addEventListener("click", () => {
-      const p = sorted[Number(c.dataset.i)];
-      $("point").textContent = `${p.plan}: $${p.cost_usd_per_hour.toFixed(2)}/h, TPOT ${seconds(p.value)}, TTFT ${seconds(p.ttft_s)} — ${p.binds}`;
-    })
-  );
+  if (seq !== state.seq) return;
+  if (!r.ok || !r.data.tpot) return clearChart();
+  drawChart(r.data.tpot.points, state.lastPlan);
 }
 
 // ------------------------------------------------------------------ start
 
-specBox.value = location.hash.startsWith("#spec=") ? b64decode(location.hash.slice(6)) : DEFAULT_SPEC;
+const opened = readLink();
+if (!opened) specBox.value = DEFAULT_SPEC;
 specBox.addEventListener("input", edited);
 specBox.addEventListener("scroll", () => ($("gutter").scrollTop = specBox.scrollTop));
 $("solve").addEventListener("click", solve);
-for (const name of Object.keys(SLIDERS)) {
+for (const name of ["ttft", "tpot"]) {
   $(name).addEventListener("input", () => slid(name, false));
   $(name).addEventListener("change", () => slid(name, true));
 }
-$("link").href = `#spec=${b64encode(specBox.value)}`;
+updateLink();
 gutter(null);
-validate();
+if (opened) solve();  // a shared link opens on its plan
+else validate();
