@@ -42,6 +42,7 @@ Example:
     for flag in ("--model", "--gpu", "--weights", "--kv-cache"):
         p.add_argument(flag, help="for vllm bench JSON inputs")
     p.add_argument("--tp", type=int, default=1, help="for vllm bench JSON inputs")
+    p.add_argument("--pp", type=int, default=1, help="for vllm bench JSON inputs: pipeline stages")
     p.set_defaults(func=run)
 
 
@@ -55,9 +56,12 @@ def run(args: argparse.Namespace) -> int:
     ms = []
     for f in args.measurements:
         if f.endswith(".json"):
+            for flag, value in (("--tp", args.tp), ("--pp", args.pp)):
+                if not 1 <= value <= 1024:
+                    raise InputError(flag, value, "a whole number of GPUs from 1 to 1,024")
             if not args.gpu:
                 raise InputError("--gpu", None, f"{f} is a vllm bench JSON, which does not say which GPU it measured: give --gpu (and --tp)")
-            ms += read_vllm_bench(f, model=args.model, gpu=args.gpu, tp=args.tp, weights=args.weights, kv_cache=args.kv_cache or "bf16")
+            ms += read_vllm_bench(f, model=args.model, gpu=args.gpu, tp=args.tp, pp=args.pp, weights=args.weights, kv_cache=args.kv_cache or "bf16")
         else:
             ms += read_csv(f)
     fits = fit(ms, default_catalog())

@@ -133,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
             else:
                 d = c.shape.deployment
                 print(
-                    f"# check one replica at its share of the load; `plan-opt calibrate {RESULT_FILE} --gpu {d.device.name} --tp {d.tp}` "
+                    f"# check one replica at its share of the load; `plan-opt calibrate {RESULT_FILE} --gpu {d.device.name} --tp {d.tp}"
+                    + (f" --pp {d.pp}" if d.pp > 1 else "")
+                    + "` "
                     "fits the planner to what it measures:"
                 )
             print(shell_line(dep.benchmark))

@@ -195,7 +195,7 @@ def _rows(reader: csv.DictReader[str], source: str) -> list[Measurement]:
     return out
 
 
-def read_vllm_bench(path: str | Path, *, model: str | None, gpu: str, tp: int, weights: str | None, kv_cache: str) -> list[Measurement]:
+def read_vllm_bench(path: str | Path, *, model: str | None, gpu: str, tp: int, weights: str | None, kv_cache: str, pp: int = 1) -> list[Measurement]:
     """The JSON `vllm bench serve --save-result` writes: mean TTFT/TPOT at its
     concurrency, average prompt and output lengths from its totals. The model is the
     file's `model_id` unless given, and the weight format the published checkpoint of
@@ -239,9 +239,9 @@ def read_vllm_bench(path: str | Path, *, model: str | None, gpu: str, tp: int, w
             row=1,
             model=model,
             gpu=gpu,
-            count=tp,
+            count=tp * pp,
             tp=tp,
-            pp=1,
+            pp=pp,
             weights=weights,
             kv_cache=kv_cache,
             batch=conc,

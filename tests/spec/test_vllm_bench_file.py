@@ -50,3 +50,17 @@ def test_a_rate_run_counts_its_requests_in_flight_by_little_s_law(tmp_path):
     assert m.batch == 16
     with pytest.raises(InputError, match="request_throughput"):
         read_vllm_bench(_file(tmp_path, model_id="x/y"), model=None, gpu="h100-sxm", tp=1, weights=None, kv_cache="bf16")
+
+
+def test_a_pipelined_run_counts_every_stage_s_gpus(tmp_path):
+    f = _file(tmp_path, model_id="meta-llama/Llama-3.1-405B-Instruct", max_concurrency=16)
+    (m,) = read_vllm_bench(f, model=None, gpu="h100-sxm", tp=8, pp=2, weights=None, kv_cache="bf16")
+    assert (m.tp, m.pp, m.count) == (8, 2, 16)  # TP 8 × PP 2: 16 GPUs
+
+
+def test_calibrate_refuses_a_degree_out_of_range_naming_the_flag(tmp_path, capsys):
+    from solver.cli.main import main
+
+    f = _file(tmp_path, model_id="meta-llama/Llama-3.1-8B-Instruct", max_concurrency=4)
+    assert main(["calibrate", str(f), "--gpu", "h100-sxm", "--pp", "0", "-o", str(tmp_path / "c.yaml")]) == 2
+    assert "--pp = 0" in capsys.readouterr().err
