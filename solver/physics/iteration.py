@@ -109,18 +109,7 @@ class IterationModel:
             if len(self.fixed_terms) >= MAX_FIXED_TERMS:
                 self.fixed_terms.clear()
             fixed = self.fixed_terms[(b, k)] = self._fixed_terms(b, k)
-        # _with_attention_s written out (the simulator's hottest call: a frame less)
-        gemm_s, comm_s, setup_s, sequences_s = fixed
-        _, _, overlapped, share = self._rates
-        ctx = decode_context_tokens + b * self.cached_tokens
-        kv_s = ctx * self.kv_s_per_token
-        attend_s = ctx * self.decode_attention_s_per_token
-        if overlapped:
-            kernel_s = (attend_s if attend_s > kv_s else kv_s) + share * (attend_s if attend_s < kv_s else kv_s)
-        else:
-            kernel_s = kv_s + attend_s
-        attention_s = kernel_s + (prefill_attention_tokens + k * self.cached_tokens) * self.prefill_attention_s_per_pair
-        return gemm_s + attention_s + comm_s + self.decode.step_overhead_s + setup_s + sequences_s
+        return self._with_attention_s(fixed, b, decode_context_tokens, k, prefill_attention_tokens)
 
     def mean_iteration_s(self, decode_seqs: float, decode_context_tokens: float, prefill_tokens: float, prefill_attention_tokens: float) -> float:
         """The same cost at average (fractional) loads, as the traffic screen reads it."""
