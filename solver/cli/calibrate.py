@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         if f.endswith(".json"):
             for flag, value in (("--tp", args.tp), ("--pp", args.pp)):
                 if not 1 <= value <= 1024:
-                    raise InputError(flag, value, "a whole number of GPUs from 1 to 1,024")
+                    raise InputError(flag, value, "a whole number from 1 to 1,024")
             if not args.gpu:
                 raise InputError("--gpu", None, f"{f} is a vllm bench JSON, which does not say which GPU it measured: give --gpu (and --tp)")
             ms += read_vllm_bench(f, model=args.model, gpu=args.gpu, tp=args.tp, pp=args.pp, weights=args.weights, kv_cache=args.kv_cache or "bf16")
