@@ -261,7 +261,10 @@ def _in_flight(data: dict, path: str | Path) -> int:
     for key, v in (("request_throughput", rate), ("mean_e2el_ms", e2e_ms)):
         if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1e9:
             raise InputError(
-                key, _shown(repr(v)), "must be a number in (0, 1e9): a run at a request rate (no max_concurrency) needs it to count the requests in flight", source=str(path)
+                key,
+                _shown(repr(v)),
+                "must be a number in (0, 1e9): a run at a request rate (no max_concurrency) needs it to count the requests in flight",
+                source=str(path),
             )
     return max(1, round(rate * e2e_ms / 1e3))  # type: ignore[operator]
 
