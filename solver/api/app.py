@@ -337,8 +337,10 @@ def create_app(limits: Limits | None = None) -> Any:
     from fastapi.staticfiles import StaticFiles
     from fastapi_offline import FastAPIOffline
 
+    from solver.api.answers import FleetOut, ParetoOut, SimulateOut
     from solver.api.catalog_routes import add_catalog_routes
-    from solver.api.errors import ERROR_RESPONSES, HealthOut, ValidOut, add_error_handlers
+    from solver.api.errors import COMMAND_ERRORS, UNMATCHED, HealthOut, ValidOut, add_error_handlers, errors_for
+    from solver.api.evaluate_answer import EvaluateOut
     from solver.api.metrics import add_metrics
     from solver.api.request_docs import add_request_schemas
     from solver.traffic.budget import Cancelled
@@ -348,14 +350,14 @@ def create_app(limits: Limits | None = None) -> Any:
     app = FastAPIOffline(  # /docs and /redoc from files the package ships: they work with no network
         title="plan-opt",
         summary="The cheapest hardware that serves a language model at your latency targets, and which limit decided it.",
-        description=__doc__,
+        description=f"{__doc__}\n{UNMATCHED}",
         version="0.1.0",
-        responses=ERROR_RESPONSES,
     )
     add_error_handlers(app)
     add_metrics(app)
     add_catalog_routes(app)
     add_request_schemas(app)
+    fails = errors_for(*COMMAND_ERRORS)  # each command route's error answers
     body_doc = {"requestBody": {"content": {"application/yaml": {"schema": {"type": "string"}}, "application/json": {"schema": {"type": "object"}}}}}
 
     def answer(fn: Any, request_body: bytes | None, what: str, *args: Any, sets: list[str] | None = None) -> Response:
@@ -415,6 +417,7 @@ def create_app(limits: Limits | None = None) -> Any:
     @app.post(
         "/solve",
         openapi_extra=body_doc,
+        responses=fails,
         response_model=SolveOut,  # the schema `plan-opt schema --result` prints, published; the body is solve's own JSON
         summary="plan-opt solve: the cheapest plan and why (the JSON of --format json)",
     )
@@ -430,18 +433,23 @@ def create_app(limits: Limits | None = None) -> Any:
         "/validate",
         openapi_extra=body_doc,
         response_model=ValidOut,
+        responses=fails,
         summary="the spec checked as solve reads it, without solving: {ok: true} or a 422",
     )
     async def validate(request: Request) -> Response:
         body = await _read(request, limits.max_body_bytes)
         return await _threaded(answer, run_validate, body, "spec")
 
-    @app.post("/evaluate", openapi_extra=body_doc, summary="plan-opt evaluate: one configuration, step by step")
+    @app.post(
+        "/evaluate", openapi_extra=body_doc, response_model=EvaluateOut, responses=fails, summary="plan-opt evaluate: one configuration, step by step"
+    )
     async def evaluate_(request: Request) -> Response:
         body = await _read(request, limits.max_body_bytes)
         return await _threaded(answer, run_evaluate, body, "input")
 
-    @app.post("/pareto", openapi_extra=body_doc, summary="plan-opt pareto: the frontiers of cost against latency")
+    @app.post(
+        "/pareto", openapi_extra=body_doc, response_model=ParetoOut, responses=fails, summary="plan-opt pareto: the frontiers of cost against latency"
+    )
     async def pareto(
         request: Request,
         axes: str | None = Query(None, description="as --axes, e.g. tpot,ttft,rate"),
@@ -450,7 +458,13 @@ def create_app(limits: Limits | None = None) -> Any:
         body = await _read(request, limits.max_body_bytes)
         return await _threaded(lambda: answer(run_pareto, body, "spec", axes, sets=set))
 
-    @app.post("/simulate", openapi_extra=body_doc, summary="plan-opt simulate: a plan under the spec's request rate, request by request")
+    @app.post(
+        "/simulate",
+        openapi_extra=body_doc,
+        response_model=SimulateOut,
+        responses=fails,
+        summary="plan-opt simulate: a plan under the spec's request rate, request by request",
+    )
     async def simulate(
         request: Request,
         gpu: str | None = Query(None, description="as --gpu: simulate this device instead of solve's plan"),
@@ -484,6 +498,7 @@ def create_app(limits: Limits | None = None) -> Any:
     @app.post(
         "/deploy",
         openapi_extra=body_doc,
+        responses=fails,
         response_model=DeployOut,  # the body is deploy's own JSON (report/deploy_json.py)
         summary="plan-opt deploy --format json: the commands that run the spec's plan",
     )
@@ -500,7 +515,7 @@ def create_app(limits: Limits | None = None) -> Any:
         body = await _read(request, limits.max_body_bytes)
         return await _threaded(lambda: answer(run_deploy, body, "spec", engine, variant, sets=set))
 
-    @app.post("/fleet", openapi_extra=body_doc, summary="plan-opt fleet: one fleet for several workloads")
+    @app.post("/fleet", openapi_extra=body_doc, response_model=FleetOut, responses=fails, summary="plan-opt fleet: one fleet for several workloads")
     async def fleet(request: Request) -> Response:
         body = await _read(request, limits.max_body_bytes)
         return await _threaded(answer, run_fleet, body, "fleet")

@@ -10,7 +10,7 @@ def add_catalog_routes(app: Any) -> None:
     from fastapi import Query
     from fastapi.responses import JSONResponse
 
-    from solver.api.errors import error_body
+    from solver.api.errors import error_body, errors_for
     from solver.catalog import default_catalog
     from solver.errors import InputError
     from solver.report.catalog_json import DeviceOut, ModelOut, PriceBookOut, devices_out, models_out, price_book_out
@@ -23,7 +23,12 @@ def add_catalog_routes(app: Any) -> None:
     def models() -> Any:
         return models_out(default_catalog())
 
-    @app.get("/prices", response_model=PriceBookOut, summary="the price book on a pricing basis (plan-opt list prices --format json)")
+    @app.get(
+        "/prices",
+        response_model=PriceBookOut,
+        responses=errors_for(422),
+        summary="the price book on a pricing basis (plan-opt list prices --format json)",
+    )
     def prices(
         gpu: list[str] | None = Query(None, description="only these GPUs (repeatable)"),
         provider: list[str] | None = Query(None, description="providers, or kinds (hyperscaler, gpu_cloud, marketplace, managed), or all"),

@@ -48,7 +48,21 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     503: {"model": ErrorOut, "description": "The server is shutting down, or every worker is busy past the wait (field `server`)."},
     504: {"model": ErrorOut, "description": "The work passed the server's work limit (field `server`)."},
 }
-"""Every route's error answers, in the OpenAPI document (FastAPI's own 422 schema replaced)."""
+"""The error answers, in the OpenAPI document (FastAPI's own 422 schema replaced)."""
+
+COMMAND_ERRORS = (413, 422, 500, 503, 504)
+"""What a POST command route answers besides its result: a body too large, a bad input
+(the body or a query parameter), a bug, the server full or stopping, the work limit."""
+
+UNMATCHED = (
+    "An unknown path answers 404 (field `path`) and a path's unlisted method 405 (field `method`, with an Allow header), in the same ErrorOut shape."
+)
+"""404 and 405 belong to no operation (no route matched): the document says so once, in its description."""
+
+
+def errors_for(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The error answers one route gives, for its `responses=`: only those it can return."""
+    return {s: ERROR_RESPONSES[s] for s in statuses}
 
 
 def add_error_handlers(app: Any) -> None:
