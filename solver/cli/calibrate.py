@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from solver.errors import EXIT_OK, InputError
+from solver.spec.bench_files import KINDS
 
 
 def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,9 +22,18 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
   model, gpu, tp, weights, kv_cache, batch, prompt_tokens, output_tokens   (required)
   tpot_ms, ttft_ms                                                        (at least one)
   count, pp, engine                                                       (optional)
-Or the JSON of `vllm bench serve --save-result` with --gpu and --tp (the file does not say
-them); the model is its model_id and the weights the format of that checkpoint, unless
---model or --weights say otherwise. `plan-opt deploy` prints the bench command for a plan.
+Or the benchmark reports you already have, with --gpu and --tp (none says them); the model
+is the one the file names and the weights the format of that checkpoint, unless --model or
+--weights say otherwise. The kind is told from the contents, or named by --kind:
+  vllm-bench      `vllm bench serve --save-result` JSON (its mean TTFT and TPOT)
+  guidellm        GuideLLM's benchmarks.json (`guidellm run --output kind=json`): one
+                  point per benchmark (a sweep gives several)
+  genai-perf      genai-perf's profile_export_genai_perf.json; genai-perf-csv its CSV
+                  (which names no model: give --model)
+  prometheus      a scrape of vLLM's /metrics taken while the benchmark runs (curl
+                  http://HOST:8000/metrics > scrape.txt): TTFT and inter-token means from
+                  the histograms' _sum/_count, vllm:num_requests_running as the batch
+`plan-opt deploy` prints the vllm bench and guidellm commands that check a plan.
 
 Example:
   plan-opt calibrate my-runs.csv -o calibration.yaml
@@ -31,7 +41,13 @@ Example:
 """,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("measurements", nargs="+", help="CSV file(s), or vllm bench JSON file(s)")
+    p.add_argument("measurements", nargs="+", help="CSV file(s), or benchmark reports (see --kind)")
+    p.add_argument(
+        "--kind",
+        choices=("auto", *KINDS),
+        default="auto",
+        help="what the files are (default auto: told from each file's contents)",
+    )
     p.add_argument(
         "-o",
         "--output",
@@ -40,9 +56,9 @@ Example:
         "or FIFO as a stream; a symbolic link written through (the link stays); never one of the measurement files",
     )
     for flag in ("--model", "--gpu", "--weights", "--kv-cache"):
-        p.add_argument(flag, help="for vllm bench JSON inputs")
-    p.add_argument("--tp", type=int, default=1, help="for vllm bench JSON inputs")
-    p.add_argument("--pp", type=int, default=1, help="for vllm bench JSON inputs: pipeline stages")
+        p.add_argument(flag, help="for benchmark reports (every kind but csv)")
+    p.add_argument("--tp", type=int, default=1, help="for benchmark reports")
+    p.add_argument("--pp", type=int, default=1, help="for benchmark reports: pipeline stages")
     p.set_defaults(func=run)
 
 
@@ -50,20 +66,28 @@ def run(args: argparse.Namespace) -> int:
     from solver.catalog import default_catalog
     from solver.cli import outputs
     from solver.optimise.calibrate import calibration_yaml, fit
+    from solver.spec.bench_files import Replica, detect_kind, read_genai_perf, read_genai_perf_csv, read_guidellm
     from solver.spec.measurements import read_csv, read_vllm_bench
+    from solver.spec.prometheus_scrape import read_prometheus
 
     out = outputs.check(args.output, "--output", args.measurements)
+    readers = {"guidellm": read_guidellm, "genai-perf": read_genai_perf, "genai-perf-csv": read_genai_perf_csv, "prometheus": read_prometheus}
     ms = []
     for f in args.measurements:
-        if f.endswith(".json"):
-            for flag, value in (("--tp", args.tp), ("--pp", args.pp)):
-                if not 1 <= value <= 1024:
-                    raise InputError(flag, value, "a whole number from 1 to 1,024")
-            if not args.gpu:
-                raise InputError("--gpu", None, f"{f} is a vllm bench JSON, which does not say which GPU it measured: give --gpu (and --tp)")
+        kind = detect_kind(f) if args.kind == "auto" else args.kind
+        if kind == "csv":
+            ms += read_csv(f)
+            continue
+        for flag, value in (("--tp", args.tp), ("--pp", args.pp)):
+            if not 1 <= value <= 1024:
+                raise InputError(flag, value, "a whole number from 1 to 1,024")
+        if not args.gpu:
+            raise InputError("--gpu", None, f"{f} is a {kind} report, which does not say which GPU it measured: give --gpu (and --tp)")
+        if kind == "vllm-bench":
             ms += read_vllm_bench(f, model=args.model, gpu=args.gpu, tp=args.tp, pp=args.pp, weights=args.weights, kv_cache=args.kv_cache or "bf16")
         else:
-            ms += read_csv(f)
+            replica = Replica(args.gpu, args.tp, args.pp, args.model, args.weights, args.kv_cache or "bf16")
+            ms += readers[kind](f, replica)
     fits = fit(ms, default_catalog())
     for f in fits:
         print(f"{f.gpu} ({f.engine}): {f.tpot_points} TPOT and {f.ttft_points} TTFT points")

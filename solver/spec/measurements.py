@@ -93,12 +93,12 @@ def _num(
     try:
         x = float(raw)
     except ValueError:
-        raise InputError(key, _shown(raw), "not a number", source=source, line=i) from None
+        raise InputError(key, shown_cell(raw), "not a number", source=source, line=i) from None
     if not math.isfinite(x) or not lo < x <= hi:
-        raise InputError(key, _shown(raw), f"must be a number in ({lo:g}, {hi:g}]", source=source, line=i)
+        raise InputError(key, shown_cell(raw), f"must be a number in ({lo:g}, {hi:g}]", source=source, line=i)
     if kind is int:
         if x != int(x):
-            raise InputError(key, _shown(raw), "must be a whole number", source=source, line=i)
+            raise InputError(key, shown_cell(raw), "must be a whole number", source=source, line=i)
         return kind(int(x))
     return kind(x)
 
@@ -113,13 +113,13 @@ def _name(row: Mapping[str, str | None], key: str, i: int, source: str, default:
     raise InputError(key, None, "missing (a catalog name is required)", source=source, line=i)
 
 
-def _shown(raw: str) -> str:
+def shown_cell(raw: str) -> str:
     """A cell as an error message shows it: printable, and short."""
     text = raw.encode("ascii", "backslashreplace").decode() if not raw.isprintable() else raw
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _read_text(path: Path, what: str) -> str:
+def read_text(path: Path, what: str) -> str:
     if is_pipe(path):
         raise InputError("file", str(path), f"is a pipe or a socket, not {what}")
     try:
@@ -137,7 +137,7 @@ def _read_text(path: Path, what: str) -> str:
 
 def read_csv(path: str | Path) -> list[Measurement]:
     path = Path(path)
-    text = _read_text(path, "a CSV file")
+    text = read_text(path, "a CSV file")
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise InputError("NUL byte", None, "a CSV file is text, without NUL bytes", source=str(path), line=line)
@@ -200,9 +200,9 @@ def read_vllm_bench(path: str | Path, *, model: str | None, gpu: str, tp: int, w
     concurrency, average prompt and output lengths from its totals. The model is the
     file's `model_id` unless given, and the weight format the published checkpoint of
     that id is stored in (else 16-bit) unless given: what the file holds is not asked again."""
-    text = _read_text(Path(path), "a vllm bench JSON file")
+    text = read_text(Path(path), "a vllm bench JSON file")
     try:
-        data = json.loads(text, parse_constant=_no_constant)
+        data = json.loads(text, parse_constant=no_json_constant)
     except ValueError as exc:
         raise InputError("file", str(path), f"is not valid JSON ({exc})") from None
     if not isinstance(data, dict):
@@ -224,11 +224,11 @@ def read_vllm_bench(path: str | Path, *, model: str | None, gpu: str, tp: int, w
         if key == "max_concurrency" and v is None:
             continue
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= hi:
-            raise InputError(key, _shown(repr(v)), f"must be a number in (0, {hi:g}]", source=str(path))
+            raise InputError(key, shown_cell(repr(v)), f"must be a number in (0, {hi:g}]", source=str(path))
     if model is None:
         model_id = data.get("model_id")
         if not isinstance(model_id, str) or not model_id.strip():
-            raise InputError("model_id", _shown(repr(model_id)), "the file names no model: give --model", source=str(path))
+            raise InputError("model_id", shown_cell(repr(model_id)), "the file names no model: give --model", source=str(path))
         model = model_id.strip()
     if weights is None:
         weights = checkpoint_format(model) or "bf16"
@@ -262,7 +262,7 @@ def _in_flight(data: dict, path: str | Path) -> int:
         if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1e9:
             raise InputError(
                 key,
-                _shown(repr(v)),
+                shown_cell(repr(v)),
                 "must be a number in (0, 1e9): a run at a request rate (no max_concurrency) needs it to count the requests in flight",
                 source=str(path),
             )
@@ -282,5 +282,5 @@ def checkpoint_format(model_id: str) -> str | None:
     return None
 
 
-def _no_constant(name: str) -> Any:
+def no_json_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
