@@ -139,4 +139,9 @@ def run(args: argparse.Namespace) -> int:
                     "fits the planner to what it measures:"
                 )
             print(shell_line(dep.benchmark))
+            if dep.benchmark_guidellm:
+                from solver.report.bench_command import GUIDELLM_FILE
+
+                print(f"# or with GuideLLM (calibrate reads its {GUIDELLM_FILE} the same way):")
+                print(shell_line(dep.benchmark_guidellm))
     return EXIT_OK

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from solver.explain.records import SolveResult
-from solver.report.bench_command import bench_argv
+from solver.report.bench_command import bench_argv, guidellm_argv
 from solver.report.deploy import ENGINES, emit
 from solver.report.launch import Launch, check_flags
 
@@ -29,6 +29,7 @@ def emit_checked(result: SolveResult, engine: str, variant: str, spec_engine: st
     if bad:
         raise RuntimeError("emitted flags not in the engine's list: " + "; ".join(bad))
     dep.benchmark = bench_argv(result, dep)
+    dep.benchmark_guidellm = guidellm_argv(result, dep)
     return dep
 
 
@@ -56,6 +57,7 @@ def deploy_json(dep: Launch) -> dict[str, Any]:
     prefill pool and router; and the benchmark that checks it."""
     out = launch_json(dep)
     out["benchmark"] = dep.benchmark
+    out["benchmark_guidellm"] = dep.benchmark_guidellm
     if dep.prefill is not None:
         out["serving"] = "disaggregated"
         out["prefill"] = launch_json(dep.prefill)
@@ -100,6 +102,7 @@ class DeployOut(LaunchOut):
     """`plan-opt deploy --format json` and POST /deploy: the schema of deploy_json's answer."""
 
     benchmark: list[str] = Field(description="vllm bench serve against one replica at its share of the load (report/bench_command.py).")
+    benchmark_guidellm: list[str] = Field(description="The same check as `guidellm run` (GuideLLM 0.7's CLI), saving its JSON report.")
     serving: str | None = Field(default=None, description="disaggregated: a prefill pool beside this (decode) pool.")
     prefill: LaunchOut | None = None
     router: list[str] | None = None

@@ -61,6 +61,8 @@ class Launch:
     """What routes each request through a prefill and a decode replica, where the engine ships one."""
     benchmark: list[str] = field(default_factory=list)
     """The command that checks the running plan at the spec's load (report/bench_command.py)."""
+    benchmark_guidellm: list[str] = field(default_factory=list)
+    """The same check with GuideLLM (report/bench_command.py)."""
     reads_format: str = ""
     """The format of the checkpoint the engine reads when it is not the plan's (a 16-bit
     one quantised at load); "" for the plan's own."""

@@ -42,3 +42,48 @@ def test_a_rate_plan_is_checked_at_the_rate_over_its_replicas(capsys):
     argv = out["benchmark"]
     assert float(_flag(argv, "--request-rate")) * plan["replicas"] == 20  # specs/chat-70b-at-20-rps.yaml: 20 requests/s
     assert "--max-concurrency" not in argv
+
+
+GUIDELLM_KEYS = {
+    # GuideLLM v0.7.3 (tag of 2026-07-31): the option each key goes to, and the fields it may set
+    "--backend": {"kind", "target", "model"},  # backends/openai/http.py OpenAIHTTPBackendArgs
+    "--profile": {"kind", "rate", "streams"},  # profiles/asynchronous.py (poisson: rate), concurrent.py (streams)
+    "--constraint": {"kind", "count"},  # scheduler/constraints/request.py max_requests
+    "--data": {"kind", "prompt_tokens", "output_tokens"},  # data/deserializers/synthetic.py synthetic_text
+    "--output": {"kind", "path"},  # benchmark/outputs/serialized.py json
+}
+
+
+def _options(argv):
+    """`guidellm run --opt kind=T,key=value,...` as {opt: {key: value}}."""
+    assert argv[:2] == ["guidellm", "run"] and len(argv) % 2 == 0
+    return {argv[i]: dict(kv.split("=", 1) for kv in argv[i + 1].split(",")) for i in range(2, len(argv), 2)}
+
+
+def test_guidellm_checks_a_rate_plan_as_vllm_bench_does(capsys):
+    out = _deploy(capsys, "chat-70b-at-20-rps.yaml")
+    g, v = _options(out["benchmark_guidellm"]), out["benchmark"]
+    assert {k: set(x) for k, x in g.items()} == {k: GUIDELLM_KEYS[k] - {"streams"} for k in GUIDELLM_KEYS}
+    assert g["--profile"] == {"kind": "poisson", "rate": _flag(v, "--request-rate")}  # 20 requests/s over the replicas
+    assert g["--constraint"] == {"kind": "max_requests", "count": _flag(v, "--num-prompts")}
+    assert g["--data"] == {
+        "kind": "synthetic_text",
+        "prompt_tokens": _flag(v, "--random-input-len"),
+        "output_tokens": _flag(v, "--random-output-len"),
+    }
+    assert g["--backend"] == {"kind": "openai_http", "target": _flag(v, "--base-url"), "model": out["model"]}
+    assert g["--output"] == {"kind": "json", "path": "plan-check-guidellm.json"}
+
+
+def test_guidellm_checks_a_users_plan_at_the_replica_s_batch(capsys):
+    out, plan = _deploy(capsys, "chat-llama70b.yaml"), _solve(capsys, "chat-llama70b.yaml")["plan"]
+    g = _options(out["benchmark_guidellm"])
+    assert set(g["--profile"]) <= GUIDELLM_KEYS["--profile"] - {"rate"}
+    assert g["--profile"] == {"kind": "concurrent", "streams": str(plan["batch_per_replica"])}
+    # specs/chat-llama70b.yaml: prompt 2,048 of an 8,192-token context (output 6,144)
+    assert (g["--data"]["prompt_tokens"], g["--data"]["output_tokens"]) == ("2048", "6144")
+
+
+def test_deploy_s_text_prints_the_guidellm_command(capsys):
+    assert main(["deploy", str(ROOT / "specs" / "chat-70b-at-20-rps.yaml")]) == 0
+    assert "\nguidellm run --backend kind=openai_http,target=http://localhost:" in capsys.readouterr().out
