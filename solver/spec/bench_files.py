@@ -112,7 +112,7 @@ def _json(path: str | Path, what: str) -> Any:
     text = read_text(Path(path), what)
     try:
         return json.loads(text, parse_constant=no_json_constant)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
         raise InputError("file", str(path), f"is not valid JSON ({exc}); expected {what}") from None
 
 
@@ -266,7 +266,7 @@ def detect_kind(path: str | Path) -> str:
     if head.startswith(("{", "[")):
         try:
             data = json.loads(text, parse_constant=no_json_constant)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise InputError("file", str(path), f"is not valid JSON ({exc})") from None
         if isinstance(data, dict):
             if "benchmarks" in data:

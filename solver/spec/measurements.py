@@ -203,7 +203,7 @@ def read_vllm_bench(path: str | Path, *, model: str | None, gpu: str, tp: int, w
     text = read_text(Path(path), "a vllm bench JSON file")
     try:
         data = json.loads(text, parse_constant=no_json_constant)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
         raise InputError("file", str(path), f"is not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise InputError("file", str(path), f"holds a JSON {type(data).__name__}; expected the object `vllm bench serve --save-result` writes")

@@ -220,3 +220,11 @@ def test_calibrate_names_a_missing_gpu_and_a_kind_given_by_flag(tmp_path, capsys
     shutil.copy(SCRAPE, renamed)
     main(["calibrate", str(renamed), "--kind", "prometheus", "--gpu", "h100-sxm", "-o", str(tmp_path / "c.yaml")])
     assert "1 TPOT and 1 TTFT points" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["auto", "vllm-bench", "guidellm", "genai-perf"])
+def test_json_nested_past_the_parser_s_depth_is_refused_not_a_crash(tmp_path, capsys, kind):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    assert main(["calibrate", str(deep), "--kind", kind, "--gpu", "h100-sxm", "-o", str(tmp_path / "c.yaml")]) == 2
+    assert "not valid JSON" in capsys.readouterr().err
