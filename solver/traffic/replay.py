@@ -185,7 +185,7 @@ def replay(
     runs = []
     for day in days:
         sim = simulate(day, cost, limits, max(1, len(windows)), routing, front_end_s=front_end_s,
-                       windows=windows or [(math.inf, math.inf)], max_events=REPLAY_MAX_EVENTS)  # fmt: skip
+                       windows=windows or [(0.0, 0.0)], max_events=REPLAY_MAX_EVENTS)  # fmt: skip
         runs.append(_per_slot(sim, slot_s, len(replicas), targets))
     slots = []
     for k, n in enumerate(replicas):

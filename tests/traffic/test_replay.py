@@ -6,6 +6,7 @@ nothing, and every bad input named."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -96,6 +97,28 @@ def test_a_slot_without_replicas_rejects_its_arrivals():
     day = replay(10, [1, 0], Constant(), ONE_AT_A_TIME, SLA, requests=reqs)
     assert [s.misses.mean for s in day.slots] == [0, 20]
     assert not day.slots[1].meets and day.slots[1].goodput_per_s.mean == 0
+    none = replay(10, [0, 0], Constant(), ONE_AT_A_TIME, SLA, requests=reqs)
+    assert [s.misses.mean for s in none.slots] == [20, 20] and none.missing_slots == [0, 1]
+
+
+def test_jsq_routes_around_the_backlog_but_the_arrivals_before_the_new_replica_miss_alike():
+    # Before 25 s one replica is open, so whatever the rule the 64 misses counted above
+    # happen; after it JSQ sends arrivals to the empty replica first, round robin half of
+    # them behind the backlog (63 more): JSQ misses at least 64 and at most round robin's 127.
+    day = replay(20, PLAN, Constant(), ONE_AT_A_TIME, SLA, requests=TRACE, lag_s=5, routing="jsq")
+    assert 64 <= day.slots[1].misses.mean <= 127
+    assert [s.misses.mean for i, s in enumerate(day.slots) if i != 1] == [0, 0, 0]
+
+
+def test_a_trace_replayed_keeps_its_per_slot_counts():
+    from solver.traffic.trace import read_trace
+
+    trace = read_trace(Path(__file__).resolve().parents[2] / "specs" / "synthetic-azure-layout-trace.csv")
+    counts = trace.counts(120)
+    limits = EngineLimits(max_num_seqs=64, max_num_batched_tokens=8192, kv_capacity_tokens=1 << 20)
+    day = replay(120, [2] * len(counts), Constant(), limits, Targets(max_ttft_s=600.0), requests=trace.requests)
+    assert [s.arrivals.mean for s in day.slots] == counts
+    assert day.requests == sum(counts) == len(trace.requests)
 
 
 LENGTHS = LengthDistribution("fixed", 100, 100, 100)
