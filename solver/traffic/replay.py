@@ -40,8 +40,9 @@ from solver.traffic.verify import SEEDS, Bound
 from solver.units import meets_time
 
 REPLAY_MAX_EVENTS = 60_000_000
-"""A day's work bound: about fifteen million requests (four events each), at the
-simulator's 400,000 events a second some two and a half minutes."""
+"""A day's work bound (simulate's MAX_EVENTS is sized for one plan's few thousand
+requests): about fifteen million requests at four events each, some five minutes at
+the 48,000 requests a second bench/bench_replay.py measures (2026-12-05)."""
 
 
 def pod_windows(slot_s: float, replicas: Sequence[int], lag_s: float, lead_s: float = 0.0) -> list[tuple[float, float]]:

@@ -39,10 +39,6 @@ class Trace:
     requests: tuple[Request, ...]
     source: str
 
-    @property
-    def span_s(self) -> float:
-        return self.requests[-1].arrival_s
-
     def counts(self, slot_s: float) -> list[int]:
         return slot_counts(self.requests, slot_s)
 
