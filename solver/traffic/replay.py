@@ -11,7 +11,8 @@ The scaling rule (pod_windows):
   start leaves the slot's first lag_s on the old count.
 - A scale-down at slot k stops the newest replicas at the slot start (Kubernetes
   removes the most recently started pods first): they take no new request and drain
-  the ones they hold. A replica stopped before it was ready never serves.
+  the ones they hold. A replica stopped before it was ready never serves, and none is
+  stopped that a later slot's order, already due, wants again.
 - Arrivals while no replica is ready (a slot of 0) are rejected: each is a miss.
 
 Arrivals are Poisson within each slot at its rate (exact for a piecewise-constant rate:
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import math
 import random
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,21 +48,27 @@ the 48,000 requests a second bench/bench_replay.py measures (2026-12-05)."""
 
 
 def pod_windows(slot_s: float, replicas: Sequence[int], lag_s: float, lead_s: float = 0.0) -> list[tuple[float, float]]:
-    """Each replica's [ready_s, stop_s) under the module's scaling rule, in start order."""
-    windows: list[tuple[float, float]] = []
-    live: list[int] = []  # the replicas running or ordered, oldest first
-    for k, n in enumerate(replicas):
-        start = k * slot_s
-        if k == 0:
-            windows = [(0.0, math.inf)] * n
-            live = list(range(n))
-            continue
-        while len(live) > n:
+    """Each replica's [ready_s, stop_s) under the module's scaling rule, in start order.
+    The count wanted at time τ is the slot's, or a later slot's once its order time
+    (its start − lead_s, from 0) has come, whichever is more: a scale-down never stops a
+    replica that a scale-up already ordered for would need again."""
+    starts = [k * slot_s for k in range(len(replicas))]
+    orders = [max(0.0, t - lead_s) for t in starts]
+
+    def wanted(tau: float, k: int) -> int:
+        due = bisect_right(orders, tau)  # orders never decrease: slots [0, due) are ordered by tau
+        return max(replicas[k : max(due, k + 1)])
+
+    windows: list[tuple[float, float]] = [(0.0, math.inf)] * replicas[0]
+    live = list(range(replicas[0]))  # the replicas running or ordered, oldest first
+    for tau, k, at_start in sorted({(t, k, True) for k, t in enumerate(starts)} | {(o, j - 1, False) for j, o in enumerate(orders) if j}):
+        n = wanted(tau, k)
+        while at_start and len(live) > n:
             i = live.pop()
-            windows[i] = (windows[i][0], start)
+            windows[i] = (windows[i][0], tau)
         for _ in range(n - len(live)):
             live.append(len(windows))
-            windows.append((max(0.0, start - lead_s) + lag_s, math.inf))
+            windows.append((tau + lag_s, math.inf))
     return windows
 
 

@@ -40,6 +40,11 @@ def test_the_scaling_rule_by_hand():
     assert pod_windows(100, [1, 3, 2], lag_s=30, lead_s=30) == [(0.0, INF), (100.0, INF), (100.0, 200.0)]
     # a scale-down then up: the stopped replica is not reused, a new one is started
     assert pod_windows(10, [2, 1, 2], lag_s=0) == [(0.0, INF), (0.0, 10.0), (20.0, INF)]
+    # ordered at 20 s with a 10 s lag, the new one is ready at 30 s
+    assert pod_windows(10, [2, 1, 2], lag_s=10) == [(0.0, INF), (0.0, 10.0), (30.0, INF)]
+    # ordered a slot ahead, slot 2's second replica is wanted from 10 s, when slot 1
+    # would scale down: the scale-down is skipped, nothing stops or starts
+    assert pod_windows(10, [2, 1, 2], lag_s=10, lead_s=10) == [(0.0, INF), (0.0, INF)]
 
 
 def _even(rate_per_s: float, start_s: float, end_s: float) -> list[Request]:
