@@ -37,7 +37,9 @@ Each replica repeats one iteration at a time:
 An arrival is seen by iterations that start at or after it; an idle replica jumps to
 the next arrival. Routing is round robin, or join the shortest queue (fewest
 requests waiting or running at the arrival instant, ties to the lowest index; kept in
-heaps, routing.py, not scanned). A
+heaps, routing.py, not scanned). With
+windows (a day's replicas scaled up and down, replay.py) only the replicas whose window
+holds the arrival instant take it, by the same two rules (windows.py). A
 request that could never be served is rejected at arrival, and takes no turn: its
 longest KV (prompt + output − 1 tokens, since the last token's KV is never written)
 over the replica's whole blocks, or, without chunking, its prompt over the budget.
@@ -83,6 +85,7 @@ from solver.traffic.types import (
     SimResult,
     percentile,
 )
+from solver.traffic.windows import Windowed
 
 __all__ = [
     "METRICS",
@@ -145,29 +148,45 @@ def simulate(
     routing: str = "round_robin",
     *,
     front_end_s: float = 0.0,
+    windows: Sequence[tuple[float, float]] | None = None,
+    max_events: int | None = None,
     _step_by_step: bool = False,
 ) -> SimResult:
     """Serve `requests` on `replicas` identical engines; each reaches its engine
     `front_end_s` after it arrives (the server's parsing and tokenisation, which every
-    request's TTFT and end to end include). `_step_by_step` turns the bulk decode off
-    (for the test that checks the two agree)."""
+    request's TTFT and end to end include). `windows`, one per replica: replica i takes
+    the requests that reach it within [ready_s, stop_s) and drains what it holds after
+    (windows.py; a request none takes is rejected); None: every replica, always.
+    `max_events`: the work bound (budget.MAX_EVENTS unless given). `_step_by_step`
+    turns the bulk decode off (for the test that checks the two agree)."""
     if not 0.0 <= front_end_s < math.inf:
         raise ValueError(f"front_end_s must be finite and not negative, got {front_end_s!r}")
     if replicas < 1:
         raise ValueError(f"replicas must be at least 1, got {replicas!r}")
     if routing not in ROUTINGS:
         raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, got {routing!r}")
+    if windows is not None and len(windows) != replicas:
+        raise ValueError(f"windows must give one window per replica ({replicas}), got {len(windows)}")
     with _collector_paused():
-        return _serve(requests, cost, limits, replicas, routing, front_end_s, _step_by_step)
+        return _serve(requests, cost, limits, replicas, routing, front_end_s, _step_by_step, windows, max_events)
 
 
 def _serve(
-    requests: Sequence[Request], cost: IterationCost, limits: EngineLimits, replicas: int, routing: str, front_end_s: float, step_by_step: bool
+    requests: Sequence[Request],
+    cost: IterationCost,
+    limits: EngineLimits,
+    replicas: int,
+    routing: str,
+    front_end_s: float,
+    step_by_step: bool,
+    windows: Sequence[tuple[float, float]] | None = None,
+    max_events: int | None = None,
 ) -> SimResult:
     """simulate(), its arguments checked."""
-    work = Work(f"{len(requests):,} requests on {replicas:,} replicas ({routing})")
+    work = Work(f"{len(requests):,} requests on {replicas:,} replicas ({routing})", max_events)
     engines = [Replica(i, cost, limits, step_by_step, work) for i in range(replicas)]
-    jsq = ShortestQueue(engines) if routing == "jsq" else None
+    windowed = Windowed(engines, windows, routing == "jsq") if windows is not None else None
+    jsq = ShortestQueue(engines) if routing == "jsq" and windowed is None else None
     served: list[Seq] = []
     rejected: list[Request] = []
     # never served: its longest KV over the whole blocks (ceil(x / block) > blocks ⟺
@@ -184,7 +203,14 @@ def _serve(
             rejected.append(r)
             continue
         t = r.arrival_s + front_end_s
-        if jsq is None:
+        if windowed is not None:
+            i = windowed.route(t)
+            if i is None:
+                rejected.append(r)  # no replica takes requests at t
+                continue
+            engine = engines[i]
+            engine.advance(t)
+        elif jsq is None:
             engine = engines[turn]
             turn = turn + 1 if turn + 1 < replicas else 0
             engine.advance(t)
@@ -195,6 +221,8 @@ def _serve(
         engine.arrive(s, t)
         if jsq is not None:
             jsq.update(engine.index, t)
+        elif windowed is not None:
+            windowed.update(engine.index, t)
         served.append(s)
     for e in engines:
         e.advance(math.inf)
