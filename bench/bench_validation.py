@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fit_bands import coverage_report  # noqa: E402
 from validation_points import (  # noqa: E402
+    ENGINE,
     KINDS,
     ROOT,
     SAME_AS,
@@ -352,6 +353,31 @@ def trend_report(ours: dict, by_id: dict) -> None:
             )
 
 
+def release_report(ours: dict, by_id: dict) -> None:
+    """Decode errors by the engine release line each point is predicted with (its recorded
+    version's line, validation_points._engine): each line's campaigns, points, median
+    error and median log(predicted / measured) time — where the lines' own terms
+    (catalogs/fitted.yaml releases) and defaults leave an offset."""
+    by_line: dict[str, list[tuple[str, float, float]]] = {}
+    for pid, (a, b, k) in ours.items():
+        p = by_id[pid]
+        if k not in ("tpot1", "tpot", "throughput") or ENGINE.get(p.get("engine")) not in ("vllm", "sglang", "trtllm"):
+            continue
+        try:
+            engine = deployment_for(p, 1, 16, 16)[0].engine
+        except (InputError, KeyError, ValueError):
+            continue
+        line = engine.release.split(":")[0] if engine.release else f"{engine.name} current (no version)"
+        log_time = math.log(b / a) if k == "throughput" else math.log(a / b)
+        by_line.setdefault(line, []).append((source_key(p), abs(a - b) / b, log_time))
+    print("decode by engine release line (the line each run is predicted with: its recorded version's, else by its date; serving engines):")
+    for line, rows in sorted(by_line.items()):
+        print(
+            f"  {line:<34} {len({s for s, _, _ in rows}):>2} campaigns {len(rows):>4} points  median {statistics.median(e for _, e, _ in rows):>6.1%}"
+            f"  offset {statistics.median(x for _, _, x in rows):+.3f}"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--verbose", action="store_true", help="one line per point")
@@ -433,6 +459,7 @@ def main() -> None:
                 f"  {name:<32} offsets {statistics.median(offsets):>6.1%} over {len(offsets):>2} campaigns   shape {statistics.median(shape):>6.1%} over {len(shape):>3} points"
             )
     trend_report(ours, by_id)
+    release_report(ours, by_id)
     if args.verbose:
         for pid, (pred, meas, kind) in sorted(ours.items(), key=lambda kv: kv[1][2]):
             c = f"{calibrated[pid]:10.2f}" if pid in calibrated else "         —"

@@ -106,11 +106,11 @@ def _release(text: str) -> tuple[str, float, str]:
         shrink = float(k) if k else 2.0
     except ValueError:
         shrink = math.nan
-    if shape not in ("scale", "step", "layer") or not (math.isfinite(shrink) and shrink >= 0) or grouping not in ("", "line", "v0"):
+    if shape not in ("none", "scale", "step", "layer", "rank") or not (math.isfinite(shrink) and shrink >= 0) or grouping not in ("", "line", "v0"):
         raise argparse.ArgumentTypeError(
-            f"{text!r}: give SHAPE[:SHRINK][/GROUPING], SHAPE scale, step or layer, SHRINK a number >= 0, GROUPING line or v0"
+            f"{text!r}: give SHAPE[:SHRINK][/GROUPING], SHAPE none, scale, step, layer or rank, SHRINK a number >= 0, GROUPING line or v0"
         )
-    return shape, shrink, grouping or "line"
+    return ("" if shape == "none" else shape), shrink, grouping or "line"
 
 
 def main() -> None:
@@ -152,7 +152,7 @@ def main() -> None:
         type=_release,
         default=[],
         metavar="SHAPE:SHRINK",
-        help="per release line decode terms to compare (fit_defaults.RELEASE_SHAPE), e.g. scale:2 step:1 step:1/v0 (/v0: vLLM's V0 lines one term, the rest pooled)",
+        help="per release line decode terms to compare (fit_defaults.RELEASE_SHAPE), e.g. none scale:2 step:1 rank:2/v0 (/v0: vLLM's V0 lines one term, the rest pooled)",
     )
     ap.add_argument("--pool-expert-layer", nargs="*", choices=["on", "off"], default=[])
     ap.add_argument(

@@ -504,6 +504,7 @@ def terms_of(p: dict, catalog) -> Term | None:
             tp=d.tp,
             expert_units=_expert_units(d, prompt),
             held_share=held,
+            line=release_line(d.engine, catalog),
         )
     dec = ev.decode
     c = dec.coefficients
@@ -554,11 +555,25 @@ def release_line(engine, catalog) -> str:
     return f"{engine.name} {lines[-1].spec.line}" if lines else engine.name
 
 
-RELEASE_SHAPE = ""
+RELEASE_SHAPE = "step"
 """Per release line decode term, fitted after the pooled factors on the line's TPOT terms:
-"" none (kept); "scale" a factor on the step; "step" a fixed cost per step (≥ 0); "layer" a
-fixed cost per layer per step (≥ 0). Shrunk toward the pooled value (0) by n / (n +
-RELEASE_SHRINK), n the line's fit campaigns; a line without any takes the pooled value."""
+"" none; "scale" a factor on the step; "step" a fixed cost per forward pass (≥ 0, kept:
+Engine.release_step_overhead_s); "layer" one per layer; "rank" one per TP rank beyond the
+first. Shrunk toward the pooled value (0) by n / (n + RELEASE_SHRINK), n the fit campaigns
+of the lines that share it (RELEASE_GROUPING); fewer than MIN_LINE_CAMPAIGNS: the pooled
+value. Kept (2026-12-05): vLLM's V0 lines, one term ("v0"), 3 fit campaigns (Qwen2.5's
+speed table on vLLM 0.6.3, 0.5.4-0.6.4's other, issue 16300 on 0.7.2), all predicted fast
+at TP > 1 (log residuals −0.15, −0.14, −0.28) and near at TP 1: V0 prepared each step's
+inputs, scheduled and sampled on the CPU between GPU steps and broadcast them to its TP
+workers (vLLM blog "vLLM V1: A Major Upgrade to vLLM's Core Architecture", 2025-01-27:
+V1 isolates the scheduler in its own process and sends workers only incremental state).
+On the test half (bench/bench_validation.py, same run), the 30 V0 points' median error
+went 24.5 → 19.7 % and throughput 18.2 → 18.1 %, no other median moving; a cost per TP
+rank (0.8 ms shrunk) cut the fit half's V0 error more (16.0 → 9.0 %) but raised the test
+half's (24.5 → 33.7 %, batch-1 TPOT 15.5 → 18.6 %: the ROCm 0.7.3 and Oracle TP 8 runs
+carry no such cost), and a per-layer cost likewise (batch-1 TPOT 18.4 %): not kept. The
+lines of 3+ campaigns of their own (vLLM 0.8.5-0.14, 0.17-0.20, 0.21+, SGLang, TensorRT-LLM
+0.11+, llama.cpp) sit within 0.05 of the pooled fit in log: no term of their own."""
 # Release-line decode terms tried and not kept (bench/fit_cv.py --folds 5 --release ...,
 # 2026-12-05, 440 terms of 36 campaigns; TPOT / TTFT / all / campaigns' medians; none
 # 10.4 / 17.3 / 11.9 / 12.3 % at seed 0, 10.3 / 16.2 / 12.2 / 10.6 % at seed 1). On the fit
@@ -576,7 +591,10 @@ RELEASE_SHRINK), n the line's fit campaigns; a line without any takes the pooled
 #   12.0 / 9.9, scale k 1 10.2 / 12.0 / 10.4. The per-layer V0 cost is the one candidate;
 #   at seed 0 the overall median did not move (11.9 %), the test of a kept term.
 RELEASE_SHRINK = 2.0
-RELEASE_GROUPING = "line"
+MIN_LINE_CAMPAIGNS = 3
+"""A release term is fitted only for a line (or group of lines, RELEASE_GROUPING) with this
+many fit campaigns among its TPOT terms; with fewer it takes the pooled value."""
+RELEASE_GROUPING = "v0"
 """How lines share a term: "line" each its own; "v0" vLLM's V0-scheduler lines (before
 0.8.0) one term together, every other line the pooled value."""
 
@@ -588,6 +606,16 @@ def release_key(line: str) -> str | None:
     engine, _, span = line.partition(" ")
     since = tuple(int(x) for x in span.split("-")[0].rstrip("+").split(".") if x.isdigit())
     return "vllm V0" if engine == "vllm" and since < (0, 8) else None
+
+
+def release_unit(model: Model, idx) -> np.ndarray:
+    """What a release term of RELEASE_SHAPE "step", "layer" or "rank" multiplies: 1, the
+    layers, or the TP ranks beyond the first."""
+    if RELEASE_SHAPE == "layer":
+        return model.arr["layers"][idx]
+    if RELEASE_SHAPE == "rank":
+        return model.arr["tp"][idx] - 1.0
+    return np.ones_like(model.arr["layers"][idx])
 
 
 def release_terms(model: Model) -> dict[str, tuple[float, int]]:
@@ -604,16 +632,54 @@ def release_terms(model: Model) -> dict[str, tuple[float, int]]:
             continue
         n = len({model.terms[i].source for i in idx})
         p, m = pred[idx], model.arr["measured_s"][idx]
+        if n < MIN_LINE_CAMPAIGNS:
+            continue  # too few campaigns: the line takes the pooled value
         if RELEASE_SHAPE == "scale":
             grid = np.linspace(-0.5, 0.5, 201)
             unit = np.ones_like(p)
         else:
             grid = np.concatenate([[0.0], np.geomspace(1e-6 if RELEASE_SHAPE == "layer" else 1e-5, 2e-4 if RELEASE_SHAPE == "layer" else 2e-2, 80)])
-            unit = model.arr["layers"][idx] if RELEASE_SHAPE == "layer" else np.ones_like(p)
+            unit = release_unit(model, idx)
         losses = [np.abs(np.log((p * np.exp(v) if RELEASE_SHAPE == "scale" else p + v * unit) / m)).sum() for v in grid]
         best = float(grid[int(np.argmin(losses))])
         out[line] = (best * n / (n + RELEASE_SHRINK), n)
     return out
+
+
+def fitted_releases(model: Model, catalog) -> dict[str, dict[str, dict]]:
+    """engine → release line → its fitted term, as catalogs/fitted.yaml `releases` holds
+    it: every line that shares a term (release_key) gets it; a zero term is not written."""
+    if RELEASE_SHAPE != "step":
+        return {}
+    out: dict[str, dict[str, dict]] = {}
+    for engine in catalog.engines:
+        for ln in catalog.releases.of(engine.name):
+            key = release_key(f"{engine.name} {ln.spec.line}")
+            value, campaigns = model.release.get(key or "", (0.0, 0))
+            if value > 0:
+                out.setdefault(engine.name, {})[ln.spec.line] = {"step_overhead_s": round(value, 7), "campaigns": campaigns}
+    return out
+
+
+def release_report(model: Model) -> str:
+    """Per release line, the fit half's decode residual once the pooled factors (and the
+    release terms) are fitted: its campaigns, TPOT terms and median log(predicted /
+    measured), with the rule's verdict (MIN_LINE_CAMPAIGNS)."""
+    r = np.log(model.predict() / model.arr["measured_s"])
+    by_line: dict[str, dict[str, list[float]]] = {}
+    for t, x in zip(model.terms, r, strict=True):
+        if t.kind != "ttft":
+            by_line.setdefault(t.line or "?", {}).setdefault(t.source, []).append(float(x))
+    out = [f"  release lines on the fit half (a term of its own needs {MIN_LINE_CAMPAIGNS}+ campaigns on the lines that share it):"]
+    for line, campaigns in sorted(by_line.items()):
+        logs = [x for v in campaigns.values() for x in v]
+        key = release_key(line)
+        term = model.release.get(key or "", (0.0, 0))
+        out.append(
+            f"    {line:<22} {len(campaigns):>2} campaigns {len(logs):>3} TPOT terms  median log residual {float(np.median(logs)):+.3f}"
+            + (f"  term {key}: {term[0] * 1e3:.3f} ms ({term[1]} campaigns)" if term[1] else "  pooled")
+        )
+    return "\n".join(out)
 
 
 class Model:
@@ -725,6 +791,8 @@ class Model:
         s3 = self._vec("s3", self.gidx, self.groups)
         s4 = self._vec("s4", self.gidx, self.groups)
         fixed = a["comm_s"] + s0 + a["layers"] * s1 + a["moe_layers"] * s3 + (a["tp"] - 1) * s4
+        if self.release and RELEASE_SHAPE != "scale":  # a line's fixed cost is every forward pass's, prompts' too
+            fixed = fixed + self._release_values() * release_unit(self, slice(None))
 
         def kernel(memory, compute, unhidden=UNHIDDEN):  # the larger and the unhidden share of the smaller, else the sum
             both = np.maximum(memory, compute) + unhidden * np.minimum(memory, compute)
@@ -750,13 +818,12 @@ class Model:
             + a["served"] * r
         )
         ttft = ttft + a["expert_units"] * self.values.get((GLOBAL, "sp"), 0.0)
-        if self.release:
-            v = np.array([self.release.get(release_key(t.line) or "", (0.0, 0))[0] for t in self.terms])
-            if RELEASE_SHAPE == "scale":
-                tpot = tpot * np.exp(v)
-            else:
-                tpot = tpot + v * (a["layers"] if RELEASE_SHAPE == "layer" else 1.0)
+        if self.release and RELEASE_SHAPE == "scale":
+            tpot = tpot * np.exp(self._release_values())
         return np.where(self.is_ttft, ttft, tpot)
+
+    def _release_values(self) -> np.ndarray:
+        return np.array([self.release.get(release_key(t.line) or "", (0.0, 0))[0] for t in self.terms])
 
     def loss(self) -> float:
         err = (self.weight * np.abs(np.log(self.predict() / self.arr["measured_s"]))).sum()
@@ -1020,6 +1087,13 @@ def main() -> None:
         f"  every engine: {model.values[(GLOBAL, 'sp')] * 1e6:.2f} µs per routed expert reached per MoE layer of a prefill (prefill_expert_overhead_s)"
     )
     print("\n".join(lines))
+    releases = fitted_releases(model, catalog)
+    for engine, fits in sorted(releases.items()):
+        for line, fit in fits.items():
+            print(
+                f"  release {engine} {line}: {fit['step_overhead_s'] * 1e3:.3f} ms a forward pass beyond the engine's ({fit['campaigns']} fit campaigns on its lines)"
+            )
+    print(release_report(model))
     by_group: dict = {}
     for t, err in zip(terms, end_err):
         by_group.setdefault((t.group, t.kind), []).append(err)
@@ -1045,6 +1119,7 @@ def main() -> None:
             "defaults": defaults,
             "engines": engines,
             "precisions": precisions,
+            "releases": releases,
         }
         (ROOT / "catalogs" / "fitted.yaml").write_text(header + yaml.safe_dump(body, sort_keys=True))
         print("wrote catalogs/fitted.yaml")

@@ -266,6 +266,28 @@ _RELEASE = {
 
 GRAPHS_PROFILED_SINCE = "2026-01-01"
 """No vLLM release before this date counted CUDA graphs before sizing the KV cache."""
+V1_DEFAULT_SINCE = "2025-03-18"
+"""vLLM's V1 engine became the default with v0.8.0 (PR #15064 docs, "V1 is now enabled by
+default", 2025-03-18; catalogs/engine_releases.yaml); before, V1 ran only when asked
+(VLLM_USE_V1=1, alpha from v0.7.0, vLLM blog "vLLM V1: A Major Upgrade to vLLM's Core
+Architecture", 2025-01-27)."""
+
+
+def v0_release(catalog=None) -> str:
+    """A release of vLLM's V0-scheduler lines (their `recorded` scheduler is v0): the
+    first release of the last of them. Every V0 line sets the same defaults (their
+    overrides agree, tests/validation/test_points.py checks it), so a run known to be V0
+    but of no named release is predicted exactly as any V0 release would be."""
+    lines = [ln for ln in (catalog or default_catalog()).releases.of("vllm") if getattr(ln.spec.recorded.get("scheduler"), "value", None) == "v0"]
+    return lines[-1].spec.since
+
+
+def ran_v0(p: dict, version: str) -> bool:
+    """A vLLM run of no named release that ran the V0 engine: its record says V0, or it is
+    dated before V1 became the default and does not say it asked for V1."""
+    if re.search(r"\bV0\b", version):
+        return True
+    return str(p.get("as_of") or "9999") < V1_DEFAULT_SINCE and not re.search(r"\bV1\b|VLLM_USE_V1=1", version)
 
 
 def release_of(name: str, engine_version: str) -> str | None:
@@ -291,7 +313,10 @@ def _engine(p: dict) -> dict:
         engine["enforce_eager"] = cond["enforce_eager"]
     version = str(cond.get("engine_version", ""))
     release = release_of(name, version)
-    if release is None and name == "vllm" and str(p.get("as_of", "")) < GRAPHS_PROFILED_SINCE:
+    if release is None and name == "vllm" and ran_v0(p, version):
+        # No release named, but the V0 engine: the V0 lines' defaults (all alike)
+        release = v0_release()
+    elif release is None and name == "vllm" and str(p.get("as_of", "")) < GRAPHS_PROFILED_SINCE:
         # No release named: a run published before the change that made vLLM count its
         # CUDA graphs ahead of the KV cache (PR #30515, merged 2025-12, default from v0.21.0)
         # ran a line that did not, the latest of which is 0.17-0.20.

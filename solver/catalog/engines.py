@@ -127,6 +127,11 @@ class Engine:
     single_node: bool = False
     """A replica runs on one machine's GPUs only (llama.cpp: no multi-node backend modelled)."""
     single_node_source: str = ""
+    release_step_overhead_s: SmallOverhead = 0.0
+    """What a forward pass of this release line costs beyond the engine's fitted fixed
+    cost (catalogs/fitted.yaml `releases`, fitted by bench/fit_defaults.py on the lines
+    the fit half holds enough campaigns of: vLLM's V0 engine, whose scheduler, input
+    preparation and sampling ran on the CPU between steps; 0 for every other line)."""
     release: str = ""
     """The release line whose defaults these are, as a report names it (catalogs/
     engine_releases.yaml, set by catalog/releases.py); "" for the current release."""

@@ -18,7 +18,7 @@ from solver.catalog.models import Model
 from solver.catalog.precisions import Precision
 from solver.catalog.prices import Ownership, PricesFile
 from solver.catalog.ranges import KERNEL_SHARE
-from solver.catalog.releases import ReleasesFile
+from solver.catalog.releases import ReleaseFit, ReleasesFile
 from solver.catalog.types import FORBID
 
 
@@ -74,6 +74,9 @@ class FittedFile:
     defaults: FactorOverrides = FactorOverrides()
     """Memory factors fitted on the fit split's logs (runtime overhead, TP overhead)."""
     precisions: dict[str, FittedShares] = field(default_factory=dict)
+    releases: dict[str, dict[str, ReleaseFit]] = field(default_factory=dict)
+    """engine → release line (catalogs/engine_releases.yaml) → what its fit half's
+    campaigns set apart from the engine's pooled factors."""
 
 
 def with_fitted_shares(p: Precision, fitted: FittedFile) -> Precision:

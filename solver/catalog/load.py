@@ -168,7 +168,7 @@ class Catalog:
         self.precisions = _Index.build("precision", "precision", [with_fitted_shares(p, fitted) for p in precisions.precisions])
         self.engines = _Index.build("engine", "engine", [with_fitted_efficiency(e, fitted) for e in engines.engines])
         self.speculative_methods = {m.name: m for m in engines.speculative}
-        self.releases = Releases(releases, self.engines.entries)
+        self.releases = Releases(releases, self.engines.entries, fitted.releases)
         """Each engine's release lines (catalogs/engine_releases.yaml, catalog/releases.py)."""
         for m in engines.speculative:
             stray = [n for h in m.heads for n in h.models if n not in self.models.entries]

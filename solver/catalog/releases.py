@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from solver.catalog.engines import Engine
-from solver.catalog.types import FORBID
+from solver.catalog.factors import SmallOverhead
+from solver.catalog.types import FORBID, NonNegInt
 from solver.errors import InputError
 
 Version = tuple[int, ...]
@@ -45,6 +46,17 @@ class ReleaseLine:
     """Engine fields (solver/catalog/engines.py) replaced by name."""
     recorded: dict[str, Sourced] = field(default_factory=dict)
     """Defaults read from the release's source that no Engine field models yet."""
+
+
+@dataclass(frozen=True)
+class ReleaseFit:
+    """A release line's own fitted term (catalogs/fitted.yaml `releases`)."""
+
+    __pydantic_config__ = FORBID
+    step_overhead_s: SmallOverhead
+    """Added to every forward pass beyond the engine's fitted fixed cost."""
+    campaigns: NonNegInt
+    """The fit half's campaigns on the lines that share the term."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +102,7 @@ def check_overrides(engine: Engine, overrides: dict[str, Any], where: str) -> di
     name (so a field added later needs no code here), a name that is not one refused."""
     from pydantic import TypeAdapter, ValidationError
 
-    names = {f.name for f in dataclasses.fields(Engine)} - {"name", "release"}
+    names = {f.name for f in dataclasses.fields(Engine)} - {"name", "release", "release_step_overhead_s"}  # the last is fitted
     hints = _engine_hints()
     checked: dict[str, Any] = {}
     for key, value in overrides.items():
@@ -123,8 +135,9 @@ class Line:
 class Releases:
     """Every engine's release lines, in order, checked against the engines they name."""
 
-    def __init__(self, file: ReleasesFile | None, engines: dict[str, Engine]):
+    def __init__(self, file: ReleasesFile | None, engines: dict[str, Engine], fitted: dict[str, dict[str, ReleaseFit]] | None = None):
         self.lines: dict[str, list[Line]] = {}
+        fitted = fitted or {}
         for r in file.releases if file else []:
             if r.engine not in engines:
                 raise ValueError(f"engine_releases.yaml names unknown engine '{r.engine}'")
@@ -133,10 +146,19 @@ class Releases:
             if clash:
                 raise ValueError(f"{where}: {', '.join(clash)} is an Engine field now; list it under overrides")
             end = _line_version(r, r.until) if r.until else None
-            line = Line(r, _line_version(r, r.since), end, check_overrides(engines[r.engine], {k: s.value for k, s in r.overrides.items()}, where))
+            overrides = check_overrides(engines[r.engine], {k: s.value for k, s in r.overrides.items()}, where)
+            fit = fitted.get(r.engine, {}).get(r.line)
+            if fit is not None:  # the line's fitted term (catalogs/fitted.yaml), not a sourced default
+                overrides["release_step_overhead_s"] = fit.step_overhead_s
+            line = Line(r, _line_version(r, r.since), end, overrides)
             if end is not None and end <= line.start:
                 raise ValueError(f"{where}: until {r.until} is not after since {r.since}")
             self.lines.setdefault(r.engine, []).append(line)
+        for engine, fits in fitted.items():
+            known = {ln.spec.line for ln in self.lines.get(engine, [])}
+            for name in fits:
+                if name not in known:
+                    raise ValueError(f"fitted.yaml releases: {engine} has no release line '{name}'; lines: {', '.join(sorted(known)) or 'none'}")
         for name, lines in self.lines.items():
             lines.sort(key=lambda ln: ln.start)
             for a, b in zip(lines, lines[1:], strict=False):

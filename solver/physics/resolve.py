@@ -156,6 +156,8 @@ def engine_factors(catalog: Catalog, device: Device, engine: Engine, at: str = "
     measured = engine.efficiency_on(device)
     if measured:
         base = measured.apply(base)
+    if engine.release_step_overhead_s:  # the release line's own fitted step cost, beyond the engine's
+        base = dataclasses.replace(base, step_overhead_s=base.step_overhead_s + engine.release_step_overhead_s)
     factors = device.factors.apply(base)
     fitted = catalog.calibration.get(device.name)
     factors = fitted.apply(factors) if fitted else factors

@@ -170,3 +170,23 @@ def test_graph_memory_is_counted_only_from_v0_21() -> None:
     assert at(vllm, "0.6.3").profiles_cuda_graphs is False
     assert at(vllm, "0.15.1").sampler_bytes_per_logit == 32
     assert at(vllm, "0.17.0").sampler_bytes_per_logit == 8
+
+
+def test_a_line_s_fitted_step_cost_is_its_own_and_named_lines_only() -> None:
+    """catalogs/fitted.yaml `releases` gives a line a step cost of its own (fitted, so
+    engine_releases.yaml may not set it); the other lines keep 0; a fit naming a line the
+    engine lacks is refused."""
+    from solver.catalog.releases import ReleaseFit
+
+    engines = {e.name: e for e in CAT.engines}
+    old = dataclasses.replace(_line(), line="old", until="0.5.0")
+    new = dataclasses.replace(_line(), line="new", since="0.5.0")
+    both = ReleasesFile(dt.date(2026, 12, 5), [old, new])
+    fit = Releases(both, engines, {"vllm": {"old": ReleaseFit(step_overhead_s=5e-4, campaigns=3)}})
+    assert fit.engine_at(engines["vllm"], "0.4.0").release_step_overhead_s == 5e-4
+    assert fit.engine_at(engines["vllm"], "0.6.0").release_step_overhead_s == 0.0
+    assert engines["vllm"].release_step_overhead_s == 0.0  # no version: the catalog's engine
+    with pytest.raises(ValueError, match="vllm has no release line 'gone'"):
+        Releases(both, engines, {"vllm": {"gone": ReleaseFit(step_overhead_s=5e-4, campaigns=3)}})
+    with pytest.raises(ValueError, match="'release_step_overhead_s' is not an Engine field"):
+        Releases(ReleasesFile(dt.date(2026, 12, 5), [_line(release_step_overhead_s=1e-3)]), engines)

@@ -530,6 +530,7 @@ def test_release_line_term_is_shrunk_by_campaigns_and_pooled_without_them(monkey
     monkeypatch.setattr(fit_defaults, "RELEASE_SHAPE", "scale")
     monkeypatch.setattr(fit_defaults, "RELEASE_SHRINK", 1.0)
     monkeypatch.setattr(fit_defaults, "RELEASE_GROUPING", "line")
+    monkeypatch.setattr(fit_defaults, "MIN_LINE_CAMPAIGNS", 1)
     measured = 0.01064 * math.exp(0.2)
     terms = [
         dataclasses.replace(
@@ -569,3 +570,86 @@ def test_llama_cpp_on_metal_fits_its_cost_per_layer_other_groups_hold_it():
     assert (metal, "s1") in free and (cuda, "s1") not in free
     assert model.value(cuda, "s1") == fit_defaults.LAYER_OVERHEAD_S
     assert model.value(metal, "s1") > 4 * fit_defaults.LAYER_OVERHEAD_S
+
+
+def _offline_vllm(as_of: str, version: str) -> dict:
+    """A saturated offline throughput run (no batch given) of Llama-3.1-8B on one H100."""
+    return {
+        "id": "x",
+        "metric": "throughput",
+        "engine": "vllm",
+        "model": "llama-3.1-8b",
+        "gpu": "h100-sxm",
+        "tp": 1,
+        "weights": "bf16",
+        "kv_cache": "bf16",
+        "conditions": {"prompt_tokens": 128, "output_tokens": 128, "engine_version": version},
+        "measured": {"value": 10000.0, "unit": "tokens_per_s"},
+        "as_of": as_of,
+        "source": "https://example.org/x",
+    }
+
+
+def test_a_vllm_run_of_no_named_release_that_ran_v0_takes_the_v0_lines_defaults():
+    # Every V0-scheduler line sets the same defaults, so the line picked among them is not a guess.
+    v0 = [ln for ln in vp.default_catalog().releases.of("vllm") if ln.spec.recorded["scheduler"].value == "v0"]
+    assert [ln.spec.line for ln in v0] == ["0.2-0.5.3", "0.5.4-0.6.4", "0.6.5-0.7"]
+    assert all(ln.overrides == v0[0].overrides for ln in v0)
+    # 2024-10: V1 did not exist (alpha 2025-01-27, default from v0.8.0, 2025-03-18).
+    early = _offline_vllm("2024-10-10", "vLLM (ROCm build, version not stated)")
+    d, w, t = vp.deployment_for(early, 1, 128, 128)
+    assert d.engine.release.startswith("vllm 0.6.5-0.7:")
+    assert (d.engine.enable_chunked_prefill, d.engine.prefix_caching, d.engine.large_gpu) == (False, False, None)
+    # Saturated, the batch is as many sequences as the KV cache holds (here over 1,024:
+    # some 55 GB at 131,072 B a token against 192 tokens a sequence, thousands), capped
+    # by max_num_seqs: V0's EngineArgs.max_num_seqs = 256; the V1 lines' default on a GPU
+    # of 75 GiB or more is 1,024 (catalogs/engines.yaml large_gpu, vllm PR #12369).
+    assert vp.evaluate(d, w, t, with_remedies=False).memory.kv_capacity_tokens / (128 + 128 / 2) > 1024
+    assert vp._saturated_batch(early, 128, 128, None, None) == 256
+    # the same record after V1 became the default: a V1 line (0.17-0.20 before 2026)
+    assert vp._saturated_batch(_offline_vllm("2025-06-01", "vLLM (version not stated)"), 128, 128, None, None) == 1024
+    # before then, a run that says it asked for V1 keeps V1's; one that says V0 later takes V0's
+    assert vp._saturated_batch(_offline_vllm("2025-02-10", "vLLM main (VLLM_USE_V1=1)"), 128, 128, None, None) == 1024
+    assert vp._saturated_batch(_offline_vllm("2025-09-01", "vLLM V0 (VLLM_USE_V1=0)"), 128, 128, None, None) == 256
+
+
+def _v0_terms(campaigns: int, extra_s: float) -> list:
+    """TPOT terms of vLLM's V0 lines, each measured extra_s above its prediction at the
+    priors (8 ms of reads / e 0.8 = 10 ms, + 32 layers × 20 µs = 0.64 ms: 10.64 ms), one
+    campaign each of `campaigns`, at TP 1 and TP 4 (a step cost does not grow with TP)."""
+    lines = ("vllm 0.5.4-0.6.4", "vllm 0.6.5-0.7")
+    return [
+        dataclasses.replace(
+            fit_defaults.Term(f"p{i}{tp}", "tpot", ("vllm", "hbm"), "bf16", "bf16", 0.01064 + extra_s, 0.008, 1.0, 0.0, 0.0, 0.0, 0.0, 32),
+            source=f"c{i}",
+            line=lines[i % 2],
+            tp=tp,
+        )
+        for i in range(campaigns)
+        for tp in (1, 4)
+    ]
+
+
+def test_a_release_step_cost_needs_three_campaigns_on_the_lines_that_share_it(monkeypatch):
+    """The V0 lines share one step cost, fitted on their TPOT terms after the pooled
+    factors and shrunk by n / (n + 2): three campaigns each 1 ms slow give 1 ms × 3 / 5 =
+    0.6 ms (the grid's points are 10 % apart: within 5 %); two campaigns give none."""
+    monkeypatch.setattr(fit_defaults, "RELEASE_SHAPE", "step")
+    monkeypatch.setattr(fit_defaults, "RELEASE_GROUPING", "v0")
+    monkeypatch.setattr(fit_defaults, "RELEASE_SHRINK", 2.0)
+    monkeypatch.setattr(fit_defaults, "MIN_LINE_CAMPAIGNS", 3)
+    value, campaigns = fit_defaults.release_terms(fit_defaults.Model(_v0_terms(3, 1e-3)))["vllm V0"]
+    assert campaigns == 3 and value == pytest.approx(0.6e-3, rel=0.05)
+    assert fit_defaults.release_terms(fit_defaults.Model(_v0_terms(2, 1e-3))) == {}
+    # the cost is a forward pass's: a TTFT of the line carries it too
+    model = fit_defaults.Model([*_v0_terms(1, 0.0), dataclasses.replace(_v0_terms(1, 0.0)[0], pid="t", kind="ttft")])
+    before = model.predict()
+    model.release = {"vllm V0": (0.6e-3, 3)}
+    assert model.predict() - before == pytest.approx([0.6e-3] * 3)
+
+
+def test_catalog_release_terms_are_what_the_fit_points_give():
+    catalog = vp.default_catalog()
+    model = fit_defaults.fit_model(fit_defaults.fit_terms([p for p in POINTS if p["split"] == "fit"], catalog))
+    data = yaml.safe_load((vp.ROOT / "catalogs" / "fitted.yaml").read_text())
+    assert data.get("releases", {}) == fit_defaults.fitted_releases(model, catalog)
