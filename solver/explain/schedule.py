@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from solver.catalog import Catalog
 from solver.catalog.autoscaling import load_autoscaling
 from solver.optimise.horizon import MILLI, Horizon, Schedule, check, solve_horizon
-from solver.optimise.horizon_inputs import Assumptions, assumptions, horizon_of
+from solver.optimise.horizon_inputs import Assumptions, assumptions, horizon_of, replicas_per_node
 from solver.optimise.problem import Problem
 from solver.optimise.scenario import scenario_of, solve_scenario
 from solver.spec.schedule_spec import ScheduleSpec
@@ -46,6 +46,7 @@ class ScheduleResult:
     without_survive_usd: float | None = None
     one_more_reserved_usd: float | None = None
     one_more_failure_usd: float | None = None
+    half_lag_usd: float | None = None
     tokens: float = 0.0
     slots: list[SlotRow] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
@@ -90,10 +91,11 @@ def plan_schedule(ss: ScheduleSpec, problem: Problem, catalog: Catalog) -> Sched
     per_request = w.traffic.prompt.mean_tokens + w.traffic.output.mean_tokens
     r.tokens = sum(rate * h.slot_s for rate in ss.profile.rates_per_s) * per_request
     peak = solve_scenario(problem, scenario_of(problem))
-    if peak.feasible:
+    if peak.feasible:  # solve's plan at the peak, with the same failures to survive, every slot
         c = peak.chosen
-        r.peak_all_day_usd = c.cost_usd_per_hour * r.hours
-        r.peak_plan = f"{c.replicas} × {c.shape.label}"
+        spare = ss.schedule.availability.survive * (replicas_per_node(c.shape) if ss.schedule.availability.unit == "nodes" else 1)
+        r.peak_all_day_usd = c.cost_usd_per_hour * (c.replicas + spare) / c.replicas * r.hours
+        r.peak_plan = f"{c.replicas}{f' + {spare} to survive' if spare else ''} × {c.shape.label}"
     if s is None:
         return r
     r.violations = check(h, s)
@@ -115,13 +117,12 @@ def plan_schedule(ss: ScheduleSpec, problem: Problem, catalog: Catalog) -> Sched
         r.one_more_reserved_usd = _cost(dataclasses.replace(h, options=(chosen,), min_reserved=s.reserved + 1), limit_s)
     per = [o.survive_replicas // survive if survive else 0 for o in h.options]
     if not survive:  # one failure of the spec's unit: a node's replicas, or one replica
-        from solver.optimise.horizon_inputs import replicas_per_node
-
         shapes = {sh.index: sh for sh in problem.shapes}
         unit = ss.schedule.availability.unit
         per = [replicas_per_node(shapes[o.index]) if unit == "nodes" else 1 for o in h.options]
     more = tuple(dataclasses.replace(o, survive_replicas=o.survive_replicas + k) for o, k in zip(h.options, per, strict=True))
     r.one_more_failure_usd = _cost(dataclasses.replace(h, options=more), limit_s)
+    r.half_lag_usd = _cost(dataclasses.replace(h, options=tuple(dataclasses.replace(o, lag_s=o.lag_s / 2) for o in h.options)), limit_s)
     for t, rate in enumerate(ss.profile.rates_per_s):
         cap = (MILLI * (s.reserved + s.on_demand[t]) + chosen.spot_milli * s.spot[t]) / MILLI
         r.slots.append(SlotRow(t * h.slot_s, rate, chosen.need[t], s.reserved, s.on_demand[t], s.spot[t], cap, _binds(h, s, t)))

@@ -62,6 +62,7 @@ def to_dict(r: ScheduleResult) -> dict[str, Any]:
             "without_survive_usd": r.without_survive_usd,
             "one_more_reserved_replica_usd": r.one_more_reserved_usd,
             "one_more_failure_usd": r.one_more_failure_usd,
+            "half_lag_usd": r.half_lag_usd,
             "per_slot": [
                 {
                     "start_s": row.start_s,
@@ -103,11 +104,19 @@ def render(r: ScheduleResult) -> str:
         "",
         "Plan",
         f"{o.label} ({o.gpus_per_replica} GPU{'s' if o.gpus_per_replica != 1 else ''} a replica; per GPU-hour: {prices})",
-        f"{s.reserved} reserved replicas all day; on-demand and spot by the slot; a replica started is billed {o.lag_s / 60:.1f} min before its slot",
+        f"{s.reserved} reserved replicas all day; the rest by the slot; a replica started is billed {o.lag_s / 60:.1f} min before its slot",
         f"cost over the profile {_usd(s.cost_usd)} · {_usd(r.usd_per_mtok)} per million tokens (prompt + output)",
+        (
+            f"spot counts {o.spot_milli / 1000:.3f} of a replica (interrupted with chance {o.spot_loss:.2g} a slot; the on-demand fallback billed "
+            "at that chance); "
+            if "spot" in o.usd_per_gpu_hour
+            else ""
+        )
+        + f"a slot survives {o.survive_replicas} failed replica{'s' if o.survive_replicas != 1 else ''}",
+        "each slot sized by solve's traffic screen at its rate (not simulated: replay the day to check it)",
         "",
         "Against",
-        f"  peak all day    {_usd(r.peak_all_day_usd):>12}  {r.peak_plan} on demand every slot (solve at the peak, no failure headroom)"
+        f"  peak all day    {_usd(r.peak_all_day_usd):>12}  {r.peak_plan} on demand every slot (solve at the peak)"
         + (f"; saves {_usd(r.peak_all_day_usd - s.cost_usd)} ({1 - s.cost_usd / r.peak_all_day_usd:.0%})" if r.peak_all_day_usd else ""),
         f"  on-demand only  {_usd(r.on_demand_only_usd):>12}"
         + (f"  saves {_usd(r.on_demand_only_usd - s.cost_usd)} ({1 - s.cost_usd / r.on_demand_only_usd:.0%})" if r.on_demand_only_usd else ""),
@@ -120,6 +129,7 @@ def render(r: ScheduleResult) -> str:
         )
     lines.append(f"  one more reserved replica: {_delta(r.one_more_reserved_usd, s.cost_usd)} ({_usd(r.one_more_reserved_usd)})")
     lines.append(f"  surviving one more failure: {_delta(r.one_more_failure_usd, s.cost_usd)} ({_usd(r.one_more_failure_usd)})")
+    lines.append(f"  a readiness lag half as long ({o.lag_s / 120:.1f} min): {_delta(r.half_lag_usd, s.cost_usd)} ({_usd(r.half_lag_usd)})")
     lines += ["", "Per slot", "  start  requests/s  need  reserved  on-demand  spot  binds"]
     for row in r.slots:
         lines.append(
@@ -149,9 +159,20 @@ def plot(r: ScheduleResult) -> Any:
     ax.bar(x, sp, width, align="edge", bottom=[a + b for a, b in zip(res, od, strict=True)], color="tab:green", label="spot")
     need = [row.need for row in rows]
     ax.step([*x, x[-1] + width], [*need, need[-1]], where="post", color="black", lw=1.8, label="replicas the rate needs")
+    s = r.schedule
+    spare = r.horizon.options[s.option].survive_replicas if s is not None else 0
+    if spare:
+        ax.step(
+            [*x, x[-1] + width],
+            [n + spare for n in [*need, need[-1]]],
+            where="post",
+            color="black",
+            ls="--",
+            lw=1.2,
+            label=f"… and {spare} to survive failures",
+        )
     ax.set_xlabel("hours from the profile's start")
     ax.set_ylabel("replicas")
-    s = r.schedule
     title = f"plan-opt schedule · {r.spec.spec.model}"
     if s is not None:
         title += f" · {r.horizon.options[s.option].label} · ${s.cost_usd:,.0f} over the profile"
