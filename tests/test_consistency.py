@@ -10,6 +10,7 @@ physics' own four steps on the plan's deployment and users (what `plan-opt evalu
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 from pathlib import Path
 
@@ -322,3 +323,5 @@ def test_one_slot_costs_what_solve_costs_at_that_rate_on_demand(rate):
     at = at_rate(problem, rate)
     for o in r.horizon.options:
         assert o.need == (at[o.index].replicas,)
+        # Poisson arrivals: solve's replicas are ⌈R / a replica's sustainable rate⌉
+        assert o.need == (math.ceil(rate / o.replica_rate_per_s * (1 - 1e-12)),)

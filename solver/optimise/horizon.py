@@ -54,6 +54,10 @@ class Option:
     survive_replicas: int = 0
     """Replicas that may fail in any slot (survive N nodes: N × replicas per node)."""
     index: int = 0
+    replica_rate_per_s: float = 0.0
+    """A replica's sustainable rate under the SLA, as solve's screen gives it (reported)."""
+    replica_binds: str = ""
+    """What caps that rate (a target, memory, the scheduler)."""
 
     @property
     def spot_milli(self) -> int:

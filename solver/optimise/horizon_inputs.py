@@ -95,5 +95,7 @@ def horizon_of(problem: Problem, profile: Profile, schedule: ScheduleIn, catalog
         loss = 1 - math.exp(-figures.spot_interruptions_per_gpu_hour * g * profile.slot_s / 3600)
         per_failure = replicas_per_node(shape) if schedule.availability.unit == "nodes" else 1
         need = tuple(by_rate[r][shape.index].replicas for r in profile.rates_per_s)
-        options.append(Option(shape.label, g, need, prices, lag_s, loss, survive * per_failure, shape.index))
+        sizing = by_rate[profile.peak_per_s][shape.index].traffic
+        mu, binds = (sizing.sustainable.rate_per_s, sizing.binding_target) if sizing is not None else (0.0, "")
+        options.append(Option(shape.label, g, need, prices, lag_s, loss, survive * per_failure, shape.index, mu, binds))
     return Horizon(tuple(options), profile.slot_s, schedule.min_replicas, problem.max_gpus)

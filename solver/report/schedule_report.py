@@ -55,6 +55,8 @@ def to_dict(r: ScheduleResult) -> dict[str, Any]:
             "lag_s": o.lag_s,
             "spot_loss_per_slot": o.spot_loss,
             "survive_replicas": o.survive_replicas,
+            "replica_requests_per_s": o.replica_rate_per_s,
+            "replica_binds": o.replica_binds,
             "reserved_replicas": s.reserved,
             "cost_usd": s.cost_usd,
             "usd_per_mtok": r.usd_per_mtok,
@@ -104,6 +106,7 @@ def render(r: ScheduleResult) -> str:
         "",
         "Plan",
         f"{o.label} ({o.gpus_per_replica} GPU{'s' if o.gpus_per_replica != 1 else ''} a replica; per GPU-hour: {prices})",
+        f"a replica carries {o.replica_rate_per_s:,.2f} requests/s under the SLA (solve's traffic screen; {o.replica_binds} binds)",
         f"{s.reserved} reserved replicas all day; the rest by the slot; a replica started is billed {o.lag_s / 60:.1f} min before its slot",
         f"cost over the profile {_usd(s.cost_usd)} · {_usd(r.usd_per_mtok)} per million tokens (prompt + output)",
         (
