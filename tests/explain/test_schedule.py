@@ -97,3 +97,22 @@ def test_plot_draws_a_picture(tmp_path, capsys):
     spec = schedule_spec_of([2.0, 6.0], tiers=["reserved_1y", "on_demand"])
     code, _, err = _run(tmp_path, spec, capsys, "--plot", str(tmp_path / "day.svg"))
     assert code == 0 and (tmp_path / "day.svg").read_text().startswith("<?xml")
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "says"),
+    [
+        ({"spot": {"interruptions_per_gpu_hour": -1}}, "spot.interruptions_per_gpu_hour", "0 to 1 per GPU-hour"),
+        ({"readiness": {"storage_bytes_per_s": 0}}, "readiness.storage_bytes_per_s", "1 MB/s to 10 TB/s"),
+        ({"readiness": {"provisioning_s": "2 days"}}, "readiness.provisioning_s", "0 s to 1 day"),
+        ({"tiers": ["reserved_1y", "reserved_3y"]}, "tiers", "one reserved tier"),
+        ({"tiers": ["on_demand", "lease"]}, "tiers[1]", "spot"),
+        ({"availability": {"survive": -1}}, "availability.survive", "0 to 100"),
+        ({"min_replicas": 1.5}, "min_replicas", "whole number"),
+        ({"pricing": {"tier": "spot"}}, "pricing.tier", "list tiers"),
+    ],
+)
+def test_a_bad_schedule_field_is_refused_naming_it(tmp_path, capsys, extra, field, says):
+    code, out, err = _run(tmp_path, schedule_spec_of([1.0], **extra), capsys)
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert field in err and says in err, err
