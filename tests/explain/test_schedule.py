@@ -116,3 +116,9 @@ def test_a_bad_schedule_field_is_refused_naming_it(tmp_path, capsys, extra, fiel
     code, out, err = _run(tmp_path, schedule_spec_of([1.0], **extra), capsys)
     assert code == 2 and out == "" and "Traceback" not in err
     assert field in err and says in err, err
+
+
+def test_solve_on_a_profile_points_to_schedule(capsys):
+    code = main(["solve", str(ROOT / "specs" / "daily-chat-profile.yaml")])
+    err = capsys.readouterr().err
+    assert code == 2 and "daily-chat-profile.yaml:" in err and "traffic_profile" in err and "plan-opt schedule" in err, err
