@@ -43,8 +43,8 @@ FLOOR = [
 
 
 def solve_specs(root: Path) -> list[str]:
-    """Every bundled spec `solve` takes: specs/*.yaml but the fleets, examples/solve-*.yaml."""
-    specs = sorted(p for p in (root / "specs").glob("*.yaml") if not p.name.startswith("fleet-"))
+    """Every bundled spec `solve` takes: specs/*.yaml but the fleets and the profiles (`schedule`), examples/solve-*.yaml."""
+    specs = sorted(p for p in (root / "specs").glob("*.yaml") if not p.name.startswith("fleet-") and not p.stem.endswith("-profile"))
     return [str(p.relative_to(root)) for p in specs + sorted((root / "examples").glob("solve-*.yaml"))]
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import yaml
+
 from solver.catalog import default_catalog
 from solver.optimise.shapes import build_problem
 from solver.spec.solve_spec import parse_spec
@@ -27,3 +31,15 @@ and the runtime overhead only (the current vLLM line counts its graphs before th
 
 def problem_of(spec: dict):
     return build_problem(parse_spec(spec), default_catalog())
+
+
+RATE_SPEC = yaml.safe_load((Path(__file__).resolve().parents[1] / "specs" / "chat-70b-at-20-rps.yaml").read_text())
+
+
+def schedule_spec_of(rates: list[float], **extra) -> dict:
+    """specs/chat-70b-at-20-rps.yaml as a schedule spec: its rate replaced by a profile."""
+    spec = {k: v for k, v in RATE_SPEC.items()}
+    spec["workload"] = {k: v for k, v in RATE_SPEC["workload"].items() if k != "requests_per_s"}
+    spec["traffic_profile"] = {"slot": "1h", "requests_per_s": rates}
+    spec.update(extra)
+    return spec

@@ -10,6 +10,7 @@ physics' own four steps on the plan's deployment and users (what `plan-opt evalu
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 from pathlib import Path
 
@@ -17,13 +18,18 @@ import pytest
 import yaml
 
 from solver.catalog import default_catalog
+from solver.explain.schedule import plan_schedule
 from solver.explain.solve import solve
 from solver.optimise.fleet import solve_fleet
 from solver.optimise.fleet_classes import build_classes
+from solver.optimise.horizon_inputs import at_rate
 from solver.optimise.pareto import frontiers
+from solver.optimise.scenario import scenario_of, solve_scenario
+from solver.optimise.shapes import build_problem
 from solver.physics.evaluate import evaluate
 from solver.spec.fleet_spec import FleetSpec
-from tests.solve_helpers import problem_of
+from solver.spec.schedule_spec import parse_schedule
+from tests.solve_helpers import problem_of, schedule_spec_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -229,7 +235,9 @@ def test_solve_with_an_inventory_points_to_the_plan_fleet_gives():
     assert res.cost_usd_per_hour < r.solution.candidate.cost_usd_per_hour
 
 
-SOLVE_SPECS = sorted(p for p in (ROOT / "specs").glob("*.yaml") if not p.name.startswith("fleet-") and "rps" not in p.name)
+SOLVE_SPECS = sorted(
+    p for p in (ROOT / "specs").glob("*.yaml") if not p.name.startswith("fleet-") and "rps" not in p.name and not p.stem.endswith("-profile")
+)
 
 
 @pytest.mark.parametrize("path", SOLVE_SPECS, ids=[p.stem for p in SOLVE_SPECS])
@@ -294,3 +302,26 @@ def test_a_budget_sweep_row_is_the_fleet_solved_at_that_budget():
     assert abs(row.cost_usd_per_hour - single.cost_usd_per_hour) < 1e-9
     # every rate service each answer serves on one shape was simulated at what it serves
     assert any(b.startswith("chat: simulated at") for b in row.binds)
+
+
+# ----------------------------------------------------------------- schedule (issue 46)
+
+
+@pytest.mark.parametrize("rate", [5.0, 20.0])
+def test_one_slot_costs_what_solve_costs_at_that_rate_on_demand(rate):
+    """Consistency: a profile of one slot at R on the on-demand tier costs solve's CP-SAT
+    optimum at R for one slot (its screened plan, before solve's simulation check), and
+    every slot's replicas are solve's candidate's at that rate. (`solve` then simulates
+    its plan and may raise it; a schedule is checked by replaying the day instead.)"""
+    ss = parse_schedule(schedule_spec_of([rate], tiers=["on_demand"]))
+    catalog = default_catalog()
+    problem = build_problem(ss.spec, catalog)
+    r = plan_schedule(ss, problem, catalog)
+    screened = solve_scenario(problem, scenario_of(problem))
+    assert r.schedule is not None and screened.feasible
+    assert r.schedule.cost_usd == pytest.approx(screened.chosen.cost_usd_per_hour * 1.0, rel=1e-9)
+    at = at_rate(problem, rate)
+    for o in r.horizon.options:
+        assert o.need == (at[o.index].replicas,)
+        # Poisson arrivals: solve's replicas are ⌈R / a replica's sustainable rate⌉
+        assert o.need == (math.ceil(rate / o.replica_rate_per_s * (1 - 1e-12)),)

@@ -180,6 +180,7 @@ COMMANDS = {
     "solve": "solve",
     "simulate": "simulate",
     "pareto": "pareto",
+    "schedule": "schedule",
     "fleet": "fleet",
     "sweep": "sweep",
     "deploy": "deploy",

@@ -249,6 +249,10 @@ SPEC_FIELDS = "`plan-opt schema` prints every field of a spec (solve, pareto, si
 def parse_spec(data: object, lines: dict | None = None, source: str | None = None) -> Spec:
     if not isinstance(data, dict):
         raise InputError("spec", None, "expected a YAML mapping with model and workload", source=source, line=1 if source else None)
+    if "traffic_profile" in data:
+        raise InputError(
+            "traffic_profile", None, "a profile over time is planned by `plan-opt schedule`; this command takes one rate (workload.requests_per_s)"
+        ).located(lines, source)
     try:
         spec = Spec.model_validate(data, context=USER_INPUT)
     except ValidationError as exc:

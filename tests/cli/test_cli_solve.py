@@ -13,7 +13,7 @@ import pytest
 from solver.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
-SPECS = sorted(p for p in (ROOT / "specs").glob("*.yaml") if not p.name.startswith("fleet-"))
+SPECS = sorted(p for p in (ROOT / "specs").glob("*.yaml") if not p.name.startswith("fleet-") and not p.stem.endswith("-profile"))
 FLEETS = sorted((ROOT / "specs").glob("fleet-*.yaml"))
 
 

@@ -25,7 +25,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = Path(__file__).resolve().parent / "seeds"
 
-SOLVE_SPECS = sorted(p for p in (ROOT / "specs").glob("*.yaml") if not p.name.startswith("fleet-"))
+SOLVE_SPECS = sorted(p for p in (ROOT / "specs").glob("*.yaml") if not p.name.startswith("fleet-") and not p.stem.endswith("-profile"))
 FLEET_SPECS = sorted((ROOT / "specs").glob("fleet-*.yaml"))
 EVALUATE_INPUTS = sorted((ROOT / "examples").glob("seed-*.yaml")) + [ROOT / "examples" / "chat-llama70b-h100.yaml"]
 HF_CONFIGS = sorted((ROOT / "tests" / "fixtures" / "hf_configs").glob("*.json"))

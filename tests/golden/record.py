@@ -22,7 +22,8 @@ from solver.cli.main import main  # noqa: E402
 def cases() -> list[tuple[str, list[str]]]:
     """(golden file name, plan-opt argv) for every command on every bundled input."""
     out = []
-    specs = sorted(p for p in (ROOT / "specs").glob("*.yaml") if not p.name.startswith("fleet-"))
+    specs = sorted(p for p in (ROOT / "specs").glob("*.yaml") if not p.name.startswith("fleet-") and not p.stem.endswith("-profile"))
+    profiles = sorted((ROOT / "specs").glob("*-profile.yaml"))
     fleets = sorted((ROOT / "specs").glob("fleet-*.yaml"))
     solves = specs + sorted((ROOT / "examples").glob("solve-*.yaml"))
     evaluates = sorted(p for p in (ROOT / "examples").glob("*.yaml") if not p.name.startswith("solve-"))
@@ -33,6 +34,8 @@ def cases() -> list[tuple[str, list[str]]]:
         out.append((f"deploy-{p.stem}", ["deploy", str(p.relative_to(ROOT)), "--format", "json"]))
     for p in fleets:
         out.append((f"fleet-{p.stem}", ["fleet", str(p.relative_to(ROOT)), "--format", "json"]))
+    for p in profiles:
+        out.append((f"schedule-{p.stem}", ["schedule", str(p.relative_to(ROOT)), "--json"]))
     for p in evaluates:
         out.append((f"evaluate-{p.stem}", ["evaluate", str(p.relative_to(ROOT)), "--format", "json"]))
     return out

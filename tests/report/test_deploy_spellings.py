@@ -74,7 +74,9 @@ def test_vllm_mtp_method_is_mtp_unless_an_older_release_is_named():
     assert '"method":"deepseek_mtp"' in cfg(emit(solve(problem_of(spec), explain=False), "vllm"))
 
 
-BUNDLED = sorted(p.name for p in (ROOT / "specs").glob("*.yaml") if not p.name.startswith(("fleet-", "impossible")))
+BUNDLED = sorted(
+    p.name for p in (ROOT / "specs").glob("*.yaml") if not p.name.startswith(("fleet-", "impossible")) and not p.stem.endswith("-profile")
+)
 
 
 def _commands(engine: str) -> list[list[str]]:
