@@ -21,10 +21,12 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Solve the spec, then turn the plan into what runs it: the published checkpoint in the plan's "
         "weight format, the engine command one replica runs (vLLM's `vllm serve`, SGLang's launch_server or "
         "llama.cpp's llama-server) on every node it spans, with the cluster setup a multi-node replica needs, and "
-        "the number of replicas; or, with --emit k8s, Kubernetes manifests. Flags are checked against "
+        "the number of replicas, and for a prefill/decode plan the router in front of both pools; or, with --emit k8s, "
+        "Kubernetes manifests, with --emit kserve a KServe LLMInferenceService. Flags are checked against "
         "catalogs/engine_flags.yaml; a plan the engine cannot run (a KV or weight format it lacks) is refused.",
         epilog="Examples:\n  plan-opt deploy specs/chat-llama70b.yaml --engine sglang\n"
-        "  plan-opt deploy specs/pipeline-405b.yaml --emit k8s > 405b.yaml\n",
+        "  plan-opt deploy specs/pipeline-405b.yaml --emit k8s > 405b.yaml\n"
+        "  plan-opt deploy specs/long-prompts-disaggregated.yaml --emit kserve > llmisvc.yaml\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("spec", help="YAML spec file (as for solve)")
