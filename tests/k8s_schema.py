@@ -26,7 +26,36 @@ KINDS = {
     ("v1", "Service"),
     ("apps/v1", "Deployment"),
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+    ("v1", "ServiceAccount"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
 }
+RBAC_VERBS = {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "*"}
+
+
+def _rbac(obj: dict, kind: str, errs: list[str]) -> None:
+    """Role (RBAC API reference, Role v1): rules[].verbs required, a list of the API verbs;
+    apiGroups and resources lists of strings. RoleBinding: roleRef required with apiGroup,
+    kind (Role or ClusterRole) and name; subjects[].kind and name required (a
+    ServiceAccount subject names one in the binding's namespace). ServiceAccount: no spec."""
+    if kind == "Role":
+        for i, rule in enumerate(obj.get("rules", [])):
+            verbs = _req(rule, f"Role.rules[{i}]", "verbs", list, errs) or []
+            if not verbs or not set(verbs) <= RBAC_VERBS:
+                errs.append(f"Role.rules[{i}].verbs: {verbs}")
+            for k in ("apiGroups", "resources"):
+                if k in rule and not all(isinstance(v, str) for v in rule[k]):
+                    errs.append(f"Role.rules[{i}].{k}: a list of strings")
+    elif kind == "RoleBinding":
+        ref = _req(obj, "RoleBinding", "roleRef", dict, errs)
+        if ref is not None:
+            for k in ("apiGroup", "kind", "name"):
+                _req(ref, "RoleBinding.roleRef", k, str, errs)
+            if ref.get("kind") not in ("Role", "ClusterRole"):
+                errs.append(f"RoleBinding.roleRef.kind: {ref.get('kind')!r}")
+        for i, sub in enumerate(obj.get("subjects", [])):
+            _req(sub, f"RoleBinding.subjects[{i}]", "kind", str, errs)
+            _req(sub, f"RoleBinding.subjects[{i}]", "name", str, errs)
 
 
 def _req(obj: dict, path: str, key: str, kind: type, errs: list[str]):
@@ -170,6 +199,9 @@ def check(obj: dict) -> list[str]:
         return [f"apiVersion/kind: {api}/{kind} is not one deploy emits ({sorted(KINDS)})"]
     path = kind
     _meta(obj, path, errs)
+    if kind in ("ServiceAccount", "Role", "RoleBinding"):
+        _rbac(obj, kind, errs)
+        return errs
     spec = _req(obj, path, "spec", dict, errs)
     if spec is None:
         return errs

@@ -22,7 +22,7 @@ def test_wheel_carries_the_catalogs_and_loads_them(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     for f in ("devices.yaml", "models.yaml", "platforms.yaml", "precisions.yaml"):
         assert f"solver/catalogs/{f}" in names
-    for f in ("index.html", "app.js", "style.css"):  # the page `plan-opt serve` answers at /
+    for f in ("index.html", "app.js", "pick.js", "compare.js", "style.css"):  # the page `plan-opt serve` answers at /
         assert f"solver/api/static/{f}" in names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)

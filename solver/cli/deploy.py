@@ -21,10 +21,12 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Solve the spec, then turn the plan into what runs it: the published checkpoint in the plan's "
         "weight format, the engine command one replica runs (vLLM's `vllm serve`, SGLang's launch_server or "
         "llama.cpp's llama-server) on every node it spans, with the cluster setup a multi-node replica needs, and "
-        "the number of replicas; or, with --emit k8s, Kubernetes manifests. Flags are checked against "
+        "the number of replicas, and for a prefill/decode plan the router in front of both pools; or, with --emit k8s, "
+        "Kubernetes manifests, with --emit kserve a KServe LLMInferenceService. Flags are checked against "
         "catalogs/engine_flags.yaml; a plan the engine cannot run (a KV or weight format it lacks) is refused.",
         epilog="Examples:\n  plan-opt deploy specs/chat-llama70b.yaml --engine sglang\n"
-        "  plan-opt deploy specs/pipeline-405b.yaml --emit k8s > 405b.yaml\n",
+        "  plan-opt deploy specs/pipeline-405b.yaml --emit k8s > 405b.yaml\n"
+        "  plan-opt deploy specs/long-prompts-disaggregated.yaml --emit kserve > llmisvc.yaml\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("spec", help="YAML spec file (as for solve)")
@@ -41,11 +43,12 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--emit",
-        choices=["commands", "k8s"],
+        choices=["commands", "k8s", "kserve"],
         default="commands",
-        help="shell commands per node (default) or Kubernetes manifests (Deployment / LeaderWorkerSet)",
+        help="shell commands per node (default), Kubernetes manifests (Deployment / LeaderWorkerSet, and the P/D router of a "
+        "disaggregated plan), or a KServe LLMInferenceService (vLLM)",
     )
-    p.add_argument("--image", help="container image for --emit k8s (default: the engine's image for the GPU vendor)")
+    p.add_argument("--image", help="container image for --emit k8s or kserve (default: the engine's image for the GPU vendor)")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--calibration", metavar="FILE", help="factors fitted by `plan-opt calibrate` (applied to their devices)")
     p.set_defaults(func=run)
@@ -65,22 +68,30 @@ def run(args: argparse.Namespace) -> int:
         print("plan-opt: no plan meets the spec; run `plan-opt solve` for the reason", file=sys.stderr)
         return EXIT_DOES_NOT_FIT
     release = None
-    if args.emit == "k8s" and args.image is None:  # spell the commands for the pinned image's release
+    if args.emit in ("k8s", "kserve") and args.image is None:  # spell the commands for the pinned image's release
         from solver.report.launch import flag_table
 
         release = flag_table()[engine].get("image_version", {}).get(c.shape.deployment.device.vendor)
     dep = emit_checked(result, engine, args.variant, spec.engine.name, release)
-    if args.emit == "k8s":
+    if args.emit in ("k8s", "kserve"):
         from solver.physics.memory import deployment_weights_bytes, weights_bytes
-        from solver.report.deploy_k8s import manifests, to_yaml
+        from solver.report.deploy_k8s import manifests, object_name, to_yaml
 
         name = f"{c.shape.deployment.model.name}-{engine}"
         d = c.shape.deployment
         # the bytes of the checkpoint the pods download and read (a 16-bit one where the engine quantises at load)
         weights = weights_bytes(d.model, catalog.precision(dep.reads_format)) if dep.reads_format else deployment_weights_bytes(d)
-        if dep.prefill is not None:  # one workload per pool
+        if args.emit == "kserve":
+            from solver.report.deploy_kserve import llm_inference_service
+
+            docs = [llm_inference_service(dep, name=name, image=args.image, weights_bytes=weights)]
+        elif dep.prefill is not None:  # one workload per pool, and the router in front of both
+            from solver.report.pd_router import router_manifests
+
             docs = manifests(dep.prefill, name=f"{name}-prefill", image=args.image, weights_bytes=weights)
             docs += manifests(dep, name=f"{name}-decode", image=args.image, weights_bytes=weights)
+            pre_app, dec_app = object_name(f"{name}-prefill"), object_name(f"{name}-decode")
+            docs += router_manifests(dep, object_name(f"{name}-router"), pre_app, dec_app)
         else:
             docs = manifests(dep, name=name, image=args.image, weights_bytes=weights)
         if args.format == "json":
@@ -122,7 +133,12 @@ def run(args: argparse.Namespace) -> int:
             for n in launch.notes:
                 print(f"# {n}")
         if dep.router is not None:
-            print("# router: one in front of both pools")
+            print(
+                "# router: one in front of both pools, sending each request to a prefill replica, then to a decode replica; "
+                "give it a --prefill URL per prefill replica"
+                + (" (with its bootstrap port)" if dep.engine == "sglang" else "")
+                + " and a --decode URL per decode replica"
+            )
             print(dep.router.command)
         if dep.benchmark:
             from solver.report.bench_command import RESULT_FILE

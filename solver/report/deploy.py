@@ -14,6 +14,7 @@ from solver.catalog import Model, PublishedCheckpoint, default_catalog
 from solver.errors import InputError
 from solver.explain.records import SolveResult
 from solver.report.launch import Launch, LaunchStep, flag_table, spelling
+from solver.report.pd_router import SGLANG_BOOTSTRAP_PORT, router_step
 
 if TYPE_CHECKING:
     from solver.catalog import Engine
@@ -104,9 +105,6 @@ def emit(result: SolveResult, engine: str = "vllm", variant: str = "instruct", r
     return dep
 
 
-SGLANG_BOOTSTRAP_PORT = 8998
-
-
 def _role_flags(engine: str, role: str) -> list[str]:
     """How each pool's engine is told its role and the KV transfer."""
     if engine == "vllm":  # NIXL: the decode instance pulls each prompt's KV from the prefill instance's GPUs
@@ -121,29 +119,7 @@ def _disaggregate(dep: Launch, pre: Launch, result: SolveResult, engine: str) ->
     pool = result.solution.chosen.prefill
     assert pool is not None
     pre.role, dep.role = "prefill", "decode"
-    if engine == "vllm":
-        dep.notes.append(
-            "requests reach the pools through a P/D proxy that sends each prompt to a prefill replica with max_tokens 1, then "
-            "the request to a decode replica with the KV's handle (vLLM's nixl_integration toy_proxy_server.py, llm-d or Dynamo)"
-        )
-    else:
-        router = [
-            "python3",
-            "-m",
-            "sglang_router.launch_router",
-            "--pd-disaggregation",
-            "--prefill",
-            "http://$PREFILL_IP:30000",
-            str(SGLANG_BOOTSTRAP_PORT),
-            "--decode",
-            "http://$DECODE_IP:30000",
-            "--host",
-            "0.0.0.0",
-            "--port",
-            "8000",
-        ]
-        dep.router = LaunchStep("router", router, "sglang_router")
-        dep.notes.append("the router takes a --prefill URL (with its bootstrap port) per prefill replica and a --decode URL per decode replica")
+    dep.router = router_step(engine, dep.port)
     t = pool.transfer
     dep.notes.append(
         f"each prompt's KV ({t.bytes_per_request / 1e9:,.2f} GB) crosses {t.link} between the pools: give the engines the RDMA "

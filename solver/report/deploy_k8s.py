@@ -19,7 +19,7 @@ from solver.report.launch import Launch, flag_data
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 
 
-def _name(text: str) -> str:
+def object_name(text: str) -> str:
     """An RFC 1123 label (what Kubernetes object names must be)."""
     s = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
     return s[:50].rstrip("-") or "plan"
@@ -80,6 +80,16 @@ def _container(dep: Launch, image: str, resource: str, command: Sequence[list[st
     return c
 
 
+def _annotations(dep: Launch, k8s: dict) -> dict:
+    """An SGLang prefill pod tells the router its KV bootstrap port (the annotation its
+    service discovery reads)."""
+    if dep.engine != "sglang" or dep.role != "prefill":
+        return {}
+    from solver.report.pd_router import SGLANG_BOOTSTRAP_PORT
+
+    return {"annotations": {k8s["pd_router"]["bootstrap_port_annotation"]: str(SGLANG_BOOTSTRAP_PORT)}}
+
+
 def _pod(containers: list[dict], claim: str, selector: dict[str, str], init: dict | None = None) -> dict:
     return {
         **({"nodeSelector": selector} if selector else {}),
@@ -92,16 +102,9 @@ def _pod(containers: list[dict], claim: str, selector: dict[str, str], init: dic
     }
 
 
-def manifests(dep: Launch, *, name: str, weights_bytes: float, image: str | None = None) -> list[dict]:
-    data = flag_data()
-    k8s = data["kubernetes"]
-    resource = k8s["gpu_resource"].get(dep.vendor)
-    if resource is None:
-        raise InputError(
-            "--emit",
-            "k8s",
-            f"no Kubernetes GPU resource for {dep.vendor} devices in catalogs/engine_flags.yaml (has {', '.join(k8s['gpu_resource'])})",
-        )
+def engine_image(dep: Launch, image: str | None, data: dict) -> str:
+    """The image asked for, else the engine's pinned image for the GPU vendor (a note
+    where the spec names another release than the image's)."""
     if image is not None and dep.engine_version is None:
         dep.notes.append(f"the commands are spelled for the current {dep.engine} release: if {image} is an older one, set engine.version in the spec")
     if image is None:
@@ -114,7 +117,27 @@ def manifests(dep: Launch, *, name: str, weights_bytes: float, image: str | None
                 f"the commands are spelled for {dep.engine} {dep.engine_version} (the spec's engine.version) but the image is "
                 f"{image} ({pinned}): pass --image with that release's image"
             )
-    name = _name(name)
+    return image
+
+
+def gpu_resource(dep: Launch, k8s: dict, emit: str = "k8s") -> str:
+    """The extended resource the device plugin of the plan's GPU vendor advertises."""
+    resource = k8s["gpu_resource"].get(dep.vendor)
+    if resource is None:
+        raise InputError(
+            "--emit",
+            emit,
+            f"no Kubernetes GPU resource for {dep.vendor} devices in catalogs/engine_flags.yaml (has {', '.join(k8s['gpu_resource'])})",
+        )
+    return resource
+
+
+def manifests(dep: Launch, *, name: str, weights_bytes: float, image: str | None = None) -> list[dict]:
+    data = flag_data()
+    k8s = data["kubernetes"]
+    resource = gpu_resource(dep, k8s)
+    image = engine_image(dep, image, data)
+    name = object_name(name)
     claim = f"{name}-model-cache"
     if dep.model_id.startswith("/"):  # a local folder (a config.json given): not on the pod's volumes
         dep.notes.append(
@@ -152,7 +175,7 @@ def manifests(dep: Launch, *, name: str, weights_bytes: float, image: str | None
                 "replicas": dep.replicas,
                 "selector": {"matchLabels": labels},
                 "template": {
-                    "metadata": {"labels": labels},
+                    "metadata": {"labels": labels, **_annotations(dep, k8s)},
                     "spec": _pod([_container(dep, image, resource, [*written, serve], True, host(True))], claim, selector, init),
                 },
             },
@@ -178,7 +201,7 @@ def manifests(dep: Launch, *, name: str, weights_bytes: float, image: str | None
                     "size": dep.nodes_per_replica,
                     "restartPolicy": "RecreateGroupOnPodRestart",
                     "leaderTemplate": {
-                        "metadata": {"labels": leader_labels},
+                        "metadata": {"labels": leader_labels, **_annotations(dep, k8s)},
                         "spec": _pod([_container(dep, image, resource, head, True, host(True))], claim, selector),
                     },
                     "workerTemplate": {

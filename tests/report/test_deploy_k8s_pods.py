@@ -33,10 +33,15 @@ def _k8s(capsys, spec: dict | Path, tmp_path: Path, *extra: str) -> list[dict]:
     return json.loads(capsys.readouterr().out)
 
 
+def _serves(d: dict) -> bool:
+    """A pool's Deployment (its pods hold GPUs), not a P/D plan's router."""
+    return any(set(c.get("resources", {}).get("limits", {})) & {"nvidia.com/gpu", "amd.com/gpu"} for c in d["spec"]["template"]["spec"]["containers"])
+
+
 def _pods(docs: list[dict]) -> list[dict]:
     out = []
     for d in docs:
-        if d["kind"] == "Deployment":
+        if d["kind"] == "Deployment" and _serves(d):
             out.append(d["spec"]["template"]["spec"])
         elif d["kind"] == "LeaderWorkerSet":
             t = d["spec"]["leaderWorkerTemplate"]
@@ -69,7 +74,7 @@ def test_disaggregated_pools_land_on_their_own_gpu_products(capsys, tmp_path):
     got = {
         d["metadata"]["name"].rsplit("-", 1)[1]: d["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.product"]
         for d in docs
-        if d["kind"] == "Deployment"
+        if d["kind"] == "Deployment" and _serves(d)
     }
     assert got == want
 

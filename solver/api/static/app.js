@@ -303,6 +303,7 @@ async function quickSolve() {
   if (!r.ok) return showError(r.data.error);
   if (!r.data.plan) showOutcome(r.data);
   renderPlan(r.data, true);
+  renderCompare(r.data);  // compare.js
 }
 
 async function solve() {
@@ -319,6 +320,7 @@ async function solve() {
     showOutcome(r.data);
     renderPlan(r.data, false);
     renderDetails(r.data);
+    renderCompare(r.data);
     setDownloads(r.data);
     $("details").hidden = false;
     setSliders(r.data);
