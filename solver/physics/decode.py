@@ -219,10 +219,12 @@ class DecodeCoefficients:
         carry a chunk and the rest none — the mean of the two steps, not the step at the
         mean (a chunk's FLOPs do not hide under the weight read the way a few tokens do)."""
         if prefill_tokens is None and self.separate_prefill:
-            passes = self.pass_mix(batch)
-            if passes is not None:
-                share, chunk = passes
-                return self._step(batch, 0.0) + share * self.prompt_pass_s(chunk)
+            got = self._steps.get((batch, -1.0))  # -1: the mean step with its share of passes
+            if got is None:
+                passes = self.pass_mix(batch)
+                got = self._step(batch, 0.0) + (passes[0] * self.prompt_pass_s(passes[1]) if passes else 0.0)
+                self._steps[(batch, -1.0)] = got
+            return got
         mix = self.chunk_mix(batch) if prefill_tokens is None else None
         if mix is not None:
             f, chunk = mix
