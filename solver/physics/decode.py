@@ -251,7 +251,7 @@ class DecodeCoefficients:
         reads (the experts its tokens reach) and matmuls at the prefill's unhidden share,
         its all-reduces and the fixed cost. Not the cost per expert reached of a lone
         prompt (chunk_expert_setup_s): charged to every pass, the fit half's batched
-        SGLang MoE TPOTs went from 13.9 to 22.6 % median (2026-12-05; without it 12.8 %)."""
+        MoE TPOTs went from 13.9 to 22.6 % median (2026-12-05; without it 12.8 %)."""
         gemm = kernel_time_s(
             self.weights_time_s(0, tokens), tokens * self.prefill_flops_per_token / self._flops_rate(), self.overlapped, self.prefill_unhidden_share
         )
