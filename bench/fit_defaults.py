@@ -390,6 +390,12 @@ class Term:
     comm_s are then the steps without one; DecodeCoefficients.chunk_mix)."""
     linear_chunk_s: float = 0.0
     comm_chunk_s: float = 0.0
+    weights_chunk_s: float = 0.0
+    """The weight reads of a step that carries a chunk: of an MoE model the experts the
+    decoders and the chunk's tokens reach together (DecodeCoefficients.weights_time_s)."""
+    separate: bool = False
+    """Prompt passes apart from the decode steps (DecodeCoefficients.pass_mix): chunk_share is
+    then the passes per step, and the *_chunk_s terms a pass's alone."""
     expert_units: float = 0.0
     """A prefill's MoE layers × routed experts its prompt reaches (what sp multiplies)."""
     held_share: float = 0.0
@@ -509,15 +515,30 @@ def terms_of(p: dict, catalog) -> Term | None:
     dec = ev.decode
     c = dec.coefficients
     mix = c.chunk_mix(dec.batch)
-    steps = (0.0, c.linear_compute_time_s(dec.batch), dec.comm_time_s, 0.0, 0.0)
-    if mix is not None:  # some steps carry a prompt's chunk, the rest none (as the physics' mean step)
+    steps = (0.0, c.linear_compute_time_s(dec.batch), dec.comm_time_s, 0.0, 0.0, 0.0)
+    weights_s = c.weights_time_s(dec.batch, None)  # every step's prompt tokens (none when isolated)
+    passes = c.pass_mix(dec.batch)
+    if passes is not None:  # prompt passes apart: each step waits for its share of one
+        g, chunk = passes
+        weights_s = c.weights_time_s(dec.batch)
+        steps = (
+            g,
+            c.linear_compute_time_s(dec.batch, 0.0),
+            c.comm_time_s(dec.batch, 0.0),
+            c.linear_compute_time_s(0, chunk),
+            c.comm_time_s(0, chunk),
+            c.weights_time_s(0, chunk),
+        )
+    elif mix is not None:  # some steps carry a prompt's chunk, the rest none (as the physics' mean step)
         f, chunk = mix
+        weights_s = c.weights_time_s(dec.batch)
         steps = (
             f,
             c.linear_compute_time_s(dec.batch, 0.0),
             c.comm_time_s(dec.batch, 0.0),
             c.linear_compute_time_s(dec.batch, chunk),
             c.comm_time_s(dec.batch, chunk),
+            c.weights_time_s(dec.batch, chunk),
         )
     return Term(
         p["id"],
@@ -526,7 +547,7 @@ def terms_of(p: dict, catalog) -> Term | None:
         d.weights.name,
         d.kv.name,
         meas / 1e3,
-        dec.weights_time_s,
+        weights_s,
         _sixteen_fraction(d),
         steps[1],
         dec.kv_time_s,
@@ -541,6 +562,8 @@ def terms_of(p: dict, catalog) -> Term | None:
         chunk_share=steps[0],
         linear_chunk_s=steps[3],
         comm_chunk_s=steps[4],
+        weights_chunk_s=steps[5],
+        separate=passes is not None,
         held_share=held,
         line=release_line(d.engine, catalog),
     )
@@ -721,6 +744,8 @@ class Model:
                 "tp",
                 "linear_chunk_s",
                 "comm_chunk_s",
+                "weights_chunk_s",
+                "separate",
                 "expert_units",
                 "held_share",
             )
@@ -787,7 +812,8 @@ class Model:
         sb, sc = self._vec("sb", self.widx, self.formats), self._vec("sc", self.widx, self.formats)
         sb = np.where(a["held_share"] > 0, a["held_share"], sb)  # a backend's sourced share
         sck = self._vec("sc", self.kidx, self.formats)
-        weights = a["weights_s"] * (a["sixteen_fraction"] + (1 - a["sixteen_fraction"]) / sb) / e
+        read_share = (a["sixteen_fraction"] + (1 - a["sixteen_fraction"]) / sb) / e
+        weights = a["weights_s"] * read_share
         s3 = self._vec("s3", self.gidx, self.groups)
         s4 = self._vec("s4", self.gidx, self.groups)
         fixed = a["comm_s"] + s0 + a["layers"] * s1 + a["moe_layers"] * s3 + (a["tp"] - 1) * s4
@@ -802,9 +828,11 @@ class Model:
         kv = a["kv_s"] / (e * self._vec(ATTENTION_SHARE, self.gidx, self.groups))
         tpot = kernel(weights, a["linear_s"] / c) + kernel(kv, a["attention_s"] / c) + fixed + a["batch"] * s2
         # continuous batching: a share of the steps carry a prompt's chunk (the mean step's mix)
-        chunked = kernel(weights, a["linear_chunk_s"] / c) + kernel(kv, a["attention_s"] / c) + fixed
+        chunked = kernel(a["weights_chunk_s"] * read_share, a["linear_chunk_s"] / c) + kernel(kv, a["attention_s"] / c) + fixed
         chunked += a["comm_chunk_s"] - a["comm_s"] + a["batch"] * s2
-        tpot = (1 - a["chunk_share"]) * tpot + a["chunk_share"] * chunked
+        # prompt passes apart: a pass over the chunk alone, as a prefill, per its share
+        alone = kernel(a["weights_chunk_s"] * read_share, a["linear_chunk_s"] / c, UNHIDDEN_PREFILL) + a["comm_chunk_s"] + fixed - a["comm_s"]
+        tpot = np.where(a["separate"] > 0, tpot + a["chunk_share"] * alone, (1 - a["chunk_share"]) * tpot + a["chunk_share"] * chunked)
         # prefill: GEMMs at utilisation × the format's share (the experts' at their share of
         # that), attention in the KV dtype's share, and the front end where it was measured
         x = self._vec("sx", self.widx, self.formats)

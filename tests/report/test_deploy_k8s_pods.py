@@ -66,6 +66,9 @@ def test_bundled_manifests_are_valid_pinned_and_sized(spec, capsys, tmp_path):
 def test_disaggregated_pools_land_on_their_own_gpu_products(capsys, tmp_path):
     # The bundled P/D spec: each pool's Deployment selects the product its pool was planned on.
     spec = yaml.safe_load((ROOT / "specs" / "long-prompts-disaggregated.yaml").read_text())
+    # the GPUs whose product label is known here: which vendor's pool is cheapest moves
+    # with the fitted factors (an AMD pool has no label: the next test)
+    spec["search"]["gpus"] = sorted(GFD)
     r = solve(problem_of(spec), explain=False)
     c = r.solution.candidate
     assert c is not None and c.prefill is not None
