@@ -10,6 +10,10 @@ is the same on every run. Timestamps are written as the Azure files write them
 (seven fractional digits) from a made-up start, 2026-01-01 00:00.
 
     python bench/make_synthetic_trace.py [--out specs/synthetic-azure-layout-trace.csv]
+
+`--day` writes specs/synthetic-azure-layout-trace-day.csv instead, the trace of
+specs/trace-profile.yaml: an hour in twelve 5-minute slots (DAY_RATES_PER_S: a quiet
+start at 1 request/s, a peak 8× it, a burst of 11 and a decline), same lengths, seed 4646.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ SLOT_S = 120.0
 RATES_PER_S = (0.2, 0.2, 0.4, 0.8, 1.4, 2.0, 2.0, 3.5, 1.8, 1.2, 0.6, 0.3)
 START = datetime(2026, 1, 1)
 SEED = 46
+DAY_SLOT_S = 300.0
+DAY_RATES_PER_S = (1.0, 1.0, 1.5, 3.0, 5.0, 8.0, 8.0, 11.0, 7.0, 4.0, 2.0, 1.2)
+DAY_SEED = 4646
 
 
 def lognormal(rng: random.Random, mean: float, sigma: float, low: int, high: int) -> int:
@@ -31,12 +38,12 @@ def lognormal(rng: random.Random, mean: float, sigma: float, low: int, high: int
     return min(high, max(low, round(rng.lognormvariate(mu, sigma))))
 
 
-def rows(seed: int = SEED) -> list[tuple[float, int, int]]:
+def rows(seed: int = SEED, rates: tuple[float, ...] = RATES_PER_S, slot_s: float = SLOT_S) -> list[tuple[float, int, int]]:
     rng = random.Random(seed)
     out = []
-    for k, rate in enumerate(RATES_PER_S):
-        t = k * SLOT_S + rng.expovariate(rate)
-        while t < (k + 1) * SLOT_S:
+    for k, rate in enumerate(rates):
+        t = k * slot_s + rng.expovariate(rate)
+        while t < (k + 1) * slot_s:
             out.append((t, lognormal(rng, 1000, 0.8, 2, 8000), lognormal(rng, 250, 0.6, 1, 2000)))
             t += rng.expovariate(rate)
     return out
@@ -50,18 +57,23 @@ def stamp(t_s: float) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S") + f".{ticks:07d}"
 
 
-def text() -> str:
-    """The file's contents."""
-    lines = ["TIMESTAMP,ContextTokens,GeneratedTokens"] + [f"{stamp(t)},{p},{o}" for t, p, o in rows()]
+def text(day: bool = False) -> str:
+    """The file's contents (`day`: the longer trace of specs/trace-profile.yaml)."""
+    got = rows(DAY_SEED, DAY_RATES_PER_S, DAY_SLOT_S) if day else rows()
+    lines = ["TIMESTAMP,ContextTokens,GeneratedTokens"] + [f"{stamp(t)},{p},{o}" for t, p, o in got]
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "specs" / "synthetic-azure-layout-trace.csv")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--day", action="store_true", help="the hour-long trace of specs/trace-profile.yaml")
     args = parser.parse_args()
-    args.out.write_text(text())
-    print(f"{len(rows())} requests -> {args.out}")
+    name = "synthetic-azure-layout-trace-day.csv" if args.day else "synthetic-azure-layout-trace.csv"
+    out = args.out or Path(__file__).resolve().parents[1] / "specs" / name
+    body = text(args.day)
+    out.write_text(body)
+    print(f"{body.count(chr(10)) - 1} requests -> {out}")
 
 
 if __name__ == "__main__":

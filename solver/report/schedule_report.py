@@ -18,7 +18,7 @@ def _delta(x: float | None, base: float) -> str:
     return "—" if x is None else f"{'+' if x >= base else '−'}${abs(x - base):,.2f}"
 
 
-def _hhmm(start_s: float) -> str:
+def hhmm(start_s: float) -> str:
     m = int(round(start_s / 60))
     return f"{m // 60 % 24:02d}:{m % 60:02d}" if start_s < 86_400 else f"{m / 60:g} h"
 
@@ -136,7 +136,7 @@ def render(r: ScheduleResult) -> str:
     lines += ["", "Per slot", "  start  requests/s  need  reserved  on-demand  spot  binds"]
     for row in r.slots:
         lines.append(
-            f"  {_hhmm(row.start_s):>5}  {row.rate_per_s:>10,.2f}  {row.need:>4}  {row.reserved:>8}  {row.on_demand:>9}  {row.spot:>4}  {row.binds}"
+            f"  {hhmm(row.start_s):>5}  {row.rate_per_s:>10,.2f}  {row.need:>4}  {row.reserved:>8}  {row.on_demand:>9}  {row.spot:>4}  {row.binds}"
         )
     return "\n".join(lines) + "\n"
 

@@ -1,5 +1,6 @@
 """Request lengths from a file a user brings (a log of their own traffic): CSV with a
-`prompt_tokens,output_tokens` header, or JSON Lines of `{"prompt_tokens": P,
+`prompt_tokens,output_tokens` header (or a request trace's `ContextTokens,GeneratedTokens`,
+the Azure LLM inference traces' layout), or JSON Lines of `{"prompt_tokens": P,
 "output_tokens": O}`. Read at the edge, like a spec: every value a whole number in
 range, refused at its line; each request's two lengths are drawn together."""
 
@@ -16,6 +17,8 @@ MAX_FILE_BYTES = 256 * 2**20
 """A log of a million requests is about 20 MB as CSV."""
 MAX_ROWS = 2_000_000
 COLUMNS = ("prompt_tokens", "output_tokens")
+TRACE_COLUMNS = ("ContextTokens", "GeneratedTokens")
+"""A CSV with these (the Azure LLM inference traces' layout) and not the two above gives its lengths by them."""
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 """A file so named is JSON Lines whatever its first line holds (one not an object is refused at its line)."""
 
@@ -78,7 +81,10 @@ def _csv(lines: list[str], source: str) -> list[tuple[int, int]]:
         raise InputError(
             "CSV header", None, f"not readable: {exc}; a CSV lengths file starts prompt_tokens,output_tokens", source=source, line=1
         ) from None
-    missing = [c for c in COLUMNS if c not in (fieldnames or [])]
+    names = dict(zip(COLUMNS, COLUMNS, strict=True))
+    if fieldnames and all(c in fieldnames for c in TRACE_COLUMNS) and not any(c in fieldnames for c in COLUMNS):
+        names = dict(zip(COLUMNS, TRACE_COLUMNS, strict=True))  # a request trace's lengths (spec/trace_file.py)
+    missing = [c for c in names.values() if c not in (fieldnames or [])]
     if missing:
         raise InputError(
             "columns",
@@ -93,7 +99,8 @@ def _csv(lines: list[str], source: str) -> list[tuple[int, int]]:
             n = reader.line_num
             if None in row:
                 raise InputError("CSV", None, f"{len(row[None])} cell(s) beyond the header's columns", source=source, line=n)
-            out.append((_whole(row.get("prompt_tokens"), "prompt_tokens", source, n), _whole(row.get("output_tokens"), "output_tokens", source, n)))
+            p, o = names["prompt_tokens"], names["output_tokens"]
+            out.append((_whole(row.get(p), p, source, n), _whole(row.get(o), o, source, n)))
     except csv.Error as exc:
         raise InputError("CSV", None, f"not readable: {exc}", source=source, line=reader.line_num + 1) from None
     return out

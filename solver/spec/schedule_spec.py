@@ -3,7 +3,8 @@ pricing) whose demand is a profile over time instead of one rate.
 
     traffic_profile:
       slot: 1h                                # each slot's length
-      requests_per_s: [3, 2.5, 2, ...]        # one rate per slot; or csv: day.csv
+      requests_per_s: [3, 2.5, 2, ...]        # one rate per slot; or csv: day.csv;
+                                              # or trace: day.csv (Azure LLM trace layout)
       growth: {per_month: 0.10, months: 6}    # the plan covers the grown day
     tiers: [reserved_1y, on_demand, spot]     # which price tiers may serve
     spot: {interruptions_per_gpu_hour: 3.42e-5}
@@ -13,6 +14,13 @@ pricing) whose demand is a profile over time instead of one rate.
 
 Pydantic at the edge: every bad value is refused naming its field, the value and what
 is allowed. The workload gives the lengths only; its rate is the profile's.
+
+A trace (`traffic_profile: {slot: 1h, trace: day.csv}`, the Azure LLM inference trace
+layout, spec/trace_file.py) is binned into the profile: slot k's rate is the requests
+arriving in [k·slot, (k+1)·slot) over the slot's length, as many slots as reach its last
+arrival. Where the workload gives no lengths (no prompt_tokens, output_tokens nor
+lengths_file) the trace's own (ContextTokens, GeneratedTokens) pairs are its lengths,
+drawn together as from a lengths_file; lengths the workload gives win.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from solver.errors import InputError
 from solver.spec.profile_file import read_profile
 from solver.spec.quantities import RATE, Rate, SpecModel
 from solver.spec.solve_spec import Spec, parse_spec
+from solver.spec.trace_file import Row, read_trace_rows
 
 SLOT_S = Bound(60, 7 * 86_400, quantity="seconds", shown="1 min to 7 days")
 MAX_SLOTS = 2_016
@@ -58,9 +67,14 @@ class TrafficProfileIn(SpecModel):
     csv: str | None = Field(
         default=None, description="A CSV file, header slot_start,requests_per_s (start as HH:MM or hours); or give requests_per_s."
     )
+    trace: str | None = Field(
+        default=None,
+        description="A request trace (TIMESTAMP,ContextTokens,GeneratedTokens: the Azure LLM inference traces' layout) binned into slots; "
+        "or give requests_per_s or csv.",
+    )
     growth: GrowthIn | None = Field(default=None, description="Growth over a horizon; the plan covers the grown rates.")
 
-    @field_validator("csv")
+    @field_validator("csv", "trace")
     @classmethod
     def _path(cls, v: str | None) -> str | None:
         if v is not None and not v.strip():
@@ -117,6 +131,10 @@ class Profile:
     """As the spec gives them, before growth."""
     growth_factor: float = 1.0
     months: int = 0
+    trace: tuple[Row, ...] | None = None
+    """A trace's rows (arrival_s, prompt, output) where the profile was binned from one."""
+    trace_name: str | None = None
+    """As the spec names it (relative to the spec's folder)."""
 
     @property
     def peak_per_s(self) -> float:
@@ -131,14 +149,46 @@ class ScheduleSpec:
     profile: Profile
 
 
+def _path(name: str, base_dir: Path | None) -> Path:
+    return Path(name) if base_dir is None or Path(name).is_absolute() else base_dir / name
+
+
+def binned(rows: tuple[Row, ...], slot_s: float, source: str) -> tuple[float, ...]:
+    """Each slot's rate: the rows arriving in it over its length; a slot without one is
+    refused (no rate to plan), as is a trace longer than MAX_SLOTS slots."""
+    n = int(rows[-1][0] // slot_s) + 1
+    if n > MAX_SLOTS:
+        raise InputError("traffic_profile.slot", slot_s, f"{source} spans {n:,} slots of it; at most {MAX_SLOTS:,}: give a longer slot")
+    counts = [0] * n
+    for t, _, _ in rows:
+        counts[int(t // slot_s)] += 1
+    empty = [k for k, c in enumerate(counts) if c == 0]
+    if empty:
+        raise InputError(
+            "traffic_profile.slot", slot_s, f"slot {empty[0]} of {source} (from {empty[0] * slot_s:g} s) holds no request; give a longer slot"
+        )
+    return tuple(c / slot_s for c in counts)
+
+
 def profile_of(p: TrafficProfileIn, base_dir: Path | None) -> Profile:
-    if (p.requests_per_s is None) == (p.csv is None):
-        raise InputError("traffic_profile", None, "give requests_per_s (a list, one rate per slot) or csv (a file), one of them")
+    if sum(x is not None for x in (p.requests_per_s, p.csv, p.trace)) != 1:
+        raise InputError(
+            "traffic_profile", None, "give requests_per_s (a list, one rate per slot), csv (a file of rates) or trace (a request trace), one of them"
+        )
+    if p.trace is not None:
+        if p.growth is not None:
+            raise InputError(
+                "traffic_profile.growth", p.growth.model_dump(), "a trace is the day as it happened: growth applies to requests_per_s or csv"
+            )
+        path = _path(p.trace, base_dir)
+        rows = read_trace_rows(path, "traffic_profile.trace")
+        rates = binned(rows, p.slot, p.trace)
+        return Profile(p.slot, rates, rates, trace=rows, trace_name=p.trace)
     if p.requests_per_s is not None:
         given = tuple(p.requests_per_s)
     else:
         assert p.csv is not None
-        path = Path(p.csv) if base_dir is None or Path(p.csv).is_absolute() else base_dir / p.csv
+        path = _path(p.csv, base_dir)
         given = read_profile(path, p.slot, MAX_SLOTS)
     factor, months = 1.0, 0
     if p.growth is not None:
@@ -173,6 +223,8 @@ def parse_schedule(data: object, lines: dict | None = None, source: str | None =
                     f"workload.{key}", workload[key], "a schedule's rate comes from traffic_profile; leave it out of the workload"
                 ).located(lines, source)
         rest["workload"] = {**workload, "requests_per_s": profile.peak_per_s}
+        if profile.trace_name is not None and not any(k in workload for k in ("prompt_tokens", "output_tokens", "lengths_file")):
+            rest["workload"]["lengths_file"] = profile.trace_name  # the trace's own lengths (spec/lengths_file.py reads its layout)
     return ScheduleSpec(parse_spec(rest, lines, source), schedule, profile)
 
 

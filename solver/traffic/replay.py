@@ -50,10 +50,10 @@ the 48,000 requests a second bench/bench_replay.py measures (2026-12-05)."""
 def pod_windows(slot_s: float, replicas: Sequence[int], lag_s: float, lead_s: float = 0.0) -> list[tuple[float, float]]:
     """Each replica's [ready_s, stop_s) under the module's scaling rule, in start order.
     The count wanted at time τ is the slot's, or a later slot's once its order time
-    (its start − lead_s, from 0) has come, whichever is more: a scale-down never stops a
+    (its start − lead_s, before 0 for the day's first slots) has come, whichever is more: a scale-down never stops a
     replica that a scale-up already ordered for would need again."""
     starts = [k * slot_s for k in range(len(replicas))]
-    orders = [max(0.0, t - lead_s) for t in starts]
+    orders = [t - lead_s for t in starts]  # before 0 for a slot within lead_s of the start: ordered the day before
 
     def wanted(tau: float, k: int) -> int:
         due = bisect_right(orders, tau)  # orders never decrease: slots [0, due) are ordered by tau

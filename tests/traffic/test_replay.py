@@ -172,3 +172,10 @@ def test_bad_inputs_are_named():
         with pytest.raises(InputError) as e:
             replay(slot_s, plan, Constant(), ONE_AT_A_TIME, SLA, **kw)  # type: ignore[arg-type]
         assert e.value.field == field, (field, str(e.value))
+
+
+def test_an_order_due_before_the_day_starts_is_ready_on_time():
+    # slot 60 s, lag 150 s ordered 150 s ahead: slot 1's replica (from 60 s) is ordered at
+    # 60 − 150 = −90 s, the day before (the day repeats, as the horizon bills it), and
+    # ready at −90 + 150 = 60 s: on time, not at 0 + 150 = 150 s
+    assert pod_windows(60, [1, 2], lag_s=150, lead_s=150) == [(0.0, INF), (60.0, INF)]
