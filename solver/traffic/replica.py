@@ -67,7 +67,7 @@ class Replica:
     __slots__ = (
         "index", "work", "cost", "max_seqs", "budget", "block", "chunked", "separate", "steps", "window_left", "step_by_step",
         "free", "clock", "waiting", "running", "prefilling", "next_key", "step", "decoders", "sum_base", "by_offset", "heap",
-        "heap_ids", "last_finished", "stats", "wait_area_s",
+        "heap_ids", "last_finished", "stats", "wait_area_s", "overlap", "incoming",
     )  # fmt: skip
 
     def __init__(self, index: int, cost: IterationCost, limits: EngineLimits, step_by_step: bool, work: Work) -> None:
@@ -98,6 +98,8 @@ class Replica:
         self.last_finished = 0  # requests that finished at the end of the last iteration (at self.clock)
         self.stats = ReplicaStats()
         self.wait_area_s = 0.0
+        self.overlap = limits.overlap_schedule
+        self.incoming: deque[Seq] = deque()  # overlap: arrived while the next batch was already chosen
 
     # --- arrivals and the queue
 
@@ -107,8 +109,11 @@ class Replica:
             self.clock = t
         s.replica = self.index
         s.wait_since_s = t
-        waiting.append(s)
-        stats, q = self.stats, len(waiting)
+        if self.overlap and (waiting or self.running):
+            self.incoming.append(s)  # the iteration at self.clock was chosen before t
+        else:
+            waiting.append(s)
+        stats, q = self.stats, len(waiting) + len(self.incoming)
         if q > stats.max_queue:
             stats.max_queue = q
         stats.queue_timeline.append((t, q))
@@ -119,7 +124,7 @@ class Replica:
     def in_system_at(self, t: float) -> int:
         """Requests routed here and not finished at `t` (the replica has run every
         iteration that starts before `t`; only the last may end after it)."""
-        n = len(self.waiting) + len(self.running)
+        n = len(self.waiting) + len(self.running) + len(self.incoming)
         return n + self.last_finished if self.clock > t else n
 
     def advance(self, until: float) -> None:
@@ -303,6 +308,9 @@ class Replica:
 
         if not chunks and not decoders:
             raise RuntimeError("the scheduler found nothing to run on a busy replica (a bug)")
+        if self.incoming:  # overlap: this batch is chosen; they are seen by the next one
+            waiting.extend(self.incoming)
+            self.incoming.clear()
         if queue_changed:
             stats, q = self.stats, len(waiting)
             if q > stats.max_queue:

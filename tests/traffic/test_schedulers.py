@@ -144,3 +144,52 @@ def test_screen_separate_prompt_pass_is_paid_by_the_decoders() -> None:
     light_apart = screen(Flat(), _limits(prefill_schedule="separate"), FIXED, 1e-4, LOOSE)  # type: ignore[arg-type]
     assert light_mixed.ttft_mean_s == pytest.approx(0.0075 + 0.115, rel=1e-3)
     assert light_apart.ttft_mean_s == pytest.approx(0.0075 + 0.105, rel=1e-3)
+
+
+# --- SGLang's overlap scheduler (Scheduler.event_loop_overlap, on by default from PR #2067):
+# batch N+1 is chosen when batch N is launched, so a request that arrives while N runs
+# is first scheduled in N+2. TWO on Pass, separate prompt passes, overlap on:
+#   pass 1 [0, 0.105): A's prompt (A found the replica idle: scheduled at once)
+#   pass 2 [0.105, 0.120): A decodes; B arrives at 0.110. Pass 3 was chosen at 0.105,
+#     before B: A decodes again [0.120, 0.135), its 3rd and last token: A ends at 0.135
+#   pass 4 [0.135, 0.190): B's prompt alone (5 + 50 ms): TTFT 0.190 − 0.110 = 0.080,
+#     one 15 ms decode pass more than the 0.065 without overlap.
+
+
+@pytest.mark.parametrize("step_by_step", [False, True])
+def test_overlap_a_prompt_waits_for_the_pass_already_chosen(step_by_step: bool) -> None:
+    a, b = simulate(TWO, Pass(), _limits(prefill_schedule="separate", overlap_schedule=True), _step_by_step=step_by_step).results
+    assert a.first_token_s == pytest.approx(0.105)
+    assert a.finish_s == pytest.approx(0.135)
+    assert b.ttft_s == pytest.approx(0.080)
+
+
+@pytest.mark.parametrize("step_by_step", [False, True])
+def test_overlap_in_a_decode_stretch(step_by_step: bool) -> None:
+    """A long decode: A (prompt 100 at 0, 30 tokens) decodes in 15 ms passes from 0.105;
+    B (prompt 50) arrives at 0.200, inside the pass [0.195, 0.210) (the 7th). The pass
+    [0.210, 0.225) was chosen at 0.195: B's prompt pass runs [0.225, 0.280), TTFT 0.080;
+    A's 29 decode passes (435 ms) and B's 55 ms pass: A ends at 0.105 + 0.435 + 0.055."""
+    reqs = [Request(0.0, 100, 30), Request(0.200, 50, 1)]
+    a, b = simulate(reqs, Pass(), _limits(prefill_schedule="separate", overlap_schedule=True), _step_by_step=step_by_step).results
+    assert b.first_token_s == pytest.approx(0.280)
+    assert a.finish_s == pytest.approx(0.105 + 0.435 + 0.055)
+
+
+def test_sglang_overlap_by_release_line() -> None:
+    """On from the release after PR #2067 (v0.3.6); v0.3.0 (the vLLM 0.6.0 comparison's
+    SGLang) ran the plain loop."""
+    cat = default_catalog()
+    sglang = cat.engine("sglang")
+    assert sglang.overlap_schedule is True
+    assert cat.releases.engine_at(sglang, "0.3.0").overlap_schedule is False
+    assert cat.releases.engine_at(sglang, "0.4.0").overlap_schedule is True
+    assert cat.engine("vllm").overlap_schedule is False
+
+
+def test_screen_overlap_adds_the_step_already_chosen() -> None:
+    """One 15 ms decode step (Flat's 5 + 10 ms) more than half a step in flight."""
+    plain = screen(Flat(), _limits(prefill_schedule="separate"), FIXED, 2.0, LOOSE)  # type: ignore[arg-type]
+    overlap = screen(Flat(), _limits(prefill_schedule="separate", overlap_schedule=True), FIXED, 2.0, LOOSE)  # type: ignore[arg-type]
+    assert overlap.ttft_mean_s - plain.ttft_mean_s == pytest.approx(0.015)
+    assert overlap.tpot_mean_s == pytest.approx(plain.tpot_mean_s)
