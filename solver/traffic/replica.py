@@ -20,6 +20,13 @@ from solver.traffic.types import EngineLimits, IterationCost, ReplicaStats, Requ
 
 _WAITING, _PREFILL, _DECODE, DONE = 0, 1, 2, 3
 _INF = math.inf
+# SGLang's new_token_ratio (python/sglang/global_config.py, v0.3-v0.4: default_init_new_token_ratio
+# 0.7, default_min_new_token_ratio_factor 0.14, default_new_token_ratio_decay_steps 600,
+# retract_decode_steps 20; managers/scheduler.py Scheduler.__init__ with schedule_conservativeness 1)
+RATIO_INIT = 0.7
+RATIO_MIN = RATIO_INIT * 0.14
+RATIO_DECAY = (RATIO_INIT - RATIO_MIN) / 600
+RETRACT_STEPS = 20
 
 
 class Seq:
@@ -68,6 +75,7 @@ class Replica:
         "index", "work", "cost", "max_seqs", "budget", "block", "chunked", "separate", "steps", "window_left", "step_by_step",
         "free", "clock", "waiting", "running", "prefilling", "next_key", "step", "decoders", "sum_base", "by_offset", "heap",
         "heap_ids", "last_finished", "stats", "wait_area_s", "overlap", "incoming",
+        "reserve", "ratio", "ratio_step",
     )  # fmt: skip
 
     def __init__(self, index: int, cost: IterationCost, limits: EngineLimits, step_by_step: bool, work: Work) -> None:
@@ -100,13 +108,17 @@ class Replica:
         self.wait_area_s = 0.0
         self.overlap = limits.overlap_schedule
         self.incoming: deque[Seq] = deque()  # overlap: arrived while the next batch was already chosen
+        self.reserve = limits.reserve_new_tokens
+        self.ratio, self.ratio_step = RATIO_INIT, 0  # SGLang's new_token_ratio as set at decode step ratio_step
 
     # --- arrivals and the queue
 
     def arrive(self, s: Seq, t: float) -> None:
         waiting = self.waiting
-        if not waiting and not self.running and t > self.clock:
-            self.clock = t
+        if not waiting and not self.running:
+            self.ratio, self.ratio_step = RATIO_INIT, self.step  # SGLang resets it when idle
+            if t > self.clock:
+                self.clock = t
         s.replica = self.index
         s.wait_since_s = t
         if self.overlap and (waiting or self.running):
@@ -206,6 +218,33 @@ class Replica:
             done += 1
         return done
 
+    # --- SGLang's admission (reserve_new_tokens)
+
+    def _room_tokens(self) -> float:
+        """KV tokens a new request may take: the free ones less new_token_ratio of every
+        running request's output still to come (PrefillAdder.__init__'s rem_total_tokens;
+        outputs over its 4,096-token clip are counted whole here)."""
+        step = self.step
+        ratio = max(self.ratio - (step - self.ratio_step) * RATIO_DECAY, RATIO_MIN)
+        left = 0
+        for s in self.running.values():
+            left += s.output - s.generated - (step - s.entered if s.state == _DECODE else 0)
+        return self.free * self.block - ratio * left
+
+    def _retracted(self, t: float) -> None:
+        """After a retraction SGLang retracts on until RETRACT_STEPS decode steps fit, and
+        resets new_token_ratio to the decoders' share of their outputs already made plus
+        RETRACT_STEPS each (ScheduleBatch.retract_decode)."""
+        while self.decoders > 1 and self.free * self.block < RETRACT_STEPS * self.decoders:
+            self._preempt_last(t)
+        step, made, wanted = self.step, 0, 0
+        for s in self.running.values():
+            if s.state == _DECODE:
+                made += s.generated + step - s.entered
+                wanted += s.output
+        if wanted:
+            self.ratio, self.ratio_step = min(1.0, (made + RETRACT_STEPS * self.decoders) / wanted), step
+
     # --- one iteration
 
     def _prompt_ready(self) -> bool:
@@ -216,7 +255,10 @@ class Replica:
             return True
         if not self.waiting or len(self.running) >= self.max_seqs:
             return False
-        return _ceil_div(min(self.waiting[0].target, self.budget), block) <= free
+        head = self.waiting[0]
+        if self.reserve and head.target + head.output - head.generated >= self._room_tokens():
+            return False
+        return _ceil_div(min(head.target, self.budget), block) <= free
 
     def _admit(self, waiting: deque[Seq], c: int, t: float, blocks: int) -> Seq:
         """The head of the queue starts its prompt (its first chunk, c tokens, in `blocks`)."""
@@ -263,6 +305,8 @@ class Replica:
                 while by_offset[due] > self.free:
                     self._preempt_last(t)
                     preempted = True
+                if preempted and self.reserve:
+                    self._retracted(t)
                 self.free -= by_offset[due]
                 decoders = self.decoders
                 context = self.sum_base + decoders * (self.step + 1)
@@ -282,7 +326,14 @@ class Replica:
                     prefill_tokens += c
                     attention += c * computed + c * (c + 1) // 2
                     left -= c
+                room = self._room_tokens() if self.reserve else _INF
                 while not preempted and waiting and left > 0 and len(running) < max_seqs:
+                    if self.reserve:
+                        head = waiting[0]
+                        need = head.target + head.output - head.generated
+                        if need >= room:
+                            break
+                        room -= need
                     c = waiting[0].target
                     if c > left:
                         c = left

@@ -71,6 +71,7 @@ def engine_limits(d: Deployment, w: Workload) -> EngineLimits:
         prefill_schedule=e.prefill_schedule if e else "mixed",
         scheduler_steps=e.num_scheduler_steps if e else 1,
         overlap_schedule=e.overlap_schedule if e else False,
+        reserve_new_tokens=e.reserve_new_tokens if e else False,
     )
 
 
