@@ -14,19 +14,13 @@ import math
 from collections import deque
 from heapq import heappop, heappush
 
+from solver.traffic.admission import RATIO_INIT, RETRACT_STEPS, ratio_after_retraction, room_tokens
 from solver.traffic.budget import Work
 from solver.traffic.bulk import decode_in_bulk, stretch
 from solver.traffic.types import EngineLimits, IterationCost, ReplicaStats, Request
 
 _WAITING, _PREFILL, _DECODE, DONE = 0, 1, 2, 3
 _INF = math.inf
-# SGLang's new_token_ratio (python/sglang/global_config.py, v0.3-v0.4: default_init_new_token_ratio
-# 0.7, default_min_new_token_ratio_factor 0.14, default_new_token_ratio_decay_steps 600,
-# retract_decode_steps 20; managers/scheduler.py Scheduler.__init__ with schedule_conservativeness 1)
-RATIO_INIT = 0.7
-RATIO_MIN = RATIO_INIT * 0.14
-RATIO_DECAY = (RATIO_INIT - RATIO_MIN) / 600
-RETRACT_STEPS = 20
 
 
 class Seq:
@@ -220,30 +214,15 @@ class Replica:
 
     # --- SGLang's admission (reserve_new_tokens)
 
-    def _room_tokens(self) -> float:
-        """KV tokens a new request may take: the free ones less new_token_ratio of every
-        running request's output still to come (PrefillAdder.__init__'s rem_total_tokens;
-        outputs over its 4,096-token clip are counted whole here)."""
-        step = self.step
-        ratio = max(self.ratio - (step - self.ratio_step) * RATIO_DECAY, RATIO_MIN)
-        left = 0
-        for s in self.running.values():
-            left += s.output - s.generated - (step - s.entered if s.state == _DECODE else 0)
-        return self.free * self.block - ratio * left
-
     def _retracted(self, t: float) -> None:
         """After a retraction SGLang retracts on until RETRACT_STEPS decode steps fit, and
         resets new_token_ratio to the decoders' share of their outputs already made plus
         RETRACT_STEPS each (ScheduleBatch.retract_decode)."""
         while self.decoders > 1 and self.free * self.block < RETRACT_STEPS * self.decoders:
             self._preempt_last(t)
-        step, made, wanted = self.step, 0, 0
-        for s in self.running.values():
-            if s.state == _DECODE:
-                made += s.generated + step - s.entered
-                wanted += s.output
-        if wanted:
-            self.ratio, self.ratio_step = min(1.0, (made + RETRACT_STEPS * self.decoders) / wanted), step
+        ratio = ratio_after_retraction(self)
+        if ratio is not None:
+            self.ratio, self.ratio_step = ratio, self.step
 
     # --- one iteration
 
@@ -256,7 +235,7 @@ class Replica:
         if not self.waiting or len(self.running) >= self.max_seqs:
             return False
         head = self.waiting[0]
-        if self.reserve and head.target + head.output - head.generated >= self._room_tokens():
+        if self.reserve and head.target + head.output - head.generated >= room_tokens(self):
             return False
         return _ceil_div(min(head.target, self.budget), block) <= free
 
@@ -326,7 +305,7 @@ class Replica:
                     prefill_tokens += c
                     attention += c * computed + c * (c + 1) // 2
                     left -= c
-                room = self._room_tokens() if self.reserve else _INF
+                room = room_tokens(self) if self.reserve else _INF
                 while not preempted and waiting and left > 0 and len(running) < max_seqs:
                     if self.reserve:
                         head = waiting[0]
