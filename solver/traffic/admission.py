@@ -32,9 +32,9 @@ def room_tokens(rep: Replica) -> float:
     counted whole here). The ratio is the one set at decode step ratio_step, fallen since."""
     step = rep.step
     ratio = max(rep.ratio - (step - rep.ratio_step) * RATIO_DECAY, RATIO_MIN)
-    left = 0
-    for s in rep.running.values():
-        left += s.output - s.generated - (step - s.entered if s.state == _DECODE else 0)
+    left = rep.sum_finish - rep.decoders * step  # the decoders' (each: its completion step − step)
+    for s in rep.prefilling:
+        left += s.output - s.generated
     return rep.free * rep.block - ratio * left
 
 

@@ -69,7 +69,7 @@ class Replica:
         "index", "work", "cost", "max_seqs", "budget", "block", "chunked", "separate", "steps", "window_left", "step_by_step",
         "free", "clock", "waiting", "running", "prefilling", "next_key", "step", "decoders", "sum_base", "by_offset", "heap",
         "heap_ids", "last_finished", "stats", "wait_area_s", "overlap", "incoming",
-        "reserve", "ratio", "ratio_step",
+        "reserve", "ratio", "ratio_step", "sum_finish",
     )  # fmt: skip
 
     def __init__(self, index: int, cost: IterationCost, limits: EngineLimits, step_by_step: bool, work: Work) -> None:
@@ -104,6 +104,7 @@ class Replica:
         self.incoming: deque[Seq] = deque()  # overlap: arrived while the next batch was already chosen
         self.reserve = limits.reserve_new_tokens
         self.ratio, self.ratio_step = RATIO_INIT, 0  # SGLang's new_token_ratio as set at decode step ratio_step
+        self.sum_finish = 0  # the decoders' completion steps, summed (their outputs to come: sum_finish − decoders × step)
 
     # --- arrivals and the queue
 
@@ -169,6 +170,7 @@ class Replica:
     def _stop_decoding(self, s: Seq) -> None:
         """A decoder leaves the batch: its blocks are freed and its tokens made real."""
         self.free += _ceil_div(s.base + self.step, self.block)
+        self.sum_finish -= s.entered + s.output - s.generated
         self.decoders -= 1
         self.sum_base -= s.base
         self.by_offset[s.base % self.block] -= 1
@@ -196,9 +198,10 @@ class Replica:
         """Decoders whose last token came at this step (each leaves as _stop_decoding says)."""
         heap, step, running, block, by_offset, done = self.heap, self.step, self.running, self.block, self.by_offset, 0
         while heap and heap[0][0] <= step:
-            _, heap_id, s = heappop(heap)
+            finish, heap_id, s = heappop(heap)
             if s.heap_id != heap_id:
                 continue  # preempted since
+            self.sum_finish -= finish
             base = s.base
             self.free += -(-(base + step) // block)
             self.decoders -= 1
@@ -235,9 +238,9 @@ class Replica:
         if not self.waiting or len(self.running) >= self.max_seqs:
             return False
         head = self.waiting[0]
-        if self.reserve and head.target + head.output - head.generated >= room_tokens(self):
+        if _ceil_div(min(head.target, self.budget), block) > free:
             return False
-        return _ceil_div(min(head.target, self.budget), block) <= free
+        return not self.reserve or head.target + head.output - head.generated < room_tokens(self)
 
     def _admit(self, waiting: deque[Seq], c: int, t: float, blocks: int) -> Seq:
         """The head of the queue starts its prompt (its first chunk, c tokens, in `blocks`)."""
@@ -392,6 +395,7 @@ class Replica:
                 self.heap_ids = heap_id = self.heap_ids + 1
                 s.heap_id = heap_id
                 heappush(self.heap, (step + s.output - generated, heap_id, s))
+                self.sum_finish += step + s.output - generated
         if completed:
             prefilling = self.prefilling
             self.prefilling = [] if completed == len(prefilling) else [s for s in prefilling if s.state == _PREFILL]
