@@ -113,6 +113,13 @@ class Engine:
     """Decode steps scheduled at once (vLLM 0.5.5-0.7 V0 --num-scheduler-steps): the
     scheduler runs again only when the steps in flight are done, so a prompt that
     arrives meanwhile waits for them."""
+    reserve_new_tokens: bool = False
+    """It admits a prompt only while the KV also holds a share of every running request's
+    output to come (SGLang's new_token_ratio), so that it seldom retracts."""
+    overlap_schedule: bool = False
+    """It chooses the next batch while the current one runs on the GPU (SGLang's
+    overlap scheduler, on unless --disable-overlap-schedule): a prompt that arrives
+    during an iteration waits for that one and the next, already chosen."""
     scheduling_source: str = ""
     weight_formats: tuple[str, ...] = ()
     """Weight formats it has kernels for (empty: not listed, none refused); solve offers

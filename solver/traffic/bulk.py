@@ -43,7 +43,7 @@ def stretch(rep: Replica) -> int:
     """The decode-only iterations from now before the batch can change (a completion,
     a block that is not free, a prompt admitted after a multi-step window), if no
     request arrives here; 0 when the next iteration is not one of them."""
-    if rep.prefilling or not rep.decoders or rep.step_by_step:
+    if rep.prefilling or not rep.decoders or rep.step_by_step or rep.incoming:
         return 0
     block, step, free, n = rep.block, rep.step, rep.free, rep.decoders
     by_offset = rep.by_offset

@@ -14,6 +14,7 @@ import math
 from collections import deque
 from heapq import heappop, heappush
 
+from solver.traffic.admission import RATIO_INIT, RETRACT_STEPS, ratio_after_retraction, room_tokens
 from solver.traffic.budget import Work
 from solver.traffic.bulk import decode_in_bulk, stretch
 from solver.traffic.types import EngineLimits, IterationCost, ReplicaStats, Request
@@ -67,7 +68,8 @@ class Replica:
     __slots__ = (
         "index", "work", "cost", "max_seqs", "budget", "block", "chunked", "separate", "steps", "window_left", "step_by_step",
         "free", "clock", "waiting", "running", "prefilling", "next_key", "step", "decoders", "sum_base", "by_offset", "heap",
-        "heap_ids", "last_finished", "stats", "wait_area_s",
+        "heap_ids", "last_finished", "stats", "wait_area_s", "overlap", "incoming",
+        "reserve", "ratio", "ratio_step", "sum_finish",
     )  # fmt: skip
 
     def __init__(self, index: int, cost: IterationCost, limits: EngineLimits, step_by_step: bool, work: Work) -> None:
@@ -98,17 +100,27 @@ class Replica:
         self.last_finished = 0  # requests that finished at the end of the last iteration (at self.clock)
         self.stats = ReplicaStats()
         self.wait_area_s = 0.0
+        self.overlap = limits.overlap_schedule
+        self.incoming: deque[Seq] = deque()  # overlap: arrived while the next batch was already chosen
+        self.reserve = limits.reserve_new_tokens
+        self.ratio, self.ratio_step = RATIO_INIT, 0  # SGLang's new_token_ratio as set at decode step ratio_step
+        self.sum_finish = 0  # the decoders' completion steps, summed (their outputs to come: sum_finish − decoders × step)
 
     # --- arrivals and the queue
 
     def arrive(self, s: Seq, t: float) -> None:
         waiting = self.waiting
-        if not waiting and not self.running and t > self.clock:
-            self.clock = t
+        if not waiting and not self.running:
+            self.ratio, self.ratio_step = RATIO_INIT, self.step  # SGLang resets it when idle
+            if t > self.clock:
+                self.clock = t
         s.replica = self.index
         s.wait_since_s = t
-        waiting.append(s)
-        stats, q = self.stats, len(waiting)
+        if self.overlap and (waiting or self.running):
+            self.incoming.append(s)  # the iteration at self.clock was chosen before t
+        else:
+            waiting.append(s)
+        stats, q = self.stats, len(waiting) + len(self.incoming)
         if q > stats.max_queue:
             stats.max_queue = q
         stats.queue_timeline.append((t, q))
@@ -119,7 +131,7 @@ class Replica:
     def in_system_at(self, t: float) -> int:
         """Requests routed here and not finished at `t` (the replica has run every
         iteration that starts before `t`; only the last may end after it)."""
-        n = len(self.waiting) + len(self.running)
+        n = len(self.waiting) + len(self.running) + len(self.incoming)
         return n + self.last_finished if self.clock > t else n
 
     def advance(self, until: float) -> None:
@@ -158,6 +170,7 @@ class Replica:
     def _stop_decoding(self, s: Seq) -> None:
         """A decoder leaves the batch: its blocks are freed and its tokens made real."""
         self.free += _ceil_div(s.base + self.step, self.block)
+        self.sum_finish -= s.entered + s.output - s.generated
         self.decoders -= 1
         self.sum_base -= s.base
         self.by_offset[s.base % self.block] -= 1
@@ -185,9 +198,10 @@ class Replica:
         """Decoders whose last token came at this step (each leaves as _stop_decoding says)."""
         heap, step, running, block, by_offset, done = self.heap, self.step, self.running, self.block, self.by_offset, 0
         while heap and heap[0][0] <= step:
-            _, heap_id, s = heappop(heap)
+            finish, heap_id, s = heappop(heap)
             if s.heap_id != heap_id:
                 continue  # preempted since
+            self.sum_finish -= finish
             base = s.base
             self.free += -(-(base + step) // block)
             self.decoders -= 1
@@ -201,6 +215,18 @@ class Replica:
             done += 1
         return done
 
+    # --- SGLang's admission (reserve_new_tokens)
+
+    def _retracted(self, t: float) -> None:
+        """After a retraction SGLang retracts on until RETRACT_STEPS decode steps fit, and
+        resets new_token_ratio to the decoders' share of their outputs already made plus
+        RETRACT_STEPS each (ScheduleBatch.retract_decode)."""
+        while self.decoders > 1 and self.free * self.block < RETRACT_STEPS * self.decoders:
+            self._preempt_last(t)
+        ratio = ratio_after_retraction(self)
+        if ratio is not None:
+            self.ratio, self.ratio_step = ratio, self.step
+
     # --- one iteration
 
     def _prompt_ready(self) -> bool:
@@ -211,7 +237,10 @@ class Replica:
             return True
         if not self.waiting or len(self.running) >= self.max_seqs:
             return False
-        return _ceil_div(min(self.waiting[0].target, self.budget), block) <= free
+        head = self.waiting[0]
+        if _ceil_div(min(head.target, self.budget), block) > free:
+            return False
+        return not self.reserve or head.target + head.output - head.generated < room_tokens(self)
 
     def _admit(self, waiting: deque[Seq], c: int, t: float, blocks: int) -> Seq:
         """The head of the queue starts its prompt (its first chunk, c tokens, in `blocks`)."""
@@ -258,6 +287,8 @@ class Replica:
                 while by_offset[due] > self.free:
                     self._preempt_last(t)
                     preempted = True
+                if preempted and self.reserve:
+                    self._retracted(t)
                 self.free -= by_offset[due]
                 decoders = self.decoders
                 context = self.sum_base + decoders * (self.step + 1)
@@ -277,7 +308,14 @@ class Replica:
                     prefill_tokens += c
                     attention += c * computed + c * (c + 1) // 2
                     left -= c
+                room = room_tokens(self) if self.reserve else _INF
                 while not preempted and waiting and left > 0 and len(running) < max_seqs:
+                    if self.reserve:
+                        head = waiting[0]
+                        need = head.target + head.output - head.generated
+                        if need >= room:
+                            break
+                        room -= need
                     c = waiting[0].target
                     if c > left:
                         c = left
@@ -303,6 +341,9 @@ class Replica:
 
         if not chunks and not decoders:
             raise RuntimeError("the scheduler found nothing to run on a busy replica (a bug)")
+        if self.incoming:  # overlap: this batch is chosen; they are seen by the next one
+            waiting.extend(self.incoming)
+            self.incoming.clear()
         if queue_changed:
             stats, q = self.stats, len(waiting)
             if q > stats.max_queue:
@@ -354,6 +395,7 @@ class Replica:
                 self.heap_ids = heap_id = self.heap_ids + 1
                 s.heap_id = heap_id
                 heappush(self.heap, (step + s.output - generated, heap_id, s))
+                self.sum_finish += step + s.output - generated
         if completed:
             prefilling = self.prefilling
             self.prefilling = [] if completed == len(prefilling) else [s for s in prefilling if s.state == _PREFILL]

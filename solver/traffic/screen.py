@@ -70,6 +70,8 @@ def engine_limits(d: Deployment, w: Workload) -> EngineLimits:
         chunked_prefill=e.enable_chunked_prefill if e else True,
         prefill_schedule=e.prefill_schedule if e else "mixed",
         scheduler_steps=e.num_scheduler_steps if e else 1,
+        overlap_schedule=e.overlap_schedule if e else False,
+        reserve_new_tokens=e.reserve_new_tokens if e else False,
     )
 
 
@@ -242,8 +244,10 @@ def screen(model: IterationModel, limits: EngineLimits, m: Moments, rate_per_s: 
         return unstable("budget", tau)
     spread = m.prompt_p2_mean / m.prompt_mean**2  # E[S²] ≈ E[S]² · E[P²]/E[P]²
     wait = lam * p_iter**2 * spread / (2 * (1 - rho)) * kingman_factor(arrival_cv, spread - 1)
-    # (vLLM multi-step: the rest of the window of k steps in flight, k × half a step)
-    residual = limits.scheduler_steps * decode_s(n) / 2 + model.request_overhead_s  # and the front end's time
+    # (vLLM multi-step: the rest of the window of k steps in flight, k × half a step;
+    # SGLang's overlap scheduler: the next step too, chosen before the arrival)
+    steps_ahead = limits.scheduler_steps / 2 + (1 if limits.overlap_schedule else 0)
+    residual = steps_ahead * decode_s(n) + model.request_overhead_s  # and the front end's time
     ttft_mean = residual + wait + p_iter
 
     def ttft_at(p: float) -> float:

@@ -5,6 +5,11 @@ apart (EngineLimits): SGLang (prefill_schedule "separate", its default without
 decoder waits for; vLLM V0's multi-step scheduling (scheduler_steps k > 1) schedules k
 decode steps at once, so nothing is admitted until the window in flight is done (a
 prompt-only iteration is one step; windows follow each other from the first decode step).
+SGLang's overlap scheduler (overlap_schedule) chooses the next batch as the current one
+starts, so a request that arrives during an iteration is first seen by the one after
+next; its admission (reserve_new_tokens) keeps KV for a share of the running requests'
+outputs to come (replica.py says the rule), so requests wait for KV rather than be
+recomputed.
 
 The physics says what one iteration costs; what a user sees under traffic also
 depends on the queue, the batch the scheduler builds and the KV cache it runs out of.

@@ -66,6 +66,14 @@ class EngineLimits:
     scheduler_steps: int = 1
     """Decode steps scheduled at once (vLLM multi-step): nothing is admitted until the
     steps in flight are done."""
+    reserve_new_tokens: bool = False
+    """A prompt is admitted only while its prompt and whole output fit the free KV less a
+    share (new_token_ratio) of every running request's output still to come, the share
+    raised after a retraction and decaying back (SGLang's PrefillAdder)."""
+    overlap_schedule: bool = False
+    """The next batch is chosen while the current one runs (SGLang's event_loop_overlap):
+    a request that arrives while an iteration is in flight is first seen by the
+    iteration after the next one; one that finds the replica idle, at once."""
 
     def __post_init__(self) -> None:
         for name in ("max_num_seqs", "max_num_batched_tokens", "kv_capacity_tokens", "block_size_tokens"):
