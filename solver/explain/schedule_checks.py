@@ -23,13 +23,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from solver.explain.traffic import MAX_CORRECTIONS_PER_SHAPE, corrected_floor, plan_verdict
+from solver.explain.traffic import MAX_CORRECTIONS_PER_SHAPE, MAX_SIMULATED_REQUESTS, corrected_floor, plan_verdict
 from solver.optimise.horizon import Horizon, Option, Schedule, solve_horizon
 from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import Scenario, scenario_of
 from solver.traffic.verify import SEEDS, Check
 
 T = TypeVar("T")
+
+MAX_SCHEDULE_SIMULATED_REQUESTS = 10 * MAX_SIMULATED_REQUESTS
+"""The requests one schedule may simulate over all its rates (ten solves' budget, some
+50 s here): a bound in work, not seconds, as solve's (a week of hourly slots has up to
+168 rates). specs/daily-chat-profile.yaml draws 1.27 million; past it, a rate's check
+finds its budget spent and its slots are left to the screen, and named so."""
 
 
 @dataclass
@@ -87,14 +93,18 @@ class SlotChecks:
         return got is not None and got.replicas == o.need[t]
 
     def _charged(self, rate_per_s: float, run: Callable[[], T]) -> T:
-        """`run` against this rate's own budget, the problem's counters kept as they were."""
+        """`run` against this rate's own budget (spent, as solve's is, once the schedule's
+        MAX_SCHEDULE_SIMULATED_REQUESTS are), the problem's counters kept as they were."""
         p = self.problem
         kept = (p.simulations, p.simulated_requests, p.simulation_s)
-        p.simulations, p.simulated_requests, p.simulation_s = self.spent.get(rate_per_s, (0, 0, 0.0))
+        runs, requests, seconds = self.spent.get(rate_per_s, (0, 0, 0.0))
+        over = sum(v[1] for v in self.spent.values()) >= MAX_SCHEDULE_SIMULATED_REQUESTS
+        p.simulations, p.simulated_requests, p.simulation_s = runs, MAX_SIMULATED_REQUESTS if over else requests, seconds
         try:
             return run()
         finally:
-            self.spent[rate_per_s] = (p.simulations, p.simulated_requests, p.simulation_s)
+            if not over:
+                self.spent[rate_per_s] = (p.simulations, p.simulated_requests, p.simulation_s)
             p.simulations, p.simulated_requests, p.simulation_s = kept
 
     def _refuse(self, o: Option, rate_per_s: float, replicas: int, check: Check) -> None:
