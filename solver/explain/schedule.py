@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 
 from solver.catalog import Catalog
 from solver.catalog.autoscaling import load_autoscaling
-from solver.optimise.horizon import MILLI, Horizon, Schedule, check, solve_horizon
+from solver.explain.records import SolveResult
+from solver.explain.schedule_checks import SlotChecks
+from solver.explain.traffic import RUNNER_UP_SEEDS, verified
+from solver.optimise.horizon import MILLI, Horizon, Schedule, check
 from solver.optimise.horizon_inputs import Assumptions, assumptions, horizon_of, replicas_per_node
+from solver.optimise.model import Solution
 from solver.optimise.problem import Problem
 from solver.optimise.scenario import scenario_of, solve_scenario
 from solver.spec.schedule_spec import ScheduleSpec
@@ -31,6 +35,8 @@ class SlotRow:
     spot: int
     capacity_replicas: float
     binds: str
+    simulated: bool = False
+    """Whether the need passed solve's simulation at this rate (else the screen alone set it)."""
 
 
 @dataclass
@@ -50,6 +56,7 @@ class ScheduleResult:
     tokens: float = 0.0
     slots: list[SlotRow] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
+    checks: SlotChecks | None = None
 
     @property
     def hours(self) -> float:
@@ -60,8 +67,10 @@ class ScheduleResult:
         return None if self.schedule is None or not self.tokens else self.schedule.cost_usd / self.tokens * 1e6
 
 
-def _cost(h: Horizon, limit_s: float) -> float | None:
-    s = solve_horizon(h, limit_s)
+def _cost(checks: SlotChecks, h: Horizon, limit_s: float) -> float | None:
+    """An alternative's cost, its shape simulated as solve's runners-up are: on the
+    spec's seed at every rate (a miss corrected as the plan's), so at least this."""
+    s = checks.solve(h, limit_s, RUNNER_UP_SEEDS)[0]
     return None if s is None else s.cost_usd
 
 
@@ -80,17 +89,30 @@ def _binds(h: Horizon, s: Schedule, t: int) -> str:
     return "lag (kept up: a restart costs more)"
 
 
+def _solve_at_peak(problem: Problem) -> Solution:
+    """solve's plan at the profile's peak, simulated and corrected as solve prints it
+    (explain/traffic.verified; the problem's workload is at the peak), its corrections
+    kept off the problem after."""
+    floors = dict(problem.replica_floor)
+    s = scenario_of(problem)
+    try:
+        return verified(problem, s, solve_scenario(problem, s), SolveResult(problem, Solution("infeasible", None)))
+    finally:
+        problem.replica_floor.clear()
+        problem.replica_floor.update(floors)
+
+
 def plan_schedule(ss: ScheduleSpec, problem: Problem, catalog: Catalog) -> ScheduleResult:
     limit_s = ss.spec.solver.time_limit_s
     figures = assumptions(ss.schedule, load_autoscaling())
-    h = horizon_of(problem, ss.profile, ss.schedule, catalog, figures)
-    s = solve_horizon(h, limit_s)
-    r = ScheduleResult(ss, problem, h, figures, s)
+    checks = SlotChecks(problem, ss.profile.rates_per_s)
+    s, h = checks.solve(horizon_of(problem, ss.profile, ss.schedule, catalog, figures), limit_s)
+    r = ScheduleResult(ss, problem, h, figures, s, checks=checks)
     w = problem.workload
     assert w.traffic is not None
     per_request = w.traffic.prompt.mean_tokens + w.traffic.output.mean_tokens
     r.tokens = sum(rate * h.slot_s for rate in ss.profile.rates_per_s) * per_request
-    peak = solve_scenario(problem, scenario_of(problem))
+    peak = _solve_at_peak(problem)
     if peak.feasible:  # solve's plan at the peak, with the same failures to survive, every slot
         c = peak.chosen
         spare = ss.schedule.availability.survive * (replicas_per_node(c.shape) if ss.schedule.availability.unit == "nodes" else 1)
@@ -109,21 +131,24 @@ def plan_schedule(ss: ScheduleSpec, problem: Problem, catalog: Catalog) -> Sched
                 if "on_demand" in o.usd_per_gpu_hour
             ),
         )
-        r.on_demand_only_usd = _cost(od, limit_s)
+        r.on_demand_only_usd = _cost(checks, od, limit_s)
     survive = ss.schedule.availability.survive
     if survive:
-        r.without_survive_usd = _cost(dataclasses.replace(h, options=tuple(dataclasses.replace(o, survive_replicas=0) for o in h.options)), limit_s)
+        r.without_survive_usd = _cost(
+            checks, dataclasses.replace(h, options=tuple(dataclasses.replace(o, survive_replicas=0) for o in h.options)), limit_s
+        )
     if "reserved" in chosen.usd_per_gpu_hour:
-        r.one_more_reserved_usd = _cost(dataclasses.replace(h, options=(chosen,), min_reserved=s.reserved + 1), limit_s)
+        r.one_more_reserved_usd = _cost(checks, dataclasses.replace(h, options=(chosen,), min_reserved=s.reserved + 1), limit_s)
     per = [o.survive_replicas // survive if survive else 0 for o in h.options]
     if not survive:  # one failure of the spec's unit: a node's replicas, or one replica
         shapes = {sh.index: sh for sh in problem.shapes}
         unit = ss.schedule.availability.unit
         per = [replicas_per_node(shapes[o.index]) if unit == "nodes" else 1 for o in h.options]
     more = tuple(dataclasses.replace(o, survive_replicas=o.survive_replicas + k) for o, k in zip(h.options, per, strict=True))
-    r.one_more_failure_usd = _cost(dataclasses.replace(h, options=more), limit_s)
-    r.half_lag_usd = _cost(dataclasses.replace(h, options=tuple(dataclasses.replace(o, lag_s=o.lag_s / 2) for o in h.options)), limit_s)
+    r.one_more_failure_usd = _cost(checks, dataclasses.replace(h, options=more), limit_s)
+    r.half_lag_usd = _cost(checks, dataclasses.replace(h, options=tuple(dataclasses.replace(o, lag_s=o.lag_s / 2) for o in h.options)), limit_s)
     for t, rate in enumerate(ss.profile.rates_per_s):
         cap = (MILLI * (s.reserved + s.on_demand[t]) + chosen.spot_milli * s.spot[t]) / MILLI
-        r.slots.append(SlotRow(t * h.slot_s, rate, chosen.need[t], s.reserved, s.on_demand[t], s.spot[t], cap, _binds(h, s, t)))
+        row = SlotRow(t * h.slot_s, rate, chosen.need[t], s.reserved, s.on_demand[t], s.spot[t], cap, _binds(h, s, t), checks.simulated(chosen, t))
+        r.slots.append(row)
     return r

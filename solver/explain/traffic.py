@@ -57,8 +57,14 @@ def _simulate(problem: Problem, s: Scenario, shape: Shape, replicas: int, seeds:
     key = verdict_key(shape, replicas, seeds, settings, s.workload, s.targets)
     check = problem.simulated.get(key)
     if check is None:
+        # the spec's seed alone, run before (a correction's floor), is this verdict's first
+        # run: a miss there is the verdict, a pass is not run again
+        first = problem.simulated.get(verdict_key(shape, replicas, 1, settings, s.workload, s.targets)) if seeds > 1 else None
         start = time.monotonic()
-        check = problem.simulated[key] = verify_plan(shape.deployment, s.workload, s.targets, replicas, settings, seeds)
+        if first is not None and not first.ok:
+            check = problem.simulated[key] = first
+        else:
+            check = problem.simulated[key] = verify_plan(shape.deployment, s.workload, s.targets, replicas, settings, seeds, first)
         problem.simulation_s += time.monotonic() - start
     problem.simulations += len(check.seeds)
     problem.simulated_requests += settings.requests * len(check.seeds)
@@ -96,24 +102,36 @@ def verified(problem: Problem, s: Scenario, sol: Solution, result: SolveResult, 
             result.traffic_check = check
             return sol
         result.traffic_rejected.append((c.shape.label, c.replicas, check.failing))
-        floor = 0
-        step = max(1, math.ceil(c.replicas * 0.1))
-        r = c.replicas
-        for _ in range(MAX_EXTRA_TRIES):
-            r += step
-            # one seed sets the floor (a miss on it is a miss of the bound); the re-solve's
-            # plan at the floor is then verified on every seed, and refused if it misses
-            more = _simulate(problem, s, c.shape, r, seeds=1)
-            if more is None:
-                break
-            if more.ok:
-                floor = r
-                break
+        floor = corrected_floor(problem, s, c.shape, c.replicas)
         refusals[c.shape.index] = refusals.get(c.shape.index, 0) + 1
         if refusals[c.shape.index] >= MAX_CORRECTIONS_PER_SHAPE:
             floor = 0  # refused this often: dropped (each round drops a shape or raises a floor, so the loop ends)
         problem.replica_floor[c.shape.index] = floor
         sol = solve_scenario(problem, s, shapes=shapes)
+
+
+def plan_verdict(problem: Problem, s: Scenario, shape: Shape, replicas: int, seeds: int = SEEDS) -> Check | None:
+    """A plan's verdict on `seeds` seeds, as `verified` checks the plan it chose (its runs
+    charged to the same budget, read back where run before; None: the budget is spent):
+    `plan-opt schedule` holds each slot's replicas to it."""
+    return _simulate(problem, s, shape, replicas, seeds)
+
+
+def corrected_floor(problem: Problem, s: Scenario, shape: Shape, replicas: int) -> int:
+    """A refused plan's correction: the fewest replicas above it, in steps of a tenth
+    (at least one), that pass on one seed (a miss on it is a miss of the bound); 0 when
+    none of MAX_EXTRA_TRIES does or the budget is spent. The plan at the floor is then
+    verified on every seed, and refused again if it misses."""
+    step = max(1, math.ceil(replicas * 0.1))
+    r = replicas
+    for _ in range(MAX_EXTRA_TRIES):
+        r += step
+        more = _simulate(problem, s, shape, r, seeds=1)
+        if more is None:
+            return 0
+        if more.ok:
+            return r
+    return 0
 
 
 def passes_simulation(problem: Problem, s: Scenario, shape: Shape, replicas: int) -> Check | None:

@@ -270,7 +270,15 @@ def _solve_model(h: Horizon, time_limit_s: float) -> tuple[Schedule, bool] | Non
     return s, status == cp_model.OPTIMAL
 
 
-def solve_horizon(h: Horizon, time_limit_s: float = 10.0) -> Schedule | None:
+def _memo_key(h: Horizon, o: Option) -> tuple[object, ...]:
+    """What one option's model is a function of."""
+    prices = tuple(sorted(o.usd_per_gpu_hour.items()))
+    return (o.gpus_per_replica, o.need, prices, o.lag_s, o.spot_loss, o.survive_replicas, h.slot_s, h.min_replicas, h.max_gpus, h.min_reserved)
+
+
+def solve_horizon(
+    h: Horizon, time_limit_s: float = 10.0, memo: dict[tuple[object, ...], tuple[Schedule, bool] | None] | None = None
+) -> Schedule | None:
     """The cheapest schedule (None: no option can cover the profile); its `option`
     indexes `h.options`.
 
@@ -279,7 +287,9 @@ def solve_horizon(h: Horizon, time_limit_s: float = 10.0) -> Schedule | None:
     one-hot over the 14 shapes of specs/daily-chat-profile.yaml ran past 10 s unproven
     (and 4 % above the optimum). So each shape's model is solved, cheapest lower bound
     first, a shape skipped once its lower bound exceeds the best cost found; the
-    cheapest (ties: the first option) is the model's optimum."""
+    cheapest (ties: the first option) is the model's optimum. `memo` keeps each shape's
+    solution by what its model is a function of, for a caller that re-solves with a few
+    options changed (explain/schedule_checks.py)."""
     pruned = prune(h)
     order = sorted(range(len(pruned.options)), key=lambda k: (lower_bound_usd(pruned, pruned.options[k]), k))
     best: Schedule | None = None
@@ -288,7 +298,13 @@ def solve_horizon(h: Horizon, time_limit_s: float = 10.0) -> Schedule | None:
         o = pruned.options[k]
         if best is not None and lower_bound_usd(pruned, o) > best.cost_usd * (1 + 1e-9):
             continue
-        got = _solve_model(dataclasses.replace(pruned, options=(o,)), time_limit_s)
+        key = _memo_key(pruned, o)
+        if memo is not None and key in memo:
+            got = memo[key]
+        else:
+            got = _solve_model(dataclasses.replace(pruned, options=(o,)), time_limit_s)
+            if memo is not None:
+                memo[key] = got
         if got is None:
             continue
         one, optimal = got

@@ -23,6 +23,17 @@ def hhmm(start_s: float) -> str:
     return f"{m // 60 % 24:02d}:{m % 60:02d}" if start_s < 86_400 else f"{m / 60:g} h"
 
 
+def sizing_line(r: ScheduleResult) -> str:
+    """Which slots' replicas passed solve's simulation at their rate, and which the screen
+    alone set (a rate whose simulation budget ran out)."""
+    screened = [_hhmm(row.start_s) for row in r.slots if not row.simulated]
+    refused = len(r.checks.rejected) if r.checks is not None else 0
+    done = f"each slot's replicas simulated at its rate as solve checks its plan (every seed; {refused} refusals corrected on the way)"
+    if not screened:
+        return done
+    return done.replace("each slot's", "the other slots'") + f"; sized by the screen alone (the simulation budget ran out): {', '.join(screened)}"
+
+
 def to_dict(r: ScheduleResult) -> dict[str, Any]:
     s, h, prof = r.schedule, r.horizon, r.spec.profile
     out: dict[str, Any] = {
@@ -75,6 +86,7 @@ def to_dict(r: ScheduleResult) -> dict[str, Any]:
                     "spot": row.spot,
                     "capacity_replicas": row.capacity_replicas,
                     "binds": row.binds,
+                    "simulated": row.simulated,
                 }
                 for row in r.slots
             ],
@@ -116,7 +128,7 @@ def render(r: ScheduleResult) -> str:
             else ""
         )
         + f"a slot survives {o.survive_replicas} failed replica{'s' if o.survive_replicas != 1 else ''}",
-        "each slot sized by solve's traffic screen at its rate (not simulated: replay the day to check it)",
+        sizing_line(r),
         "",
         "Against",
         f"  peak all day    {_usd(r.peak_all_day_usd):>12}  {r.peak_plan} on demand every slot (solve at the peak)"

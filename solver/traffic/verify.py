@@ -137,11 +137,12 @@ def plan_requests(traffic: Traffic, count: int, seed: int, cached_tokens: int) -
     stream, drawn once for every plan that runs the same seed (a function of these
     alone; the traffic kept beside its stream, so that the id in the key stays its own)."""
     key = (id(traffic), seed)
-    got = _STREAMS.get(key)
+    got = _STREAMS.pop(key, None)
     if got is None or got[0] is not traffic:
-        if len(_STREAMS) >= MAX_STREAMS:
-            _STREAMS.clear()
-        got = _STREAMS[key] = (traffic, RequestStream(traffic, seed))
+        if len(_STREAMS) >= MAX_STREAMS:  # the least recently used out (a schedule's rates × seeds outnumber it)
+            del _STREAMS[next(iter(_STREAMS))]
+        got = (traffic, RequestStream(traffic, seed))
+    _STREAMS[key] = got
     return uncached(got[1].first(count), cached_tokens)
 
 
@@ -170,13 +171,20 @@ def simulate_plan(d: Deployment, w: Workload, targets: Targets, replicas: int, s
 FIGURES = (("max_ttft", "ttft_q_s"), ("max_tpot", "tpot_q_s"), ("max_e2e", "e2e_q_s"))
 
 
-def verify_plan(d: Deployment, w: Workload, targets: Targets, replicas: int, settings: Settings, seeds: int = SEEDS) -> Check:
+def verify_plan(
+    d: Deployment, w: Workload, targets: Targets, replicas: int, settings: Settings, seeds: int = SEEDS, first: Check | None = None
+) -> Check:
     """The plan on `seeds` seeds from settings.seed, held to each target's bound; the
-    first run that misses ends it (its Check, naming what it missed and its seed)."""
+    first run that misses ends it (its Check, naming what it missed and its seed).
+    `first`: the run on settings.seed already made (verify_plan with seeds=1, the same
+    inputs: a seeded run is a function of them), not run again."""
     runs: list[Check] = []
     for i in range(seeds):
         seed = (settings.seed + i) % 2**32
-        run = simulate_plan(d, w, targets, replicas, dataclasses.replace(settings, seed=seed))
+        if i == 0 and first is not None:
+            run = dataclasses.replace(first, seeds=(), bounds=())
+        else:
+            run = simulate_plan(d, w, targets, replicas, dataclasses.replace(settings, seed=seed))
         runs.append(run)
         if not run.ok or seeds == 1:
             return dataclasses.replace(run, seeds=tuple((settings.seed + j) % 2**32 for j in range(i + 1)))

@@ -112,9 +112,9 @@ def test_a_plan_simulated_once_is_not_simulated_again(monkeypatch: pytest.Monkey
     seen: list[tuple[object, ...]] = []
     real = explain_traffic.verify_plan
 
-    def counted(d, w, t, replicas, settings, seeds):  # type: ignore[no-untyped-def]
+    def counted(d, w, t, replicas, settings, seeds, first=None):  # type: ignore[no-untyped-def]
         seen.append((id(d), replicas, seeds, settings))  # a shape keeps one Deployment
-        return real(d, w, t, replicas, settings, seeds)
+        return real(d, w, t, replicas, settings, seeds, first)
 
     monkeypatch.setattr(explain_traffic, "verify_plan", counted)
     p = _problem("chat-70b-at-20-rps.yaml")
