@@ -27,7 +27,7 @@ import math
 
 from solver.optimise.candidates import Candidate, candidates
 from solver.optimise.disaggregated import serves_disaggregated
-from solver.optimise.disaggregated_floor import prefill_floor
+from solver.optimise.disaggregated_floor import fewest_decode_replicas, prefill_floor
 from solver.optimise.model import PRIMARY, Limits, Solution, admissible, optimise
 from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import Scenario, solve_scenario, wants_batch_variants
@@ -160,6 +160,11 @@ class Refilter:
             nonlocal best
             if kind == 0 and misses_alone(problem, sh, w, s.targets):
                 return  # its one aggregated candidate (batch 1) meets no rule set: nothing to build
+            if kind == 1 and best is not None:  # its decode pool's fewest replicas under the TPOT cap too
+                fewest = fewest_decode_replicas(problem, w, s.targets, sh)
+                at_least = None if fewest is None else paired(sh, lower_bound(problem, sh, fewest) or 0)
+                if at_least is None or at_least > best:
+                    return
             if not disaggregated:
                 cands = candidates(problem, w, s.targets, batch_variants=variants, shapes=[sh])
             else:

@@ -15,8 +15,10 @@ replicas from below. Without either target Z has no bound and neither has the po
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
+from solver.optimise.candidates import tpot_batch_cap
 from solver.optimise.disaggregated import prefill_options
 from solver.optimise.problem import Problem, Shape
 from solver.physics.deployment import Targets, Workload
@@ -51,3 +53,15 @@ def prefill_floor(problem: Problem, w: Workload, t: Targets, decode: Shape, shap
         value = sized[0] * o.per_replica[figure]
         least = value if least is None else min(least, value)
     return least
+
+
+def fewest_decode_replicas(problem: Problem, w: Workload, t: Targets, decode: Shape) -> int | None:
+    """The fewest replicas of any decode pool of `decode` that `disaggregated_candidates`
+    builds (its batches are at most the memory's and the TPOT target's caps on the
+    decode-only physics); None when it builds none."""
+    decode_w = dataclasses.replace(w, batching="isolated")
+    ph = problem.physics(decode, decode_w)
+    if not ph.valid or ph.decode is None:
+        return None
+    cap = min(ph.max_batch_memory, tpot_batch_cap(problem, ph, decode_w, t, False))
+    return None if cap < 1 else math.ceil(w.users / min(cap, w.users))
