@@ -32,7 +32,7 @@ from solver.optimise.model import PRIMARY, Limits, Solution, admissible, optimis
 from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import Scenario, solve_scenario, wants_batch_variants
 from solver.physics.deployment import Targets, Workload
-from solver.units import meets_time
+from solver.units import TIME_TOLERANCE, meets_time
 
 _PER_GPU = ("min_cost", "min_gpus", "min_purchase")
 _FIGURE = {"min_cost": 0, "min_gpus": 1, "min_purchase": 2}
@@ -73,6 +73,17 @@ def misses_alone(problem: Problem, shape: Shape, w: Workload, t: Targets) -> boo
     if t.max_tpot_s is not None and not meets_time(ph.tpot_at(1), t.max_tpot_s):
         return True
     return t.max_ttft_s is not None and not meets_time(ph.ttft_under_load_at(1) if dec.prompt_tokens else ph.ttft_s, t.max_ttft_s)
+
+
+def fewest_aggregated(problem: Problem, shape: Shape, w: Workload, t: Targets) -> int:
+    """The fewest replicas of the aggregated plans `candidates` builds of `shape` (its
+    batches are at most the memory's and the TPOT target's caps, `replica_capacity`;
+    batch 1 where no batch meets them): a bound read before the TTFT cap's search."""
+    ph = problem.physics(shape, w)
+    cap = ph.max_batch_memory
+    if t.max_tpot_s is not None and ph.decode is not None:
+        cap = min(cap, problem.tpot_cap(ph, w, t.max_tpot_s * (1 + TIME_TOLERANCE), max(cap, 1)))
+    return math.ceil(w.users / max(1, min(cap, w.users)))
 
 
 def within_limits(problem: Problem, shape: Shape, w: Workload, limits: Limits) -> bool:
@@ -160,6 +171,8 @@ class Refilter:
             nonlocal best
             if kind == 0 and misses_alone(problem, sh, w, s.targets):
                 return  # its one aggregated candidate (batch 1) meets no rule set: nothing to build
+            if kind == 0 and best is not None and (lb := lower_bound(problem, sh, fewest_aggregated(problem, sh, w, s.targets))) is not None and lb > best:
+                return  # its fewest replicas under memory and the TPOT target already cost more
             if kind == 1 and best is not None:  # its decode pool's fewest replicas under the TPOT cap too
                 fewest = fewest_decode_replicas(problem, w, s.targets, sh)
                 at_least = None if fewest is None else paired(sh, lower_bound(problem, sh, fewest) or 0)
