@@ -171,7 +171,12 @@ class Refilter:
             nonlocal best
             if kind == 0 and misses_alone(problem, sh, w, s.targets):
                 return  # its one aggregated candidate (batch 1) meets no rule set: nothing to build
-            if kind == 0 and best is not None and (lb := lower_bound(problem, sh, fewest_aggregated(problem, sh, w, s.targets))) is not None and lb > best:
+            if (
+                kind == 0
+                and best is not None
+                and (lb := lower_bound(problem, sh, fewest_aggregated(problem, sh, w, s.targets))) is not None
+                and lb > best
+            ):
                 return  # its fewest replicas under memory and the TPOT target already cost more
             if kind == 1 and best is not None:  # its decode pool's fewest replicas under the TPOT cap too
                 fewest = fewest_decode_replicas(problem, w, s.targets, sh)

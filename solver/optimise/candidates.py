@@ -345,9 +345,7 @@ def _built(
     searched = shapes if shapes is not None else problem.shapes
     out: list[Candidate] = []
     if serves_disaggregated(problem, w):
-        out += disaggregated_candidates(
-            problem, w, t, searched, relaxed, variants=batch_variants, ignore_caps=ignore_tpot_cap, decoding=decoding
-        )
+        out += disaggregated_candidates(problem, w, t, searched, relaxed, variants=batch_variants, ignore_caps=ignore_tpot_cap, decoding=decoding)
     if "aggregated" not in problem.spec.search.serving:
         return acquirable(problem, out)
     for shape in searched if aggregated is None else aggregated:
