@@ -14,9 +14,13 @@ rule, a total order that does not depend on which other candidates are present
 caps) are read back from the problem (`Problem.physics`, `Problem.memory_cap`); a
 moved context derives anew only the memory of the options the bound reaches.
 
-The bound holds for the objectives priced per GPU (min_cost, min_gpus, min_purchase)
-when no GPU is owned (owned ones are free), the serving is aggregated only and the
-workload is users: elsewhere it chooses among every candidate that meets every rule at
+With disaggregated serving an option is visited twice: its aggregated plans, and its
+plans as the decode pool, bounded by its fewest decode replicas and the least prefill
+pool any admissible plan can pair with it (optimise/disaggregated_floor.py); before
+either is built, its fewest replicas under the TPOT target too (the TPOT cap is read
+before the TTFT cap's search and the prefill pools' sizing). The bound holds for the
+objectives priced per GPU (min_cost, min_gpus, min_purchase) when no GPU is owned
+(owned ones are free) and the workload is users: elsewhere it chooses among every candidate that meets every rule at
 the least objective (the candidates built once per workload and targets, so a moved
 budget builds none); under traffic, and whenever no option meets every rule, it is the
 full solve (`solve_scenario`)."""
