@@ -14,9 +14,13 @@ rule, a total order that does not depend on which other candidates are present
 caps) are read back from the problem (`Problem.physics`, `Problem.memory_cap`); a
 moved context derives anew only the memory of the options the bound reaches.
 
-The bound holds for the objectives priced per GPU (min_cost, min_gpus, min_purchase)
-when no GPU is owned (owned ones are free), the serving is aggregated only and the
-workload is users: elsewhere it chooses among every candidate that meets every rule at
+With disaggregated serving an option is visited twice: its aggregated plans, and its
+plans as the decode pool, bounded by its fewest decode replicas and the least prefill
+pool any admissible plan can pair with it (optimise/disaggregated_floor.py); before
+either is built, its fewest replicas under the TPOT target too (the TPOT cap is read
+before the TTFT cap's search and the prefill pools' sizing). The bound holds for the
+objectives priced per GPU (min_cost, min_gpus, min_purchase) when no GPU is owned
+(owned ones are free) and the workload is users: elsewhere it chooses among every candidate that meets every rule at
 the least objective (the candidates built once per workload and targets, so a moved
 budget builds none); under traffic, and whenever no option meets every rule, it is the
 full solve (`solve_scenario`)."""
@@ -27,19 +31,24 @@ import math
 
 from solver.optimise.candidates import Candidate, candidates
 from solver.optimise.disaggregated import serves_disaggregated
+from solver.optimise.disaggregated_floor import fewest_decode_replicas, prefill_floor
 from solver.optimise.model import PRIMARY, Limits, Solution, admissible, optimise
 from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import Scenario, solve_scenario, wants_batch_variants
 from solver.physics.deployment import Targets, Workload
-from solver.units import meets_time
+from solver.units import TIME_TOLERANCE, meets_time
 
 _PER_GPU = ("min_cost", "min_gpus", "min_purchase")
+_FIGURE = {"min_cost": 0, "min_gpus": 1, "min_purchase": 2}
+"""Each objective's figure of a prefill replica (disaggregated._Option.per_replica)."""
 
 
 def bounded(problem: Problem, s: Scenario) -> bool:
     """Whether `lower_bound` holds for every candidate of this scenario on options that
-    own no GPU (Refilter checks that once)."""
-    return problem.objective in _PER_GPU and s.workload.traffic is None and not serves_disaggregated(problem, s.workload)
+    own no GPU (Refilter checks that once). A disaggregated plan's decode pool is its
+    option: the pool holds at most its memory's batch per replica, and the prefill pool
+    only adds GPUs, cost and purchase (each rounded up after the sum, so no less)."""
+    return problem.objective in _PER_GPU and s.workload.traffic is None
 
 
 def lower_bound(problem: Problem, shape: Shape, replicas: int) -> int | None:
@@ -68,6 +77,17 @@ def misses_alone(problem: Problem, shape: Shape, w: Workload, t: Targets) -> boo
     if t.max_tpot_s is not None and not meets_time(ph.tpot_at(1), t.max_tpot_s):
         return True
     return t.max_ttft_s is not None and not meets_time(ph.ttft_under_load_at(1) if dec.prompt_tokens else ph.ttft_s, t.max_ttft_s)
+
+
+def fewest_aggregated(problem: Problem, shape: Shape, w: Workload, t: Targets) -> int:
+    """The fewest replicas of the aggregated plans `candidates` builds of `shape` (its
+    batches are at most the memory's and the TPOT target's caps, `replica_capacity`;
+    batch 1 where no batch meets them): a bound read before the TTFT cap's search."""
+    ph = problem.physics(shape, w)
+    cap = ph.max_batch_memory
+    if t.max_tpot_s is not None and ph.decode is not None:
+        cap = min(cap, problem.tpot_cap(ph, w, t.max_tpot_s * (1 + TIME_TOLERANCE), max(cap, 1)))
+    return math.ceil(w.users / max(1, min(cap, w.users)))
 
 
 def within_limits(problem: Problem, shape: Shape, w: Workload, limits: Limits) -> bool:
@@ -114,7 +134,7 @@ class Refilter:
         self.order = first + [x for x in one if x[1].index not in seen]
         self.hinted = len(first)
         self.owned = any(sh.owned for sh in (problem.shapes if shapes is None else shapes))
-        self.sorted: dict[tuple[object, ...], list[tuple[int, int, Shape]]] = {}
+        self.sorted: dict[tuple[object, ...], list[tuple[int, int, int, Shape]]] = {}
         """At the problem's own workload (its figures all derived), every option's bound
         at memory, sorted, per count of users: kept across the targets moved."""
 
@@ -128,6 +148,9 @@ class Refilter:
             return self._filtered(s)
         w, limits, primary = s.workload, s.limits(), PRIMARY[problem.objective]
         variants = wants_batch_variants(problem)
+        disaggregated = serves_disaggregated(problem, w)
+        searched = problem.shapes if self.shapes is None else self.shapes
+        floors: dict[tuple[str, str, float], float | None] = {}
         best: int | None = None
         built: list[Candidate] = []
 
@@ -136,22 +159,54 @@ class Refilter:
             per_replica = problem.memory_cap(sh, w)
             return None if per_replica < 1 else lower_bound(problem, sh, math.ceil(w.users / per_replica))
 
-        def build(sh: Shape) -> None:
+        def paired(sh: Shape, lb: int) -> int | None:
+            """The bound of its disaggregated plans (`sh` the decode pool): `lb` and the
+            least prefill pool (disaggregated_floor), the sum rounded as `Candidate`'s
+            (⌈a + b⌉ ≥ ⌈a⌉ + ⌊b⌋); None: no prefill option can pair with it."""
+            d = sh.deployment
+            at = (d.weights.name, d.kv.name, d.factors.request_overhead_s)  # all the floor reads of the decode shape
+            if at not in floors:
+                floors[at] = prefill_floor(problem, w, s.targets, sh, searched, _FIGURE[problem.objective])
+            floor = floors[at]
+            return None if floor is None else lb + math.floor(floor * (1 - 1e-9))
+
+        def build(sh: Shape, kind: int) -> None:
+            """Kind 0: the option's aggregated plans; 1: its plans as the decode pool, paired over every prefill option."""
             nonlocal best
-            if misses_alone(problem, sh, w, s.targets):
-                return  # its one candidate (batch 1) meets no rule set: nothing to build
-            for c in candidates(problem, w, s.targets, batch_variants=variants, shapes=[sh]):
+            if kind == 0 and misses_alone(problem, sh, w, s.targets):
+                return  # its one aggregated candidate (batch 1) meets no rule set: nothing to build
+            if (
+                kind == 0
+                and best is not None
+                and (lb := lower_bound(problem, sh, fewest_aggregated(problem, sh, w, s.targets))) is not None
+                and lb > best
+            ):
+                return  # its fewest replicas under memory and the TPOT target already cost more
+            if kind == 1 and best is not None:  # its decode pool's fewest replicas under the TPOT cap too
+                fewest = fewest_decode_replicas(problem, w, s.targets, sh)
+                at_least = None if fewest is None else paired(sh, lower_bound(problem, sh, fewest) or 0)
+                if at_least is None or at_least > best:
+                    return
+            if not disaggregated:
+                cands = candidates(problem, w, s.targets, batch_variants=variants, shapes=[sh])
+            else:
+                one = [sh] if kind == 0 else []
+                cands = candidates(problem, w, s.targets, batch_variants=variants, shapes=self.shapes, aggregated=one, decoding=[sh] if kind else [])
+            for c in cands:
                 built.append(c)
                 if admissible(c, limits) and (best is None or primary(c) < best):
                     best = primary(c)
 
+        kinds = (0, 1) if disaggregated else (0,)
         for _, sh in self.order[: self.hinted]:
             if bound(sh) is not None:
-                build(sh)
-        # The rest by their bound at memory, read for those whose one replica does not
-        # already cost more than the plan found (the order is by that), then built
-        # cheapest bound first until the bound passes the best plan found.
-        key = (_memory_key(w), w.users)
+                for kind in kinds:
+                    build(sh, kind)
+        # The rest by their bound at memory (a disaggregated plan's with its least prefill
+        # pool), read for those whose one replica does not already cost more than the plan
+        # found (the order is by that), then built cheapest bound first until the bound
+        # passes the best plan found.
+        key = (_memory_key(w), w.users, (s.targets.max_ttft_s, s.targets.max_tpot_s) if disaggregated else None)
         bounds = self.sorted.get(key, [])
         if key not in self.sorted:
             whole = _memory_key(w) == _memory_key(problem.workload)  # read, not derived: sort them all, once
@@ -159,15 +214,18 @@ class Refilter:
                 if not whole and best is not None and lb1 > best:
                     break
                 lb = bound(sh)
-                if lb is not None and (whole or best is None or lb <= best):
-                    bounds.append((lb, sh.index, sh))
-            bounds.sort(key=lambda b: b[:2])
+                if lb is None:
+                    continue
+                for kind, kind_lb in ((0, lb), (1, paired(sh, lb) if disaggregated else None)):
+                    if kind_lb is not None and (whole or best is None or kind_lb <= best):
+                        bounds.append((kind_lb, sh.index, kind, sh))
+            bounds.sort(key=lambda b: b[:3])
             if whole:
                 self.sorted[key] = bounds
-        for lb, _, sh in bounds:
+        for lb, _, kind, sh in bounds:
             if best is not None and lb > best:
                 break
-            build(sh)
+            build(sh, kind)
         if best is None:  # nothing meets every rule: the full solve says why (infeasible)
             return solve_scenario(problem, s, shapes=self.shapes)
         # CP-SAT's choice is the least (objective, tie-break rank) among the plans that

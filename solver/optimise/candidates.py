@@ -275,6 +275,7 @@ def candidates(
     shapes: list[Shape] | None = None,
     aggregated: list[Shape] | None = None,
     within: tuple[int | None, int | None, int | None] | None = None,
+    decoding: list[Shape] | None = None,
 ) -> list[Candidate]:
     """One candidate per runnable shape at its largest batch (fewest replicas, the
     cheapest way to serve the users), or several batches when `batch_variants` (a
@@ -283,7 +284,10 @@ def candidates(
     `aggregated` (of `shapes`; all of them when None): the shapes whose aggregated plans
     are built (each shape's are its own), while disaggregated plans pair over `shapes`.
     `within` (GPUs, cents per hour, purchase dollars; None: no limit): aggregated plans
-    over one of them are not built (never admissible; a re-filter's own)."""
+    over one of them are not built (never admissible; a re-filter's own).
+    `decoding` (of `shapes`; all of them when None): the decode pools' shapes whose
+    disaggregated plans are built, each paired over every prefill option of `shapes`
+    (a decode shape's pairs do not depend on the other decode shapes)."""
     w = workload or problem.workload
     t = targets or problem.targets
     if w.traffic is not None:
@@ -298,10 +302,10 @@ def candidates(
     def indices(shs: list[Shape] | None) -> tuple[int, ...] | None:
         return None if shs is None else tuple(sh.index for sh in shs)
 
-    key = (w, t, batch_variants, ignore_tpot_cap, relaxed, indices(shapes), indices(aggregated), within)
+    key = (w, t, batch_variants, ignore_tpot_cap, relaxed, indices(shapes), indices(aggregated), within, indices(decoding))
     got = problem._candidates.get(key)
     if got is None:
-        got = problem._candidates[key] = _built(problem, w, t, batch_variants, ignore_tpot_cap, relaxed, shapes, aggregated, within)
+        got = problem._candidates[key] = _built(problem, w, t, batch_variants, ignore_tpot_cap, relaxed, shapes, aggregated, within, decoding)
     return list(got)
 
 
@@ -333,6 +337,7 @@ def _built(
     shapes: list[Shape] | None,
     aggregated: list[Shape] | None,
     within: tuple[int | None, int | None, int | None] | None,
+    decoding: list[Shape] | None = None,
 ) -> list[Candidate]:
     """`candidates` without traffic, built anew."""
     from solver.optimise.disaggregated import disaggregated_candidates, serves_disaggregated
@@ -340,7 +345,7 @@ def _built(
     searched = shapes if shapes is not None else problem.shapes
     out: list[Candidate] = []
     if serves_disaggregated(problem, w):
-        out += disaggregated_candidates(problem, w, t, searched, relaxed, variants=batch_variants, ignore_caps=ignore_tpot_cap)
+        out += disaggregated_candidates(problem, w, t, searched, relaxed, variants=batch_variants, ignore_caps=ignore_tpot_cap, decoding=decoding)
     if "aggregated" not in problem.spec.search.serving:
         return acquirable(problem, out)
     for shape in searched if aggregated is None else aggregated:

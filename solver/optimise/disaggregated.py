@@ -112,6 +112,21 @@ def _prefill_options(problem: Problem, w: Workload, shapes: list[Shape]) -> dict
     return out
 
 
+def prefill_options(problem: Problem, w: Workload, shapes: list[Shape]) -> dict[tuple[str, str], list[_Option]]:
+    """`_prefill_options` of the decode-only workload, memoised per workload and shapes
+    (first by the list itself, held beside the answer: a re-solve asks once per option)."""
+    figures = (w.resident_tokens, w.prompt_tokens, w.output_tokens, w.shared_prefix_tokens, w.prefix_hit_rate)
+    held = problem._pools.get(("options of", id(shapes), *figures))
+    if held is not None and held[0] is shapes:
+        return held[1]
+    key = ("options", *figures, *(s.index for s in shapes))
+    got = problem._pools.get(key)
+    if got is None:
+        got = problem._pools[key] = _prefill_options(problem, dataclasses.replace(w, batching="isolated"), shapes)
+    problem._pools[("options of", id(shapes), *figures)] = (shapes, got)
+    return got
+
+
 DIAGNOSIS_BATCHES = 16
 """Decode batches per shape offered to the diagnosis, spread over the distinct ones:
 each pairs with every prefill shape, so every batch would make the pairs millions."""
@@ -126,29 +141,21 @@ def disaggregated_candidates(
     *,
     variants: bool = False,
     ignore_caps: bool = False,
+    decoding: list[Shape] | None = None,
 ) -> list[Candidate]:
     """Every decode-pool option (a shape at its largest batch; every batch with `variants`,
     or under a TTFT target the smaller ones while they may pay, _smaller_batches_may_pay)
     with the fewest replicas of each undominated prefill shape of its formats.
     `ignore_caps` (the diagnosis): batches past the TPOT cap, and prefill pools sized
-    without the TTFT target, so that either target can be switched off by assumption."""
+    without the TTFT target, so that either target can be switched off by assumption.
+    `decoding` (of `shapes`; all when None): the decode shapes paired, each with the
+    prefill options of all `shapes` (its pairs are the same whichever others are paired)."""
     decode_w = dataclasses.replace(w, batching="isolated")  # a decode-only replica mixes no prompts into its steps
-    options_key = (
-        "options",
-        decode_w.resident_tokens,
-        decode_w.prompt_tokens,
-        decode_w.output_tokens,
-        decode_w.shared_prefix_tokens,
-        decode_w.prefix_hit_rate,
-        *(s.index for s in shapes),
-    )
-    prefill = problem._pools.get(options_key)
-    if prefill is None:
-        prefill = problem._pools[options_key] = _prefill_options(problem, decode_w, shapes)
+    prefill = prefill_options(problem, w, shapes)
     max_ttft_s = None if ignore_caps else t.max_ttft_s
     dims = _dims(problem)
     out: list[Candidate] = []
-    for shape in shapes:
+    for shape in shapes if decoding is None else decoding:
         d = shape.deployment
         options = prefill.get((d.weights.name, d.kv.name))
         if d.speculation is not None or not options:

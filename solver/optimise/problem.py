@@ -215,8 +215,8 @@ class Problem:
         refusals = ph.refusals if ph is not None else None
         got = ph.max_batch_memory if ph is not None else self._memory.get(key)
         if got is None:
-            refusals = tuple(validity.check(shape.deployment, workload))
-            got = self._memory[key] = 0 if refusals else estimate_memory(shape.deployment, workload).max_batch
+            refusals, most = _memory_part(shape.deployment, workload, self._unbatched, key)
+            got = self._memory[key] = 0 if refusals or most is None else most
         if refusals and any(kind != "workload" for kind, _ in refusals):
             self._refused.add(shape.index)  # the split, its formats or its platform: whatever the workload
         return 0 if refusals else got
@@ -278,21 +278,41 @@ def _physics_key(shape: Shape, w: Workload) -> tuple[int, int, int, int, str, in
     return (shape.index, w.resident_tokens, w.prompt_tokens, w.output_tokens, w.batching, w.shared_prefix_tokens, w.prefix_hit_rate)
 
 
-def _unbatched_physics(d: Deployment, w: Workload) -> tuple[tuple[tuple[str, str], ...], int | None, PrefillEstimate | ValueError | None]:
+def _memory_part(d: Deployment, w: Workload, unbatched: dict[tuple, tuple[Any, ...]], full: tuple) -> tuple[tuple[tuple[str, str], ...], int | None]:
+    """(refusals, memory's batch) of `_unbatched_physics`, memoised apart (under the key
+    "memory"): `Problem.memory_cap` reads them of options whose physics is never derived,
+    and the physics then reuses them."""
+    key = ("memory", *full[:4], *full[5:])  # less the batching
+    got = unbatched.get(key)
+    if got is None:
+        refused = tuple(validity.check(d, w))
+        most: int | None = None
+        if not any(kind != validity.INTERCONNECT for kind, _ in refused) and (not refused or _ring_joins(d)):
+            most = estimate_memory(d, w).max_batch
+        got = unbatched[key] = (refused, most)
+    return got
+
+
+def _ring_joins(d: Deployment) -> bool:
+    """Whether any link joins the split's GPUs (else nothing is estimated of it)."""
+    from solver.physics.interconnect import ring_for
+
+    try:
+        ring_for(d)
+    except ValueError:
+        return False
+    return True
+
+
+def _unbatched_physics(
+    d: Deployment, w: Workload, memory: tuple[tuple[tuple[str, str], ...], int | None]
+) -> tuple[tuple[tuple[str, str], ...], int | None, PrefillEstimate | ValueError | None]:
     """(refusals, memory's batch, prefill estimate or the ValueError it raised), the parts
     of a shape's physics its workload's batching does not enter (validity, memory and
     prefill read no `batching`); None where a refusal leaves nothing to estimate."""
-    refused = tuple(validity.check(d, w))
-    if any(kind != validity.INTERCONNECT for kind, _ in refused):
+    refused, max_batch = memory
+    if max_batch is None:
         return refused, None, None
-    if any(kind == validity.INTERCONNECT for kind, _ in refused):
-        try:
-            from solver.physics.interconnect import ring_for
-
-            ring_for(d)
-        except ValueError:  # no link joins this many GPUs at all: nothing to estimate
-            return refused, None, None
-    max_batch = estimate_memory(d, w).max_batch
     try:
         return refused, max_batch, estimate_prefill(d, w)
     except ValueError as e:
@@ -304,7 +324,7 @@ def _shape_physics(shape: Shape, w: Workload, unbatched: dict[tuple, tuple[Any, 
     full = _physics_key(shape, w)
     key = full[:4] + full[5:]  # less the batching
     if key not in unbatched:
-        unbatched[key] = _unbatched_physics(d, w)
+        unbatched[key] = _unbatched_physics(d, w, _memory_part(d, w, unbatched, full))
     refused, max_batch, prefill = unbatched[key]
     if max_batch is None:
         return ShapePhysics(shape, refused, 0, math.inf, None)
