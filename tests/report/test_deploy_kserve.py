@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from solver.cli.main import main
+from tests.report.pd_spec import nvidia_pd_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "kserve" / "llminferenceservice-v1alpha1.schema.json").read_text())
@@ -25,10 +26,13 @@ VLLM_IMAGE = yaml.safe_load((ROOT / "catalogs" / "engine_flags.yaml").read_text(
 
 @cache
 def _run(spec: str, *extra: str) -> tuple[int, str, str]:
+    """deploy on a bundled spec (the P/D one held to NVIDIA GPUs: tests/report/pd_spec.py)."""
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         try:
-            rc = main(["deploy", str(ROOT / "specs" / spec), "--format", "json", *extra])
+            rc = main(
+                ["deploy", str(nvidia_pd_spec() if spec == "long-prompts-disaggregated.yaml" else ROOT / "specs" / spec), "--format", "json", *extra]
+            )
         except SystemExit as e:  # argparse: an unknown --emit choice
             rc = int(e.code or 0)
     return rc, out.getvalue(), err.getvalue()

@@ -17,9 +17,10 @@ import yaml
 
 from solver.cli.main import main
 from tests.k8s_schema import check
+from tests.report.pd_spec import nvidia_pd_spec
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC = ROOT / "specs" / "long-prompts-disaggregated.yaml"
+SPEC = nvidia_pd_spec()
 FLAGS = yaml.safe_load((ROOT / "catalogs" / "engine_flags.yaml").read_text())["engines"]
 ROUTER = {"vllm": "vllm_router", "sglang": "sglang_router"}
 
