@@ -71,7 +71,7 @@ class IterationModel:
     """iteration_s's table: _fixed_terms by (decode sequences, prefill tokens)."""
     chunk_terms: dict[float, tuple[float, float, float]] = field(default_factory=dict)
     """_chunk_terms by prefill tokens."""
-    token_terms: dict[int, tuple[float, float]] = field(default_factory=dict)
+    token_terms: dict[float, tuple[float, float]] = field(default_factory=dict)
     """_token_terms by the iteration's tokens (decoders + prompt tokens)."""
 
     def _prefill_weights_s(self, tokens: int) -> float:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from solver.errors import InputError
 from solver.physics.deployment import LengthDistribution, Targets
+from solver.traffic.draws import BULK_DISTS, Uniforms, arrivals, paired_lengths
 from solver.traffic.requests import drawer
 from solver.traffic.screen import DEFAULT_PERCENTILE
 from solver.traffic.simulate import EngineLimits, IterationCost, Request, SimResult, simulate
@@ -74,19 +75,19 @@ def pod_windows(slot_s: float, replicas: Sequence[int], lag_s: float, lead_s: fl
 
 def day_requests(slot_s: float, rates_per_s: Sequence[float], prompt: LengthDistribution, output: LengthDistribution, seed: int) -> list[Request]:
     """Poisson arrivals at each slot's rate, lengths drawn per request (requests.drawer);
-    gaps and lengths from separate seeded streams, as requests.RequestStream."""
-    gaps, lengths = random.Random(f"{seed}:arrivals"), random.Random(f"{seed}:lengths")
-    draw_prompt, draw_output = drawer(prompt), drawer(output)
-    out = []
+    gaps and lengths from separate seeded streams, as requests.RequestStream. Drawn in
+    bulk (draws.py: the same numbers as the loop below, which draws the lengths that
+    draws.py does not take)."""
+    uniforms = Uniforms(f"{seed}:arrivals")
+    times: list[float] = []
     for k, rate in enumerate(rates_per_s):
-        if rate <= 0:
-            continue
-        end = (k + 1) * slot_s
-        t = k * slot_s + gaps.expovariate(rate)
-        while t < end:
-            out.append(Request(t, draw_prompt(lengths), draw_output(lengths)))
-            t += gaps.expovariate(rate)
-    return out
+        if rate > 0:
+            times += arrivals(uniforms, k * slot_s, (k + 1) * slot_s, rate)
+    if prompt.dist in BULK_DISTS and output.dist in BULK_DISTS:
+        prompts, outputs = paired_lengths(prompt, output, len(times), Uniforms(f"{seed}:lengths"))
+        return [Request(t, p, o) for t, p, o in zip(times, prompts, outputs)]
+    lengths, draw_prompt, draw_output = random.Random(f"{seed}:lengths"), drawer(prompt), drawer(output)
+    return [Request(t, draw_prompt(lengths), draw_output(lengths)) for t in times]
 
 
 @dataclass(frozen=True)
