@@ -33,6 +33,8 @@ from solver.traffic.requests import lognormal_sigma
 BULK_DISTS = ("lognormal", "fixed")
 """Length distributions drawn here (each takes whole pairs of uniforms or none)."""
 _NV_MAGICCONST = 4 * math.exp(-0.5) / math.sqrt(2.0)  # random.py's constant, computed as it is there
+BLOCK = 1 << 20
+"""Uniforms drawn at most at once (8 MB): a day of millions of requests in blocks."""
 _ACCEPTED = 0.73  # a pair's chance of acceptance in normalvariate (about 0.731 measured): it only sizes a block
 
 
@@ -66,7 +68,7 @@ def arrivals(u: Uniforms, start_s: float, end_s: float, rate_per_s: float) -> li
     t = start_s
     expected = (end_s - start_s) * rate_per_s
     while True:
-        n = int(expected + 6 * math.sqrt(expected) + 64)
+        n = min(BLOCK, int(expected + 6 * math.sqrt(expected) + 64))
         block = u.ahead(n)
         logs = np.fromiter(map(math.log, (1.0 - block).tolist()), dtype=float, count=n)
         times = list(accumulate((-logs / rate_per_s).tolist(), initial=t))[1:]
@@ -85,7 +87,7 @@ def normals(u: Uniforms, count: int) -> np.ndarray:
     got: list[np.ndarray] = []
     need = count
     while need > 0:
-        pairs = int(need / _ACCEPTED) + 64
+        pairs = min(BLOCK // 2, int(need / _ACCEPTED) + 64)
         block = u.ahead(2 * pairs)
         u1, u2 = block[0::2], 1.0 - block[1::2]
         z = _NV_MAGICCONST * (u1 - 0.5) / u2

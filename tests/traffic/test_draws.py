@@ -73,3 +73,12 @@ def test_a_day_drawn_in_bulk_is_the_loops_day(prompt, output, seed):
     want = _reference(60.0, rates, prompt, output, seed)
     assert len(got) > 1500
     assert got == want
+
+
+def test_a_day_drawn_in_small_blocks_is_the_loops_day(monkeypatch):
+    """Blocks of 50 uniforms: a slot's arrivals and the normals cross many blocks."""
+    import solver.traffic.draws as draws
+
+    monkeypatch.setattr(draws, "BLOCK", 50)
+    rates = [3.0, 0.0, 20.0]
+    assert day_requests(60.0, rates, CHAT_PROMPT, TIGHT, 5) == _reference(60.0, rates, CHAT_PROMPT, TIGHT, 5)
