@@ -71,6 +71,8 @@ class IterationModel:
     """iteration_s's table: _fixed_terms by (decode sequences, prefill tokens)."""
     chunk_terms: dict[float, tuple[float, float, float]] = field(default_factory=dict)
     """_chunk_terms by prefill tokens."""
+    token_terms: dict[float, tuple[float, float]] = field(default_factory=dict)
+    """_token_terms by the iteration's tokens (decoders + prompt tokens)."""
 
     def _prefill_weights_s(self, tokens: int) -> float:
         cached = self.prefill_weights_s.get(tokens)
@@ -96,11 +98,25 @@ class IterationModel:
             c.unhidden_share,
         )
 
+    @cached_property
+    def _attention_terms(self) -> tuple[float, float, float, int, float, bool, float]:
+        """What _with_attention_s reads of the model, as one tuple (iteration_s's hot path)."""
+        return (
+            self.kv_s_per_token,
+            self.decode_attention_s_per_token,
+            self.prefill_attention_s_per_pair,
+            self.cached_tokens,
+            self.decode.step_overhead_s,
+            self._rates[2],
+            self._rates[3],
+        )
+
     def iteration_s(self, decode_seqs: int, decode_context_tokens: int, prefill_tokens: int, prefill_attention_tokens: float) -> float:
         """mean_iteration_s at whole loads, its terms of (decode_seqs, prefill_tokens)
         alone read from a table (the simulator asks for the same few thousand pairs
         hundreds of thousands of times); the same operations in the same order, so the
-        same float bit for bit (tests/physics/test_iteration_table.py)."""
+        same float bit for bit (tests/physics/test_iteration_table.py). The simulator's
+        hottest call: _with_attention_s is written out here (two frames less a call)."""
         b, k = decode_seqs, prefill_tokens
         if b <= 0 and k <= 0:
             return 0.0
@@ -109,7 +125,17 @@ class IterationModel:
             if len(self.fixed_terms) >= MAX_FIXED_TERMS:
                 self.fixed_terms.clear()
             fixed = self.fixed_terms[(b, k)] = self._fixed_terms(b, k)
-        return self._with_attention_s(fixed, b, decode_context_tokens, k, prefill_attention_tokens)
+        gemm_s, comm_s, setup_s, sequences_s = fixed
+        kv_per_token_s, attend_per_token_s, pair_s, cached, overhead_s, overlapped, share = self._attention_terms
+        ctx = decode_context_tokens + b * cached
+        kv_s = ctx * kv_per_token_s
+        attend_s = ctx * attend_per_token_s
+        if overlapped:
+            kernel_s = (attend_s if attend_s > kv_s else kv_s) + share * (attend_s if attend_s < kv_s else kv_s)
+        else:
+            kernel_s = kv_s + attend_s
+        attention_s = kernel_s + (prefill_attention_tokens + k * cached) * pair_s
+        return gemm_s + attention_s + comm_s + overhead_s + setup_s + sequences_s
 
     def mean_iteration_s(self, decode_seqs: float, decode_context_tokens: float, prefill_tokens: float, prefill_attention_tokens: float) -> float:
         """The same cost at average (fractional) loads, as the traffic screen reads it."""
@@ -154,15 +180,33 @@ class IterationModel:
             got = self.chunk_terms[k] = (math_s, alone_s, self._prefill_expert_s(chunk))
         return got
 
+    def _token_terms(self, tokens: float) -> tuple[float, float]:
+        """The weights' seconds (of the experts `tokens` reach) and the communication's,
+        kept by the iteration's token count: the costly part of _fixed_terms, and a function
+        of b + k alone, so a few thousand entries serve the simulator's many (b, k) pairs
+        (a day's replay asked for 494,000 pairs past the (b, k) table). Whole counts only:
+        the screen's fractional loads are each asked once."""
+        got = self.token_terms.get(tokens)
+        if got is None:
+            c = self.decode
+            weights_s = c.weight_bytes(tokens) / self._rates[1]
+            comm_s = comm_time_from_segments(c.comm_pieces, tokens) if c.comm_pieces else c.comm_fixed_s + tokens * c.comm_per_sequence_s
+            got = (weights_s, comm_s)
+            if type(tokens) is int:
+                if len(self.token_terms) >= MAX_FIXED_TERMS:
+                    self.token_terms.clear()
+                self.token_terms[tokens] = got
+        return got
+
     def _fixed_terms(self, b: float, k: float) -> tuple[float, float, float, float]:
         """The terms that depend on the batch and the chunk alone: the GEMMs, the
         communication, a prefill-only pass's expert setup, the per-sequence overhead.
         Each kernel is kernel_time_s written out (max(m, c) is `c if c > m else m`,
         min(m, c) `c if c < m else m`, as the builtins pick)."""
         c = self.decode
-        rate, bandwidth, overlapped, share = self._rates
+        rate, _, overlapped, share = self._rates
+        weights_s, comm_s = self._token_terms(b + k)
         if b > 0:
-            weights_s = c.weight_bytes(b + k) / bandwidth
             decoders_s = b * c.linear_flops_per_sequence / rate
             linear_s = decoders_s + k * self.prefill_linear_s_per_token
             if overlapped:
@@ -179,7 +223,6 @@ class IterationModel:
                     gemm_s = priced_s
         else:  # a prefill-only pass: the chunk's own GEMMs (the same kernel of the same reads and matmuls)
             _, gemm_s, setup_s = self._chunk_terms(k)
-        comm_s = comm_time_from_segments(c.comm_pieces, b + k) if c.comm_pieces else c.comm_fixed_s + (b + k) * c.comm_per_sequence_s
         return gemm_s, comm_s, setup_s, b * c.sequence_overhead_s
 
 

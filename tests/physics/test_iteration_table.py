@@ -109,6 +109,28 @@ def test_fractional_loads_are_the_formulas_floats_and_stay_out_of_the_table(mode
         ctx, att = b * rng.uniform(1, 3000), k * rng.uniform(1, 2000)
         assert it.mean_iteration_s(b, ctx, k, att) == _reference_s(it, b, ctx, k, att)
     assert it.fixed_terms == before
+    assert all(type(n) is int for n in it.token_terms)
+
+
+def test_weights_and_communication_are_priced_once_per_token_count(monkeypatch):
+    """The costly terms of an iteration, the weights its tokens reach and its
+    communication, are functions of decoders + prompt tokens alone (the formula's b + k):
+    a day's replay asks for hundreds of thousands of (b, k) pairs but a few thousand
+    sums, so each sum's weights are read once. 60 pairs over 3 sums: 3 reads."""
+    d, w = _deployment("llama-3.1-70b", "h100-sxm", 4, {})
+    it = iteration_model(d, w)
+    reads: list[float] = []
+    original = type(it.decode).weight_bytes
+
+    def counted(self, batch):  # type: ignore[no-untyped-def]
+        reads.append(batch)
+        return original(self, batch)
+
+    pairs = [(b, total - b) for total in (300, 1000, 4000) for b in range(1, 21)]
+    want = [_reference_s(it, b, b * 500, k, k) for b, k in pairs]
+    monkeypatch.setattr(type(it.decode), "weight_bytes", counted)
+    assert [it.iteration_s(b, b * 500, k, float(k)) for b, k in pairs] == want
+    assert sorted(reads) == [300, 1000, 4000]
 
 
 @pytest.mark.parametrize("model, gpu, tp, hardware", CASES)
