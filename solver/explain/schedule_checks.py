@@ -88,9 +88,22 @@ class SlotChecks:
         return dataclasses.replace(h, options=tuple(out))
 
     def simulated(self, o: Option, t: int) -> bool:
-        """Whether slot t's need of `o` passed its simulation (else the screen alone set it)."""
-        got = self.passed.get((o.index, self.rates_per_s[t]))
-        return got is not None and got.replicas == o.need[t]
+        """Whether slot t's need of `o` passed its simulation, at its rate or at a higher
+        rate on as many replicas (`covered`), else the screen alone set it."""
+        return self.covered(o.index, self.rates_per_s[t], o.need[t], self.passed_rates(o.index, o.need[t]))
+
+    def passed_rates(self, index: int, replicas: int) -> list[float]:
+        """The rates at which shape `index` on `replicas` replicas passed on every seed."""
+        return [r for (i, r), c in self.passed.items() if i == index and c.replicas == replicas]
+
+    @staticmethod
+    def covered(index: int, rate_per_s: float, replicas: int, passed_rates: list[float]) -> bool:
+        """A check passed at a rate at least this one on the same replicas stands for it:
+        a seed's requests at a lower rate are the same requests (lengths from their own
+        stream), each arriving later by the ratio of the rates (traffic/requests.py: a gap
+        is the seed's draw over the rate), so each replica has no more work at any moment
+        (the rule tests/explain/test_schedule_checks.py checks on the simulator)."""
+        return any(r >= rate_per_s for r in passed_rates)
 
     def _charged(self, rate_per_s: float, run: Callable[[], T]) -> T:
         """`run` against this rate's own budget (spent, as solve's is, once the schedule's
@@ -133,22 +146,28 @@ class SlotChecks:
         there is the whole verdict's (verify_plan stops at the first run that misses), so
         a shape that misses anywhere is refused before any seed after the first is run
         (the pass on the first is not run again); then the other seeds, rate by rate.
-        Each refusal is corrected and the horizon re-solved at once, as solve does."""
+        Each refusal is corrected and the horizon re-solved at once, as solve does. A rate
+        a pass at a higher rate on as many replicas covers (`covered`) is not run: the
+        highest rate of each replica count comes first."""
         needs = dict(zip(self.rates_per_s, o.need, strict=True))
         order = sorted(needs, key=lambda r: (-r / needs[r], -r))
-        todo = [r for r in order if not ((got := self.passed.get((o.index, r))) is not None and got.replicas == needs[r])]
+        todo = [r for r in order if not self.covered(o.index, r, needs[r], self.passed_rates(o.index, needs[r]))]
+        first = [(r, n) for (i, r, n) in self.first_passed if i == o.index]
         for rate in todo:
-            if (o.index, rate, needs[rate]) in self.first_passed:
+            if self.covered(o.index, rate, needs[rate], [r for r, n in first if n == needs[rate]]):
                 continue
             check = self._verdict(o, rate, needs[rate], 1)
             if check is not None and check.ok:
                 self.first_passed.add((o.index, rate, needs[rate]))
+                first.append((rate, needs[rate]))
             elif check is not None:
                 self._refuse(o, rate, needs[rate], check)
                 return True
         if seeds == 1:
             return False
         for rate in todo:
+            if self.covered(o.index, rate, needs[rate], self.passed_rates(o.index, needs[rate])):
+                continue
             check = self._verdict(o, rate, needs[rate], seeds)
             if check is not None and check.ok:
                 self.passed[(o.index, rate)] = check

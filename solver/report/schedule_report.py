@@ -26,9 +26,12 @@ def hhmm(start_s: float) -> str:
 def sizing_line(r: ScheduleResult) -> str:
     """Which slots' replicas passed solve's simulation at their rate, and which the screen
     alone set (a rate whose simulation budget ran out)."""
-    screened = [_hhmm(row.start_s) for row in r.slots if not row.simulated]
+    screened = [hhmm(row.start_s) for row in r.slots if not row.simulated]
     refused = len(r.checks.rejected) if r.checks is not None else 0
-    done = f"each slot's replicas simulated at its rate as solve checks its plan (every seed; {refused} refusals corrected on the way)"
+    done = (
+        f"each slot's replicas simulated as solve checks its plan, at its rate or a higher one on as many replicas"
+        f" (every seed; {refused} refusals corrected on the way)"
+    )
     if not screened:
         return done
     return done.replace("each slot's", "the other slots'") + f"; sized by the screen alone (the simulation budget ran out): {', '.join(screened)}"
