@@ -138,6 +138,8 @@ def render(r: ScheduleResult) -> str:
         + (f"; saves {_usd(r.peak_all_day_usd - s.cost_usd)} ({1 - s.cost_usd / r.peak_all_day_usd:.0%})" if r.peak_all_day_usd else ""),
         f"  on-demand only  {_usd(r.on_demand_only_usd):>12}"
         + (f"  saves {_usd(r.on_demand_only_usd - s.cost_usd)} ({1 - s.cost_usd / r.on_demand_only_usd:.0%})" if r.on_demand_only_usd else ""),
+        "  (on-demand only and each choice below are re-solved; a shape other than the plan's is simulated on the spec's",
+        "   seed alone, as solve's runners-up are, so each is at least the figure shown)",
         "",
         "The price of each choice (re-solved)",
     ]
