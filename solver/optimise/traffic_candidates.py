@@ -14,6 +14,7 @@ one stopped by memory, the scheduler or an end-to-end target at any rate is left
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from solver.optimise.candidates import Candidate
@@ -26,8 +27,13 @@ from solver.traffic.screen import Screen, ShapeScreen, TrafficSizing, engine_lim
 
 
 def screened(problem: Problem, shape: Shape, w: Workload, t: Targets) -> ShapeScreen:
+    """The shape's screen under `w`'s lengths and targets. It does not depend on the rate
+    offered (the iteration cost, the scheduler's limits and the sustainable rate's search
+    read none of it), so it is kept by the traffic less its rate: a profile's slots, a
+    Pareto's rate points and a fleet's services at other rates share one."""
     assert w.traffic is not None
-    shaped = (shape.index, w.traffic, w.context_tokens, w.prompt_tokens, w.output_tokens, w.shared_prefix_tokens, w.prefix_hit_rate)
+    traffic = dataclasses.replace(w.traffic, requests_per_s=0.0)
+    shaped = (shape.index, traffic, w.context_tokens, w.prompt_tokens, w.output_tokens, w.shared_prefix_tokens, w.prefix_hit_rate)
     key = (*shaped, t)
     got = problem._traffic.get(key)
     if got is None:

@@ -127,3 +127,23 @@ def test_a_lower_rate_draws_the_same_requests_each_arriving_later_by_the_ratio()
         slow = RequestStream(Traffic(4.0, lengths, lengths, arrival_cv=cv), seed=3).first(200)
         assert [(q.prompt_tokens, q.output_tokens) for q in slow] == [(q.prompt_tokens, q.output_tokens) for q in fast]
         assert all(abs(s.arrival_s - 2 * f.arrival_s) <= 1e-9 * max(1.0, s.arrival_s) for s, f in zip(slow, fast, strict=True))
+
+
+def test_a_shapes_screen_is_derived_once_for_every_rate_of_a_profile():
+    """The screen (iteration cost, scheduler limits, sustainable rate) reads no offered
+    rate, so a profile's 3 and 12 requests/s share each shape's one screen, and the
+    candidates at each rate are those derived afresh on a problem that saw no other rate."""
+    import dataclasses
+
+    from solver.optimise.traffic_candidates import screened
+
+    ss, catalog, problem = _setup()
+    w = problem.workload
+    assert w.traffic is not None
+    at = {r: dataclasses.replace(w, traffic=dataclasses.replace(w.traffic, requests_per_s=r)) for r in RATES}
+    shape = next(sh for sh in problem.shapes if problem.physics(sh, w).valid and problem.physics(sh, w).decode is not None)
+    assert screened(problem, shape, at[3.0], problem.targets) is screened(problem, shape, at[12.0], problem.targets)
+    both = {r: {i: (c.replicas, c.batch) for i, c in at_rate(problem, r).items()} for r in RATES}
+    for r in RATES:
+        _, _, fresh = _setup()
+        assert {i: (c.replicas, c.batch) for i, c in at_rate(fresh, r).items()} == both[r]
