@@ -10,8 +10,9 @@ import csv
 import json
 from pathlib import Path
 
-from solver.errors import InputError, is_pipe
+from solver.errors import InputError
 from solver.spec.fields import MAX_TOKENS, WorkloadIn
+from solver.spec.text_file import read_text_file
 
 MAX_FILE_BYTES = 256 * 2**20
 """A log of a million requests is about 20 MB as CSV."""
@@ -39,25 +40,7 @@ def _whole(value: object, key: str, source: str, line: int, text: bool = True) -
 def read_lengths(path: Path, field: str = "workload.lengths_file") -> tuple[tuple[int, int], ...]:
     """(prompt, output) tokens of every request in the file, in file order."""
     source = str(path)
-    try:
-        if is_pipe(path):
-            raise InputError(field, source, "is a pipe or a socket; give a CSV or JSON Lines file")
-        with path.open("rb") as f:
-            raw = f.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise InputError(field, source, "no such file") from None
-    except IsADirectoryError:
-        raise InputError(field, source, "is a folder, not a CSV or JSON Lines file") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(field, source, f"cannot be read ({type(exc).__name__})") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise InputError(field, source, f"over {MAX_FILE_BYTES // 2**20} MiB; sample it to at most {MAX_ROWS:,} requests")
-    try:
-        text = raw.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"byte {exc.start + 1:,}", f"0x{raw[exc.start]:02x}", "not UTF-8 text", source=source, line=raw.count(b"\n", 0, exc.start) + 1
-        ) from None
+    text = read_text_file(path, field, "a CSV or JSON Lines file", MAX_FILE_BYTES, f"sample it to at most {MAX_ROWS:,} requests")
     if "\x00" in text:
         raise InputError("NUL byte", None, "a lengths file is text", source=source, line=text.count("\n", 0, text.index("\x00")) + 1)
     if text.count("\n") > MAX_ROWS + 1:

@@ -9,8 +9,9 @@ import csv
 import math
 from pathlib import Path
 
-from solver.errors import InputError, is_pipe
+from solver.errors import InputError
 from solver.spec.quantities import RATE
+from solver.spec.text_file import read_text_file
 
 MAX_FILE_BYTES = 2**20
 FIELD = "traffic_profile.csv"
@@ -47,23 +48,7 @@ def _rate(text: str, source: str, line: int) -> float:
 def read_profile(path: Path, slot_s: float, max_slots: int) -> tuple[float, ...]:
     """Each slot's rate, in order."""
     source = str(path)
-    try:
-        if is_pipe(path):
-            raise InputError(FIELD, source, "is a pipe or a socket; give a CSV file")
-        with path.open("rb") as f:
-            raw = f.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise InputError(FIELD, source, "no such file") from None
-    except IsADirectoryError:
-        raise InputError(FIELD, source, "is a folder, not a CSV file") from None
-    except OSError as exc:
-        raise InputError(FIELD, source, f"cannot be read ({type(exc).__name__})") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise InputError(FIELD, source, f"over {MAX_FILE_BYTES // 2**20} MiB; a profile has at most {max_slots:,} slots")
-    try:
-        text = raw.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError:
-        raise InputError(FIELD, source, "not UTF-8 text; give a CSV file") from None
+    text = read_text_file(path, FIELD, "a CSV file", MAX_FILE_BYTES, f"a profile has at most {max_slots:,} slots")
     rows = [(n, r) for n, r in enumerate(csv.reader(text.splitlines()), start=1) if r and any(c.strip() for c in r)]
     if not rows or [c.strip() for c in rows[0][1]] != ["slot_start", "requests_per_s"]:
         raise InputError(

@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from solver.errors import InputError
+from solver.spec.text_file import read_text_file
 
 COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 _DATETIME = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?$")
@@ -34,15 +35,16 @@ Row = tuple[float, int, int]
 """(arrival_s from the first row, prompt tokens, output tokens)."""
 
 
+MAX_FILE_BYTES = 256 * 2**20
+"""The largest trace read (some 8 million rows of the Azure layout): past it, refused by name."""
+
+
 def read_trace_rows(path: str | Path, field: str = "trace") -> tuple[Row, ...]:
     """The rows of the trace at `path` (InputError naming `field` and the path when it cannot be read)."""
     source = str(path)
-    try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise InputError(field, source, f"a UTF-8 CSV file (byte {e.start} is not UTF-8)") from None
-    except OSError as e:
-        raise InputError(field, source, f"a readable CSV file with the columns {','.join(COLUMNS)} ({e.strerror or e})") from None
+    text = read_text_file(
+        path, field, f"a CSV file with the columns {','.join(COLUMNS)}", MAX_FILE_BYTES, "cut the trace to the span the profile covers"
+    )
     return parse_trace_rows(text, source, field)
 
 

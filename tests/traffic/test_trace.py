@@ -5,6 +5,7 @@ that wrote it, and every bad row or path named with its line, field and value.""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -88,7 +89,14 @@ def test_every_bad_row_is_named(text, field, line, says):
 def test_an_unreadable_path_is_named(tmp_path):
     with pytest.raises(InputError) as e:
         read_trace(tmp_path / "absent.csv")
-    assert e.value.field == "trace" and "absent.csv" in str(e.value) and "TIMESTAMP" in str(e.value)
+    assert e.value.field == "trace" and "absent.csv" in str(e.value) and "no such file" in str(e.value)
+    # a FIFO is refused before it is opened (a read would wait for a writer), a folder by name
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="pipe or a socket; give a CSV file with the columns TIMESTAMP"):
+        read_trace(fifo)
+    with pytest.raises(InputError, match="is a folder"):
+        read_trace(tmp_path)
     binary = tmp_path / "b.csv"
     binary.write_bytes(b"TIMESTAMP,ContextTokens,GeneratedTokens\n\xff\xfe,1,1\n")
     with pytest.raises(InputError, match="UTF-8"):
