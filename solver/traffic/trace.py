@@ -1,17 +1,6 @@
-"""A request trace read into requests and per-slot rates, in the column layout of the
-public Azure LLM inference traces (github.com/Azure/AzurePublicDataset,
-AzureLLMInferenceDataset2023.md and AzureLLMInferenceDataset2024.md, "Schema": TIMESTAMP
-"Invocation time", ContextTokens, GeneratedTokens; data/AzureLLMInferenceTrace_conv.csv
-begins `TIMESTAMP,ContextTokens,GeneratedTokens` then rows such as
-`2023-11-16 18:15:46.6805900,374,44`; read 2026-12-05).
-
-TIMESTAMP is a date and time (`YYYY-MM-DD HH:MM:SS` with any number of fractional
-digits, the Azure files have seven) or a plain number of seconds, one form for the whole
-file; arrivals are taken from the earliest row (t = 0) and sorted. Other columns beside
-the three are ignored. Every bad row is refused with its line, field, value and what is
-allowed (InputError: exit 2), never skipped. The rows are read at the edge
-(spec/trace_file.py, which the schedule spec reads too); here they become requests.
-"""
+"""A request trace (the Azure LLM inference layout, read and checked at the edge by
+spec/trace_file.py, whose docstring gives the layout and its source) made into requests
+and per-slot rates."""
 
 from __future__ import annotations
 
