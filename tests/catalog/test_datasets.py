@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,17 @@ def test_a_histogram_whose_counts_fall_is_refused(sharegpt: DatasetLengths) -> N
 def test_an_unknown_dataset_is_named() -> None:
     with pytest.raises(InputError, match="datasets.yaml: dataset = alpaca: one of sharegpt"):
         load_dataset_lengths("alpaca")
+
+
+def test_the_validation_bench_draws_sharegpt_prompts_from_the_catalog() -> None:
+    """bench/bench_traffic_validation.py: a ShareGPT run's prompts keep its mean and none
+    is piled at the filter's 1,024 (the lognormal it replaced, P99 4.5 × a 229-token mean,
+    clipped there put 2 of 100 requests at exactly 1,024)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_traffic_validation as btv
+
+    point = {"conditions": {"dataset": "sharegpt", "prompt_tokens": 229.2, "output_tokens": 217.9, "max_model_len": 8192}}
+    prompts, outputs = btv.lengths(point)
+    assert prompts.dist == "empirical" and prompts.mean_tokens == pytest.approx(229.2, rel=0.005)
+    assert sum(x == 1024 for x in prompts.samples) / len(prompts.samples) < 0.002
+    assert outputs.dist == "lognormal" and outputs.high_tokens == 2044
