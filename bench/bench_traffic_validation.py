@@ -3,7 +3,7 @@ tests/validation/points.yaml measured under open-loop Poisson request rates
 (`*_at_rate`: P50/P99 TTFT and TPOT, output throughput), reported on the TEST split by
 default (issue 12; the split is the one bench/validation_points.py records).
 
-    python bench/bench_traffic_validation.py [--split test|fit|all] [--verbose] [--requests N]
+    python bench/bench_traffic_validation.py [--split test|fit|all] [--verbose] [--requests N] [--seed S] [--seeds K]
 
 For each run (the points of one source that share their conditions: one benchmark
 invocation) the deployment is resolved as bench/validation_points.py resolves it
@@ -282,12 +282,14 @@ def _row(name: str, apes: list[float], width: int = 22) -> str:
     return f"{name:<{width}} {len(apes):>4} {statistics.median(apes):>8.1%} {max(apes):>8.1%}"
 
 
-def _table(title: str, rows: list[tuple[dict, float, float]]) -> None:
+def _table(title: str, rows: list[tuple[dict, float, float]], spread: dict[str, tuple[float, float]]) -> None:
     print(title)
     print(f"  {'metric':<20} {'n':>4} {'median':>8} {'worst':>8}   (APE: |simulated − measured| / measured)")
     for metric, (_, _, name) in METRICS.items():
         apes = [abs(s - m) / m for p, s, m in rows if p["metric"] == metric]
-        print("  " + _row(name, apes, 20))
+        ranged = [spread[p["id"]][0] <= m <= spread[p["id"]][1] for p, _, m in rows if p["metric"] == metric and p["id"] in spread]
+        within = f"   {sum(ranged)} of {len(ranged)} within the draws' range" if ranged else ""
+        print("  " + _row(name, apes, 20) + within)
     by_source: dict[str, list[float]] = {}
     for p, s, m in rows:
         by_source.setdefault(source_key(p), []).append(abs(s - m) / m)
@@ -305,11 +307,21 @@ def main() -> None:
     ap.add_argument("--verbose", action="store_true", help="one line per point, and each run's set-up")
     ap.add_argument("--requests", type=int, default=REQUEST_CAP, help=f"requests simulated per run at most (default {REQUEST_CAP:,})")
     ap.add_argument("--seed", type=int, default=0, help="the requests' draw (default 0; others give the figures' spread)")
+    ap.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="draws per run, seeds --seed on (default 1): each simulated figure is their median, and each metric "
+        "says how many measured points lie within the draws' range (were a measured run one more draw, it would lie "
+        "there with probability (K-1)/(K+1), 67 %% for 5: a P99 of 100 requests is about their 2nd longest)",
+    )
     args = ap.parse_args()
     started = time.perf_counter()
     points = [p for p in load_points() if p["metric"] in METRICS]
     chosen = [p for p in points if args.split == "all" or p.get("split") == args.split]
     runs: dict[str, Run] = {}
+    others: dict[str, list[Run]] = {}
+    spread: dict[str, tuple[float, float]] = {}
     reasons: dict[str, int] = {}
     stable: list[tuple[dict, float, float]] = []
     past: list[tuple[dict, float, float]] = []
@@ -324,7 +336,12 @@ def main() -> None:
         if why:
             reasons[why] = reasons.get(why, 0) + 1
             continue
-        row = (p, simulated(run, p["metric"]), float(p["measured"]["value"]))
+        if key not in others:
+            others[key] = [simulate_run(p, args.requests, args.seed + i) for i in range(1, args.seeds)]
+        figures = [simulated(run, p["metric"])] + [simulated(r, p["metric"]) for r in others[key] if r.sim is not None]
+        row = (p, statistics.median(figures), float(p["measured"]["value"]))
+        if len(figures) > 1:
+            spread[p["id"]] = (min(figures), max(figures))
         (past if run.saturated else stable).append(row)
     sims = [r for r in runs.values() if r.sim is not None and not r.why]
     members: dict[str, list[dict]] = {}
@@ -344,7 +361,8 @@ def main() -> None:
     print(
         f"traffic validation: {len(points)} points under request rates; the {args.split} split: {len(chosen)} points, "
         f"{len(stable) + len(past)} simulated in {sum(1 for _ in sims)} runs ({time.perf_counter() - started:.1f} s, "
-        f"at most {args.requests:,} requests a run)"
+        f"at most {args.requests:,} requests a run, seed{'s' if args.seeds > 1 else ''} {args.seed}"
+        f"{f'–{args.seed + args.seeds - 1}: medians' if args.seeds > 1 else ''})"
     )
     closed = sum(n for why, n in reasons.items() if why.startswith("closed loop"))
     unreached = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1]) if not why.startswith("closed loop"))
@@ -355,8 +373,8 @@ def main() -> None:
     print(f"  past saturation (simulated requests in system grow without bound): {len(past)} points in {n_past_runs} runs, reported apart")
     if disagree:
         print(f"  saturation disagrees (measured: served < 90 % of the offered rate after the drain) in {len(disagree)} runs: " + "; ".join(disagree))
-    _table(f"stable runs ({len(stable)} points); targets: P50 TTFT and P50 TPOT within 20 %, P99 TTFT within 35 %", stable)
-    _table(f"past saturation ({len(past)} points): TTFT set by the run's length; throughput is the capacity (target 12 %)", past)
+    _table(f"stable runs ({len(stable)} points); targets: P50 TTFT and P50 TPOT within 20 %, P99 TTFT within 35 %", stable, spread)
+    _table(f"past saturation ({len(past)} points): TTFT set by the run's length; throughput is the capacity (target 12 %)", past, spread)
     if args.verbose:
         print("runs:")
         for key, run in runs.items():
