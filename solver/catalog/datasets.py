@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Annotated
 
 from annotated_types import Ge, Gt, Le
@@ -73,22 +74,11 @@ class DatasetLengths:
 
     def prompt_quantile(self, share: float) -> float:
         """The prompt length at this share of requests, log-uniform within a bucket."""
-        points = self.prompt_cdf()
-        share = min(1.0, max(0.0, share))
-        for (x0, c0), (x1, c1) in zip(points, points[1:]):
-            if share <= c1 and c1 > c0:
-                return x0 * (x1 / x0) ** ((share - c0) / (c1 - c0))
-        return points[-1][0]
+        return _quantile(self.prompt_cdf(), share)
 
     def prompt_share(self, tokens: float) -> float:
         """The share of requests at or below `tokens` (the inverse of prompt_quantile)."""
-        points = self.prompt_cdf()
-        if tokens <= points[0][0]:
-            return 0.0
-        for (x0, c0), (x1, c1) in zip(points, points[1:]):
-            if tokens <= x1:
-                return c0 + (c1 - c0) * math.log(tokens / x0) / math.log(x1 / x0)
-        return 1.0
+        return _share(self.prompt_cdf(), tokens)
 
     def prompt_lengths(self, mean_tokens: float, high_tokens: int, count: int = 2000) -> tuple[int, ...]:
         """`count` prompt lengths at evenly spaced shares, their scale set so that their
@@ -99,20 +89,46 @@ class DatasetLengths:
         high = min(high_tokens, self.max_prompt_tokens)
         if not low <= mean_tokens <= high:
             raise InputError("mean_tokens", mean_tokens, f"a mean prompt within the filter's [{low}, {high}] tokens")
+        return _scaled_lengths(self.prompt_cdf(), low, high, float(mean_tokens), count)
 
-        def drawn(scale: float) -> list[int]:
-            a, b = self.prompt_share(low / scale), self.prompt_share(high / scale)
-            shares = (a + (b - a) * (i + 0.5) / count for i in range(count))
-            return [min(high, max(low, round(scale * self.prompt_quantile(u)))) for u in shares]
 
-        lo_scale, hi_scale = 1e-3, 1e3
-        for _ in range(60):  # the mean rises with the scale: bisect on it
-            mid = math.sqrt(lo_scale * hi_scale)
-            if sum(drawn(mid)) / count < mean_tokens:
-                lo_scale = mid
-            else:
-                hi_scale = mid
-        return tuple(drawn(math.sqrt(lo_scale * hi_scale)))
+def _quantile(points: tuple[tuple[float, float], ...], share: float) -> float:
+    share = min(1.0, max(0.0, share))
+    for (x0, c0), (x1, c1) in zip(points, points[1:]):
+        if share <= c1 and c1 > c0:
+            return x0 * (x1 / x0) ** ((share - c0) / (c1 - c0))
+    return points[-1][0]
+
+
+def _share(points: tuple[tuple[float, float], ...], tokens: float) -> float:
+    if tokens <= points[0][0]:
+        return 0.0
+    for (x0, c0), (x1, c1) in zip(points, points[1:]):
+        if tokens <= x1:
+            return c0 + (c1 - c0) * math.log(tokens / x0) / math.log(x1 / x0)
+    return 1.0
+
+
+@lru_cache(maxsize=64)
+def _scaled_lengths(points: tuple[tuple[float, float], ...], low: int, high: int, mean: float, count: int) -> tuple[int, ...]:
+    """prompt_lengths' draws, bisecting on the scale (the mean rises with it); kept, as
+    every seed of a run asks again."""
+    unit = [_quantile(points, (i + 0.5) / count) for i in range(count)]
+
+    def drawn(scale: float) -> list[int]:
+        a, b = _share(points, low / scale), _share(points, high / scale)
+        if (a, b) == (0.0, 1.0):  # nothing outside the filter at this scale
+            return [min(high, max(low, round(scale * x))) for x in unit]
+        return [min(high, max(low, round(scale * _quantile(points, a + (b - a) * (i + 0.5) / count)))) for i in range(count)]
+
+    lo_scale, hi_scale = 1e-3, 1e3
+    for _ in range(60):
+        mid = math.sqrt(lo_scale * hi_scale)
+        if sum(drawn(mid)) < mean * count:
+            lo_scale = mid
+        else:
+            hi_scale = mid
+    return tuple(drawn(math.sqrt(lo_scale * hi_scale)))
 
 
 @dataclass(frozen=True)
