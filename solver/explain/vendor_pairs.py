@@ -9,7 +9,7 @@ import dataclasses
 from solver.explain.records import CrossVendorNote, SolveResult
 from solver.explain.serving import objective_amount
 from solver.optimise.problem import Problem
-from solver.optimise.scenario import Scenario, objective_value, plan_label, solve_scenario
+from solver.optimise.scenario import Scenario, objective_value, plan_label, solve_scenario, with_serving
 
 WHY = "no engine documents or tests a KV cache handed from a CUDA build to a ROCm one (vLLM's NIXL handshake refuses another attention backend)"
 
@@ -43,7 +43,8 @@ def note_vendor_pairs(problem: Problem, s: Scenario, result: SolveResult, *, re_
     note = f"both pools on one vendor's GPUs ({', '.join(vendors)} searched): {WHY}; search.allow_cross_vendor_kv: true pairs across vendors"
     plan, value = None, None
     if re_solve and chosen is not None:
-        other = solve_scenario(with_cross_vendor_kv(problem, True), s).candidate
+        # the rule moves only disaggregated plans: their best, allowed, against the plan
+        other = solve_scenario(with_serving(with_cross_vendor_kv(problem, True), "disaggregated"), s).candidate
         if other is not None and objective_value(problem, other) < objective_value(problem, chosen) - 1e-9:
             plan, value = plan_label(other), objective_value(problem, other)
             gap = objective_value(problem, chosen) - value
