@@ -50,6 +50,9 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 """The error answers, in the OpenAPI document (FastAPI's own 422 schema replaced)."""
 
+INTERNAL_ERROR = "internal error: a bug, not your input; the server logged its traceback and stays up (please report it)"
+"""The one message of a 500: generic, so an answer never carries the server's internals."""
+
 COMMAND_ERRORS = (413, 422, 500, 503, 504)
 """What a POST command route answers besides its result: a body too large, a bad input
 (the body or a query parameter), a bug, the server full or stopping, the work limit."""
@@ -60,16 +63,39 @@ UNMATCHED = (
 """404 and 405 belong to no operation (no route matched): the document says so once, in its description."""
 
 
+EVERY_ROUTE_ERRORS = (500,)
+"""What any operation may answer, a bug (the app's `responses=`, merged into each route's own)."""
+
+
 def errors_for(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The error answers one route gives, for its `responses=`: only those it can return."""
     return {s: ERROR_RESPONSES[s] for s in statuses}
 
 
+def internal_error_body() -> dict[str, Any]:
+    return error_body("server", None, INTERNAL_ERROR)
+
+
+def log_internal_error(where: str, exc: BaseException) -> None:
+    """The traceback on the server's log (the answer says only INTERNAL_ERROR)."""
+    import logging
+
+    logging.getLogger("solver.api").error("internal error in %s", where, exc_info=exc)
+
+
 def add_error_handlers(app: Any) -> None:
-    """404 and 405 (and any other HTTP error Starlette raises) in the one shape."""
+    """404 and 405 (and any other HTTP error Starlette raises) in the one shape; and any
+    exception a route lets out (a bug) as a 500 in the same shape with a generic message,
+    instead of Starlette's plain-text "Internal Server Error"."""
     from fastapi.responses import JSONResponse
     from starlette.exceptions import HTTPException
     from starlette.requests import Request
+
+    @app.exception_handler(Exception)
+    async def crash(request: Request, exc: Exception) -> JSONResponse:
+        # Starlette re-raises the exception after this answer, so the server (uvicorn)
+        # logs its traceback once; logging it here too would print it twice.
+        return JSONResponse(internal_error_body(), status_code=500)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:

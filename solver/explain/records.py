@@ -68,6 +68,22 @@ class Relaxation:
 
 
 @dataclass(frozen=True)
+class CrossVendorNote:
+    """Disaggregated plans searched over several vendors' GPUs: the pairing rule followed
+    (explain/vendor_pairs.py)."""
+
+    allowed: bool
+    """search.allow_cross_vendor_kv."""
+    vendors: list[str]
+    """The vendors of the devices searched."""
+    plan_if_allowed: str | None
+    """With the rule on: the plan allowing pairs across vendors would choose, where it
+    gains on the objective (None: it does not, or was not re-solved)."""
+    objective_if_allowed: float | None
+    note: str
+
+
+@dataclass(frozen=True)
 class ServingComparison:
     """With search.serving both ways: the best plan of each, and why the chosen one wins."""
 
@@ -108,6 +124,8 @@ class SolveResult:
     """search.max_gpus was unset and the cheapest plan exceeded its default, so it applies."""
     serving: ServingComparison | None = None
     """With search.serving [aggregated, disaggregated]: the best of each (explain/serving.py)."""
+    cross_vendor: CrossVendorNote | None = None
+    """Disaggregated plans over several vendors' GPUs: the pairing rule (explain/vendor_pairs.py)."""
     traffic_check: Check | None = None
     """Under traffic: the chosen plan's simulation (explain/traffic.py)."""
     mixed: MixedPlan | None = None

@@ -24,6 +24,7 @@ from solver.explain.sensitivity import better_weights, sensitivity
 from solver.explain.serving import compare_serving
 from solver.explain.traffic import passes_simulation, verified, verify_runners_up
 from solver.explain.validate import validate
+from solver.explain.vendor_pairs import note_vendor_pairs
 from solver.optimise.candidates import Candidate, candidates
 from solver.optimise.headroom import most_headroom
 from solver.optimise.model import Solution, tie_key
@@ -77,11 +78,14 @@ def solve(problem: Problem, *, explain: bool = True) -> SolveResult:
             ]
         if explain:
             _timed(problem, result, "the serving comparison", lambda: compare_serving(problem, s, result))
+            _timed(problem, result, "the pools across vendors", lambda: note_vendor_pairs(problem, s, result, re_solve=True))
             _timed(problem, result, "the price of each target", lambda: sensitivity(problem, s, result))
             _timed(problem, result, "the runners-up", lambda: runners_up(problem, s, result))
             if problem.workload.traffic is not None and result.runners_up:
                 _timed(problem, result, "the runners-up's simulations", lambda: verify_runners_up(problem, s, result))
             _timed(problem, result, "the price of better weights", lambda: better_weights(problem, s, result))
+        else:
+            note_vendor_pairs(problem, s, result, re_solve=False)  # the rule, without re-solving
     elif explain and not result.traffic_unmet:  # screened plans exist; their simulations all missed
         _timed(problem, result, "the diagnosis", lambda: diagnose(problem, s, result))
     if explain:

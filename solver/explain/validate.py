@@ -117,6 +117,8 @@ def _prefill_pool_checks(problem: Problem, c: Candidate, w: Workload, tpot_s: fl
         bad("formats", f"the pools serve different formats: {p.weights.name}/{p.kv.name} and {dd.weights.name}/{dd.kv.name}")
     if p.tp not in spec.search.tp:
         bad("search.tp", f"the prefill pool's TP {p.tp} is not among {spec.search.tp}")
+    if p.device.vendor != dd.device.vendor and not spec.search.allow_cross_vendor_kv:
+        bad("search.allow_cross_vendor_kv", f"the KV cache crosses vendors ({p.device.vendor} prefill, {dd.device.vendor} decode), not allowed")
     ev = evaluate(p.replace(replicas=pool.replicas), dataclasses.replace(w, users=pool.replicas), Targets(), with_remedies=False)
     if not ev.valid:
         bad("split", "the prefill pool: " + "; ".join(ev.refusals))

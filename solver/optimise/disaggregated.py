@@ -1,6 +1,7 @@
 """Candidate plans of disaggregated serving: a decode pool (a shape, its batch and
 replica count) paired with a prefill pool (a shape of the same weight and KV formats,
-on any device, and the fewest replicas whose prompt queue meets the TTFT target).
+on any device of the same vendor unless the spec allows crossing, kv_vendors.py, and
+the fewest replicas whose prompt queue meets the TTFT target).
 
 The pairs enter the same CP-SAT model as the aggregated plans (one boolean per
 candidate, exactly one chosen), so one solve compares both ways of serving and every
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.optimise.candidates import Candidate, PrefillPool, offered_batches, tpot_batch_cap
+from solver.optimise.kv_vendors import pairable_options
 from solver.optimise.problem import Problem, Shape, ShapePhysics
 from solver.optimise.targets import TIME_TOLERANCE
 from solver.physics.costs import plan_tco
@@ -157,7 +159,7 @@ def disaggregated_candidates(
     out: list[Candidate] = []
     for shape in shapes if decoding is None else decoding:
         d = shape.deployment
-        options = prefill.get((d.weights.name, d.kv.name))
+        options = pairable_options(problem.spec.search.allow_cross_vendor_kv, shape, prefill.get((d.weights.name, d.kv.name), []))
         if d.speculation is not None or not options:
             continue
         ph = problem.physics(shape, decode_w)

@@ -20,6 +20,7 @@ import math
 
 from solver.optimise.candidates import tpot_batch_cap
 from solver.optimise.disaggregated import prefill_options
+from solver.optimise.kv_vendors import pairable_options
 from solver.optimise.problem import Problem, Shape
 from solver.physics.deployment import Targets, Workload
 from solver.physics.disaggregation import size_prefill_pool
@@ -35,6 +36,7 @@ def prefill_floor(problem: Problem, w: Workload, t: Targets, decode: Shape, shap
     decode pool of `decode` pairs with, over the prefill options of `shapes`; None when no
     option can meet the TTFT target at all (the shape has no admissible pair)."""
     options = prefill_options(problem, w, shapes).get((decode.deployment.weights.name, decode.deployment.kv.name), [])
+    options = pairable_options(problem.spec.search.allow_cross_vendor_kv, decode, options)  # those disaggregated_candidates pairs
     if t.max_ttft_s is None or t.max_tpot_s is None:
         return 0.0 if options else None
     ttft_s = t.max_ttft_s * _MARGIN

@@ -170,6 +170,8 @@ def exhaustive_disaggregated(problem: Problem) -> FoundPair | None:
                 p = p_shape.deployment
                 if (p.weights.name, p.kv.name) != (d.weights.name, d.kv.name):
                     continue
+                if p.device.vendor != d.device.vendor and not problem.spec.search.allow_cross_vendor_kv:
+                    continue  # the KV cache may not cross vendors unless the spec allows it
                 transfer = kv_transfer(p, d, w.prompt_tokens)
                 if transfer is None:
                     continue

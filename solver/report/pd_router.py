@@ -48,17 +48,38 @@ def router_discovery_argv(dep: Launch, prefill_app: str, decode_app: str) -> lis
     ]
 
 
-def router_manifests(dep: Launch, name: str, prefill_app: str, decode_app: str) -> list[dict]:
-    """A ServiceAccount allowed to list and watch pods in its namespace (service discovery
-    reads them), the router's Deployment (the engine's router pip-installed at a pinned
-    release into a pinned python image) and its Service: the one address clients use."""
+def router_container(engine: str, argv: list[str]) -> dict:
+    """The router's container: the router project's published image where the catalog
+    names one (run as is: nothing installed at start, Kubernetes itself expands
+    $(POD_NAMESPACE)), else its pinned package pip-installed into the pinned python image
+    by a shell; either way with the CPU and memory its project's P/D manifests request."""
     import shlex
 
+    cfg = flag_data()["kubernetes"]["pd_router"]
+    image = cfg.get("images", {}).get(engine)
+    if image is not None:
+        run = {"image": image, "command": ["$(POD_NAMESPACE)" if a == "$POD_NAMESPACE" else a for a in argv]}
+    else:
+        line = " ".join(a if a == "$POD_NAMESPACE" else shlex.quote(a) for a in argv)
+        run = {"image": cfg["image"], "command": ["/bin/sh", "-c"], "args": [f"pip install --no-cache-dir {cfg['packages'][engine]} && exec {line}"]}
+    resources = cfg["resources"][engine]
+    return {
+        "name": "router",
+        **run,
+        "env": [{"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}],
+        "ports": [{"name": "http", "containerPort": cfg["port"]}],
+        "resources": {"requests": dict(resources["requests"]), "limits": dict(resources["limits"])},
+    }
+
+
+def router_manifests(dep: Launch, name: str, prefill_app: str, decode_app: str) -> list[dict]:
+    """A ServiceAccount allowed to list and watch pods in its namespace (service discovery
+    reads them), the router's Deployment (router_container) and its Service: the one
+    address clients use."""
     cfg = flag_data()["kubernetes"]["pd_router"]
     port = cfg["port"]
     labels = {"app": name}
     argv = router_discovery_argv(dep, prefill_app, decode_app)
-    run = " ".join(a if a == "$POD_NAMESPACE" else shlex.quote(a) for a in argv)
     meta = {"name": name, "labels": labels}
     account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta}
     role = {
@@ -74,14 +95,7 @@ def router_manifests(dep: Launch, name: str, prefill_app: str, decode_app: str) 
         "subjects": [{"kind": "ServiceAccount", "name": name}],
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
     }
-    container = {
-        "name": "router",
-        "image": cfg["image"],
-        "command": ["/bin/sh", "-c"],
-        "args": [f"pip install --no-cache-dir {cfg['packages'][dep.engine]} && exec {run}"],
-        "env": [{"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}],
-        "ports": [{"name": "http", "containerPort": port}],
-    }
+    container = router_container(dep.engine, argv)
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

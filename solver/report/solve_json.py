@@ -240,6 +240,17 @@ class ServingOut(SolveModel):
     reason: str
 
 
+class CrossVendorOut(SolveModel):
+    """Disaggregated plans searched over several vendors' GPUs: whether a prefill pool may
+    send its KV cache to a decode pool of another vendor, and what allowing it changes."""
+
+    allowed: bool = Field(description="search.allow_cross_vendor_kv (default false: both pools on one vendor's GPUs).")
+    vendors: list[str] = Field(description="The vendors of the devices searched.")
+    plan_if_allowed: str | None = Field(description="Not allowed: the plan allowing it would choose, where it gains on the objective.")
+    objective_if_allowed: float | None = Field(description="That plan's objective value (None: no gain, or not re-solved).")
+    note: str
+
+
 class SolveOut(SolveModel):
     """`plan-opt solve --format json`: strict JSON, where a figure that is unbounded or not set is null, never Infinity or NaN."""
 
@@ -274,6 +285,9 @@ class SolveOut(SolveModel):
     devices_searched: int
     serving: ServingOut | None = Field(
         default=None, description="With search.serving [aggregated, disaggregated]: the best plan each way (None: one way searched)."
+    )
+    cross_vendor_kv: CrossVendorOut | None = Field(
+        default=None, description="Disaggregated serving searched over several vendors' GPUs: the pairing rule (None otherwise)."
     )
     traffic: TrafficOut | None = Field(default=None, description="With workload.requests_per_s: the plan under traffic, screened and simulated.")
     mixed_plan: MixedPlanOut | None = Field(
@@ -479,7 +493,9 @@ def to_output(r: SolveResult) -> SolveOut:
             replicas_forced_by=r.replicas_forced_by,
         )
     sv = r.serving
+    cv = r.cross_vendor
     return SolveOut(
+        cross_vendor_kv=None if cv is None else CrossVendorOut(**vars(cv)),
         serving=None
         if sv is None
         else ServingOut(

@@ -282,6 +282,8 @@ def render(r: SolveResult, markdown: bool = False) -> str:
             )
         if o.serving:
             lines.append(f"- serving: {o.serving.reason}")
+        if o.cross_vendor_kv:
+            lines.append(f"- prefill/decode vendors: {o.cross_vendor_kv.note}")
         if pl.speculative:
             sp = pl.speculative
             lines.append(

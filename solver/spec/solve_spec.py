@@ -111,6 +111,13 @@ class SearchIn(SpecModel):
         min_length=1,
         description="With a `speculative` section: plans with it (true), without it (false), or both, the better winning (default both).",
     )
+    allow_cross_vendor_kv: bool = Field(
+        default=False,
+        description="Disaggregated serving: let the prefill and decode pools run on GPUs of different vendors (e.g. NVIDIA "
+        "prefill, AMD decode), the KV cache crossing between them. Off by default: no engine documents or tests a KV "
+        "hand-off between a CUDA and a ROCm build (vLLM's NIXL handshake refuses peers of another attention backend), so "
+        "both pools are held to one vendor.",
+    )
 
     @field_validator("tp", "pp", mode="before")
     @classmethod

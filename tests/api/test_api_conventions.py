@@ -127,3 +127,38 @@ def test_every_route_s_answer_has_a_typed_schema_and_deploy_s_json_is_it(client)
         text = golden.read_text()  # the command's stdout, then its exit line
         if text.startswith("{"):  # (a spec with no plan prints its reason instead)
             DeployOut.model_validate_json(text[: text.rindex("\nexit ")])  # no field the schema lacks (extra forbidden), none missing
+
+
+def _boom(*args, **kwargs):
+    raise RuntimeError("secret internals /srv/plan-opt")
+
+
+def test_a_crash_on_a_get_or_post_route_answers_the_one_error_shape(monkeypatch, caplog):
+    """A bug is a 500 in ErrorOut with a generic message (not Starlette's plain text, not
+    the exception's text); the traceback goes to the server's log."""
+    import solver.api.app as app_module
+    import solver.report.catalog_json as catalog_json
+    from solver.api.errors import INTERNAL_ERROR, ErrorOut
+
+    monkeypatch.setattr(catalog_json, "devices_out", _boom)  # read when the app is built: GET /devices raises
+    monkeypatch.setattr(app_module, "run_solve", _boom)  # inside the command's guard
+    monkeypatch.setattr(app_module, "_read", _boom)  # before it: an exception out of the route itself
+    client = TestClient(create_app(), raise_server_exceptions=False)
+    spec = (ROOT / "specs" / "chat-llama70b.yaml").read_bytes()
+    for method, path in (("GET", "/devices"), ("POST", "/solve"), ("POST", "/fleet")):
+        r = client.request(method, path, content=spec if method == "POST" else None)
+        assert r.status_code == 500 and r.headers["content-type"] == "application/json", (method, path, r.text)
+        err = ErrorOut.model_validate(r.json()).error
+        assert (err.field, err.message) == ("server", INTERNAL_ERROR) and "secret" not in r.text, (method, path)
+    # the escaped exceptions (GET /devices, POST /fleet) reach the server, which logs them (Starlette re-raises):
+    with pytest.raises(RuntimeError, match="secret"):
+        TestClient(create_app()).get("/devices")
+    # the one the command's guard catches is logged there, with its traceback
+    monkeypatch.setattr(app_module, "_read", _readable)
+    with caplog.at_level("ERROR", logger="solver.api"):
+        assert TestClient(create_app()).post("/solve", content=spec).status_code == 500
+    assert any(rec.exc_info and "secret" in str(rec.exc_info[1]) for rec in caplog.records)
+
+
+async def _readable(request, limit):
+    return await request.body()

@@ -37,6 +37,7 @@ def small_specs(draw, serving):
             "weights": draw(st.lists(st.sampled_from(["bf16", "fp8"]), min_size=1, max_size=2, unique=True)),
             "kv_cache": ["bf16"],
             "serving": serving,
+            "allow_cross_vendor_kv": draw(st.booleans()),  # mi300x is AMD, the others NVIDIA
         },
     }
     return spec

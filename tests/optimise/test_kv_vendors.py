@@ -1,0 +1,80 @@
+"""Issue 45: a disaggregated plan's KV cache does not cross vendors unless the spec allows
+it (search.allow_cross_vendor_kv). The case: Llama-3.1-70B document summarisation
+(specs/long-prompts-disaggregated.yaml) on B200 and MI300X only, whose cheapest pair puts
+the prompts on B200 (NVIDIA) and the decode on MI300X (AMD)."""
+
+from __future__ import annotations
+
+import copy
+from functools import cache
+
+from solver.explain.solve import solve
+from solver.explain.validate import validate
+from solver.optimise.enumerate import exhaustive_disaggregated
+from solver.report.solve_json import to_output
+from tests.solve_helpers import problem_of
+
+SPEC = {
+    "model": "llama-3.1-70b",
+    "workload": {"users": 128, "prompt_tokens": 8192, "output_tokens": 512, "batching": "continuous"},
+    "sla": {"max_ttft": "3s", "max_tpot": "20ms"},
+    "search": {"gpus": ["b200", "mi300x"], "tp": [1, 4], "weights": ["fp8"], "kv_cache": ["fp8"], "serving": ["disaggregated"]},
+}
+
+
+def _spec(allow: bool | None) -> dict:
+    spec = copy.deepcopy(SPEC)
+    if allow is not None:
+        spec["search"]["allow_cross_vendor_kv"] = allow
+    return spec
+
+
+@cache
+def _solved(allow: bool | None):
+    problem = problem_of(_spec(allow))
+    return problem, solve(problem, explain=True)
+
+
+def _vendors(c) -> tuple[str, str]:
+    return c.prefill.shape.device.vendor, c.shape.device.vendor
+
+
+def test_by_default_both_pools_are_one_vendor_s_and_allowed_the_cheapest_pair_crosses():
+    problem, r = _solved(None)
+    assert r.feasible and r.solution.chosen.prefill is not None
+    prefill, decode = _vendors(r.solution.chosen)
+    assert prefill == decode
+    allowed_problem, allowed = _solved(True)
+    assert allowed.feasible and _vendors(allowed.solution.chosen) == ("NVIDIA", "AMD")
+    # more pairs to choose from: never dearer, and here strictly cheaper
+    assert allowed.optimum.cost_cents < r.optimum.cost_cents
+    # each is the brute-force optimum under its own rule (optimise/enumerate.py re-derives it)
+    for p, res in ((problem, r), (allowed_problem, allowed)):
+        want = exhaustive_disaggregated(p)
+        assert want is not None and res.optimum.cost_cents == want.cost_cents
+        assert validate(p, res.optimum) == []
+    assert _solved(False)[1].optimum.cost_cents == r.optimum.cost_cents  # false is the default
+
+
+def test_the_validator_refuses_a_pair_across_vendors_the_spec_does_not_allow():
+    problem, _ = _solved(False)
+    crossing = _solved(True)[1].solution.chosen
+    assert [v.rule for v in validate(problem, crossing)] == ["search.allow_cross_vendor_kv"]
+
+
+def test_the_explanation_names_the_rule_and_what_allowing_it_would_choose():
+    _, r = _solved(None)
+    _, allowed = _solved(True)
+    note = to_output(r).cross_vendor_kv
+    assert note is not None and not note.allowed and note.vendors == ["AMD", "NVIDIA"]
+    assert note.objective_if_allowed == allowed.solution.chosen.cost_usd_per_hour
+    assert note.plan_if_allowed is not None and "mi300x" in note.plan_if_allowed and "b200" in note.plan_if_allowed
+    assert "search.allow_cross_vendor_kv: true" in note.note
+    crossed = to_output(allowed).cross_vendor_kv
+    assert crossed is not None and crossed.allowed and "from NVIDIA to AMD" in crossed.note
+
+
+def test_one_vendor_searched_needs_no_note():
+    spec = copy.deepcopy(SPEC)
+    spec["search"]["gpus"] = ["b200", "h100-sxm"]
+    assert to_output(solve(problem_of(spec), explain=True)).cross_vendor_kv is None
