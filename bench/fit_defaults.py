@@ -28,7 +28,8 @@ the fit evaluates the same sum of kernels as solver/physics (decode.py, prefill.
 without re-running it: TPOT = K(weights / (e·share), FLOPs / c) + K(KV / e,
 attention FLOPs / c) + communication + fixed + layers × per-layer + batch × per-sequence,
 where a kernel K(read, math) = max + UNHIDDEN × min (the sum for an engine that does not
-overlap them, llama.cpp); a prefill's GEMMs take UNHIDDEN_PREFILL × min instead. The loss is the
+overlap them, llama.cpp); a prefill's dense GEMMs take UNHIDDEN_PREFILL × min instead (its routed
+experts' grouped GEMMs keep UNHIDDEN, solver/physics/prefill.py). The loss is the
 sum of |log(predicted / measured)| (robust to the odd outlier, scale-free), with a
 weak pull toward the catalog's priors so that a sparse group stays physical. A group
 with fewer than MIN_POINTS points inherits from its fallback (the same engine on HBM,
