@@ -28,7 +28,8 @@ the fit evaluates the same sum of kernels as solver/physics (decode.py, prefill.
 without re-running it: TPOT = K(weights / (e·share), FLOPs / c) + K(KV / e,
 attention FLOPs / c) + communication + fixed + layers × per-layer + batch × per-sequence,
 where a kernel K(read, math) = max + UNHIDDEN × min (the sum for an engine that does not
-overlap them, llama.cpp); a prefill's GEMMs take UNHIDDEN_PREFILL × min instead. The loss is the
+overlap them, llama.cpp); a prefill's dense GEMMs take UNHIDDEN_PREFILL × min instead (its routed
+experts' grouped GEMMs keep UNHIDDEN, solver/physics/prefill.py). The loss is the
 sum of |log(predicted / measured)| (robust to the odd outlier, scale-free), with a
 weak pull toward the catalog's priors so that a sparse group stays physical. A group
 with fewer than MIN_POINTS points inherits from its fallback (the same engine on HBM,
@@ -405,6 +406,9 @@ class Term:
     line: str = ""
     """The engine release line the run's version falls in ("vllm 0.6.5-0.7"), "" for the
     current line (catalogs/engine_releases.yaml; RELEASE_SHRINK)."""
+    routed_weights_s: float = 0.0
+    """Of weights_s, the routed experts' reads (prefill): their grouped GEMMs take the
+    larger of these and their math (UNHIDDEN), solver/physics/prefill.py."""
 
 
 def _unit_shares(d):
@@ -511,6 +515,7 @@ def terms_of(p: dict, catalog) -> Term | None:
             expert_units=_expert_units(d, prompt),
             held_share=held,
             line=release_line(d.engine, catalog),
+            routed_weights_s=pre.routed_weights_time_s,
         )
     dec = ev.decode
     c = dec.coefficients
@@ -748,6 +753,7 @@ class Model:
                 "separate",
                 "expert_units",
                 "held_share",
+                "routed_weights_s",
             )
         }
         self.is_ttft = np.array([t.kind == "ttft" for t in terms])
@@ -837,10 +843,12 @@ class Model:
         # that), attention in the KV dtype's share, and the front end where it was measured
         x = self._vec("sx", self.widx, self.formats)
         r = np.where(self.serving, self.values[(SERVED, "r")], 0.0)
-        linear = a["linear_s"] * (1 - a["expert_fraction"] + a["expert_fraction"] / x)
-        # (the utilisation times a share above 1 stops at the measured matmul rate, as in solver/physics/prefill.py)
+        rate = np.minimum(1.0, c * sc)  # (the utilisation times a share above 1 stops at the measured matmul rate, as in solver/physics/prefill.py)
+        routed = a["routed_weights_s"] * read_share
+        # the dense GEMMs at the prefill's unhidden share, the experts' grouped GEMMs at decode's
         ttft = (
-            kernel(weights, linear / np.minimum(1.0, c * sc), UNHIDDEN_PREFILL)
+            kernel(weights - routed, a["linear_s"] * (1 - a["expert_fraction"]) / rate, UNHIDDEN_PREFILL)
+            + kernel(routed, a["linear_s"] * a["expert_fraction"] / x / rate)
             + a["attention_s"] / np.minimum(1.0, c * sck)
             + fixed
             + a["served"] * r

@@ -34,7 +34,7 @@ from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.deployment import Deployment, Workload
 from solver.physics.interconnect import comm_time_from_segments
 from solver.physics.kernels import attention_flops, prefill_expert_overhead_s
-from solver.physics.prefill import estimate_prefill, prefill_weights_time_s
+from solver.physics.prefill import estimate_prefill, prefill_routed_weights_time_s, prefill_weights_time_s
 
 MAX_FIXED_TERMS = 1 << 15
 """Entries each of an IterationModel's tables keeps before it starts again (a bound on
@@ -67,6 +67,11 @@ class IterationModel:
     deployment: Deployment | None = None
     prefill_unhidden_share: float = 0.0
     """A prefill-only pass's GEMMs: Factors.prefill_unhidden_share (decode's share otherwise)."""
+    prefill_expert_s_per_token: float = 0.0
+    """Of prefill_linear_s_per_token, the routed experts' grouped GEMMs: in a prefill-only
+    pass they take the larger of their read and their math (expert_unhidden_share), as
+    estimate_prefill prices them."""
+    expert_unhidden_share: float = 0.0
     fixed_terms: dict[tuple[int, int], tuple[float, float, float, float]] = field(default_factory=dict)
     """iteration_s's table: _fixed_terms by (decode sequences, prefill tokens)."""
     chunk_terms: dict[float, tuple[float, float, float]] = field(default_factory=dict)
@@ -171,10 +176,18 @@ class IterationModel:
         if got is None:
             chunk = max(1, round(k))
             read_s, math_s, share = self._prefill_weights_s(chunk), k * self.prefill_linear_s_per_token, self.prefill_unhidden_share
+            routed_s = prefill_routed_weights_time_s(self.deployment, chunk) if self.prefill_expert_s_per_token and self.deployment else 0.0
+            expert_s = k * self.prefill_expert_s_per_token
             if not self._rates[2]:
                 alone_s = read_s + math_s
-            else:  # kernel_time_s written out
-                alone_s = (math_s if math_s > read_s else read_s) + share * (math_s if math_s < read_s else read_s)
+            else:  # kernel_time_s written out: the dense GEMMs', then the experts'
+                dense_read_s, dense_math_s = read_s - routed_s, math_s - expert_s
+                alone_s = (dense_math_s if dense_math_s > dense_read_s else dense_read_s) + share * (
+                    dense_math_s if dense_math_s < dense_read_s else dense_read_s
+                )
+                alone_s += (expert_s if expert_s > routed_s else routed_s) + self.expert_unhidden_share * (
+                    expert_s if expert_s < routed_s else routed_s
+                )
             if len(self.chunk_terms) >= MAX_FIXED_TERMS:
                 self.chunk_terms.clear()
             got = self.chunk_terms[k] = (math_s, alone_s, self._prefill_expert_s(chunk))
@@ -273,6 +286,8 @@ def _iteration_model(d: Deployment, w: Workload) -> IterationModel:
         cached_tokens=cached,
         deployment=d,
         prefill_unhidden_share=pre.unhidden_share,
+        prefill_expert_s_per_token=pre.expert_time_s / new,
+        expert_unhidden_share=pre.expert_unhidden_share,
     )
     model.prefill_weights_s[new] = pre.weights_time_s
     return model

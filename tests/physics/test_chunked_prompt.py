@@ -97,10 +97,13 @@ def test_ttft_under_load_and_cost_never_fall_as_prompts_or_users_grow(shape, gpu
 def test_under_dp_attention_load_never_lowers_ttft_below_the_idle_replicas():
     # DeepSeek-R1 on 8 × MI300X, dp_ep with MTP, continuous (issue 41: idle 915 ms, under
     # load 375 ms). The prompt sits on one data-parallel rank: idle or loaded, its dense
-    # matmuls and attention run there alone. One user is the idle replica; more only wait.
+    # matmuls and attention run there alone. One user is the idle replica, but for the one
+    # decoder the loaded step prices beside the prompt's chunk (the user's own sequence; an
+    # idle prefill carries none: since a prefill's experts take the larger of their read and
+    # math, 7.8 ms here, no longer hidden by the read the summed GEMMs added); more only wait.
     c = _coefficients(R1_DP_EP, 4096)
     idle = _idle_ttft_s(c)
-    assert c.ttft_under_load_s(1) == pytest.approx(idle, rel=1e-9)
+    assert idle <= c.ttft_under_load_s(1) <= idle + c.tpot_s(1)
     for batch in (1, 2, 8, 64, 256, 512):
         assert c.ttft_under_load_s(batch) >= idle
     # Nor is that the floor alone: the chunked prompt at one user is the idle prefill's

@@ -1,7 +1,7 @@
 """The simulator's iteration costs read from tables (issue 44: the rate form's time was
 the simulations, and IterationModel.mean_iteration_s inside them) must be the very
 floats the formula gives: the reference below is the formula as it stood before the
-tables (main at b1f0eea: a step reads the busiest GPU's experts), computed from the model's public coefficients, and every
+tables (main at b1f0eea: a step reads the busiest GPU's experts; since ttft42 a prefill-only pass prices its routed experts' GEMMs apart, as estimate_prefill does), computed from the model's public coefficients, and every
 comparison is exact (==), over random whole batches on dense, tensor-parallel,
 mixture-of-experts (TP and dp_ep), sliding-window and prefix-cached deployments."""
 
@@ -49,18 +49,29 @@ def _reference_s(it: IterationModel, b: float, ctx: float, k: float, att: float)
     def weights(tokens: int) -> float:
         return estimate_prefill(d, Workload(1, tokens + 1, tokens, 1)).weights_time_s
 
+    def alone(k: float) -> float:
+        """A prefill-only pass's GEMMs: the dense ones' kernel at the prefill's share, the
+        routed experts' at theirs (estimate_prefill's gemm_time_s over k tokens)."""
+        chunk = max(1, round(k))
+        read_s, math_s = weights(chunk), k * it.prefill_linear_s_per_token
+        if not c.overlapped:
+            return read_s + math_s
+        routed_s = estimate_prefill(d, Workload(1, chunk + 1, chunk, 1)).routed_weights_time_s if it.prefill_expert_s_per_token else 0.0
+        expert_s = k * it.prefill_expert_s_per_token
+        dense_s = kernel_time_s(read_s - routed_s, math_s - expert_s, True, it.prefill_unhidden_share)
+        return dense_s + kernel_time_s(routed_s, expert_s, True, it.expert_unhidden_share)
+
     setup_s = 0.0
     if b > 0:
         weights_s = c.weight_bytes(b + k) / (c.bandwidth_bytes_per_s * c.bandwidth_efficiency * c.weight_bandwidth_share)
         linear_s = b * c.linear_flops_per_sequence / (c.matmul_flops_per_s * c.compute_efficiency) + k * it.prefill_linear_s_per_token
+        gemm_s = kernel_time_s(weights_s, linear_s, c.overlapped, c.unhidden_share)
     else:
-        weights_s = weights(max(1, round(k)))
-        linear_s = k * it.prefill_linear_s_per_token
+        gemm_s = alone(k)
         setup_s = prefill_expert_overhead_s(d, max(1, round(k)))
-    gemm_s = kernel_time_s(weights_s, linear_s, c.overlapped, c.unhidden_share if b > 0 else it.prefill_unhidden_share)
     if b > 0 and k > 0:
         chunk = max(1, round(k))
-        alone_s = kernel_time_s(weights(chunk), k * it.prefill_linear_s_per_token, c.overlapped, it.prefill_unhidden_share)
+        alone_s = alone(k)
         decoders_s = b * c.linear_flops_per_sequence / (c.matmul_flops_per_s * c.compute_efficiency)
         gemm_s = max(gemm_s, alone_s + prefill_expert_overhead_s(d, chunk) + decoders_s)
     kv_s = ctx * it.kv_s_per_token
