@@ -48,3 +48,14 @@ def test_simulate_of_a_plan_given_whole_imports_no_solver() -> None:
     assert modules & COMMAND_MODULES == {"solver.cli.simulate"}
     assert not {"ortools", "pandas", "pyarrow"} & _tops(modules)
     assert "solver.explain.solve" not in modules
+
+
+def test_solve_without_an_inventory_imports_no_fleet_model_and_as_json_no_text_report() -> None:
+    """The mixed plan (explain/mixed.py) puts the workload to the fleet model only when the
+    spec owns GPUs: a solve without an inventory loads none of it; the text report is
+    loaded only for text."""
+    code, modules = _loaded_after(["solve", "specs/latency-critical-8b.yaml", "--format", "json"])
+    assert code == 0
+    assert not {m for m in modules if "fleet" in m}
+    assert "solver.report.solve_text" not in modules
+    assert "ortools.sat.python.cp_model" in modules and not {"pandas", "pyarrow"} & _tops(modules)
