@@ -59,3 +59,19 @@ def test_solve_without_an_inventory_imports_no_fleet_model_and_as_json_no_text_r
     assert not {m for m in modules if "fleet" in m}
     assert "solver.report.solve_text" not in modules
     assert "ortools.sat.python.cp_model" in modules and not {"pandas", "pyarrow"} & _tops(modules)
+
+
+def test_a_solve_of_a_catalog_model_builds_no_config_json_validator() -> None:
+    """catalog/hf_config_schema's two models are built on the first config.json read
+    (defer_build): a solve of a catalog model never reads one."""
+    probe = (
+        "import contextlib, io\n"
+        "from solver.cli.main import main\n"
+        "from solver.catalog.hf_config_schema import ConfigFields, TopLevel\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    code = main(['solve', 'specs/latency-critical-8b.yaml', '--no-explain'])\n"
+        "print(code, ConfigFields.__pydantic_complete__, TopLevel.__pydantic_complete__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "False", "False"]
