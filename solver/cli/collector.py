@@ -11,6 +11,14 @@ first generation at YOUNG_THRESHOLD objects instead of 700). On the way out the
 collector is as it was: a caller that runs the command in its own process (the tests,
 tests/golden/record.py) gets its frozen objects back (`gc.unfreeze`), unless it had
 frozen some itself, and then nothing is frozen here.
+
+When the command was the process's own (`plan-opt ...`, `python -m solver.cli`), the
+whole heap is frozen as it returns (`process_ends`): the interpreter's collections at
+exit scanned it all again, 0.07 s of a 0.9 s solve, to free memory the process hands
+back whole. Only garbage in reference cycles is left to the exit (objects no cycle holds
+are freed as before), and no command leaves a file open to a cycle: standard output and
+error are flushed by the interpreter, every file a command writes is closed by it
+(cli/outputs.py).
 """
 
 from __future__ import annotations
@@ -49,3 +57,8 @@ def collected_after_imports() -> Iterator[Callable[[], None]]:
         gc.set_threshold(*threshold)
         if enabled:
             gc.enable()
+
+
+def process_ends() -> None:
+    """The heap frozen out of the interpreter's collections at exit (the module's docstring)."""
+    gc.freeze()

@@ -57,3 +57,25 @@ def test_an_error_while_loading_leaves_the_collector_as_it_was() -> None:
     except ImportError:
         pass
     assert gc.isenabled() and gc.get_freeze_count() == 0 and gc.get_threshold() == threshold
+
+
+def test_the_process_own_command_leaves_its_heap_frozen_for_the_exit(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`plan-opt ...` (main() reading sys.argv) freezes the heap as it returns, so that the
+    interpreter's collections at exit do not scan it; a caller passing argv (the tests,
+    an embedding program) gets its collector back as it was."""
+    import contextlib
+    import io
+
+    from solver.cli.main import main
+
+    assert gc.get_freeze_count() == 0
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["list", "precisions"]) == 0
+    assert gc.get_freeze_count() == 0
+    monkeypatch.setattr("sys.argv", ["plan-opt", "list", "precisions"])
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main() == 0
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
