@@ -329,9 +329,7 @@ def _unbatched_physics(
         return refused, max_batch, e
 
 
-def _shape_physics(
-    shape: Shape, w: Workload, unbatched: tuple[tuple[tuple[str, str], ...], int | None, PrefillEstimate | ValueError | None]
-) -> ShapePhysics:
+def _shape_physics(shape: Shape, w: Workload, unbatched: tuple[Any, ...]) -> ShapePhysics:
     d = shape.deployment
     refused, max_batch, prefill = unbatched
     if max_batch is None:
