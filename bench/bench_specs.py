@@ -4,12 +4,13 @@ process: the median CPU (user + system) of interleaved runs, and whether it meet
 the same loop, so that before and after come from one run; each checkout's bytecode is
 compiled first (`compileall`), as an installed package's is.
 
-    python bench/bench_specs.py [--runs 5] [--vs /path/to/other/checkout] [--phases]
+    python bench/bench_specs.py [--runs 5] [--vs /path/to/other/checkout] [--phases] [--spec NAME]
 
 `--phases` adds, for this checkout, where each spec's time goes inside one process (CPU
 of the imports, the problem's build, the first solve and each explanation step), to
 say what to profile next. Request-rate specs (workload.requests_per_s: the plan and its
-runners-up simulated under traffic) are marked `rate`.
+runners-up simulated under traffic) are marked `rate`. `--spec NAME` (repeatable) measures
+only the specs whose path contains NAME: one spec's before and after, more runs a minute.
 """
 
 from __future__ import annotations
@@ -67,13 +68,16 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--vs", type=Path, help="another checkout, measured in the same loop (the 'before')")
     ap.add_argument("--phases", action="store_true", help="where each spec's time goes in one process (this checkout)")
+    ap.add_argument("--spec", action="append", default=[], help="only the specs whose path contains this (repeatable)")
     args = ap.parse_args()
     if args.runs < 1:
         ap.error(f"--runs takes a whole number of at least 1, not {args.runs}")
     trees = {"this": ROOT, **({"vs": args.vs.resolve()} if args.vs else {})}
     for root in trees.values():
         compileall.compile_dir(root / "solver", quiet=1)
-    specs = solve_specs(ROOT)
+    specs = [s for s in solve_specs(ROOT) if not args.spec or any(name in s for name in args.spec)]
+    if not specs:
+        ap.error(f"--spec {args.spec} names no bundled spec (they are specs/*.yaml and examples/solve-*.yaml)")
     got: dict[tuple[str, str], list[float]] = {(s, t): [] for s in specs for t in trees}
     for _ in range(args.runs):  # interleaved, so a slow moment of the machine spreads over every case
         for spec in specs:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import NoReturn, TextIO, cast
 
 from solver import __version__
+from solver.cli.collector import process_ends
 from solver.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 
 EXIT_INTERNAL = 70
@@ -227,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OUTPUT
     finally:
         sys.stdout = real
+        if argv is None:  # the process's own command line: it ends with this command
+            process_ends()
 
 
 def _main(argv: list[str] | None, real: TextIO) -> int:

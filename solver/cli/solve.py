@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
+from solver.cli.collector import collected_after_imports
 from solver.cli.common import catalog_for, problem_from
 from solver.errors import EXIT_DOES_NOT_FIT, EXIT_INVALID_PLAN, EXIT_OK, InputError
 
@@ -50,11 +52,18 @@ def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with collected_after_imports() as imported:
+        return _run(args, imported)
+
+
+def _run(args: argparse.Namespace, imported: Callable[[], None]) -> int:
     from solver.explain.solve import solve
+    from solver.optimise.cpsat import import_cp_model
     from solver.report.solve_json import to_json
-    from solver.report.solve_text import render
     from solver.spec.solve_spec import load_spec
 
+    import_cp_model()  # its numpy, with the rest of what a solve loads (cli/collector.py)
+    imported()
     spec, lines = load_spec(args.spec)
     if args.time_limit is not None:
         if not 0 < args.time_limit <= 3600:
@@ -69,5 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(to_json(result))
     else:
+        from solver.report.solve_text import render
+
         sys.stdout.write(render(result, markdown=args.format == "markdown"))
     return EXIT_OK if result.feasible else EXIT_DOES_NOT_FIT

@@ -8,12 +8,12 @@ beside the plan, with the router weights it needs."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from solver.optimise.fleet import FleetResult, solve_fleet
-from solver.optimise.fleet_classes import ServiceClass, options_of
-from solver.optimise.model import Solution
-from solver.optimise.problem import Problem
-from solver.spec.fleet_spec import FleetSpec
+if TYPE_CHECKING:
+    from solver.optimise.fleet import FleetResult
+    from solver.optimise.model import Solution
+    from solver.optimise.problem import Problem
 
 SERVICE = "workload"
 
@@ -54,6 +54,11 @@ def mixed_plan(problem: Problem, sol: Solution) -> MixedPlan | None:
         return None
     if list(spec.search.serving) != ["aggregated"] or problem.workload.users < 2:
         return None
+    # the fleet model only here: a solve without an inventory (most) never loads it
+    from solver.optimise.fleet import solve_fleet
+    from solver.optimise.fleet_classes import ServiceClass, options_of
+    from solver.spec.fleet_spec import FleetSpec
+
     options, _ = options_of(problem)
     if len({o.shape_index for o in options}) < 2:
         return None

@@ -38,6 +38,12 @@ MAX_SCHEDULE_SIMULATED_REQUESTS = 10 * MAX_SIMULATED_REQUESTS
 finds its budget spent and its slots are left to the screen, and named so."""
 
 
+def mean_e2e_s(check: Check) -> float:
+    """A request's mean time in the replica in the check's simulation (its first seed's run)."""
+    results = check.sim.results
+    return sum(r.e2e_s for r in results) / len(results)
+
+
 @dataclass
 class SlotChecks:
     """What the simulations showed so far, per (shape index, rate), over every solve of
@@ -91,6 +97,15 @@ class SlotChecks:
         """Whether slot t's need of `o` passed its simulation, at its rate or at a higher
         rate on as many replicas (`covered`), else the screen alone set it."""
         return self.covered(o.index, self.rates_per_s[t], o.need[t], self.passed_rates(o.index, o.need[t]))
+
+    def most_loaded(self, index: int) -> Check | None:
+        """Of shape `index`'s checks that passed on every seed, the one whose replicas each
+        carried the most requests/s (then the most in the system, λ·W): the verified load
+        the schedule's counts rest on, which its autoscaler's target reads
+        (explain/schedule_replay.replica_capacity). None where none passed (the budget
+        spent before any: the screen alone sized the counts)."""
+        passed = [c for (i, _), c in self.passed.items() if i == index and c.sim.results]
+        return max(passed, key=lambda c: (c.requests_per_s / c.replicas, c.requests_per_s / c.replicas * mean_e2e_s(c)), default=None)
 
     def passed_rates(self, index: int, replicas: int) -> list[float]:
         """The rates at which shape `index` on `replicas` replicas passed on every seed."""

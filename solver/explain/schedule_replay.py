@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from solver.errors import InputError
 from solver.explain.schedule import ScheduleResult
+from solver.explain.schedule_checks import mean_e2e_s
 from solver.physics.iteration import iteration_model
 from solver.traffic.replay import Replay, replay
 from solver.traffic.screen import engine_limits
@@ -99,9 +100,13 @@ class ReplicaCapacity:
     """What one replica of the plan carries under the SLA, for the autoscaler's target."""
 
     rate_per_s: float
-    """Its sustainable rate (solve's traffic screen; the horizon's Option.replica_rate_per_s)."""
+    """Requests/s one replica carries: the most of any slot whose simulation passed (the
+    load the schedule's counts were sized and verified at); the screen's sustainable rate
+    only where no simulation passed."""
     e2e_mean_s: float
-    """A request's mean time in the replica at that rate."""
+    """A request's mean time in the replica at that rate (that simulation's, or the screen's)."""
+    source: str = ""
+    """Where the rate comes from, as the emitted header says it."""
 
     @property
     def in_system(self) -> float:
@@ -110,16 +115,24 @@ class ReplicaCapacity:
 
 
 def replica_capacity(r: ScheduleResult) -> ReplicaCapacity:
-    """The plan's shape at its sustainable rate, read from solve's candidate at the
-    profile's peak (optimise/horizon_inputs.at_rate: the screen that sized the slots)."""
+    """The plan's replica at the most load it carries in a slot whose simulation passed
+    (explain/schedule_checks.SlotChecks.most_loaded): the schedule's counts are that
+    check's, so the autoscaler scales where the plan does. Where none passed (the
+    simulation budget spent), the screen's sustainable rate that sized the counts, read
+    from solve's candidate at the profile's peak (optimise/horizon_inputs.at_rate)."""
     from solver.optimise.horizon_inputs import at_rate
 
     s = r.schedule
     if s is None:
         raise InputError("--emit", None, "no plan to scale: no shape covers every slot")
     o = r.horizon.options[s.option]
+    check = r.checks.most_loaded(o.index) if r.checks is not None else None
+    if check is not None:
+        seeds = f", passed on {len(check.seeds)} seeds" if check.seeds else ""
+        where = f"the most a replica carries in a slot whose simulation passed ({check.requests_per_s:,.2f} requests/s on {check.replicas} replica{'s' if check.replicas != 1 else ''}{seeds})"
+        return ReplicaCapacity(check.requests_per_s / check.replicas, mean_e2e_s(check), where)
     sizing = at_rate(r.problem, r.spec.profile.peak_per_s)[o.index].traffic
     if sizing is None or sizing.sustainable.at_rate is None:
         raise InputError("--emit", o.label, "needs the plan's replica sized under traffic (a rate it sustains); this shape has none")
     at = sizing.sustainable.at_rate
-    return ReplicaCapacity(at.rate_per_s, at.e2e_mean_s)
+    return ReplicaCapacity(at.rate_per_s, at.e2e_mean_s, "its sustainable rate by solve's traffic screen (no slot's simulation passed)")

@@ -31,7 +31,7 @@ import numpy as np
 
 from solver.optimise.candidates import Candidate, PrefillPool, offered_batches, tpot_batch_cap
 from solver.optimise.kv_vendors import pairable_options
-from solver.optimise.problem import Problem, Shape, ShapePhysics
+from solver.optimise.problem import Problem, Shape
 from solver.optimise.targets import TIME_TOLERANCE
 from solver.physics.costs import plan_tco
 from solver.physics.deployment import Targets, Workload
@@ -58,7 +58,8 @@ class _Option:
     """A shape that can prefill, with what its pool costs per replica."""
 
     shape: Shape
-    physics: ShapePhysics
+    workload: Workload
+    """The prefill-only workload (batching isolated) its physics is derived at, once paired (`_size`)."""
     service_s: float
     servers: int
     per_replica: tuple[float, float, float, float]
@@ -79,30 +80,40 @@ def _per_replica(shape: Shape) -> tuple[float, float, float, float]:
 
 def _prefill_options(problem: Problem, w: Workload, shapes: list[Shape]) -> dict[tuple[str, str], list[_Option]]:
     """Per (weights, KV) format, the shapes that can prefill a prompt (its KV fits; no
-    draft: a prefill replica does not decode), dominated ones dropped."""
-    by_format: dict[tuple[str, str], list[tuple[_Option, tuple[float, ...]]]] = {}
+    draft: a prefill replica does not decode), dominated ones dropped. Each is read from
+    the parts of its physics a prompt's service needs (refusals, memory, the prefill
+    estimate: `Problem.unbatched`), not its decode steps: a moved target's re-solve pairs
+    a handful of the hundreds (`_size` derives those), and a shape refused or out of
+    memory has no prefill estimated at all."""
+    # Dominance is judged among the options a decode pool may pair with alike: per vendor
+    # unless the KV may cross vendors (an option beaten only by another vendor's stays).
+    across = problem.spec.search.allow_cross_vendor_kv
+    by_format: dict[tuple[str, str, str], list[tuple[_Option, tuple[float, ...]]]] = {}
     for shape in shapes:
         d = shape.deployment
         if d.speculation is not None or d.platform.scale_out is None:
             continue
-        ph = problem.physics(shape, w)
-        if not ph.valid or not ph.interconnect_ok or ph.decode is None or ph.max_batch_memory < 1:
-            continue
-        dec = ph.decode
+        if problem.memory_cap(shape, w) < 1:
+            continue  # a rule refuses it (the interconnect's included), or no prompt's KV fits
+        refused, _, prefill = problem.unbatched(shape, w)
+        assert not refused and prefill is not None  # memory_cap is 0 for both
+        if isinstance(prefill, ValueError):
+            raise prefill  # as `Problem.physics` raises it for a shape no rule refuses
         link = d.platform.scale_out
         per = _per_replica(shape)
-        opt = _Option(shape, ph, dec.prefill_gpu_s, dec.prefill_servers, per)
+        servers = d.tp if d.dp_ep else 1  # DecodeCoefficients.prefill_servers
+        opt = _Option(shape, w, prefill.gpu_time_s, servers, per)
         key: tuple[float, ...] = (
-            dec.prefill_gpu_s,
-            dec.prefill_gpu_s / max(1, dec.prefill_servers),
+            prefill.gpu_time_s,
+            prefill.gpu_time_s / max(1, servers),
             kv_share_on_gpu(d) / link.bandwidth_bytes_per_s,
             1.0 / link.bandwidth_bytes_per_s,
             link.latency_s,
             *per,
         )
-        by_format.setdefault((d.weights.name, d.kv.name), []).append((opt, key))
+        by_format.setdefault((d.weights.name, d.kv.name, "" if across else d.device.vendor), []).append((opt, key))
     out: dict[tuple[str, str], list[_Option]] = {}
-    for fmt, rows in by_format.items():
+    for (weights, kv, _), rows in by_format.items():
         free = [r for r in rows if not r[0].owned]
         keys = np.asarray([k for _, k in free], dtype=float)
         kept = []
@@ -110,7 +121,9 @@ def _prefill_options(problem: Problem, w: Workload, shapes: list[Shape]) -> dict
             v = np.asarray(row)
             if not (np.all(keys <= v, axis=1) & np.any(keys < v, axis=1)).any():
                 kept.append(opt)
-        out[fmt] = kept + [o for o, _ in rows if o.owned]
+        out.setdefault((weights, kv), []).extend(kept + [o for o, _ in rows if o.owned])
+    for options in out.values():
+        options.sort(key=lambda o: (o.owned, o.shape.index))  # rented in shape order, then owned
     return out
 
 
@@ -202,7 +215,7 @@ def disaggregated_candidates(
             key = (pair_key, replicas, tpot, max_ttft_s, w.users, w.output_tokens)
             pools = problem._pools.get(key)
             if pools is None:
-                pools = problem._pools[key] = _pools(w, max_ttft_s, pairing, shape, replicas, tpot)
+                pools = problem._pools[key] = _pools(problem, w, max_ttft_s, pairing, shape, replicas, tpot)
             row = {o.shape.index: r for o, r in zip(pairing.options, pairing.rows)}
             for pool in pools:
                 vec = [replicas * x + pool.replicas * y for x, y in zip(per_decode, row[pool.shape.index])]
@@ -297,7 +310,9 @@ class _Pairing:
         )
 
 
-def _pools(w: Workload, max_ttft_s: float | None, pairing: _Pairing, d_shape: Shape, d_replicas: int, tpot_s: float) -> list[PrefillPool]:
+def _pools(
+    problem: Problem, w: Workload, max_ttft_s: float | None, pairing: _Pairing, d_shape: Shape, d_replicas: int, tpot_s: float
+) -> list[PrefillPool]:
     """The prefill pools worth pairing with one decode option: each option's fewest
     replicas, less those another pool matches on every figure of the pairing's `dims`
     (_Option.per_replica). Every pool meets the TTFT target; of pools equal on all of
@@ -312,7 +327,7 @@ def _pools(w: Workload, max_ttft_s: float | None, pairing: _Pairing, d_shape: Sh
     shared = d_shape.owned > 0 or any(o.owned and o.shape.device.name == d_shape.device.name for o in options)
     for i, (o, transfer) in enumerate(zip(options, transfers)):
         if transfer is not None and (shared or not pairing.free[i]):  # owned GPUs are free up to their count: never pruned
-            pool = _size(w, max_ttft_s, o, transfer, d_shape, d_replicas, tpot_s, float(delay[i]), overhead)
+            pool = _size(problem, w, max_ttft_s, o, transfer, d_shape, d_replicas, tpot_s, float(delay[i]), overhead)
             if pool is not None:
                 out.append(pool)
     if shared:
@@ -326,7 +341,7 @@ def _pools(w: Workload, max_ttft_s: float | None, pairing: _Pairing, d_shape: Sh
             continue  # a pool already paired is at least as good as this one could be
         o, transfer = options[i], transfers[i]
         assert transfer is not None
-        pool = _size(w, max_ttft_s, o, transfer, d_shape, d_replicas, tpot_s, float(delay[i]), overhead)
+        pool = _size(problem, w, max_ttft_s, o, transfer, d_shape, d_replicas, tpot_s, float(delay[i]), overhead)
         if pool is None:
             continue
         vec = [pool.replicas * x for x in rows[i]]
@@ -338,6 +353,7 @@ def _pools(w: Workload, max_ttft_s: float | None, pairing: _Pairing, d_shape: Sh
 
 
 def _size(
+    problem: Problem,
     w: Workload,
     max_ttft_s: float | None,
     o: _Option,
@@ -355,4 +371,4 @@ def _size(
     load = PrefillPoolLoad(per, o.service_s, o.service_s / max(1, o.servers), delay_s, wait, transfer.time_s, tpot_s, overhead_s)
     if not link_load_ok(w.users, load, transfer, x * o.shape.gpus_per_replica, d_replicas * d_shape.gpus_per_replica):
         return None
-    return PrefillPool(o.shape, o.physics, x, load, transfer)
+    return PrefillPool(o.shape, problem.physics(o.shape, o.workload), x, load, transfer)

@@ -200,8 +200,18 @@ class Problem:
         key = _physics_key(shape, workload)
         got = self._physics.get(key)
         if got is None:
-            got = _shape_physics(shape, workload, self._unbatched)
+            got = _shape_physics(shape, workload, self.unbatched(shape, workload))
             self._physics[key] = got
+        return got
+
+    def unbatched(self, shape: Shape, w: Workload) -> tuple[tuple[tuple[str, str], ...], int | None, PrefillEstimate | ValueError | None]:
+        """`_unbatched_physics` (memoised, shared with `physics`): a prefill-only replica
+        reads these alone, not the decode steps (optimise/disaggregated.py)."""
+        full = _physics_key(shape, w)
+        key = full[:4] + full[5:]  # less the batching
+        got = self._unbatched.get(key)
+        if got is None:
+            got = self._unbatched[key] = _unbatched_physics(shape.deployment, w, _memory_part(shape.deployment, w, self._unbatched, full))
         return got
 
     def memory_cap(self, shape: Shape, workload: Workload) -> int:
@@ -319,13 +329,9 @@ def _unbatched_physics(
         return refused, max_batch, e
 
 
-def _shape_physics(shape: Shape, w: Workload, unbatched: dict[tuple, tuple[Any, ...]]) -> ShapePhysics:
+def _shape_physics(shape: Shape, w: Workload, unbatched: tuple[Any, ...]) -> ShapePhysics:
     d = shape.deployment
-    full = _physics_key(shape, w)
-    key = full[:4] + full[5:]  # less the batching
-    if key not in unbatched:
-        unbatched[key] = _unbatched_physics(d, w, _memory_part(d, w, unbatched, full))
-    refused, max_batch, prefill = unbatched[key]
+    refused, max_batch, prefill = unbatched
     if max_batch is None:
         return ShapePhysics(shape, refused, 0, math.inf, None)
     try:

@@ -98,8 +98,9 @@ def _label(text: str) -> str:
 def emit_autoscaler(r: ScheduleResult, kind: str, capacity: ReplicaCapacity, utilisation: float = UTILISATION) -> str:
     """The plan's HPA (with the prometheus-adapter rule it needs, as a comment) or KEDA
     ScaledObject as YAML: per-replica target = the replica's requests in the system at
-    its sustainable rate × utilisation; min the reserved replicas or the schedule's
-    least; each scale-up's lag the plan's."""
+    the load its counts were verified at (explain/schedule_replay.replica_capacity) ×
+    utilisation; min the reserved replicas or the schedule's least; each scale-up's lag
+    the plan's."""
     s = r.schedule
     assert s is not None
     o = r.horizon.options[s.option]
@@ -117,6 +118,7 @@ def emit_autoscaler(r: ScheduleResult, kind: str, capacity: ReplicaCapacity, uti
         f"# plan-opt schedule --emit {kind}: {o.label}, {a.min_replicas} to {a.max_replicas} replicas, lag {o.lag_s / 60:.1f} min",
         f"# target per replica {a.target_per_replica:.2f} requests in the system = {capacity.rate_per_s:.3f} requests/s x "
         f"{capacity.e2e_mean_s:.3f} s in the replica (Little's law) x utilisation {utilisation:g}",
+        *([f"# requests/s: {capacity.source}"] if capacity.source else []),
         *(f"# note: {n}" for n in a.notes),
     ]
     if kind == "hpa":

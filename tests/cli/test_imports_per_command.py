@@ -48,3 +48,30 @@ def test_simulate_of_a_plan_given_whole_imports_no_solver() -> None:
     assert modules & COMMAND_MODULES == {"solver.cli.simulate"}
     assert not {"ortools", "pandas", "pyarrow"} & _tops(modules)
     assert "solver.explain.solve" not in modules
+
+
+def test_solve_without_an_inventory_imports_no_fleet_model_and_as_json_no_text_report() -> None:
+    """The mixed plan (explain/mixed.py) puts the workload to the fleet model only when the
+    spec owns GPUs: a solve without an inventory loads none of it; the text report is
+    loaded only for text."""
+    code, modules = _loaded_after(["solve", "specs/latency-critical-8b.yaml", "--format", "json"])
+    assert code == 0
+    assert not {m for m in modules if "fleet" in m}
+    assert "solver.report.solve_text" not in modules
+    assert "ortools.sat.python.cp_model" in modules and not {"pandas", "pyarrow"} & _tops(modules)
+
+
+def test_a_solve_of_a_catalog_model_builds_no_config_json_validator() -> None:
+    """catalog/hf_config_schema's two models are built on the first config.json read
+    (defer_build): a solve of a catalog model never reads one."""
+    probe = (
+        "import contextlib, io\n"
+        "from solver.cli.main import main\n"
+        "from solver.catalog.hf_config_schema import ConfigFields, TopLevel\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    code = main(['solve', 'specs/latency-critical-8b.yaml', '--no-explain'])\n"
+        "print(code, ConfigFields.__pydantic_complete__, TopLevel.__pydantic_complete__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "False", "False"]

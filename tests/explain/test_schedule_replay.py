@@ -71,14 +71,22 @@ def test_the_emitted_hpa_target_is_the_replicas_capacity_times_utilisation(small
     assert main(["schedule", str(f), "--emit", "hpa", "--utilisation", "0.5", "-o", str(out)]) == 0
     hpa = yaml.safe_load(out.read_text())
     o = small.horizon.options[small.schedule.option]
-    # by hand: the replica's requests in the system at its sustainable rate λ (the plan's
-    # replica_rate_per_s) is λ·W by Little's law, W a request's mean time in it (the
-    # screen at λ); the target is that × 0.5, as a Kubernetes quantity in thousandths
-    from solver.optimise.horizon_inputs import at_rate
-
-    at = at_rate(small.problem, small.spec.profile.peak_per_s)[o.index].traffic.sustainable.at_rate
-    assert at.rate_per_s == pytest.approx(o.replica_rate_per_s)
-    want_milli = round(o.replica_rate_per_s * at.e2e_mean_s * 0.5 * 1000)
+    # by hand: the slots are 1, 1, 6, 6 and 1.5 requests/s; each slot's count is the one
+    # solve's simulation passed at its rate (SlotRow.simulated). The most a replica carries
+    # in them is the rate over the count, highest of the slots: the verified load λ the
+    # counts rest on (not the screen's sustainable rate, above it). Its requests in the
+    # system are λ·W by Little's law, W the mean time in the system of that slot's passed
+    # simulation's requests; the target is that × 0.5, a Kubernetes quantity in thousandths.
+    rows = [(row.rate_per_s / row.need, row.rate_per_s, row.need) for row in small.slots if row.simulated]
+    assert len(rows) == len(small.slots)  # every slot's count passed its simulation here
+    lam, rate, need = max(rows)
+    assert (rate, need) == (6, 2) and lam == 3.0  # 6/s on 2 replicas: 3 requests/s a replica
+    assert lam < o.replica_rate_per_s  # the screen's figure, which the target read before
+    check = small.checks.passed[(o.index, rate)]
+    assert check.replicas == need and len(check.seeds) == 5
+    times = [r.e2e_s for r in check.sim.results]
+    w = sum(times) / len(times)
+    want_milli = round(lam * w * 0.5 * 1000)
     assert hpa["spec"]["metrics"][0]["pods"]["target"]["averageValue"] == f"{want_milli}m"
     assert hpa["spec"]["minReplicas"] == 1 and hpa["spec"]["maxReplicas"] == max(small.schedule.on_demand)
     assert hpa["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == -(-int(o.lag_s * 1000) // 1000)
@@ -90,6 +98,22 @@ def test_the_emitted_hpa_target_is_the_replicas_capacity_times_utilisation(small
     crons = [t["metadata"] for t in keda["spec"]["triggers"] if t["type"] == "cron"]
     assert 150 < o.lag_s < 180
     assert [(c["start"], c["end"], c["desiredReplicas"]) for c in crons] == [("7 0 * * *", "20 0 * * *", "2")]
+
+
+def test_where_no_slot_passed_a_simulation_the_target_is_the_screens_as_the_counts_are(small):
+    """A schedule whose simulation budget ran out before any slot passed was sized by the
+    screen alone: its autoscaler reads the screen's sustainable rate, and says so."""
+    import dataclasses
+
+    from solver.explain.schedule_checks import SlotChecks
+    from solver.explain.schedule_replay import replica_capacity
+
+    o = small.horizon.options[small.schedule.option]
+    unsimulated = dataclasses.replace(small, checks=SlotChecks(small.problem, small.spec.profile.rates_per_s))
+    cap = replica_capacity(unsimulated)
+    assert cap.rate_per_s == pytest.approx(o.replica_rate_per_s) and "screen" in cap.source
+    verified = replica_capacity(small)
+    assert verified.rate_per_s == 3.0 and "simulation passed" in verified.source  # 6/s on 2 replicas
 
 
 TRACE = """TIMESTAMP,ContextTokens,GeneratedTokens

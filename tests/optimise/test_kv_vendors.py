@@ -78,3 +78,23 @@ def test_one_vendor_searched_needs_no_note():
     spec = copy.deepcopy(SPEC)
     spec["search"]["gpus"] = ["b200", "h100-sxm"]
     assert to_output(solve(problem_of(spec), explain=True)).cross_vendor_kv is None
+
+
+def test_a_prefill_option_beaten_only_by_another_vendor_s_stays_for_its_own_vendor_s_decode():
+    """On A100-80GB and MI300X with FP8 weights, every A100 prefill shape is dominated by
+    an MI300X one (more HBM bandwidth and FLOPs for its price). A dominance judged across
+    vendors dropped them all, leaving an A100 decode pool nothing it may pair with; judged
+    per vendor, they stay unless the KV may cross."""
+    from solver.optimise.disaggregated import prefill_options
+
+    def a100_prefill_tps(allow: bool | None) -> list[int]:
+        spec = copy.deepcopy(SPEC)
+        spec["search"].update(gpus=["a100-80gb", "mi300x"], tp=[1, 2, 4, 8])
+        if allow is not None:
+            spec["search"]["allow_cross_vendor_kv"] = allow
+        problem = problem_of(spec)
+        options = prefill_options(problem, problem.workload, problem.shapes)[("fp8", "fp8")]
+        return sorted(o.shape.deployment.tp for o in options if o.shape.deployment.device.vendor == "NVIDIA")
+
+    assert a100_prefill_tps(None) != []  # 70B FP8 (~70 GB) plus an 8,192-token KV fits TP 2 and up
+    assert a100_prefill_tps(True) == []  # crossing allowed: the MI300X options beat them
