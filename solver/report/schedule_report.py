@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from solver.explain.schedule import ScheduleResult
+from solver.explain.schedule_replay import replica_capacity
 
 
 def _usd(x: float | None) -> str:
@@ -60,6 +61,7 @@ def to_dict(r: ScheduleResult) -> dict[str, Any]:
     if s is None:
         return out
     o = h.options[s.option]
+    capacity = replica_capacity(r)  # the load the counts were verified at (the autoscaler's too)
     out.update(
         {
             "status": s.status,
@@ -69,7 +71,9 @@ def to_dict(r: ScheduleResult) -> dict[str, Any]:
             "lag_s": o.lag_s,
             "spot_loss_per_slot": o.spot_loss,
             "survive_replicas": o.survive_replicas,
-            "replica_requests_per_s": o.replica_rate_per_s,
+            "replica_requests_per_s": capacity.rate_per_s,
+            "replica_requests_per_s_source": capacity.source,
+            "replica_screen_requests_per_s": o.replica_rate_per_s,
             "replica_binds": o.replica_binds,
             "reserved_replicas": s.reserved,
             "cost_usd": s.cost_usd,
@@ -115,13 +119,15 @@ def render(r: ScheduleResult) -> str:
         lines.append(f"no shape covers every slot ({len(h.options)} shapes admitted at every slot's rate)")
         return "\n".join(lines) + "\n"
     o = h.options[s.option]
+    capacity = replica_capacity(r)  # the load the counts were verified at (the autoscaler's too)
     prices = ", ".join(f"{t} ${p:.2f}" for t, p in o.usd_per_gpu_hour.items())
     lines += [
         f"searched {len(h.options)} shapes: {s.status} (CP-SAT)",
         "",
         "Plan",
         f"{o.label} ({o.gpus_per_replica} GPU{'s' if o.gpus_per_replica != 1 else ''} a replica; per GPU-hour: {prices})",
-        f"a replica carries {o.replica_rate_per_s:,.2f} requests/s under the SLA (solve's traffic screen; {o.replica_binds} binds)",
+        f"a replica carries {capacity.rate_per_s:,.2f} requests/s under the SLA: {capacity.source}",
+        f"(solve's traffic screen alone says {o.replica_rate_per_s:,.2f}; {o.replica_binds} binds)",
         f"{s.reserved} reserved replicas all day; the rest by the slot; a replica started is billed {o.lag_s / 60:.1f} min before its slot",
         f"cost over the profile {_usd(s.cost_usd)} · {_usd(r.usd_per_mtok)} per million tokens (prompt + output)",
         (

@@ -100,6 +100,19 @@ def test_the_emitted_hpa_target_is_the_replicas_capacity_times_utilisation(small
     assert [(c["start"], c["end"], c["desiredReplicas"]) for c in crons] == [("7 0 * * *", "20 0 * * *", "2")]
 
 
+def test_the_schedule_report_quotes_the_verified_load_its_counts_rest_on(small):
+    """One truth: the report's 'a replica carries' is the load the counts passed at (6/s on
+    2 replicas: 3 requests/s, as the autoscaler reads), the screen's own figure beside it."""
+    from solver.report.schedule_report import render, to_dict
+
+    o = small.horizon.options[small.schedule.option]
+    out = to_dict(small)
+    assert out["replica_requests_per_s"] == 3.0  # by hand: the slots' 6/s on their 2 replicas
+    assert out["replica_screen_requests_per_s"] == o.replica_rate_per_s > 3.0
+    assert "6.00 requests/s on 2 replicas" in out["replica_requests_per_s_source"]
+    assert "a replica carries 3.00 requests/s under the SLA" in render(small)
+
+
 def test_where_no_slot_passed_a_simulation_the_target_is_the_screens_as_the_counts_are(small):
     """A schedule whose simulation budget ran out before any slot passed was sized by the
     screen alone: its autoscaler reads the screen's sustainable rate, and says so."""
