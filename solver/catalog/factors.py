@@ -9,8 +9,8 @@ calibration file and a spec's overrides alike:
 | memory_utilization | 0.01 to 1 | a share of the device's memory |
 | bandwidth_efficiency, compute_efficiency | 0.01 to 1 | achieved / peak: never above it; below 1 % is a slip (1e-300 gave a TPOT of 1e291 s) |
 | attention_bandwidth_share | 0.01 to 1 | of the weights' achieved bandwidth, the share decode attention's KV reads reach: never more; fitted 0.82 for the serving engines on AMD Instinct, 0.89 on GDDR, 1 on NVIDIA HBM and for llama.cpp |
-| step_overhead_s | 0 to 1 s | a fixed cost per forward pass; fitted ≤ 2 ms (the fit's cap) |
-| layer_, sequence_, expert_layer_overhead_s | 0 to 10 ms | per layer or sequence per pass; per layer held at 20 µs, per sequence fitted ≤ 7 µs, per MoE layer on AMD Instinct 0.26 ms |
+| step_overhead_s | 0 to 1 s | a fixed cost per forward pass; fitted ≤ 0.5 ms (the fit's cap: the fixed cost follows the layers) |
+| layer_, sequence_, expert_layer_overhead_s | 0 to 10 ms | per layer or sequence per pass; per layer held at 50 µs, per sequence fitted ≤ 7 µs, per MoE layer on AMD Instinct 0.26 ms |
 | prefill_expert_overhead_s | 0 to 10 ms | per routed expert a prefill reaches, per MoE layer; fitted 9.6 µs for every engine |
 | tp_rank_overhead_s | 0 to 10 ms | per pass per TP rank beyond the first; fitted ≈ 0.2 ms |
 | request_overhead_s | 0 to 1 s | the serving front end's time per request; fitted ≤ 0.2 s |

@@ -281,15 +281,17 @@ def test_a_stack_of_another_shape_within_the_scales_range_still_gets_the_scale(t
     # inside its range, and on real stacks a line chosen over it did worse held out
     # (the fit half's 32 such points, 4.3 -> 7.4 % at batch 1): the scale is kept. The
     # defaults miss the 70B at TP 2 and batch 1 by about 8 %: 2 ms + 70.6 GB a GPU at
-    # 0.7 of 3.35 TB/s = 32.1 ms, against the default 3.77 ms (2 ms + 80 layers × 20 µs
-    # + one rank's 0.17 ms) + 70.6 GB at 0.82 = 29.4 ms, before its KV reads and all-reduce;
-    # scaled, the worst is under 5 %.
+    # 0.7 of 3.35 TB/s = 32.1 ms, against the default 4.53 ms (0.5 ms + 80 layers × 50 µs
+    # + one rank's 0.03 ms) + 70.6 GB at 0.847 = 29.4 ms, before its KV reads and
+    # all-reduce; scaled, the worst is under 6 % (the defaults' fixed cost follows the
+    # layers since 2026-12-05, the line's is all per step: a scale fits it less closely
+    # than it did the 2 ms step of the earlier defaults, under 5 % then).
     f = tmp_path / "m.csv"
     line = {"bandwidth_efficiency": 0.7, "step_overhead_s": 0.002, "layer_overhead_s": 0.0, "tp_rank_overhead_s": 0.0, "sequence_overhead_s": 0.0}
     _measured_with(f, lambda d: {**line, "expert_layer_overhead_s": 0.0})
     (result,) = fit(read_csv(f), default_catalog())
     assert result.tpot_method == "scale" and "line" not in result.tpot_held_out
-    assert result.after["tpot"]["max_ape"] < 0.05 < result.before["tpot"]["max_ape"]
+    assert result.after["tpot"]["max_ape"] < 0.06 < result.before["tpot"]["max_ape"]
 
 
 def test_points_the_defaults_already_predict_keep_the_defaults(tmp_path, capsys):

@@ -308,13 +308,14 @@ def test_at_equal_cost_one_shape_beats_a_split():
         ],
     }
     fs, classes = fleet(spec)
-    # At 20 ms one A100 holds about 28 users, a TP 2 pair about 79 (the physics' caps, moving
+    # At 20 ms one A100 holds about 30 users, a TP 2 pair about 80 (the physics' caps, moving
     # with the fitted factors): two of the first and one pair (2 + 2 = 4 GPUs) cost what two
-    # pairs do (4 GPUs); the single shape wins the tie, and needs no weighted router.
+    # pairs do (4 GPUs), and what four single A100s do where they hold 120 (at 30 users
+    # each or more); a single shape wins the tie, and needs no weighted router.
     caps = dict((o.gpus_per_replica, o.cap) for o in classes[0].options)
     assert 2 * caps[1] + caps[2] >= 120 and 2 * caps[2] >= 120 and caps[2] < 120 and caps[1] + caps[2] < 120, caps  # the premise
     res = solve_fleet(fs, classes)
-    assert [(a.option.gpus_per_replica, a.replicas) for a in res.assignments] == [(2, 2)]
+    assert [(a.option.gpus_per_replica * a.replicas) for a in res.assignments] == [4]  # one shape, 4 GPUs
     assert res.cost_usd_per_hour == pytest.approx(8.0) and res.routes == {}  # 4 GPUs × $2
 
 
