@@ -4,6 +4,7 @@ way the CLI does, from the same input fields."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 # Every plan the suite solves is re-checked without the solver (solver/explain/validate.py);
 # a violation fails the test that produced it.
@@ -77,3 +78,26 @@ def _private_cache_dir(tmp_path_factory):
 
     os.environ["PLAN_OPT_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
     yield
+
+
+@pytest.fixture(scope="session")
+def cli_once():
+    """`plan-opt ARGV` run in-process from the repository root once per session and read
+    by every test that asks the same argv: the golden files and the property tests of one
+    command on one bundled input read one run (a solve is deterministic, and the answer is
+    a tuple of strings and an int, so no test can alter what another reads)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "golden"))
+    import record
+
+    runs: dict[tuple[str, ...], tuple[str, str, int]] = {}
+
+    def run(argv: list[str]) -> tuple[str, str, int]:
+        key = tuple(str(a) for a in argv)
+        if key not in runs:
+            runs[key] = record.run_parts(list(key))
+        return runs[key]
+
+    return run
+

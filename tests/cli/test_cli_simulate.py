@@ -15,15 +15,11 @@ SPEC = ROOT / "specs" / "chat-70b-at-20-rps.yaml"
 
 
 @pytest.fixture(scope="module")
-def at_the_specs_count():
-    """`simulate --format json` at the spec's own request count (exit status, JSON)."""
-    import contextlib
-    import io
-
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        code = main(["simulate", str(SPEC), "--format", "json"])
-    return code, json.loads(buf.getvalue())
+def at_the_specs_count(cli_once):
+    """`simulate --format json` at the spec's own request count (exit status, JSON); the
+    session's one run of it, which tests/api/test_app.py compares the API's answer with."""
+    out, _, code = cli_once(["simulate", "specs/chat-70b-at-20-rps.yaml", "--format", "json"])
+    return code, json.loads(out)
 
 
 def test_the_solved_plan_meets_its_targets_in_simulation(at_the_specs_count):
