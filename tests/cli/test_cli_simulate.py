@@ -94,11 +94,11 @@ def test_bad_input_is_one_line(capsys, tmp_path):
     assert "workload.requests_per_s" in capsys.readouterr().err
 
 
-def test_pareto_under_a_rate_trades_replicas_for_percentile_latency(capsys):
+def test_pareto_under_a_rate_trades_replicas_for_percentile_latency(capsys, cli_once):
     # More replicas of one shape take less of the rate each, so its screened P90 TPOT falls:
     # along the frontier cost rises and TPOT falls; the users frontier does not apply.
-    code = main(["pareto", str(SPEC), "--format", "json"])
-    out = json.loads(capsys.readouterr().out)
+    text, _, code = cli_once(["pareto", "specs/chat-70b-at-20-rps.yaml", "--format", "json"])  # the golden file's run
+    out = json.loads(text)
     assert code == 0 and set(out) == {"tpot", "ttft", "rate"}
     points = out["tpot"]["points"]
     costs = [p["cost_usd_per_hour"] for p in points]
