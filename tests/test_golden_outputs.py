@@ -23,5 +23,6 @@ def test_every_bundled_input_has_its_golden_file():
 
 
 @pytest.mark.parametrize(("name", "argv"), CASES, ids=[name for name, _ in CASES])
-def test_output_is_byte_identical_to_the_golden_file(name, argv):
-    assert record.run(argv) == (GOLDEN / f"{name}.json").read_text()
+def test_output_is_byte_identical_to_the_golden_file(name, argv, cli_once):
+    out, err, code = cli_once(argv)  # the run tests/cli/test_cli_solve.py reads too
+    assert f"{out}{err}exit {code}\n" == (GOLDEN / f"{name}.json").read_text()

@@ -131,16 +131,12 @@ def test_the_api_describes_itself(client):
     assert client.get("/health").json()["ok"] is True
 
 
-def test_simulate_answers_the_clis_json_and_names_a_bad_query(client):
+def test_simulate_answers_the_clis_json_and_names_a_bad_query(client, cli_once):
     body = (ROOT / "specs" / "chat-70b-at-20-rps.yaml").read_bytes()
     r = client.post("/simulate", content=body)
     assert r.status_code == 200
-    import sys
-
-    sys.path.insert(0, str(GOLDEN))
-    import record  # the golden files' runner: the CLI in-process
-
-    cli = record.run(["simulate", "specs/chat-70b-at-20-rps.yaml", "--format", "json"])
+    out, err, code = cli_once(["simulate", "specs/chat-70b-at-20-rps.yaml", "--format", "json"])  # the CLI in-process, once a session
+    cli = f"{out}{err}exit {code}\n"  # as the golden files' runner writes it
     assert r.text.rstrip("\n") == cli[: cli.rindex("\nexit ")]
     r = client.post("/simulate?gpu=nope", content=body)
     assert r.status_code == 422 and r.json()["error"]["field"] == "gpu"

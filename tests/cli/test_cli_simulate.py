@@ -15,15 +15,11 @@ SPEC = ROOT / "specs" / "chat-70b-at-20-rps.yaml"
 
 
 @pytest.fixture(scope="module")
-def at_the_specs_count():
-    """`simulate --format json` at the spec's own request count (exit status, JSON)."""
-    import contextlib
-    import io
-
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        code = main(["simulate", str(SPEC), "--format", "json"])
-    return code, json.loads(buf.getvalue())
+def at_the_specs_count(cli_once):
+    """`simulate --format json` at the spec's own request count (exit status, JSON); the
+    session's one run of it, which tests/api/test_app.py compares the API's answer with."""
+    out, _, code = cli_once(["simulate", "specs/chat-70b-at-20-rps.yaml", "--format", "json"])
+    return code, json.loads(out)
 
 
 def test_the_solved_plan_meets_its_targets_in_simulation(at_the_specs_count):
@@ -98,11 +94,11 @@ def test_bad_input_is_one_line(capsys, tmp_path):
     assert "workload.requests_per_s" in capsys.readouterr().err
 
 
-def test_pareto_under_a_rate_trades_replicas_for_percentile_latency(capsys):
+def test_pareto_under_a_rate_trades_replicas_for_percentile_latency(capsys, cli_once):
     # More replicas of one shape take less of the rate each, so its screened P90 TPOT falls:
     # along the frontier cost rises and TPOT falls; the users frontier does not apply.
-    code = main(["pareto", str(SPEC), "--format", "json"])
-    out = json.loads(capsys.readouterr().out)
+    text, _, code = cli_once(["pareto", "specs/chat-70b-at-20-rps.yaml", "--format", "json"])  # the golden file's run
+    out = json.loads(text)
     assert code == 0 and set(out) == {"tpot", "ttft", "rate"}
     points = out["tpot"]["points"]
     costs = [p["cost_usd_per_hour"] for p in points]

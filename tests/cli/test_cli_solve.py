@@ -24,8 +24,9 @@ def run(argv, capsys):
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.name)
-def test_every_shipped_spec_solves_or_explains(spec, capsys):
-    code, out, err = run(["solve", spec, "--format", "json"], capsys)
+def test_every_shipped_spec_solves_or_explains(spec, cli_once):
+    # the argv of the golden file's run (tests/test_golden_outputs.py): one solve, read by both
+    out, err, code = cli_once(["solve", str(spec.relative_to(ROOT)), "--format", "json"])
     data = json.loads(out)
     if spec.name.startswith("impossible"):
         assert code == 3 and data["plan"] is None
@@ -37,14 +38,13 @@ def test_every_shipped_spec_solves_or_explains(spec, capsys):
         assert data["plan"]["gpus"] >= 1 and data["constraints"]
 
 
-def test_json_is_byte_identical_across_runs():
-    spec = ROOT / "specs" / "chat-llama70b.yaml"
-    runs = [
-        subprocess.run([sys.executable, "-m", "solver.cli.main", "solve", str(spec), "--format", "json"], capture_output=True, text=True)
-        for _ in range(2)
-    ]
-    assert runs[0].returncode == 0, runs[0].stderr
-    assert runs[0].stdout == runs[1].stdout
+def test_json_is_byte_identical_across_runs(cli_once):
+    # two processes, each with its own string-hash seed: a fresh one and this one (whose run
+    # the golden file's test reads too)
+    argv = ["solve", "specs/chat-llama70b.yaml", "--format", "json"]
+    fresh = subprocess.run([sys.executable, "-m", "solver.cli.main", *argv], capture_output=True, text=True, cwd=ROOT)
+    assert fresh.returncode == 0, fresh.stderr
+    assert fresh.stdout == cli_once(argv)[0]
 
 
 def test_text_and_markdown_reports(capsys):
@@ -72,8 +72,8 @@ def test_missing_spec_file(capsys):
 
 
 @pytest.mark.parametrize("fleet", FLEETS, ids=lambda p: p.name)
-def test_every_shipped_fleet_solves(fleet, capsys):
-    code, out, err = run(["fleet", fleet, "--format", "json"], capsys)
+def test_every_shipped_fleet_solves(fleet, capsys, cli_once):
+    out, err, code = cli_once(["fleet", str(fleet.relative_to(ROOT)), "--format", "json"])  # the golden file's run
     assert code == 0, err
     data = json.loads(out)
     assert data["status"] == "optimal"

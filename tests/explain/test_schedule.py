@@ -80,8 +80,8 @@ def test_a_rate_in_the_workload_is_refused(tmp_path, capsys):
     assert code == 2 and "workload.requests_per_s" in err and "traffic_profile" in err
 
 
-def test_the_daily_profile_beats_peak_provisioning_and_keeps_every_slot(tmp_path, capsys):
-    code, out, _ = _run(tmp_path, yaml.safe_load((ROOT / "specs" / "daily-chat-profile.yaml").read_text()), capsys, "--json")
+def test_the_daily_profile_beats_peak_provisioning_and_keeps_every_slot(cli_once):
+    out, _, code = cli_once(["schedule", "specs/daily-chat-profile.yaml", "--json"])  # the golden file's run, read by both
     assert code == 0
     d = json.loads(out)
     assert d["status"] == "optimal" and not d["violations"]

@@ -43,6 +43,12 @@ def cases() -> list[tuple[str, list[str]]]:
 
 def run(argv: list[str]) -> str:
     """The command's standard output and error and exit status, as one text."""
+    out, err, code = run_parts(argv)
+    return f"{out}{err}exit {code}\n"
+
+
+def run_parts(argv: list[str]) -> tuple[str, str, int]:
+    """The command's standard output, error and exit status, run in-process from the root."""
     import os
 
     old = os.getcwd()
@@ -53,7 +59,7 @@ def run(argv: list[str]) -> str:
             code = main(argv)
     finally:
         os.chdir(old)
-    return f"{out.getvalue()}{err.getvalue()}exit {code}\n"
+    return out.getvalue(), err.getvalue(), code
 
 
 if __name__ == "__main__":

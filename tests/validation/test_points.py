@@ -213,17 +213,25 @@ def test_a_github_source_is_its_repository_revision_or_thread():
     assert vp.source_key({"source": "https://github.com/o/r/issues/7#c1 quote"}) == "https://github.com/o/r/issues/7#c1"
 
 
-def _fitted_from(points):
-    catalog = vp.default_catalog()
-    terms = fit_defaults.fit_terms(points, catalog)
-    model = fit_defaults.fit_model(terms)
+def _values(model):
     free = model.free(fit_defaults.MIN_POINTS, fit_defaults.MIN_FORMAT_POINTS)
     return {k: model.value(*k) for k in free + list(model.tie)}  # a tied cost is written as its source's
 
 
+def _fitted_from(points):
+    return _values(fit_defaults.fit_model(fit_defaults.fit_terms(points, vp.default_catalog())))
+
+
 @pytest.fixture(scope="module")
-def fitted():
-    return _fitted_from(POINTS)
+def fit_split_model():
+    """The model fitted on the fit split's points alone, once for this file (the fitted
+    factors and the release terms are both read from it; neither test changes it)."""
+    return fit_defaults.fit_model(fit_defaults.fit_terms([p for p in POINTS if p["split"] == "fit"], vp.default_catalog()))
+
+
+@pytest.fixture(scope="module")
+def fitted(fit_split_model):
+    return _values(fit_split_model)
 
 
 def test_catalog_fitted_factors_are_what_the_fit_points_give(fitted):
@@ -648,8 +656,6 @@ def test_a_release_step_cost_needs_three_campaigns_on_the_lines_that_share_it(mo
     assert model.predict() - before == pytest.approx([0.6e-3] * 3)
 
 
-def test_catalog_release_terms_are_what_the_fit_points_give():
-    catalog = vp.default_catalog()
-    model = fit_defaults.fit_model(fit_defaults.fit_terms([p for p in POINTS if p["split"] == "fit"], catalog))
+def test_catalog_release_terms_are_what_the_fit_points_give(fit_split_model):
     data = yaml.safe_load((vp.ROOT / "catalogs" / "fitted.yaml").read_text())
-    assert data.get("releases", {}) == fit_defaults.fitted_releases(model, catalog)
+    assert data.get("releases", {}) == fit_defaults.fitted_releases(fit_split_model, vp.default_catalog())
