@@ -119,8 +119,23 @@ def write_parquet(out: BinaryIO, header: list[str], rows: list[dict[str, Any]]) 
     import pyarrow.parquet as pq
 
     ordered = sorted(rows, key=lambda r: int(r["scenario"]))
-    table = pa.table({k: typed_column([r.get(k) for r in ordered]) for k in header})
-    pq.write_table(table, out)
+    kinds = {int: pa.int64(), float: pa.float64(), str: pa.string()}
+    columns = {}
+    for k in header:
+        cells = typed_column([r.get(k) for r in ordered])
+        kind = FIXED_TYPES.get(k) or next((type(v) for v in cells if v is not None), str)
+        columns[k] = pa.array([None if v is None else kind(v) for v in cells], type=kinds[kind])
+    pq.write_table(pa.table(columns), out)
+
+
+# A plan column's type whatever the rows hold, so that every sweep's file has one schema
+# (a sweep with no error, or none feasible, wrote those columns as Arrow's null type).
+FIXED_TYPES: dict[str, type] = {
+    "scenario": int,
+    **dict.fromkeys(("tp", "pp", "replicas", "gpus"), int),
+    **dict.fromkeys(("cost_usd_per_hour", "tco_usd_per_hour", "tpot_s", "ttft_s"), float),
+    **{k: str for k in PLAN_COLUMNS if k not in ("tp", "pp", "replicas", "gpus", "cost_usd_per_hour", "tco_usd_per_hour", "tpot_s", "ttft_s")},
+}
 
 
 def typed_column(values: list[Any]) -> list[Any]:

@@ -143,6 +143,21 @@ def test_parquet_columns_are_typed(tmp_path):
     }
 
 
+def test_parquet_columns_keep_their_type_when_no_row_fills_them(tmp_path):
+    # Every scenario infeasible (a 1 ms TPOT no GPU reaches) and none an error: the plan
+    # and error columns are all empty, yet a reader concatenating sweeps needs one schema.
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump({"spec": {**BASE, "sla": {"max_ttft": "1s", "max_tpot": "1ms"}}, "axes": {"workload.users": [8, 64]}}))
+    assert main(["sweep", str(grid), "-o", str(tmp_path / "t.csv"), "--quiet", "--workers", "1", "--parquet", str(tmp_path / "t.parquet")]) == 0
+    table = pq.read_table(tmp_path / "t.parquet")
+    assert set(table.column("status").to_pylist()) == {"infeasible"}
+    types = {name: str(table.schema.field(name).type) for name in ("tp", "replicas", "cost_usd_per_hour", "tpot_s", "gpu", "error")}
+    assert types == {"tp": "int64", "replicas": "int64", "cost_usd_per_hour": "double", "tpot_s": "double", "gpu": "string", "error": "string"}
+
+
 def test_an_interrupted_sweep_keeps_its_rows_and_says_how_to_resume(tmp_path, capsys, monkeypatch):
     from solver.cli import sweep
 
