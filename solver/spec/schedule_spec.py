@@ -51,7 +51,9 @@ SURVIVE = Bound(0, 100, integer=True)
 TIER_NAMES = ("reserved_1y", "reserved_3y", "on_demand", "spot")
 SCHEDULE_KEYS = ("traffic_profile", "tiers", "spot", "readiness", "min_replicas", "availability")
 SCHEDULE_FIELDS = (
-    "a `plan-opt schedule` spec is a solve spec (`plan-opt schema` prints its fields) plus " + ", ".join(SCHEDULE_KEYS) + " (README: plan-opt schedule)"
+    "a `plan-opt schedule` spec is a solve spec (`plan-opt schema` prints its fields) plus "
+    + ", ".join(SCHEDULE_KEYS)
+    + " (README: plan-opt schedule)"
 )
 
 
