@@ -36,6 +36,7 @@ PLAN_COLUMNS = [
 def row_of(result: Any) -> dict[str, Any]:
     """A solved scenario's columns (explain/records.SolveResult)."""
     from solver.optimise.scenario import plan_label
+    from solver.report.solve_json import rent_usd_per_hour
 
     c = result.solution.candidate
     row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS, "")
@@ -57,7 +58,7 @@ def row_of(result: Any) -> dict[str, Any]:
         gpus=c.gpus,
         weights=d.weights.name,
         kv_cache=d.kv.name,
-        cost_usd_per_hour=round(c.cost_usd_per_hour, 6),
+        cost_usd_per_hour=rent_usd_per_hour(c, result.problem.objective),  # as solve reports it
         tco_usd_per_hour="" if math.isinf(tco) else round(tco, 6),
         tpot_s=round(c.tpot_s, 9),
         ttft_s=round(c.ttft_s, 9),
