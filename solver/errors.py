@@ -108,7 +108,14 @@ class InputError(Exception):
         An unknown field is matched against the fields `schema` (the pydantic model that
         was validated) allows at that place, for a "did you mean"; `fields_hint` says
         where that kind of file's fields are listed."""
-        err = exc.errors()[0]
+        errors = exc.errors()
+        err = errors[0]
+        if err.get("type") in ("missing", "missing_argument"):
+            # a required field misspelled is also an unknown field beside it: that one
+            # carries the "did you mean" (`modle:` is the missing `model`)
+            parent = tuple(err.get("loc", ()))[:-1]
+            unknown = [e for e in errors if e.get("type") in ("extra_forbidden", "unexpected_keyword_argument")]
+            err = next((e for e in unknown if tuple(e.get("loc", ()))[:-1] == parent), err)
         loc = tuple(err.get("loc", ()))
         # pydantic reports union branches and validators as extra loc parts; keep
         # the path the user wrote.

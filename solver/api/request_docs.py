@@ -9,21 +9,21 @@ from typing import Any
 
 REF = "#/components/schemas/{model}"
 BODIES = {
-    "/solve": ("Spec", "chat-llama70b.yaml"),
-    "/validate": ("Spec", "chat-llama70b.yaml"),
-    "/pareto": ("Spec", "chat-llama70b.yaml"),
-    "/simulate": ("Spec", "chat-70b-at-20-rps.yaml"),
-    "/deploy": ("Spec", "latency-critical-8b.yaml"),
-    "/fleet": ("FleetSpec", "fleet-three-services.yaml"),
-    "/evaluate": ("EvaluateInput", None),
+    "/solve": ("Spec", "specs/chat-llama70b.yaml"),
+    "/validate": ("Spec", "specs/chat-llama70b.yaml"),
+    "/pareto": ("Spec", "specs/chat-llama70b.yaml"),
+    "/simulate": ("Spec", "specs/chat-70b-at-20-rps.yaml"),
+    "/deploy": ("Spec", "specs/latency-critical-8b.yaml"),
+    "/fleet": ("FleetSpec", "specs/fleet-three-services.yaml"),
+    "/evaluate": ("EvaluateInput", "examples/seed-step1-llama8b-rtx4090.yaml"),
 }
-"""Route -> (the model its body is read by, the bundled spec shown as its example)."""
+"""Route -> (the model its body is read by, the bundled file shown as its example)."""
 
 
-def _specs_dir() -> Path | None:
-    """specs/ of a checkout (an installed wheel ships no specs: no example then)."""
-    here = Path(__file__).resolve().parents[2] / "specs"
-    return here if here.is_dir() else None
+def _checkout() -> Path | None:
+    """The checkout holding specs/ and examples/ (an installed wheel ships neither: no example then)."""
+    here = Path(__file__).resolve().parents[2]
+    return here if (here / "specs").is_dir() else None
 
 
 def add_request_schemas(app: Any) -> None:
@@ -46,17 +46,17 @@ def add_request_schemas(app: Any) -> None:
             schema = model.model_json_schema(ref_template=REF)
             schemas.update(schema.pop("$defs", {}))
             schemas[name] = schema
-        specs = _specs_dir()
+        root = _checkout()
         for path, (name, example) in BODIES.items():
             op = doc.get("paths", {}).get(path, {}).get("post")
             if op is None:
                 continue
             json_body: dict[str, Any] = {"schema": {"$ref": REF.format(model=name)}}
             yaml_body: dict[str, Any] = {"schema": {"type": "string", "description": f"the same {name} as YAML"}}
-            if specs is not None and example is not None and (specs / example).is_file():
+            if root is not None and (root / example).is_file():
                 import yaml
 
-                text = (specs / example).read_text()
+                text = (root / example).read_text()
                 json_body["example"] = yaml.safe_load(text)
                 yaml_body["example"] = text
             op["requestBody"] = {"required": True, "content": {"application/json": json_body, "application/yaml": yaml_body}}

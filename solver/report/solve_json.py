@@ -320,6 +320,13 @@ def _plan_tco(c: Candidate, objective: str) -> tuple[float | None, str, int, int
     return (None if math.isinf(usd) else usd), how, bought, rented
 
 
+def rent_usd_per_hour(c: Candidate, objective: str) -> float:
+    """The plan's rent per hour as solve reports it: none where its objective buys every GPU
+    it acquires (min_tco's bought plan rents nothing); the sweep's cost column reads this."""
+    _, bought, rented = c.acquired_as(objective)
+    return round(c.cost_usd_per_hour, 6) if rented or not bought else 0.0
+
+
 def _disaggregated_token_costs(c: Candidate, usd_per_hour: float, costs: TokenCosts) -> TokenCosts:
     """Each pool's tokens at its own share of the plan's cost (by its GPUs at their
     price): a prompt token a prefill replica's time, an output token a decode replica's."""
@@ -455,7 +462,7 @@ def to_output(r: SolveResult) -> SolveOut:
             max_batch_tpot=c.max_batch_tpot,
             max_batch_ttft=c.max_batch_ttft if c.max_batch_ttft < NO_CAP else None,
             capacity_per_replica=c.capacity.users,
-            cost_usd_per_hour=round(c.cost_usd_per_hour, 6) if rented or not bought else 0.0,
+            cost_usd_per_hour=rent_usd_per_hour(c, p.objective),
             purchase_usd=round(c.purchase_usd, 2),
             tpot_s=c.tpot_s if c.traffic is not None else est.decode.tpot_s,
             ttft_s=c.ttft_s if c.traffic is not None or c.prefill is not None else ttft_s,

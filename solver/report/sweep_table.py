@@ -36,6 +36,7 @@ PLAN_COLUMNS = [
 def row_of(result: Any) -> dict[str, Any]:
     """A solved scenario's columns (explain/records.SolveResult)."""
     from solver.optimise.scenario import plan_label
+    from solver.report.solve_json import rent_usd_per_hour
 
     c = result.solution.candidate
     row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS, "")
@@ -57,7 +58,7 @@ def row_of(result: Any) -> dict[str, Any]:
         gpus=c.gpus,
         weights=d.weights.name,
         kv_cache=d.kv.name,
-        cost_usd_per_hour=round(c.cost_usd_per_hour, 6),
+        cost_usd_per_hour=rent_usd_per_hour(c, result.problem.objective),  # as solve reports it
         tco_usd_per_hour="" if math.isinf(tco) else round(tco, 6),
         tpot_s=round(c.tpot_s, 9),
         ttft_s=round(c.ttft_s, 9),
@@ -119,8 +120,23 @@ def write_parquet(out: BinaryIO, header: list[str], rows: list[dict[str, Any]]) 
     import pyarrow.parquet as pq
 
     ordered = sorted(rows, key=lambda r: int(r["scenario"]))
-    table = pa.table({k: typed_column([r.get(k) for r in ordered]) for k in header})
-    pq.write_table(table, out)
+    kinds = {int: pa.int64(), float: pa.float64(), str: pa.string()}
+    columns = {}
+    for k in header:
+        cells = typed_column([r.get(k) for r in ordered])
+        kind = FIXED_TYPES.get(k) or next((type(v) for v in cells if v is not None), str)
+        columns[k] = pa.array([None if v is None else kind(v) for v in cells], type=kinds[kind])
+    pq.write_table(pa.table(columns), out)
+
+
+# A plan column's type whatever the rows hold, so that every sweep's file has one schema
+# (a sweep with no error, or none feasible, wrote those columns as Arrow's null type).
+FIXED_TYPES: dict[str, type] = {
+    "scenario": int,
+    **dict.fromkeys(("tp", "pp", "replicas", "gpus"), int),
+    **dict.fromkeys(("cost_usd_per_hour", "tco_usd_per_hour", "tpot_s", "ttft_s"), float),
+    **{k: str for k in PLAN_COLUMNS if k not in ("tp", "pp", "replicas", "gpus", "cost_usd_per_hour", "tco_usd_per_hour", "tpot_s", "ttft_s")},
+}
 
 
 def typed_column(values: list[Any]) -> list[Any]:

@@ -50,6 +50,11 @@ MIN_REPLICAS = Bound(0, 10_000, integer=True)
 SURVIVE = Bound(0, 100, integer=True)
 TIER_NAMES = ("reserved_1y", "reserved_3y", "on_demand", "spot")
 SCHEDULE_KEYS = ("traffic_profile", "tiers", "spot", "readiness", "min_replicas", "availability")
+SCHEDULE_FIELDS = (
+    "a `plan-opt schedule` spec is a solve spec (`plan-opt schema` prints its fields) plus "
+    + ", ".join(SCHEDULE_KEYS)
+    + " (README: plan-opt schedule)"
+)
 
 
 class GrowthIn(SpecModel):
@@ -203,13 +208,14 @@ def parse_schedule(data: object, lines: dict | None = None, source: str | None =
     """The solve spec and the schedule's own fields, each validated where it is written."""
     if not isinstance(data, dict):
         raise InputError("spec", None, "expected a YAML mapping with model, workload and traffic_profile", source=source, line=1 if source else None)
+    _refuse_unknown_top_level(data, lines, source)
     own = {k: data[k] for k in SCHEDULE_KEYS if k in data}
     if "traffic_profile" not in own:
         raise InputError("traffic_profile", None, "required: a schedule's demand over time (slot and requests_per_s or csv)", source=source)
     try:
         schedule = ScheduleIn.model_validate(own, context=USER_INPUT)
     except ValidationError as exc:
-        raise InputError.from_validation(exc, lines, source=source, schema=ScheduleIn) from None
+        raise InputError.from_validation(exc, lines, source=source, schema=ScheduleIn, fields_hint=SCHEDULE_FIELDS) from None
     try:
         profile = profile_of(schedule.traffic_profile, base_dir)
     except InputError as exc:
@@ -225,7 +231,20 @@ def parse_schedule(data: object, lines: dict | None = None, source: str | None =
         rest["workload"] = {**workload, "requests_per_s": profile.peak_per_s}
         if profile.trace_name is not None and not any(k in workload for k in ("prompt_tokens", "output_tokens", "lengths_file")):
             rest["workload"]["lengths_file"] = profile.trace_name  # the trace's own lengths (spec/lengths_file.py reads its layout)
-    return ScheduleSpec(parse_spec(rest, lines, source), schedule, profile)
+    return ScheduleSpec(parse_spec(rest, lines, source, fields_hint=SCHEDULE_FIELDS), schedule, profile)
+
+
+def _refuse_unknown_top_level(data: dict, lines: dict | None, source: str | None) -> None:
+    """A top-level key neither a solve spec nor a schedule has, matched against both: split
+    between the two validators, `min_replica` would be guessed against the solve fields only."""
+    import difflib
+
+    allowed = set(SCHEDULE_KEYS) | {n for name, f in Spec.model_fields.items() for n in (name, f.alias) if n}
+    for key in data:
+        if key not in allowed:
+            near = difflib.get_close_matches(str(key), sorted(allowed), n=1, cutoff=0.6)
+            guess = f"did you mean {near[0]}? " if near else ""
+            raise InputError(str(key), None, f"unknown field ({guess}{SCHEDULE_FIELDS})").located(lines, source)
 
 
 def load_schedule(path: str | Path) -> tuple[ScheduleSpec, dict]:

@@ -253,7 +253,9 @@ class Spec(SpecModel):
 SPEC_FIELDS = "`plan-opt schema` prints every field of a spec (solve, pareto, simulate, deploy)"
 
 
-def parse_spec(data: object, lines: dict | None = None, source: str | None = None) -> Spec:
+def parse_spec(data: object, lines: dict | None = None, source: str | None = None, fields_hint: str = SPEC_FIELDS) -> Spec:
+    """The validated spec; `fields_hint` names where the calling command's fields are listed
+    (a schedule spec is a solve spec plus its own fields)."""
     if not isinstance(data, dict):
         raise InputError("spec", None, "expected a YAML mapping with model and workload", source=source, line=1 if source else None)
     if "traffic_profile" in data:
@@ -263,7 +265,7 @@ def parse_spec(data: object, lines: dict | None = None, source: str | None = Non
     try:
         spec = Spec.model_validate(data, context=USER_INPUT)
     except ValidationError as exc:
-        raise InputError.from_validation(exc, lines, source=source, schema=Spec, fields_hint=SPEC_FIELDS) from None
+        raise InputError.from_validation(exc, lines, source=source, schema=Spec, fields_hint=fields_hint) from None
     bad = traffic_mismatch(spec.workload, spec.sla)
     if bad:
         raise InputError(bad[0], None, bad[1]).located(lines, source)

@@ -126,6 +126,28 @@ def test_the_tco_column_is_the_tco_solve_reports(tmp_path, capsys):
         assert float(r["tco_usd_per_hour"]) == pytest.approx(plan["tco_usd_per_hour"]) == pytest.approx(plan["cost_usd_per_hour"])
 
 
+def test_under_min_tco_the_cost_and_tco_columns_are_what_solve_reports(tmp_path, capsys):
+    # min_tco buys where buying is cheaper: solve then reports $0.00/hour rent and the TCO;
+    # the sweep's cost column printed the list rent of the bought GPUs (its --plot drew it).
+    import json
+
+    spec = {**BASE, "objective": "min_tco"}
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump({"spec": spec, "axes": {"workload.users": [8, 64]}}))
+    assert main(["sweep", str(grid), "-o", str(tmp_path / "t.csv"), "--quiet", "--workers", "1"]) == 0
+    with (tmp_path / "t.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    capsys.readouterr()
+    for r in rows:
+        path = tmp_path / "one.yaml"
+        path.write_text(yaml.safe_dump({**spec, "workload": {**BASE["workload"], "users": int(r["workload.users"])}}))
+        assert main(["solve", str(path), "--format", "json", "--no-explain"]) == 0
+        plan = json.loads(capsys.readouterr().out)["plan"]
+        assert float(r["cost_usd_per_hour"]) == pytest.approx(plan["cost_usd_per_hour"])
+        assert float(r["tco_usd_per_hour"]) == pytest.approx(plan["tco_usd_per_hour"])
+    assert any(float(r["cost_usd_per_hour"]) == 0.0 for r in rows)  # a bought plan: the case that differed
+
+
 def test_parquet_columns_are_typed(tmp_path):
     pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
@@ -141,6 +163,21 @@ def test_parquet_columns_are_typed(tmp_path):
         "cost_usd_per_hour": "double",
         "plan": "string",
     }
+
+
+def test_parquet_columns_keep_their_type_when_no_row_fills_them(tmp_path):
+    # Every scenario infeasible (a 1 ms TPOT no GPU reaches) and none an error: the plan
+    # and error columns are all empty, yet a reader concatenating sweeps needs one schema.
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump({"spec": {**BASE, "sla": {"max_ttft": "1s", "max_tpot": "1ms"}}, "axes": {"workload.users": [8, 64]}}))
+    assert main(["sweep", str(grid), "-o", str(tmp_path / "t.csv"), "--quiet", "--workers", "1", "--parquet", str(tmp_path / "t.parquet")]) == 0
+    table = pq.read_table(tmp_path / "t.parquet")
+    assert set(table.column("status").to_pylist()) == {"infeasible"}
+    types = {name: str(table.schema.field(name).type) for name in ("tp", "replicas", "cost_usd_per_hour", "tpot_s", "gpu", "error")}
+    assert types == {"tp": "int64", "replicas": "int64", "cost_usd_per_hour": "double", "tpot_s": "double", "gpu": "string", "error": "string"}
 
 
 def test_an_interrupted_sweep_keeps_its_rows_and_says_how_to_resume(tmp_path, capsys, monkeypatch):

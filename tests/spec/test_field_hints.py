@@ -78,3 +78,45 @@ def test_a_latency_with_its_unit_or_at_most_one_second_is_read(value, seconds):
 def test_the_rule_holds_for_percentile_targets_too():
     data = {**BASE, "workload": {"requests_per_s": 2, "prompt_tokens": 512, "output_tokens": 256}, "sla": {"ttft": {"p99": 500}}}
     assert "without a unit" in _refusal(data).allowed
+
+
+def test_a_misspelled_required_field_gets_the_guess_not_only_missing():
+    # `modle:` is both "model missing" and "modle unknown": the unknown one names model.
+    data = {k: v for k, v in BASE.items() if k != "model"} | {"modle": "llama-3.1-8b"}
+    e = _refusal(data)
+    assert e.field == "modle" and "did you mean model?" in e.allowed
+    e = _refusal({"model": "llama-3.1-8b", "wrkload": BASE["workload"]})
+    assert e.field == "wrkload" and "did you mean workload?" in e.allowed
+    assert "required field is missing" in _refusal({"workload": BASE["workload"]}).allowed  # nothing near: missing
+
+
+SCHEDULE = {
+    "model": "llama-3.1-8b",
+    "workload": {"prompt_tokens": 512, "output_tokens": 256},
+    "sla": {"ttft": {"p99": "2s"}, "tpot": {"p90": "50ms"}},
+    "search": {"gpus": ["h100-sxm"]},
+    "traffic_profile": {"slot": "1h", "requests_per_s": [1.0, 2.0]},
+}
+
+
+def _schedule_refusal(data: dict) -> InputError:
+    from solver.spec.schedule_spec import parse_schedule
+
+    with pytest.raises(InputError) as e:
+        parse_schedule(data)
+    return e.value
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "meant"),
+    [
+        ({"min_replica": 2}, "min_replica", "min_replicas"),  # a schedule field, not a solve one
+        ({"tier": ["spot"]}, "tier", "tiers"),
+        ({"traffic_profile": {"slto": "1h", "requests_per_s": [1.0]}}, "traffic_profile.slto", "slot"),
+        ({"sla": {"ttft": {"p99": "2s"}, "tpto": {"p90": "50ms"}}}, "sla.tpto", "tpot"),
+    ],
+)
+def test_a_schedule_spec_s_misspelling_names_schedule(edit, field, meant):
+    e = _schedule_refusal({**SCHEDULE, **edit})
+    assert e.field == field and f"did you mean {meant}?" in e.allowed
+    assert "plan-opt schedule" in e.allowed  # the command whose spec it is, not solve's list
