@@ -147,7 +147,18 @@ class IterationModel:
         b, k = decode_seqs, prefill_tokens
         if b <= 0 and k <= 0:
             return 0.0
-        return self._with_attention_s(self._fixed_terms(b, k), b, decode_context_tokens, k, prefill_attention_tokens)
+        # _with_attention_s written out, as in iteration_s (the screen's hot path)
+        gemm_s, comm_s, setup_s, sequences_s = self._fixed_terms(b, k)
+        kv_per_token_s, attend_per_token_s, pair_s, cached, overhead_s, overlapped, share = self._attention_terms
+        ctx = decode_context_tokens + b * cached
+        kv_s = ctx * kv_per_token_s
+        attend_s = ctx * attend_per_token_s
+        if overlapped:
+            kernel_s = (attend_s if attend_s > kv_s else kv_s) + share * (attend_s if attend_s < kv_s else kv_s)
+        else:
+            kernel_s = kv_s + attend_s
+        attention_s = kernel_s + (prefill_attention_tokens + k * cached) * pair_s
+        return gemm_s + attention_s + comm_s + overhead_s + setup_s + sequences_s
 
     def _with_attention_s(
         self, fixed: tuple[float, float, float, float], b: float, decode_context_tokens: float, k: float, prefill_attention_tokens: float
@@ -199,17 +210,52 @@ class IterationModel:
         of b + k alone, so a few thousand entries serve the simulator's many (b, k) pairs
         (a day's replay asked for 494,000 pairs past the (b, k) table). Whole counts only:
         the screen's fractional loads are each asked once."""
+        if type(tokens) is not int:
+            return self._fractional_token_terms(tokens)
         got = self.token_terms.get(tokens)
         if got is None:
             c = self.decode
             weights_s = c.weight_bytes(tokens) / self._rates[1]
             comm_s = comm_time_from_segments(c.comm_pieces, tokens) if c.comm_pieces else c.comm_fixed_s + tokens * c.comm_per_sequence_s
-            got = (weights_s, comm_s)
-            if type(tokens) is int:
-                if len(self.token_terms) >= MAX_FIXED_TERMS:
-                    self.token_terms.clear()
-                self.token_terms[tokens] = got
+            if len(self.token_terms) >= MAX_FIXED_TERMS:
+                self.token_terms.clear()
+            got = self.token_terms[tokens] = (weights_s, comm_s)
         return got
+
+    @cached_property
+    def _token_lines(self) -> tuple[float | None, tuple[tuple[float, float, float, float], ...], float, float, float]:
+        """What _token_terms reads, taken once per model: the weights' seconds where they
+        do not depend on the tokens (a dense model: every token reads every weight; None
+        for an MoE model's experts), and the communication's pieces, each with the floor
+        comm_time_from_segments carries into it (the most the pieces before cost at their
+        ends), then the last piece's floor, fixed and per-token terms ((0, fixed, per
+        token) for the single line)."""
+        c = self.decode
+        weights_s = c.weight_bytes(1) / self._rates[1] if c.num_experts == 0 else None
+        if not c.comm_pieces:
+            return weights_s, (), 0.0, c.comm_fixed_s, c.comm_per_sequence_s
+        pieces, floor = [], 0.0
+        for seg in c.comm_pieces:
+            pieces.append((seg.upto_tokens, seg.fixed_s, seg.per_token_s, floor))
+            floor = max(floor, seg.time_s(seg.upto_tokens))
+        last = c.comm_pieces[-1]
+        return weights_s, tuple(pieces), floor, last.fixed_s, last.per_token_s
+
+    def _fractional_token_terms(self, tokens: float) -> tuple[float, float]:
+        """_token_terms at a fractional count (the screen's mean loads, each asked once,
+        so not kept): the same floats from the per-model lines, comm_time_from_segments
+        written out (max(floor, x) is `x if x > floor else floor`)."""
+        weights_s, pieces, floor, fixed_s, per_token_s = self._token_lines
+        if weights_s is None:
+            weights_s = self.decode.weight_bytes(tokens) / self._rates[1]
+        if not pieces:
+            return weights_s, fixed_s + tokens * per_token_s
+        for upto, piece_fixed_s, piece_per_token_s, before in pieces:
+            if tokens < upto:
+                comm_s = piece_fixed_s + piece_per_token_s * tokens
+                return weights_s, comm_s if comm_s > before else before
+        comm_s = fixed_s + per_token_s * tokens
+        return weights_s, comm_s if comm_s > floor else floor
 
     def _fixed_terms(self, b: float, k: float) -> tuple[float, float, float, float]:
         """The terms that depend on the batch and the chunk alone: the GEMMs, the

@@ -180,3 +180,59 @@ def test_the_least_recently_asked_model_goes_first(monkeypatch):
     assert iteration_model(d, loads[0]) is first and iteration_model(d, loads[2]) is third
     again = iteration_model(d, loads[1])
     assert again is not second and again.iteration_s(8, 8000, 100, 5050.0) == second.iteration_s(8, 8000, 100, 5050.0)
+
+
+@pytest.mark.parametrize("model, gpu, tp, hardware", CASES)
+def test_fractional_token_terms_are_the_formulas_floats_at_every_piece(model, gpu, tp, hardware):
+    """The screen's fractional loads read the weights and the communication from lines
+    taken once per model (IterationModel._token_lines): the same floats as
+    DecodeCoefficients.weight_bytes and comm_time_from_segments, checked exactly at each
+    piece's end, just either side of it, and at random loads."""
+    d, w = _deployment(model, gpu, tp, hardware)
+    it = iteration_model(d, w)
+    c = it.decode
+    rate = c.bandwidth_bytes_per_s * c.bandwidth_efficiency * c.weight_bandwidth_share
+    ends = [s.upto_tokens for s in c.comm_pieces if s.upto_tokens != float("inf")]
+    rng = random.Random(f"{model}:{tp}")
+    loads = [e + delta for e in ends for delta in (-0.5, -1e-9, 0.0, 1e-9, 0.5)] + [rng.uniform(0, 20_000) for _ in range(300)]
+    for tokens in loads:
+        comm = comm_time_from_segments(c.comm_pieces, tokens) if c.comm_pieces else c.comm_fixed_s + tokens * c.comm_per_sequence_s
+        assert it._fractional_token_terms(tokens) == (c.weight_bytes(tokens) / rate, comm), tokens
+
+
+def test_a_dense_models_weights_are_priced_once_for_the_screen(monkeypatch):
+    """A dense model's step reads every weight whatever its tokens, so the screen's
+    fractional loads (each asked once, never tabled) price the weights once per model,
+    not once per load (issue 44: the rate form's screen made 231,786 weight_bytes
+    calls); the iteration times stay the formula's floats."""
+    d, w = _deployment("llama-3.1-70b", "h100-sxm", 4, {})
+    it = IterationModel(
+        **{
+            f: getattr(iteration_model(d, w), f)
+            for f in (
+                "decode",
+                "kv_s_per_token",
+                "decode_attention_s_per_token",
+                "prefill_linear_s_per_token",
+                "prefill_attention_s_per_pair",
+                "request_overhead_s",
+                "cached_tokens",
+                "deployment",
+                "prefill_unhidden_share",
+            )
+        }
+    )
+    reads: list[float] = []
+    original = type(it.decode).weight_bytes
+
+    def counted(self, batch):  # type: ignore[no-untyped-def]
+        reads.append(batch)
+        return original(self, batch)
+
+    monkeypatch.setattr(type(it.decode), "weight_bytes", counted)
+    rng = random.Random(11)
+    for _ in range(100):
+        b = rng.uniform(0.5, 300)
+        ctx = b * rng.uniform(1, 3000)
+        assert it.mean_iteration_s(b, ctx, 0.0, 0.0) == _reference_s(it, b, ctx, 0.0, 0.0)
+    assert len(reads) == 100 + 1  # the reference's 100, and the model's one
