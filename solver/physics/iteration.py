@@ -32,7 +32,6 @@ from functools import cached_property
 
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.deployment import Deployment, Workload
-from solver.physics.interconnect import comm_time_from_segments
 from solver.physics.kernels import attention_flops, prefill_expert_overhead_s
 from solver.physics.prefill import estimate_prefill, prefill_routed_weights_time_s, prefill_weights_time_s
 
@@ -83,8 +82,20 @@ class IterationModel:
         cached = self.prefill_weights_s.get(tokens)
         if cached is None:
             assert self.deployment is not None
-            cached = self.prefill_weights_s[tokens] = prefill_weights_time_s(self.deployment, tokens)
+            cached = self._dense_prefill_weights_s
+            if cached is None:
+                cached = prefill_weights_time_s(self.deployment, tokens)
+            self.prefill_weights_s[tokens] = cached
         return cached
+
+    @cached_property
+    def _dense_prefill_weights_s(self) -> float | None:
+        """A prefill-only pass's weight reads where they do not depend on its tokens (a
+        dense model: every token reads every weight; None for an MoE model's experts or
+        data-parallel attention), taken once for every chunk size the simulator meets."""
+        d = self.deployment
+        assert d is not None
+        return None if d.model.is_moe or d.dp_ep else prefill_weights_time_s(d, 1)
 
     def _prefill_expert_s(self, tokens: int) -> float:
         if self.deployment is None:
@@ -214,12 +225,9 @@ class IterationModel:
             return self._fractional_token_terms(tokens)
         got = self.token_terms.get(tokens)
         if got is None:
-            c = self.decode
-            weights_s = c.weight_bytes(tokens) / self._rates[1]
-            comm_s = comm_time_from_segments(c.comm_pieces, tokens) if c.comm_pieces else c.comm_fixed_s + tokens * c.comm_per_sequence_s
             if len(self.token_terms) >= MAX_FIXED_TERMS:
                 self.token_terms.clear()
-            got = self.token_terms[tokens] = (weights_s, comm_s)
+            got = self.token_terms[tokens] = self._fractional_token_terms(tokens)
         return got
 
     @cached_property
@@ -242,9 +250,9 @@ class IterationModel:
         return weights_s, tuple(pieces), floor, last.fixed_s, last.per_token_s
 
     def _fractional_token_terms(self, tokens: float) -> tuple[float, float]:
-        """_token_terms at a fractional count (the screen's mean loads, each asked once,
-        so not kept): the same floats from the per-model lines, comm_time_from_segments
-        written out (max(floor, x) is `x if x > floor else floor`)."""
+        """_token_terms computed (at a fractional count, the screen's mean loads, each asked
+        once, not kept): the same floats as weight_bytes and comm_time_from_segments, from
+        the per-model lines (max(floor, x) is `x if x > floor else floor`)."""
         weights_s, pieces, floor, fixed_s, per_token_s = self._token_lines
         if weights_s is None:
             weights_s = self.decode.weight_bytes(tokens) / self._rates[1]
