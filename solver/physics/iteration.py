@@ -71,8 +71,8 @@ class IterationModel:
     pass they take the larger of their read and their math (expert_unhidden_share), as
     estimate_prefill prices them."""
     expert_unhidden_share: float = 0.0
-    fixed_terms: dict[tuple[int, int], tuple[float, float, float, float]] = field(default_factory=dict)
-    """iteration_s's table: _fixed_terms by (decode sequences, prefill tokens)."""
+    fixed_terms: dict[int, tuple[float, float, float, float]] = field(default_factory=dict)
+    """iteration_s's table: a decode-only iteration's _fixed_terms by its decode sequences."""
     chunk_terms: dict[float, tuple[float, float, float]] = field(default_factory=dict)
     """_chunk_terms by prefill tokens."""
     token_terms: dict[float, tuple[float, float]] = field(default_factory=dict)
@@ -128,20 +128,25 @@ class IterationModel:
         )
 
     def iteration_s(self, decode_seqs: int, decode_context_tokens: int, prefill_tokens: int, prefill_attention_tokens: float) -> float:
-        """mean_iteration_s at whole loads, its terms of (decode_seqs, prefill_tokens)
-        alone read from a table (the simulator asks for the same few thousand pairs
-        hundreds of thousands of times); the same operations in the same order, so the
-        same float bit for bit (tests/physics/test_iteration_table.py). The simulator's
-        hottest call: _with_attention_s is written out here (two frames less a call)."""
+        """mean_iteration_s at whole loads, a decode-only iteration's terms of decode_seqs
+        alone read from a table (the simulator asks for the same few hundred batches
+        hundreds of thousands of times; a mixed iteration's (decode_seqs, prefill_tokens)
+        is computed, as four in five of them are new and a table entry cost more than it
+        saved); the same operations in the same order, so the same float bit for bit
+        (tests/physics/test_iteration_table.py). The simulator's hottest call:
+        _with_attention_s is written out here (two frames less a call)."""
         b, k = decode_seqs, prefill_tokens
         if b <= 0 and k <= 0:
             return 0.0
-        fixed = self.fixed_terms.get((b, k))
-        if fixed is None:
-            if len(self.fixed_terms) >= MAX_FIXED_TERMS:
-                self.fixed_terms.clear()
-            fixed = self.fixed_terms[(b, k)] = self._fixed_terms(b, k)
-        gemm_s, comm_s, setup_s, sequences_s = fixed
+        if k:  # a prompt chunk: its (b, k) seldom comes again (a fifth of them in 100,000 requests)
+            gemm_s, comm_s, setup_s, sequences_s = self._fixed_terms(b, k)
+        else:
+            fixed = self.fixed_terms.get(b)
+            if fixed is None:
+                if len(self.fixed_terms) >= MAX_FIXED_TERMS:
+                    self.fixed_terms.clear()
+                fixed = self.fixed_terms[b] = self._fixed_terms(b, 0)
+            gemm_s, comm_s, setup_s, sequences_s = fixed
         kv_per_token_s, attend_per_token_s, pair_s, cached, overhead_s, overlapped, share = self._attention_terms
         ctx = decode_context_tokens + b * cached
         kv_s = ctx * kv_per_token_s
