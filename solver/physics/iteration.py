@@ -37,7 +37,7 @@ from solver.physics.prefill import estimate_prefill, prefill_routed_weights_time
 
 MAX_FIXED_TERMS = 1 << 15
 """Entries each of an IterationModel's tables keeps before it starts again (a bound on
-memory, about 6 MB; the 70B chat at 20 requests/s fills at most 9,500)."""
+memory, about 6 MB; iteration_s's holds one per decode batch, at most max_num_seqs)."""
 
 
 @dataclass
