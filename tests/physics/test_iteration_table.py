@@ -91,6 +91,8 @@ _FIELDS = (
     "cached_tokens",
     "deployment",
     "prefill_unhidden_share",
+    "prefill_expert_s_per_token",
+    "expert_unhidden_share",
 )
 """An IterationModel's coefficients: a fresh model built from them starts with empty tables."""
 
