@@ -32,13 +32,12 @@ from functools import cached_property
 
 from solver.physics.decode import DecodeCoefficients, decode_coefficients
 from solver.physics.deployment import Deployment, Workload
-from solver.physics.interconnect import comm_time_from_segments
 from solver.physics.kernels import attention_flops, prefill_expert_overhead_s
 from solver.physics.prefill import estimate_prefill, prefill_routed_weights_time_s, prefill_weights_time_s
 
 MAX_FIXED_TERMS = 1 << 15
 """Entries each of an IterationModel's tables keeps before it starts again (a bound on
-memory, about 6 MB; the 70B chat at 20 requests/s fills at most 9,500)."""
+memory, about 6 MB; iteration_s's holds one per decode batch, at most max_num_seqs)."""
 
 
 @dataclass
@@ -72,8 +71,8 @@ class IterationModel:
     pass they take the larger of their read and their math (expert_unhidden_share), as
     estimate_prefill prices them."""
     expert_unhidden_share: float = 0.0
-    fixed_terms: dict[tuple[int, int], tuple[float, float, float, float]] = field(default_factory=dict)
-    """iteration_s's table: _fixed_terms by (decode sequences, prefill tokens)."""
+    fixed_terms: dict[int, tuple[float, float, float, float]] = field(default_factory=dict)
+    """iteration_s's table: a decode-only iteration's _fixed_terms by its decode sequences."""
     chunk_terms: dict[float, tuple[float, float, float]] = field(default_factory=dict)
     """_chunk_terms by prefill tokens."""
     token_terms: dict[float, tuple[float, float]] = field(default_factory=dict)
@@ -83,8 +82,20 @@ class IterationModel:
         cached = self.prefill_weights_s.get(tokens)
         if cached is None:
             assert self.deployment is not None
-            cached = self.prefill_weights_s[tokens] = prefill_weights_time_s(self.deployment, tokens)
+            cached = self._dense_prefill_weights_s
+            if cached is None:
+                cached = prefill_weights_time_s(self.deployment, tokens)
+            self.prefill_weights_s[tokens] = cached
         return cached
+
+    @cached_property
+    def _dense_prefill_weights_s(self) -> float | None:
+        """A prefill-only pass's weight reads where they do not depend on its tokens (a
+        dense model: every token reads every weight; None for an MoE model's experts or
+        data-parallel attention), taken once for every chunk size the simulator meets."""
+        d = self.deployment
+        assert d is not None
+        return None if d.model.is_moe or d.dp_ep else prefill_weights_time_s(d, 1)
 
     def _prefill_expert_s(self, tokens: int) -> float:
         if self.deployment is None:
@@ -117,20 +128,25 @@ class IterationModel:
         )
 
     def iteration_s(self, decode_seqs: int, decode_context_tokens: int, prefill_tokens: int, prefill_attention_tokens: float) -> float:
-        """mean_iteration_s at whole loads, its terms of (decode_seqs, prefill_tokens)
-        alone read from a table (the simulator asks for the same few thousand pairs
-        hundreds of thousands of times); the same operations in the same order, so the
-        same float bit for bit (tests/physics/test_iteration_table.py). The simulator's
-        hottest call: _with_attention_s is written out here (two frames less a call)."""
+        """mean_iteration_s at whole loads, a decode-only iteration's terms of decode_seqs
+        alone read from a table (the simulator asks for the same few hundred batches
+        hundreds of thousands of times; a mixed iteration's (decode_seqs, prefill_tokens)
+        is computed, as four in five of them are new and a table entry cost more than it
+        saved); the same operations in the same order, so the same float bit for bit
+        (tests/physics/test_iteration_table.py). The simulator's hottest call:
+        _with_attention_s is written out here (two frames less a call)."""
         b, k = decode_seqs, prefill_tokens
         if b <= 0 and k <= 0:
             return 0.0
-        fixed = self.fixed_terms.get((b, k))
-        if fixed is None:
-            if len(self.fixed_terms) >= MAX_FIXED_TERMS:
-                self.fixed_terms.clear()
-            fixed = self.fixed_terms[(b, k)] = self._fixed_terms(b, k)
-        gemm_s, comm_s, setup_s, sequences_s = fixed
+        if k:  # a prompt chunk: its (b, k) seldom comes again (a fifth of them in 100,000 requests)
+            gemm_s, comm_s, setup_s, sequences_s = self._fixed_terms(b, k)
+        else:
+            fixed = self.fixed_terms.get(b)
+            if fixed is None:
+                if len(self.fixed_terms) >= MAX_FIXED_TERMS:
+                    self.fixed_terms.clear()
+                fixed = self.fixed_terms[b] = self._fixed_terms(b, 0)
+            gemm_s, comm_s, setup_s, sequences_s = fixed
         kv_per_token_s, attend_per_token_s, pair_s, cached, overhead_s, overlapped, share = self._attention_terms
         ctx = decode_context_tokens + b * cached
         kv_s = ctx * kv_per_token_s
@@ -147,7 +163,18 @@ class IterationModel:
         b, k = decode_seqs, prefill_tokens
         if b <= 0 and k <= 0:
             return 0.0
-        return self._with_attention_s(self._fixed_terms(b, k), b, decode_context_tokens, k, prefill_attention_tokens)
+        # _with_attention_s written out, as in iteration_s (the screen's hot path)
+        gemm_s, comm_s, setup_s, sequences_s = self._fixed_terms(b, k)
+        kv_per_token_s, attend_per_token_s, pair_s, cached, overhead_s, overlapped, share = self._attention_terms
+        ctx = decode_context_tokens + b * cached
+        kv_s = ctx * kv_per_token_s
+        attend_s = ctx * attend_per_token_s
+        if overlapped:
+            kernel_s = (attend_s if attend_s > kv_s else kv_s) + share * (attend_s if attend_s < kv_s else kv_s)
+        else:
+            kernel_s = kv_s + attend_s
+        attention_s = kernel_s + (prefill_attention_tokens + k * cached) * pair_s
+        return gemm_s + attention_s + comm_s + overhead_s + setup_s + sequences_s
 
     def _with_attention_s(
         self, fixed: tuple[float, float, float, float], b: float, decode_context_tokens: float, k: float, prefill_attention_tokens: float
@@ -199,17 +226,49 @@ class IterationModel:
         of b + k alone, so a few thousand entries serve the simulator's many (b, k) pairs
         (a day's replay asked for 494,000 pairs past the (b, k) table). Whole counts only:
         the screen's fractional loads are each asked once."""
+        if type(tokens) is not int:
+            return self._fractional_token_terms(tokens)
         got = self.token_terms.get(tokens)
         if got is None:
-            c = self.decode
-            weights_s = c.weight_bytes(tokens) / self._rates[1]
-            comm_s = comm_time_from_segments(c.comm_pieces, tokens) if c.comm_pieces else c.comm_fixed_s + tokens * c.comm_per_sequence_s
-            got = (weights_s, comm_s)
-            if type(tokens) is int:
-                if len(self.token_terms) >= MAX_FIXED_TERMS:
-                    self.token_terms.clear()
-                self.token_terms[tokens] = got
+            if len(self.token_terms) >= MAX_FIXED_TERMS:
+                self.token_terms.clear()
+            got = self.token_terms[tokens] = self._fractional_token_terms(tokens)
         return got
+
+    @cached_property
+    def _token_lines(self) -> tuple[float | None, tuple[tuple[float, float, float, float], ...], float, float, float]:
+        """What _token_terms reads, taken once per model: the weights' seconds where they
+        do not depend on the tokens (a dense model: every token reads every weight; None
+        for an MoE model's experts), and the communication's pieces, each with the floor
+        comm_time_from_segments carries into it (the most the pieces before cost at their
+        ends), then the last piece's floor, fixed and per-token terms ((0, fixed, per
+        token) for the single line)."""
+        c = self.decode
+        weights_s = c.weight_bytes(1) / self._rates[1] if c.num_experts == 0 else None
+        if not c.comm_pieces:
+            return weights_s, (), 0.0, c.comm_fixed_s, c.comm_per_sequence_s
+        pieces, floor = [], 0.0
+        for seg in c.comm_pieces:
+            pieces.append((seg.upto_tokens, seg.fixed_s, seg.per_token_s, floor))
+            floor = max(floor, seg.time_s(seg.upto_tokens))
+        last = c.comm_pieces[-1]
+        return weights_s, tuple(pieces), floor, last.fixed_s, last.per_token_s
+
+    def _fractional_token_terms(self, tokens: float) -> tuple[float, float]:
+        """_token_terms computed (at a fractional count, the screen's mean loads, each asked
+        once, not kept): the same floats as weight_bytes and comm_time_from_segments, from
+        the per-model lines (max(floor, x) is `x if x > floor else floor`)."""
+        weights_s, pieces, floor, fixed_s, per_token_s = self._token_lines
+        if weights_s is None:
+            weights_s = self.decode.weight_bytes(tokens) / self._rates[1]
+        if not pieces:
+            return weights_s, fixed_s + tokens * per_token_s
+        for upto, piece_fixed_s, piece_per_token_s, before in pieces:
+            if tokens < upto:
+                comm_s = piece_fixed_s + piece_per_token_s * tokens
+                return weights_s, comm_s if comm_s > before else before
+        comm_s = fixed_s + per_token_s * tokens
+        return weights_s, comm_s if comm_s > floor else floor
 
     def _fixed_terms(self, b: float, k: float) -> tuple[float, float, float, float]:
         """The terms that depend on the batch and the chunk alone: the GEMMs, the

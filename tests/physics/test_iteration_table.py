@@ -81,6 +81,22 @@ def _reference_s(it: IterationModel, b: float, ctx: float, k: float, att: float)
     return gemm_s + attention_s + comm_s + c.step_overhead_s + setup_s + b * c.sequence_overhead_s
 
 
+_FIELDS = (
+    "decode",
+    "kv_s_per_token",
+    "decode_attention_s_per_token",
+    "prefill_linear_s_per_token",
+    "prefill_attention_s_per_pair",
+    "request_overhead_s",
+    "cached_tokens",
+    "deployment",
+    "prefill_unhidden_share",
+    "prefill_expert_s_per_token",
+    "expert_unhidden_share",
+)
+"""An IterationModel's coefficients: a fresh model built from them starts with empty tables."""
+
+
 def _batches(seed: str, count: int) -> list[tuple[int, int, int, int]]:
     """Random iterations as the simulator schedules them: decode-only, prefill-only and
     mixed, with repeats (a table's hits) among them."""
@@ -127,8 +143,10 @@ def test_weights_and_communication_are_priced_once_per_token_count(monkeypatch):
     """The costly terms of an iteration, the weights its tokens reach and its
     communication, are functions of decoders + prompt tokens alone (the formula's b + k):
     a day's replay asks for hundreds of thousands of (b, k) pairs but a few thousand
-    sums, so each sum's weights are read once. 60 pairs over 3 sums: 3 reads."""
-    d, w = _deployment("llama-3.1-70b", "h100-sxm", 4, {})
+    sums, so each sum's weights are read once. 60 pairs over 3 sums: 3 reads (of an MoE
+    model: a dense model's weights do not depend on the tokens, and are read once per
+    model, test_a_dense_models_weights_are_priced_once)."""
+    d, w = _deployment("qwen3-30b-a3b", "h100-sxm", 2, {})
     it = iteration_model(d, w)
     reads: list[float] = []
     original = type(it.decode).weight_bytes
@@ -180,3 +198,81 @@ def test_the_least_recently_asked_model_goes_first(monkeypatch):
     assert iteration_model(d, loads[0]) is first and iteration_model(d, loads[2]) is third
     again = iteration_model(d, loads[1])
     assert again is not second and again.iteration_s(8, 8000, 100, 5050.0) == second.iteration_s(8, 8000, 100, 5050.0)
+
+
+@pytest.mark.parametrize("model, gpu, tp, hardware", CASES)
+def test_fractional_token_terms_are_the_formulas_floats_at_every_piece(model, gpu, tp, hardware):
+    """The screen's fractional loads read the weights and the communication from lines
+    taken once per model (IterationModel._token_lines): the same floats as
+    DecodeCoefficients.weight_bytes and comm_time_from_segments, checked exactly at each
+    piece's end, just either side of it, and at random loads."""
+    d, w = _deployment(model, gpu, tp, hardware)
+    it = iteration_model(d, w)
+    c = it.decode
+    rate = c.bandwidth_bytes_per_s * c.bandwidth_efficiency * c.weight_bandwidth_share
+    ends = [s.upto_tokens for s in c.comm_pieces if s.upto_tokens != float("inf")]
+    rng = random.Random(f"{model}:{tp}")
+    loads = [e + delta for e in ends for delta in (-0.5, -1e-9, 0.0, 1e-9, 0.5)] + [rng.uniform(0, 20_000) for _ in range(300)]
+    for tokens in loads:
+        comm = comm_time_from_segments(c.comm_pieces, tokens) if c.comm_pieces else c.comm_fixed_s + tokens * c.comm_per_sequence_s
+        assert it._fractional_token_terms(tokens) == (c.weight_bytes(tokens) / rate, comm), tokens
+
+
+def test_a_dense_models_weights_are_priced_once(monkeypatch):
+    """A dense model's step reads every weight whatever its tokens, so the screen's
+    fractional loads (each asked once, never tabled) price the weights once per model,
+    not once per load (issue 44: the rate form's screen made 231,786 weight_bytes
+    calls); the iteration times stay the formula's floats."""
+    d, w = _deployment("llama-3.1-70b", "h100-sxm", 4, {})
+    it = IterationModel(**{f: getattr(iteration_model(d, w), f) for f in _FIELDS})
+    reads: list[float] = []
+    original = type(it.decode).weight_bytes
+
+    def counted(self, batch):  # type: ignore[no-untyped-def]
+        reads.append(batch)
+        return original(self, batch)
+
+    monkeypatch.setattr(type(it.decode), "weight_bytes", counted)
+    rng = random.Random(11)
+    for _ in range(100):
+        b = rng.uniform(0.5, 300)
+        ctx = b * rng.uniform(1, 3000)
+        assert it.mean_iteration_s(b, ctx, 0.0, 0.0) == _reference_s(it, b, ctx, 0.0, 0.0)
+    assert len(reads) == 100 + 1  # the reference's 100, and the model's one
+
+
+@pytest.mark.parametrize("model, gpu, tp, hardware", CASES)
+def test_a_chunks_weight_reads_are_priced_once_where_they_do_not_depend_on_it(model, gpu, tp, hardware, monkeypatch):
+    """A prompt chunk's weight reads (a prefill-only pass over its tokens) are
+    prefill_weights_time_s's at every chunk size; a dense model's read every weight
+    whatever the chunk, so the simulator's thousands of chunk sizes price them once per
+    model (issue 44: 16,944 reads in the rate form's solve), an MoE model's once per size."""
+    from solver.physics import iteration
+
+    d, w = _deployment(model, gpu, tp, hardware)
+    it = IterationModel(**{f: getattr(iteration_model(d, w), f) for f in _FIELDS})
+    sizes = [1, 2, 3, 7, 16, 100, 511, 512, 2048, 8192, 32768]
+    want = [prefill_weights_time_s(d, n) for n in sizes]
+    calls: list[int] = []
+
+    def counted(dep, tokens):  # type: ignore[no-untyped-def]
+        calls.append(tokens)
+        return prefill_weights_time_s(dep, tokens)
+
+    monkeypatch.setattr(iteration, "prefill_weights_time_s", counted)
+    assert [it._prefill_weights_s(n) for n in sizes + sizes] == want + want
+    moe = d.model.is_moe or d.dp_ep
+    assert len(calls) == (len(sizes) if moe else 1)
+
+
+def test_only_decode_only_iterations_are_tabled():
+    """A mixed iteration's (decoders, chunk) pair seldom comes again (a fifth of them in
+    100,000 simulated requests of the 70B chat), so iteration_s computes its terms and
+    tables only the decode-only ones, by their decoders; the floats are the formula's
+    either way, asked once or again."""
+    d, w = _deployment("llama-3.1-70b", "h100-sxm", 4, {})
+    it = IterationModel(**{f: getattr(iteration_model(d, w), f) for f in _FIELDS})
+    batches = _batches("tabled", 300)
+    for b, ctx, k, att in batches + batches:
+        assert it.iteration_s(b, ctx, k, float(att)) == _reference_s(it, b, ctx, k, att), (b, ctx, k, att)
+    assert set(it.fixed_terms) == {b for b, _, k, _ in batches if k == 0 and b > 0}

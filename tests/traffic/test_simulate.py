@@ -286,6 +286,32 @@ def test_sim_percentiles_and_goodput_by_hand():
         r.percentile("latency", 50)
 
 
+def test_a_runs_figures_are_its_requests_own_floats():
+    """SimResult.values (what the percentiles sort) and goodput read the results
+    directly, not through RequestResult's properties: the very floats the properties
+    give, every one, and goodput as meets_time counts it, at bounds that are some
+    request's own figure (exactly at a bound meets it)."""
+    from solver.units import meets_time
+
+    r = simulate(poisson(3.0, mixed_sizes(600, 4), 4), Affine(), MIXED, replicas=2)
+    assert r.values("ttft_s") == [x.ttft_s for x in r.results]
+    assert r.values("e2e_s") == [x.e2e_s for x in r.results]
+    assert r.values("tpot_s") == [x.tpot_s for x in r.results if x.tpot_s is not None]
+    assert any(x.tpot_s is None for x in r.results)  # one-token outputs are left out of TPOT
+    ttfts, tpots = sorted(r.values("ttft_s")), sorted(r.values("tpot_s"))
+    e2es = sorted(r.values("e2e_s"))
+    for ttft, tpot, e2e in [(None, None, None), (ttfts[300], None, None), (None, tpots[100], None), (ttfts[500], tpots[400], e2es[450])]:
+        good = sum(
+            (ttft is None or meets_time(x.ttft_s, ttft))
+            and (e2e is None or meets_time(x.e2e_s, e2e))
+            and (tpot is None or x.tpot_s is None or meets_time(x.tpot_s, tpot))
+            for x in r.results
+        )
+        assert r.goodput(ttft, tpot, e2e) == good / len(r.results)
+    with pytest.raises(ValueError):
+        r.values("latency")
+
+
 def test_bad_inputs_are_refused():
     with pytest.raises(ValueError):
         Request(0.0, 0, 1)
