@@ -38,7 +38,9 @@ def _verdict(threshold, calls):
         rate = s.workload.traffic.requests_per_s
         calls.append((shape.index, rate, replicas, seeds))
         ok = replicas >= threshold(shape.index, rate)
-        return SimpleNamespace(ok=ok, failing=[] if ok else ["max_tpot"], replicas=replicas, seeds=tuple(range(seeds)))
+        return SimpleNamespace(
+            ok=ok, failing=[] if ok else ["max_tpot"], replicas=replicas, seeds=tuple(range(seeds)), sim=SimpleNamespace(results=[])
+        )  # no requests: the report's replica load falls back to the screen's
 
     return verdict
 

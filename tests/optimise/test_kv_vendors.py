@@ -1,7 +1,9 @@
 """Issue 45: a disaggregated plan's KV cache does not cross vendors unless the spec allows
 it (search.allow_cross_vendor_kv). The case: Llama-3.1-70B document summarisation
-(specs/long-prompts-disaggregated.yaml) on B200 and MI300X only, whose cheapest pair puts
-the prompts on B200 (NVIDIA) and the decode on MI300X (AMD)."""
+(specs/long-prompts-disaggregated.yaml) on H100 SXM and MI300X only, whose cheapest pair
+puts the prompts on H100 (NVIDIA) and the decode on MI300X (AMD): $140.40/h against the
+best one-vendor plan's $152.96/h (since the refit of 2026-12-05; on B200 + MI300X the
+one-vendor plan is now also the cheapest)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ SPEC = {
     "model": "llama-3.1-70b",
     "workload": {"users": 128, "prompt_tokens": 8192, "output_tokens": 512, "batching": "continuous"},
     "sla": {"max_ttft": "3s", "max_tpot": "20ms"},
-    "search": {"gpus": ["b200", "mi300x"], "tp": [1, 4], "weights": ["fp8"], "kv_cache": ["fp8"], "serving": ["disaggregated"]},
+    "search": {"gpus": ["h100-sxm", "mi300x"], "tp": [1, 4], "weights": ["fp8"], "kv_cache": ["fp8"], "serving": ["disaggregated"]},
 }
 
 
@@ -68,7 +70,7 @@ def test_the_explanation_names_the_rule_and_what_allowing_it_would_choose():
     note = to_output(r).cross_vendor_kv
     assert note is not None and not note.allowed and note.vendors == ["AMD", "NVIDIA"]
     assert note.objective_if_allowed == allowed.solution.chosen.cost_usd_per_hour
-    assert note.plan_if_allowed is not None and "mi300x" in note.plan_if_allowed and "b200" in note.plan_if_allowed
+    assert note.plan_if_allowed is not None and "mi300x" in note.plan_if_allowed and "h100-sxm" in note.plan_if_allowed
     assert "search.allow_cross_vendor_kv: true" in note.note
     crossed = to_output(allowed).cross_vendor_kv
     assert crossed is not None and crossed.allowed and "from NVIDIA to AMD" in crossed.note
