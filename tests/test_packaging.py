@@ -30,3 +30,23 @@ def test_wheel_carries_the_catalogs_and_loads_them(tmp_path):
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env={"PYTHONPATH": str(site)}, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) >= 25
+
+
+def test_wheel_carries_every_bundled_spec_and_get_specs_reads_them_there(tmp_path):
+    # issue 45 item 6: GET /specs reads the example specs from the installed package
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    wheel = next(tmp_path.glob("plan_opt-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    shipped = sorted(p.name for p in (ROOT / "specs").glob("*.yaml"))
+    assert shipped and all(f"solver/bundled_specs/{f}" in names for f in shipped)
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    probe = "import solver.api.spec_routes as s; assert 'site' in str(s.bundled_specs_dir()), s.bundled_specs_dir(); print(len(s.bundled_specs()))"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env={"PYTHONPATH": str(site)}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == len(shipped)

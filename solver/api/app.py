@@ -343,6 +343,7 @@ def create_app(limits: Limits | None = None) -> Any:
     from solver.api.evaluate_answer import EvaluateOut
     from solver.api.metrics import add_metrics
     from solver.api.request_docs import add_request_schemas
+    from solver.api.spec_routes import add_spec_routes
     from solver.traffic.budget import Cancelled
 
     limits = limits or Limits()
@@ -357,6 +358,7 @@ def create_app(limits: Limits | None = None) -> Any:
     add_error_handlers(app)
     add_metrics(app)
     add_catalog_routes(app)
+    add_spec_routes(app)
     add_request_schemas(app)
     fails = errors_for(*COMMAND_ERRORS)  # each command route's error answers
     body_doc = {"requestBody": {"content": {"application/yaml": {"schema": {"type": "string"}}, "application/json": {"schema": {"type": "object"}}}}}

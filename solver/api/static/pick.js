@@ -1,5 +1,6 @@
 // Pick a model and a GPU from the catalog (GET /models, GET /devices) in place of the
-// spec's own: each pick is a setting sent with every request (?set=model=NAME,
+// spec's own, or a bundled example spec (GET /specs?command=solve) in place of the text:
+// each model or GPU pick is a setting sent with every request (?set=model=NAME,
 // ?set=search.gpus=[NAME]) as the sliders' are, so the server reads it as it reads the
 // spec, the link carries it, and editing the spec's text drops it.
 "use strict";
@@ -40,3 +41,26 @@ function picked(id) {
 for (const id of Object.keys(PICKS)) $(id).addEventListener("change", () => picked(id));
 specBox.addEventListener("input", showPicks);
 fillPickers();
+
+// the bundled specs solve reads: a pick puts its text in the editor (as an edit does:
+// the settings drop) and solves it; editing the text away from it clears the pick
+let bundled = {};
+async function fillSpecs() {
+  const r = await fetch("/specs?command=solve");
+  const specs = r.ok ? await r.json() : [];
+  bundled = Object.fromEntries(specs.map((s) => [s.name, s.text]));
+  $("pick-spec").innerHTML =
+    `<option value="">pick a bundled spec</option>` + specs.map((s) => `<option value="${esc(s.name)}" title="${esc(s.description)}">${esc(s.name)}</option>`).join("");
+}
+
+$("pick-spec").addEventListener("change", () => {
+  const text = bundled[$("pick-spec").value];
+  if (text === undefined) return;
+  specBox.value = text;
+  specBox.dispatchEvent(new Event("input"));
+  solve();
+});
+specBox.addEventListener("input", () => {
+  if (bundled[$("pick-spec").value] !== specBox.value) $("pick-spec").value = "";
+});
+fillSpecs();
