@@ -211,7 +211,8 @@ class Problem:
         key = full[:4] + full[5:]  # less the batching
         got = self._unbatched.get(key)
         if got is None:
-            got = self._unbatched[key] = _unbatched_physics(shape.deployment, w, _memory_part(shape.deployment, w, self._unbatched, full))
+            memory = _memory_part(shape.deployment, w, self._unbatched, full)
+            got = self._unbatched[key] = _unbatched_physics(shape.deployment, w, memory, self._unbatched, shape.index)
         return got
 
     def memory_cap(self, shape: Shape, workload: Workload) -> int:
@@ -315,18 +316,33 @@ def _ring_joins(d: Deployment) -> bool:
 
 
 def _unbatched_physics(
-    d: Deployment, w: Workload, memory: tuple[tuple[tuple[str, str], ...], int | None]
+    d: Deployment, w: Workload, memory: tuple[tuple[tuple[str, str], ...], int | None], unbatched: dict[tuple, Any], index: int
 ) -> tuple[tuple[tuple[str, str], ...], int | None, PrefillEstimate | ValueError | None]:
     """(refusals, memory's batch, prefill estimate or the ValueError it raised), the parts
     of a shape's physics its workload's batching does not enter (validity, memory and
-    prefill read no `batching`); None where a refusal leaves nothing to estimate."""
+    prefill read no `batching`); None where a refusal leaves nothing to estimate. The
+    prefill estimate is kept apart (under "prefill"), by the workload's figures it reads
+    alone (`prefill_key`): a moved context or output length re-solved by the price of each
+    target (explain/sensitivity.py) reuses every prompt's estimate instead of re-deriving it."""
     refused, max_batch = memory
     if max_batch is None:
         return refused, None, None
-    try:
-        return refused, max_batch, estimate_prefill(d, w)
-    except ValueError as e:
-        return refused, max_batch, e
+    key = ("prefill", index, *prefill_key(w))
+    got = unbatched.get(key)
+    if got is None:
+        try:
+            got = estimate_prefill(d, w)
+        except ValueError as e:
+            got = e
+        unbatched[key] = got
+    return refused, max_batch, got
+
+
+def prefill_key(w: Workload) -> tuple[int, int, float]:
+    """All `estimate_prefill` reads of a workload: the prompt and its cached prefix
+    (physics/prefill.py, physics/deployment.cached_prompt_tokens), not the context held,
+    the output, the users or the batching."""
+    return (w.prompt_tokens, w.shared_prefix_tokens, w.prefix_hit_rate)
 
 
 def _shape_physics(shape: Shape, w: Workload, unbatched: tuple[Any, ...]) -> ShapePhysics:
