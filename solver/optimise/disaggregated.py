@@ -196,7 +196,7 @@ def disaggregated_candidates(
             pairing = problem._pools[pair_key] = _Pairing.of(options, transfers, dims)
         seen: set[int] = set()
         ordered = sorted(batches, reverse=True)
-        fastest_s = dec.tpot_s(math.ceil(w.users / math.ceil(w.users / ordered[-1])))
+        fastest_s = ph.tpot_at(math.ceil(w.users / math.ceil(w.users / ordered[-1])))  # memoised: each re-solve asks again
         per_decode = [_per_replica(shape)[k] for k in dims]
         offered: list[list[float]] = []  # the pairs offered at larger batches, on dims
         for b in ordered:
@@ -205,7 +205,7 @@ def disaggregated_candidates(
                 continue
             seen.add(replicas)
             batch = math.ceil(w.users / replicas)
-            tpot = dec.tpot_s(batch)
+            tpot = ph.tpot_at(batch)
             if (
                 not variants
                 and offered
@@ -227,7 +227,15 @@ def disaggregated_candidates(
 
 
 def _dominated(vec: list[float], offered: list[list[float]]) -> bool:
-    return any(all(k <= x for k, x in zip(prev, vec)) for prev in offered)
+    """Whether a vector offered is no greater than `vec` on every figure (plain loops:
+    the pairing asks this tens of thousands of times a solve)."""
+    for prev in offered:
+        for k, x in zip(prev, vec):
+            if k > x:
+                break
+        else:
+            return True
+    return False
 
 
 def _smaller_batches_may_pay(
@@ -252,10 +260,10 @@ def _smaller_batches_may_pay(
     for i, (o, transfer) in enumerate(zip(pairing.options, pairing.transfers)):
         if transfer is None:
             continue
-        delay = float(pairing.transfer_s[i]) + w.output_tokens * tpot_s + overhead
+        delay = pairing.transfer_s[i] + w.output_tokens * tpot_s + overhead
         row = pairing.rows[i]
         # first the saturation's bound (no queue sizing), which settles most options
-        most = min(w.users, math.floor(1 + delay / max(float(pairing.capacity_s[i]), 1e-300) + 1e-12))
+        most = min(w.users, math.floor(1 + delay / max(pairing.capacity_s[i], 1e-300) + 1e-12))
         if _dominated([replicas * x + math.ceil(w.users / max(1, most)) * y for x, y in zip(per_decode, row)], offered):
             continue
         best = size_prefill_pool(w.users, o.service_s, o.servers, delay, transfer.time_s + fastest_s + overhead, max_ttft_s, TIME_TOLERANCE)
@@ -278,19 +286,19 @@ def _dims(problem: Problem) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class _Pairing:
-    """One decode shape's prefill options as arrays, for the bounds of every batch at once."""
+    """One decode shape's prefill options, the figures every batch's bounds read (plain
+    lists: a pairing holds a handful of options, where numpy's per-call cost outweighs
+    its arithmetic; the same IEEE operations either way)."""
 
     options: list[_Option]
     transfers: list[KvTransfer | None]
-    transfer_s: np.ndarray
-    capacity_s: np.ndarray
-    per_replica: np.ndarray
-    """Options × dims: each figure `dims` names, for one replica."""
-    free: np.ndarray
+    transfer_s: list[float]
+    capacity_s: list[float]
+    free: list[bool]
     """Options whose pools may be pruned (a network to send over, no owned GPUs)."""
     key: tuple[int, ...]
     rows: list[list[float]]
-    """per_replica as lists (the pruning loop compares them in Python: a handful a decode option)."""
+    """Options × dims: each figure `dims` names, for one replica."""
     free_indices: list[int]
 
     @classmethod
@@ -300,10 +308,9 @@ class _Pairing:
         return cls(
             options,
             transfers,
-            np.array([t.time_s if t else 0.0 for t in transfers]),
-            np.array([o.service_s / max(1, o.servers) for o in options]),
-            np.array(rows, dtype=float).reshape(len(options), len(dims)),
-            np.array(free),
+            [t.time_s if t else 0.0 for t in transfers],
+            [o.service_s / max(1, o.servers) for o in options],
+            free,
             tuple(o.shape.index for o in options),
             rows,
             [i for i, f in enumerate(free) if f],
@@ -319,33 +326,36 @@ def _pools(
     them, the one whose bound sorts first is kept (TTFT is not compared)."""
     overhead = d_shape.deployment.factors.request_overhead_s
     options, transfers = pairing.options, pairing.transfers
-    delay = pairing.transfer_s + w.output_tokens * tpot_s + overhead
-    # the fewest replicas the queue's saturation allows, N / ⌊1 + Z / S⌋: a lower bound on any TTFT target's
-    most = np.clip(np.floor(1 + delay / np.maximum(pairing.capacity_s, 1e-300) + 1e-12), 1, w.users)
-    bound = np.ceil(w.users / most)[:, None] * pairing.per_replica
+    users, loop_s = w.users, w.output_tokens * tpot_s
+    delay = [t + loop_s + overhead for t in pairing.transfer_s]
     out: list[PrefillPool] = []
     shared = d_shape.owned > 0 or any(o.owned and o.shape.device.name == d_shape.device.name for o in options)
     for i, (o, transfer) in enumerate(zip(options, transfers)):
         if transfer is not None and (shared or not pairing.free[i]):  # owned GPUs are free up to their count: never pruned
-            pool = _size(problem, w, max_ttft_s, o, transfer, d_shape, d_replicas, tpot_s, float(delay[i]), overhead)
+            pool = _size(problem, w, max_ttft_s, o, transfer, d_shape, d_replicas, tpot_s, delay[i], overhead)
             if pool is not None:
                 out.append(pool)
     if shared:
         return out
-    bounds = bound.tolist()
     rows = pairing.rows
+    bounds: dict[int, list[float]] = {}
+    for i in pairing.free_indices:
+        # the fewest replicas the queue's saturation allows, N / ⌊1 + Z / S⌋: a lower bound on any TTFT target's
+        most = min(max(math.floor(1 + delay[i] / max(pairing.capacity_s[i], 1e-300) + 1e-12), 1), users)
+        fewest = math.ceil(users / most)
+        bounds[i] = [fewest * y for y in rows[i]]
     kept: list[list[float]] = []
     for i in sorted(pairing.free_indices, key=bounds.__getitem__):
         b = bounds[i]
-        if any(all(k <= x for k, x in zip(vec, b)) for vec in kept):
+        if _dominated(b, kept):
             continue  # a pool already paired is at least as good as this one could be
         o, transfer = options[i], transfers[i]
         assert transfer is not None
-        pool = _size(problem, w, max_ttft_s, o, transfer, d_shape, d_replicas, tpot_s, float(delay[i]), overhead)
+        pool = _size(problem, w, max_ttft_s, o, transfer, d_shape, d_replicas, tpot_s, delay[i], overhead)
         if pool is None:
             continue
         vec = [pool.replicas * x for x in rows[i]]
-        if any(all(k <= x for k, x in zip(prev, vec)) for prev in kept):
+        if _dominated(vec, kept):
             continue
         kept.append(vec)
         out.append(pool)
