@@ -115,12 +115,11 @@ def _prefill_options(problem: Problem, w: Workload, shapes: list[Shape]) -> dict
     out: dict[tuple[str, str], list[_Option]] = {}
     for (weights, kv, _), rows in by_format.items():
         free = [r for r in rows if not r[0].owned]
-        keys = np.asarray([k for _, k in free], dtype=float)
-        kept = []
-        for opt, row in free:
-            v = np.asarray(row)
-            if not (np.all(keys <= v, axis=1) & np.any(keys < v, axis=1)).any():
-                kept.append(opt)
+        keys = np.asarray([k for _, k in free], dtype=float).reshape(len(free), -1) if free else np.zeros((0, 0))
+        # beaten[i, j]: option i is no worse than j on every figure and better on one (all pairs at once)
+        beaten = np.all(keys[:, None, :] <= keys[None, :, :], axis=2) & np.any(keys[:, None, :] < keys[None, :, :], axis=2)
+        dominated = beaten.any(axis=0).tolist()
+        kept = [opt for (opt, _), out in zip(free, dominated) if not out]
         out.setdefault((weights, kv), []).extend(kept + [o for o, _ in rows if o.owned])
     for options in out.values():
         options.sort(key=lambda o: (o.owned, o.shape.index))  # rented in shape order, then owned
