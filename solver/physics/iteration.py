@@ -116,7 +116,7 @@ class IterationModel:
 
     @cached_property
     def _attention_terms(self) -> tuple[float, float, float, int, float, bool, float]:
-        """What _with_attention_s reads of the model, as one tuple (iteration_s's hot path)."""
+        """What _with_attention_s reads of the model, as one tuple (the simulator's hottest call)."""
         return (
             self.kv_s_per_token,
             self.decode_attention_s_per_token,
@@ -133,48 +133,25 @@ class IterationModel:
         hundreds of thousands of times; a mixed iteration's (decode_seqs, prefill_tokens)
         is computed, as four in five of them are new and a table entry cost more than it
         saved); the same operations in the same order, so the same float bit for bit
-        (tests/physics/test_iteration_table.py). The simulator's hottest call:
-        _with_attention_s is written out here (two frames less a call)."""
+        (tests/physics/test_iteration_table.py)."""
         b, k = decode_seqs, prefill_tokens
         if b <= 0 and k <= 0:
             return 0.0
         if k:  # a prompt chunk: its (b, k) seldom comes again (a fifth of them in 100,000 requests)
-            gemm_s, comm_s, setup_s, sequences_s = self._fixed_terms(b, k)
-        else:
-            fixed = self.fixed_terms.get(b)
-            if fixed is None:
-                if len(self.fixed_terms) >= MAX_FIXED_TERMS:
-                    self.fixed_terms.clear()
-                fixed = self.fixed_terms[b] = self._fixed_terms(b, 0)
-            gemm_s, comm_s, setup_s, sequences_s = fixed
-        kv_per_token_s, attend_per_token_s, pair_s, cached, overhead_s, overlapped, share = self._attention_terms
-        ctx = decode_context_tokens + b * cached
-        kv_s = ctx * kv_per_token_s
-        attend_s = ctx * attend_per_token_s
-        if overlapped:
-            kernel_s = (attend_s if attend_s > kv_s else kv_s) + share * (attend_s if attend_s < kv_s else kv_s)
-        else:
-            kernel_s = kv_s + attend_s
-        attention_s = kernel_s + (prefill_attention_tokens + k * cached) * pair_s
-        return gemm_s + attention_s + comm_s + overhead_s + setup_s + sequences_s
+            return self._with_attention_s(self._fixed_terms(b, k), b, decode_context_tokens, k, prefill_attention_tokens)
+        fixed = self.fixed_terms.get(b)
+        if fixed is None:
+            if len(self.fixed_terms) >= MAX_FIXED_TERMS:
+                self.fixed_terms.clear()
+            fixed = self.fixed_terms[b] = self._fixed_terms(b, 0)
+        return self._with_attention_s(fixed, b, decode_context_tokens, k, prefill_attention_tokens)
 
     def mean_iteration_s(self, decode_seqs: float, decode_context_tokens: float, prefill_tokens: float, prefill_attention_tokens: float) -> float:
         """The same cost at average (fractional) loads, as the traffic screen reads it."""
         b, k = decode_seqs, prefill_tokens
         if b <= 0 and k <= 0:
             return 0.0
-        # _with_attention_s written out, as in iteration_s (the screen's hot path)
-        gemm_s, comm_s, setup_s, sequences_s = self._fixed_terms(b, k)
-        kv_per_token_s, attend_per_token_s, pair_s, cached, overhead_s, overlapped, share = self._attention_terms
-        ctx = decode_context_tokens + b * cached
-        kv_s = ctx * kv_per_token_s
-        attend_s = ctx * attend_per_token_s
-        if overlapped:
-            kernel_s = (attend_s if attend_s > kv_s else kv_s) + share * (attend_s if attend_s < kv_s else kv_s)
-        else:
-            kernel_s = kv_s + attend_s
-        attention_s = kernel_s + (prefill_attention_tokens + k * cached) * pair_s
-        return gemm_s + attention_s + comm_s + overhead_s + setup_s + sequences_s
+        return self._with_attention_s(self._fixed_terms(b, k), b, decode_context_tokens, k, prefill_attention_tokens)
 
     def _with_attention_s(
         self, fixed: tuple[float, float, float, float], b: float, decode_context_tokens: float, k: float, prefill_attention_tokens: float
@@ -183,16 +160,16 @@ class IterationModel:
         the formula's order (kernel_time_s written out: max(kv, attend) is
         `attend if attend > kv else kv`, min `attend if attend < kv else kv`)."""
         gemm_s, comm_s, setup_s, sequences_s = fixed
-        _, _, overlapped, share = self._rates
-        ctx = decode_context_tokens + b * self.cached_tokens
-        kv_s = ctx * self.kv_s_per_token
-        attend_s = ctx * self.decode_attention_s_per_token
+        kv_per_token_s, attend_per_token_s, pair_s, cached, overhead_s, overlapped, share = self._attention_terms
+        ctx = decode_context_tokens + b * cached
+        kv_s = ctx * kv_per_token_s
+        attend_s = ctx * attend_per_token_s
         if overlapped:
             kernel_s = (attend_s if attend_s > kv_s else kv_s) + share * (attend_s if attend_s < kv_s else kv_s)
         else:
             kernel_s = kv_s + attend_s
-        attention_s = kernel_s + (prefill_attention_tokens + k * self.cached_tokens) * self.prefill_attention_s_per_pair
-        return gemm_s + attention_s + comm_s + self.decode.step_overhead_s + setup_s + sequences_s
+        attention_s = kernel_s + (prefill_attention_tokens + k * cached) * pair_s
+        return gemm_s + attention_s + comm_s + overhead_s + setup_s + sequences_s
 
     def _chunk_terms(self, k: float) -> tuple[float, float, float]:
         """A prompt chunk of k tokens priced as a prefill-only pass: its matmuls' seconds,
