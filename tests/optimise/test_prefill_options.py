@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from solver.catalog import default_catalog
 from solver.explain.refilter import Refilter
@@ -24,6 +23,7 @@ from solver.optimise.shapes import build_problem
 from solver.physics.costs import plan_tco
 from solver.physics.disaggregation import kv_share_on_gpu
 from solver.spec.solve_spec import load_spec
+from tests.explain.test_refilter_disaggregated import both_ways  # the same small specs, both ways of serving
 from tests.solve_helpers import problem_of
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
@@ -97,28 +97,6 @@ def test_a_moved_contexts_prefill_options_derive_no_decode_physics(monkeypatch: 
             assert not any(_beats(f, figures[o.shape.index]) for f in rivals)  # undominated by its vendor's
         for ix, f in figures.items():  # every usable shape left out is beaten by one kept of its vendor
             assert ix in kept_ix or any(_beats(figures[k], f) for k in kept_ix if vendor[k] == vendor[ix]), (fmt, ix)
-
-
-@st.composite
-def both_ways(draw):  # type: ignore[no-untyped-def]
-    """Small specs searching both ways of serving under both latency targets."""
-    return {
-        "model": draw(st.sampled_from(["llama-3.1-8b", "qwen2.5-7b"])),
-        "workload": {
-            "users": draw(st.integers(2, 16)),
-            "prompt_tokens": draw(st.sampled_from([2048, 8192])),
-            "output_tokens": draw(st.sampled_from([64, 256])),
-            "batching": "continuous",
-        },
-        "sla": {"max_ttft": draw(st.sampled_from(["1s", "3s"])), "max_tpot": draw(st.sampled_from(["20ms", "50ms"]))},
-        "search": {
-            "gpus": draw(st.lists(st.sampled_from(["l40s", "a100-80gb", "h100-sxm", "mi300x"]), min_size=2, max_size=3, unique=True)),
-            "tp": [1, 2],
-            "weights": ["bf16", "fp8"],
-            "kv_cache": ["bf16"],
-            "serving": ["aggregated", "disaggregated"],
-        },
-    }
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
