@@ -301,6 +301,10 @@ def _table(title: str, rows: list[tuple[dict, float, float]], spread: dict[str, 
             print(f"    {len(apes):>4} {statistics.median(apes):>8.1%} {max(apes):>8.1%}  {short}")
 
 
+MAX_SEEDS = 50
+"""--seeds at most: each seed simulates every run again (~1 s of CPU each)."""
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--split", choices=["test", "fit", "all"], default="test")
@@ -316,6 +320,10 @@ def main() -> None:
         "there with probability (K-1)/(K+1), 67 %% for 5: a P99 of 100 requests is about their 2nd longest)",
     )
     args = ap.parse_args()
+    if not 1 <= args.seeds <= MAX_SEEDS:
+        ap.error(f"--seeds {args.seeds}: draws per run, a whole number from 1 to {MAX_SEEDS} (each is a whole simulation of every run)")
+    if args.requests < 1:
+        ap.error(f"--requests {args.requests}: requests simulated per run, a whole number of at least 1")
     started = time.perf_counter()
     points = [p for p in load_points() if p["metric"] in METRICS]
     chosen = [p for p in points if args.split == "all" or p.get("split") == args.split]

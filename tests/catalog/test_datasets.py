@@ -117,3 +117,12 @@ def test_the_validation_bench_draws_sharegpt_prompts_from_the_catalog() -> None:
     assert prompts.dist == "empirical" and prompts.mean_tokens == pytest.approx(229.2, rel=0.005)
     assert sum(x == 1024 for x in prompts.samples) / len(prompts.samples) < 0.002
     assert outputs.dist == "lognormal" and outputs.high_tokens == 2044
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--seeds", "0"), ("--seeds", "-1"), ("--seeds", "51"), ("--requests", "0")])
+def test_the_traffic_bench_refuses_a_count_it_cannot_run(flag: str, value: str) -> None:
+    """--seeds 0 or below ran as one seed without a word, and a huge count ran for hours."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_traffic_validation.py"), flag, value], capture_output=True, text=True)
+    assert done.returncode == 2 and f"{flag} {value}:" in done.stderr and done.stdout == ""
