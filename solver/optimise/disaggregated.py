@@ -129,7 +129,10 @@ def _prefill_options(problem: Problem, w: Workload, shapes: list[Shape]) -> dict
 def prefill_options(problem: Problem, w: Workload, shapes: list[Shape]) -> dict[tuple[str, str], list[_Option]]:
     """`_prefill_options` of the decode-only workload, memoised per workload and shapes
     (first by the list itself, held beside the answer: a re-solve asks once per option)."""
-    figures = (w.resident_tokens, w.prompt_tokens, w.output_tokens, w.shared_prefix_tokens, w.prefix_hit_rate)
+    # the vendor rule is in the key: a copy of the problem that allows the KV to cross
+    # (explain/vendor_pairs) shares this memo, and its options are pruned across vendors
+    across = problem.spec.search.allow_cross_vendor_kv
+    figures = (across, w.resident_tokens, w.prompt_tokens, w.output_tokens, w.shared_prefix_tokens, w.prefix_hit_rate)
     held = problem._pools.get(("options of", id(shapes), *figures))
     if held is not None and held[0] is shapes:
         return held[1]

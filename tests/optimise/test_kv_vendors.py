@@ -100,3 +100,22 @@ def test_a_prefill_option_beaten_only_by_another_vendor_s_stays_for_its_own_vend
 
     assert a100_prefill_tps(None) != []  # 70B FP8 (~70 GB) plus an 8,192-token KV fits TP 2 and up
     assert a100_prefill_tps(True) == []  # crossing allowed: the MI300X options beat them
+
+
+def test_a_copy_under_the_other_rule_sharing_the_memo_gets_its_own_rules_options():
+    """explain/vendor_pairs re-solves a copy of the problem under the other rule, sharing
+    its memo. Options pruned across vendors (crossing allowed) would leave a one-vendor
+    copy without the A100 options of the case above; each rule must read its own."""
+    from solver.explain.vendor_pairs import with_cross_vendor_kv
+    from solver.optimise.disaggregated import prefill_options
+
+    def options(problem):  # type: ignore[no-untyped-def]
+        return sorted(o.shape.index for o in prefill_options(problem, problem.workload, problem.shapes)[("fp8", "fp8")])
+
+    spec = copy.deepcopy(SPEC)
+    spec["search"].update(gpus=["a100-80gb", "mi300x"], tp=[1, 2, 4, 8], allow_cross_vendor_kv=True)
+    crossing = problem_of(spec)
+    pruned_across = options(crossing)  # fills the shared memo first
+    one_vendor = with_cross_vendor_kv(crossing, False)
+    spec["search"]["allow_cross_vendor_kv"] = False
+    assert options(one_vendor) == options(problem_of(spec)) != pruned_across
