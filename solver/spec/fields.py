@@ -38,6 +38,7 @@ from solver.spec.quantities import (
     Bandwidth,
     Cv,
     Degree,
+    Flag,
     Flops,
     FormatName,
     Fraction,
@@ -403,8 +404,8 @@ class EngineIn(SpecModel):
     gpu_memory_utilization: Fraction | None = Field(
         default=None, description=f"Share of GPU memory the engine may use (SGLang: mem_fraction_static), {FRACTION}."
     )
-    enable_chunked_prefill: bool | None = Field(default=None, description="Prompts in chunks of max_num_batched_tokens.")
-    enforce_eager: bool | None = Field(default=None, description="No CUDA graphs.")
+    enable_chunked_prefill: Flag | None = Field(default=None, description="Prompts in chunks of max_num_batched_tokens.")
+    enforce_eager: Flag | None = Field(default=None, description="No CUDA graphs.")
     split_mode: Literal["layer", "row"] | None = Field(default=None, description="llama.cpp over several GPUs.")
 
 

@@ -27,6 +27,7 @@ from solver.spec.fields import (
     WorkloadIn,
     check_traffic,
 )
+from solver.spec.quantities import Flag
 from solver.spec.solve_spec import BudgetIn, PricingIn, SearchIn, SolverIn, SpecOverridesIn
 
 PRIORITY = Bound(0.001, 1000)
@@ -48,7 +49,7 @@ class FleetWorkloadIn(SpecModel):
         default=1.0, description=f"Weight of the service's served share (served / its demand), for max_served, {PRIORITY}."
     )
     mix: list[MixClassIn] = Field(default=[], description="Request-size classes; shares sum to 1.")
-    single_shape: bool | None = Field(
+    single_shape: Flag | None = Field(
         default=None,
         description="Serve this workload (each class of its mix) on replicas of one shape only, so no weighted router "
         "is needed; unset: the fleet's single_shape.",
@@ -79,7 +80,7 @@ class FleetSpec(SpecModel):
     pricing: PricingIn = Field(default=PricingIn(), description="The basis rented GPUs are priced on (`plan-opt list prices`).")
     inventory: dict[str, OwnedCount] = Field(default={}, description=f"GPUs owned per device ({OWNED_COUNT}): free, limited.")
     quota: dict[str, OwnedCount] = Field(default={}, description=f"Most GPUs of a device that can be rented (a cloud quota), {OWNED_COUNT}.")
-    single_shape: bool = Field(
+    single_shape: Flag = Field(
         default=False,
         description="Every workload on one shape per service (a workload's own single_shape wins). Off: a service may "
         "mix shapes, and then needs weighted routing (the report gives the weights).",

@@ -29,6 +29,14 @@ coefficients. The factors' ranges are in `solver/catalog/factors.py`.
 | Share | 0.001 to 1 | a mix class's share, sla.goodput |
 | Rate | 0.000001 to 1,000,000 | workload.requests_per_s |
 | Cv | 0.05 to 20 | workload.arrival.cv |
+
+`Flag`, every switch (search.allow_cross_vendor_kv, search.speculative's items,
+pricing.secondary, engine.enable_chunked_prefill and enforce_eager, a fleet's and a
+workload's single_shape, a sweep's explain), takes a boolean only: `true` or `false`
+as YAML or JSON writes it. The YAML reader is the 1.2 core schema
+(`solver/catalog/yaml_lines.py`), so `yes`, `no`, `on` and `off` are text there, not
+booleans; text ("yes", "true" in quotes) and numbers (1, 0) are refused naming the
+field, never read as a switch (pydantic's own bool would take all of them).
 """
 
 from __future__ import annotations
@@ -79,6 +87,25 @@ Fraction = Annotated[float, FRACTION]
 Share = Annotated[float, SHARE]
 Rate = Annotated[float, RATE]
 Cv = Annotated[float, CV]
+
+
+FLAG_ALLOWED = "must be true or false"
+
+
+def _flag(v: object) -> object:
+    """A boolean as written, and nothing else: pydantic's lax bool would read "yes",
+    "off", "true" in quotes, 1 and 0 as switches without a word."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str):
+        raise ValueError(f"{FLAG_ALLOWED}, unquoted (text such as yes, on or a quoted true is not a boolean)")
+    if isinstance(v, int | float):
+        raise ValueError(f"{FLAG_ALLOWED} (a number such as 1 or 0 is not a boolean)")
+    raise ValueError(FLAG_ALLOWED)
+
+
+Flag = Annotated[bool, BeforeValidator(_flag)]
+"""A switch: `true` or `false` only (see the module's note)."""
 
 
 def _stripped(v: object) -> object:

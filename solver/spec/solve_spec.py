@@ -47,6 +47,7 @@ from solver.spec.fields import (
     WorkloadIn,
     traffic_mismatch,
 )
+from solver.spec.quantities import Flag
 
 DEFAULT_MAX_GPUS = 512
 """The GPU cap when a spec sets none: 64 eight-GPU servers, 32 times the largest plan
@@ -106,12 +107,12 @@ class SearchIn(SpecModel):
         "each its own GPU type, split and replica count, the KV cache sent between them over the network), or both, "
         "the cheaper winning; a users workload only.",
     )
-    speculative: list[bool] = Field(
+    speculative: list[Flag] = Field(
         default=[True, False],
         min_length=1,
         description="With a `speculative` section: plans with it (true), without it (false), or both, the better winning (default both).",
     )
-    allow_cross_vendor_kv: bool = Field(
+    allow_cross_vendor_kv: Flag = Field(
         default=False,
         description="Disaggregated serving: let the prefill and decode pools run on GPUs of different vendors (e.g. NVIDIA "
         "prefill, AMD decode), the KV cache crossing between them. Off by default: no engine documents or tests a KV "
@@ -169,7 +170,7 @@ class PricingIn(SpecModel):
     tier: Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "flex_start"] | None = Field(
         default=None, description="Price tier; default on_demand."
     )
-    secondary: bool | None = Field(
+    secondary: Flag | None = Field(
         default=None, description="Also price from offers known only from third parties (source_kind secondary); default false."
     )
     statistic: Literal["median_low", "cheapest"] | None = Field(

@@ -17,6 +17,7 @@ from solver.catalog.yaml_lines import load_yaml_file
 from solver.errors import InputError
 from solver.spec.fields import SpecModel
 from solver.spec.paths import set_path
+from solver.spec.quantities import Flag
 
 MAX_SCENARIOS = 1_000_000
 MAX_DEPTH = 8
@@ -32,7 +33,7 @@ class SweepIn(SpecModel):
     )
     combine: Literal["cartesian", "zip"] = Field(default="cartesian", description="Every combination of the axes' values, or the i-th of each.")
     scenarios: list[dict[str, Any]] = Field(default=[], description="Further scenarios, each a mapping of dotted field → value.")
-    explain: bool = Field(default=False, description="Solve each with its explanation (binding targets; slower) or the plan only.")
+    explain: Flag = Field(default=False, description="Solve each with its explanation (binding targets; slower) or the plan only.")
 
     @model_validator(mode="after")
     def _shape(self) -> SweepIn:
