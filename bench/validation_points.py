@@ -546,12 +546,42 @@ def measured(p: dict) -> float | None:
     return None
 
 
+_LAUNCHES = ("serve_command", "launch_command")
+_EP_FLAG = re.compile(r"--(?:ep|ep-size|expert-parallel-size)[ =](\d+)")
+_DP_FLAG = re.compile(r"--(?:dp|dp-size|data-parallel-size)[ =](\d+)")
+
+
+def launched_layout(p: dict) -> tuple[int | None, bool]:
+    """(the expert-parallel size, whether attention is data-parallel over every GPU) of
+    the run as its recorded conditions say, else as its recorded SGLang launch command
+    (conditions.serve_command or launch_command) sets them: a run's conditions are the
+    fields where they say it, the command line it was launched with where they do not.
+    SGLang's --ep/--ep-size N deals the experts over N GPUs; --enable-dp-attention runs
+    attention data-parallel over --dp ranks, and without --dp over every TP rank (the
+    0.4 line's server_args.py: `if self.enable_dp_attention: self.dp_size = self.tp_size`,
+    sgl-project/sglang python/sglang/srt/server_args.py): DP attention over fewer ranks
+    than tp is not what dp_ep plans, and reads as no DP over all of them."""
+    cond = _cond(p)
+    ep = _num(cond.get("ep"))
+    adp = bool(cond.get("enable_attention_dp"))
+    if "ep" in cond or "enable_attention_dp" in cond:
+        return (int(ep) if ep else None), adp
+    command = " ".join(str(cond.get(k, "")) for k in _LAUNCHES)
+    if "sglang" not in command:
+        return None, False
+    tp = p.get("tp", 1) or 1
+    found = _EP_FLAG.search(command)
+    dp = _DP_FLAG.search(command)
+    adp = "--enable-dp-attention" in command and (int(dp.group(1)) if dp else tp) == tp
+    return (int(found.group(1)) if found else None), adp
+
+
 def dp_ep(p: dict) -> bool:
     """Data-parallel attention over expert-parallel MoE layers on the run's GPUs, as
     plan-opt's dp_ep plans it: attention DP and the experts split over all tp GPUs."""
-    cond = _cond(p)
+    ep, adp = launched_layout(p)
     tp = p.get("tp", 1) or 1
-    return bool(cond.get("enable_attention_dp")) and _num(cond.get("ep")) == tp and tp > 1
+    return adp and ep == tp and tp > 1
 
 
 def parallelism_of(p: dict) -> str:
@@ -561,10 +591,9 @@ def parallelism_of(p: dict) -> str:
     1/tp either way, whatever TP splits inside them); else tp."""
     if dp_ep(p):
         return "dp_ep"
-    cond = _cond(p)
     tp = p.get("tp", 1) or 1
-    ep = _num(cond.get("ep"))
-    if ep and 1 < ep <= tp and not cond.get("enable_attention_dp") and tp % ep == 0:
+    ep, adp = launched_layout(p)
+    if ep and 1 < ep <= tp and not adp and tp % ep == 0:
         return "tp_ep"
     return "tp"
 
@@ -587,7 +616,8 @@ def out_of_reach(p: dict) -> str | None:
         return "prefix-cached"
     if cond.get("split_mode") not in (None, "layer", "row"):
         return "llama.cpp split mode not modelled"
-    if ((_num(cond.get("ep"), 1) or 1) > 1 or cond.get("enable_attention_dp")) and parallelism_of(p) == "tp":
+    ep, adp = launched_layout(p)
+    if ((ep or 1) > 1 or adp) and parallelism_of(p) == "tp":
         return "expert or attention data parallelism"  # TP attention with EP, or a layout not stated: not modelled
     spec, note = cond.get("speculative_decoding"), str(p.get("note", ""))
     if str(spec).lower() not in ("none", "false", "off", "no", "") or (
