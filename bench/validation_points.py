@@ -546,12 +546,41 @@ def measured(p: dict) -> float | None:
     return None
 
 
+_LAUNCHES = ("serve_command", "launch_command")
+_EP_FLAG = re.compile(r"--(?:ep|ep-size|expert-parallel-size)[ =](\d+)")
+_DP_FLAG = re.compile(r"--(?:dp|dp-size|data-parallel-size)[ =](\d+)")
+
+
+def launched_layout(p: dict) -> tuple[int | None, int]:
+    """(the expert-parallel size, the GPUs attention is data-parallel over: 0 for none)
+    of the run as its recorded conditions say (enable_attention_dp: over every TP rank),
+    else as its recorded SGLang launch command (conditions.serve_command or
+    launch_command) sets them: a run's conditions are the fields where they say it, the
+    command line it was launched with where they do not. SGLang's --ep/--ep-size N deals
+    the experts over N GPUs; --enable-dp-attention runs attention data-parallel over --dp
+    ranks, and without --dp over every TP rank (the 0.4 line's server_args.py: `if
+    self.enable_dp_attention: self.dp_size = self.tp_size`, sgl-project/sglang
+    python/sglang/srt/server_args.py). DP attention over fewer ranks than tp is not what
+    dp_ep plans (out of reach, as any DP attention but dp_ep's)."""
+    cond = _cond(p)
+    tp = p.get("tp", 1) or 1
+    if "ep" in cond or "enable_attention_dp" in cond:
+        ep = _num(cond.get("ep"))
+        return (int(ep) if ep else None), (tp if cond.get("enable_attention_dp") else 0)
+    command = " ".join(str(cond.get(k, "")) for k in _LAUNCHES)
+    if "sglang" not in command:
+        return None, 0
+    found, dp = _EP_FLAG.search(command), _DP_FLAG.search(command)
+    ranks = (int(dp.group(1)) if dp else tp) if "--enable-dp-attention" in command else 0
+    return (int(found.group(1)) if found else None), ranks
+
+
 def dp_ep(p: dict) -> bool:
     """Data-parallel attention over expert-parallel MoE layers on the run's GPUs, as
     plan-opt's dp_ep plans it: attention DP and the experts split over all tp GPUs."""
-    cond = _cond(p)
+    ep, ranks = launched_layout(p)
     tp = p.get("tp", 1) or 1
-    return bool(cond.get("enable_attention_dp")) and _num(cond.get("ep")) == tp and tp > 1
+    return ranks == tp and ep == tp and tp > 1
 
 
 def parallelism_of(p: dict) -> str:
@@ -561,10 +590,9 @@ def parallelism_of(p: dict) -> str:
     1/tp either way, whatever TP splits inside them); else tp."""
     if dp_ep(p):
         return "dp_ep"
-    cond = _cond(p)
     tp = p.get("tp", 1) or 1
-    ep = _num(cond.get("ep"))
-    if ep and 1 < ep <= tp and not cond.get("enable_attention_dp") and tp % ep == 0:
+    ep, ranks = launched_layout(p)
+    if ep and 1 < ep <= tp and not ranks and tp % ep == 0:
         return "tp_ep"
     return "tp"
 
@@ -587,7 +615,8 @@ def out_of_reach(p: dict) -> str | None:
         return "prefix-cached"
     if cond.get("split_mode") not in (None, "layer", "row"):
         return "llama.cpp split mode not modelled"
-    if ((_num(cond.get("ep"), 1) or 1) > 1 or cond.get("enable_attention_dp")) and parallelism_of(p) == "tp":
+    ep, ranks = launched_layout(p)
+    if ((ep or 1) > 1 or ranks) and parallelism_of(p) == "tp":
         return "expert or attention data parallelism"  # TP attention with EP, or a layout not stated: not modelled
     spec, note = cond.get("speculative_decoding"), str(p.get("note", ""))
     if str(spec).lower() not in ("none", "false", "off", "no", "") or (

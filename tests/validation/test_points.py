@@ -161,6 +161,37 @@ def test_a_served_run_batches_in_flight_a_run_of_one_static_batch_does_not():
     assert not vp.in_flight(run("llama.cpp", "build 2834"))
 
 
+def test_a_run_s_sglang_launch_command_sets_its_layout_where_its_conditions_do_not():
+    def run(command, **cond):
+        measured = {"value": 400.0, "unit": "tokens_per_s"}
+        return {
+            "metric": "throughput",
+            "engine": "sglang",
+            "model": "deepseek-v3",
+            "tp": 8,
+            "measured": measured,
+            "conditions": {"launch_command": command, **cond},
+        }
+
+    # --tp 8 --ep 8 --dp 8 --enable-dp-attention: attention DP over all 8, experts over 8
+    both = run("python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8 --ep 8 --dp 8 --enable-dp-attention")
+    assert vp.launched_layout(both) == (8, 8) and vp.parallelism_of(both) == "dp_ep"
+    assert vp.out_of_reach(both) is None
+    # the 0.4 line without --dp: DP attention over every TP rank, the experts TP-split (no EP)
+    attention_only = run("python3 -m sglang.launch_server --model deepseek-ai/DeepSeek-R1 --tp 8 --enable-dp-attention")
+    assert vp.launched_layout(attention_only) == (None, 8) and vp.parallelism_of(attention_only) == "tp"
+    assert vp.out_of_reach(attention_only) == "expert or attention data parallelism"
+    # DP attention over 2 of 8 ranks, with or without EP over all 8, is not dp_ep's layout
+    part = run("python3 -m sglang.launch_server --tp 8 --ep 8 --dp 2 --enable-dp-attention")
+    assert vp.launched_layout(part) == (8, 2) and vp.parallelism_of(part) == "tp"
+    assert vp.out_of_reach(part) == "expert or attention data parallelism"
+    assert vp.parallelism_of(run("python3 -m sglang.launch_server --tp 8 --ep-size 4")) == "tp_ep"
+    # recorded conditions win over the command; a plain launch is plain TP
+    assert vp.launched_layout(run("python3 -m sglang.launch_server --tp 8 --enable-dp-attention", ep=8, enable_attention_dp=False)) == (8, 0)
+    plain = run("python3 -m sglang.launch_server --model deepseek-ai/DeepSeek-R1 --tp 8")
+    assert vp.launched_layout(plain) == (None, 0) and vp.out_of_reach(plain) is None
+
+
 def test_a_group_is_fitted_alone_only_when_its_points_separate_reads_from_flops():
     def term(i, reads, flops, kind="tpot"):
         return fit_defaults.Term(f"p{i}", kind, ("vllm", "hbm"), "bf16", "bf16", 0.01, reads, 1.0, flops, 0.0, 0.0, 0.0, 32)
