@@ -65,3 +65,9 @@ def test_a_tightened_target_under_traffic_searches_the_rate_of_few_options(monke
     full = solve_scenario(p, moved)
     assert plan_label(got.chosen) == plan_label(full.chosen)
 
+
+def test_the_context_is_not_re_priced_under_traffic() -> None:
+    """The lengths follow their distributions: the report has no context row (report/
+    solve_json.py), so the explanation re-solves none (each re-screened every option)."""
+    result = solve(_problem("chat-70b-at-20-rps.yaml"))
+    assert result.sensitivity and all(row.target != "context_tokens" for row in result.sensitivity)
