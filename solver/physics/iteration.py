@@ -144,7 +144,18 @@ class IterationModel:
             if len(self.fixed_terms) >= MAX_FIXED_TERMS:
                 self.fixed_terms.clear()
             fixed = self.fixed_terms[b] = self._fixed_terms(b, 0)
-        return self._with_attention_s(fixed, b, decode_context_tokens, k, prefill_attention_tokens)
+        # _with_attention_s at k = 0, written out (the simulator's most frequent call, its
+        # decode-only stretches; (a + 0·cached)·pair is a·pair, the same float)
+        gemm_s, comm_s, setup_s, sequences_s = fixed
+        kv_per_token_s, attend_per_token_s, pair_s, cached, overhead_s, overlapped, share = self._attention_terms
+        ctx = decode_context_tokens + b * cached
+        kv_s = ctx * kv_per_token_s
+        attend_s = ctx * attend_per_token_s
+        if overlapped:
+            kernel_s = (attend_s if attend_s > kv_s else kv_s) + share * (attend_s if attend_s < kv_s else kv_s)
+        else:
+            kernel_s = kv_s + attend_s
+        return gemm_s + (kernel_s + prefill_attention_tokens * pair_s) + comm_s + overhead_s + setup_s + sequences_s
 
     def mean_iteration_s(self, decode_seqs: float, decode_context_tokens: float, prefill_tokens: float, prefill_attention_tokens: float) -> float:
         """The same cost at average (fractional) loads, as the traffic screen reads it."""
