@@ -265,7 +265,9 @@ class IterationModel:
         min(m, c) `c if c < m else m`, as the builtins pick)."""
         c = self.decode
         rate, _, overlapped, share = self._rates
-        weights_s, comm_s = self._token_terms(b + k)
+        tokens = b + k  # _token_terms' and _chunk_terms' tables read here first (a mixed iteration's every call)
+        got = self.token_terms.get(tokens) if type(tokens) is int else None
+        weights_s, comm_s = self._token_terms(tokens) if got is None else got
         if b > 0:
             decoders_s = b * c.linear_flops_per_sequence / rate
             linear_s = decoders_s + k * self.prefill_linear_s_per_token
@@ -277,7 +279,8 @@ class IterationModel:
             if k > 0:
                 # the chunk priced as a prefill-only pass of its own, plus the decoders' matmuls:
                 # a pass never costs less when decoders join a prompt (monotone in b and k)
-                _, alone_s, chunk_setup_s = self._chunk_terms(k)
+                chunk = self.chunk_terms.get(k)
+                _, alone_s, chunk_setup_s = self._chunk_terms(k) if chunk is None else chunk
                 priced_s = alone_s + chunk_setup_s + decoders_s
                 if priced_s > gemm_s:  # max(gemm_s, priced_s)
                     gemm_s = priced_s
