@@ -22,8 +22,11 @@ before the TTFT cap's search and the prefill pools' sizing). The bound holds for
 objectives priced per GPU (min_cost, min_gpus, min_purchase) when no GPU is owned
 (owned ones are free) and the workload is users: elsewhere it chooses among every candidate that meets every rule at
 the least objective (the candidates built once per workload and targets, so a moved
-budget builds none); under traffic, and whenever no option meets every rule, it is the
-full solve (`solve_scenario`)."""
+budget builds none); whenever no option meets every rule, it is the full solve
+(`solve_scenario`). Under traffic an option's bound is its fewest replicas at the least
+rate screened so far that misses the moved target (`fewest_at_least`: the sustainable
+rate is below it), so the price of a target searches the rate only of options that can
+still win (`_traffic`)."""
 
 from __future__ import annotations
 
