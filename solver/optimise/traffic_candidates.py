@@ -23,7 +23,18 @@ from solver.physics.deployment import Targets, Workload
 from solver.physics.iteration import iteration_model
 from solver.spec.fields import MAX_GPUS
 from solver.traffic.requests import Moments, moments
-from solver.traffic.screen import Screen, ShapeScreen, TrafficSizing, engine_limits, misses, replica_cv, screen, screen_memo, sustainable_rate
+from solver.traffic.screen import (
+    IDLE_RATE_PER_S,
+    Screen,
+    ShapeScreen,
+    TrafficSizing,
+    engine_limits,
+    misses,
+    replica_cv,
+    screen,
+    screen_memo,
+    sustainable_rate,
+)
 
 
 def _shaped(shape: Shape, w: Workload) -> tuple[object, ...]:
@@ -78,8 +89,8 @@ def fewest_at_least(problem: Problem, shape: Shape, w: Workload, t: Targets) -> 
         return least
     want = (t.ttft_percentile or 0.0, t.tpot_percentile or 0.0, t.e2e_percentile or 0.0, traffic.arrival_cv)
     missed = [key[0] for key, sc in base[3].items() if key[1:] == want and misses(sc, t)]
-    if not missed:
-        return least
+    if not missed or min(missed) <= IDLE_RATE_PER_S:
+        return least  # none missed yet, or the idle replica: its one candidate keeps the idle figures at 1 replica
     rate = traffic.requests_per_s * w.users / max(1, problem.workload.users)  # as traffic_candidates reads it
     return max(least, math.ceil(rate / min(missed) * (1 - 1e-12)))
 

@@ -71,3 +71,23 @@ def test_the_context_is_not_re_priced_under_traffic() -> None:
     solve_json.py), so the explanation re-solves none (each re-screened every option)."""
     result = solve(_problem("chat-70b-at-20-rps.yaml"))
     assert result.sensitivity and all(row.target != "context_tokens" for row in result.sensitivity)
+
+
+def test_the_bound_is_never_above_the_replicas_a_shape_is_sized_at() -> None:
+    """fewest_at_least's floor holds for every shape at every moved target: the least
+    screened rate that misses the target is above the rate search's answer."""
+    p = _problem("chat-70b-at-20-rps.yaml")
+    s = scenario_of(p)
+    solve_scenario(p, s)  # the first pass's screens, which the bounds read
+    tpot, ttft = s.targets.max_tpot_s, s.targets.max_ttft_s
+    assert tpot is not None and ttft is not None
+    moved = [s.with_value("max_tpot", tpot * f) for f in (1.5, 1.1, 0.9, 0.5)]
+    moved += [s.with_value("max_ttft", ttft * f) for f in (1.5, 1.1, 0.9, 0.5)]
+    tested = 0
+    for m in moved:
+        at_least = {sh.index: traffic_candidates.fewest_at_least(p, sh, m.workload, m.targets) for sh in p.shapes}
+        for c in traffic_candidates.traffic_candidates(p, m.workload, m.targets, p.shapes):
+            n = at_least[c.shape.index]
+            assert n is not None and n <= c.replicas, (c.shape.label, n, c.replicas)
+            tested += 1
+    assert tested > len(moved) * 10
