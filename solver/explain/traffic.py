@@ -149,10 +149,10 @@ plan (under an objective that more replicas never lower: `PER_REPLICA`). A simul
 only adds replicas to a screened plan, so a runner-up the screen already prices above
 the plan loses whatever its simulation says; simulating it would only sharpen the size
 of its loss. Those within the factor are the close calls, where the simulated gap is
-worth its time; past it the screen's price is reported as a floor ("screened, not
-simulated"). On chat-70b-at-20-rps the simulation raised a screened plan's replicas by
-13-25 % (l40s 31 -> 35, h100-sxm 4 -> 5): a runner-up 1.5 x the plan is past any such
-correction of the plan's."""
+worth its time (a correction of the size seen on chat-70b-at-20-rps, +13 to +25 %
+replicas: l40s 31 -> 35, h100-sxm 4 -> 5, moves a small gap a lot); past it the
+screen's price, a floor, already says it loses by a third or more, and is reported as
+such ("screened, not simulated"). A stated design choice, not a fitted figure."""
 PER_REPLICA = ("min_cost", "min_gpus", "min_purchase", "min_tco")
 """The objectives that a plan's replicas only raise (min_tpot falls with them: there
 every runner-up up to MAX_VERIFIED_RUNNERS_UP is simulated)."""
