@@ -22,8 +22,11 @@ before the TTFT cap's search and the prefill pools' sizing). The bound holds for
 objectives priced per GPU (min_cost, min_gpus, min_purchase) when no GPU is owned
 (owned ones are free) and the workload is users: elsewhere it chooses among every candidate that meets every rule at
 the least objective (the candidates built once per workload and targets, so a moved
-budget builds none); under traffic, and whenever no option meets every rule, it is the
-full solve (`solve_scenario`)."""
+budget builds none); whenever no option meets every rule, it is the full solve
+(`solve_scenario`). Under traffic an option's bound is its fewest replicas at the least
+rate screened so far that misses the moved target (`fewest_at_least`: the sustainable
+rate is below it), so the price of a target searches the rate only of options that can
+still win (`_traffic`)."""
 
 from __future__ import annotations
 
@@ -143,7 +146,7 @@ class Refilter:
         for the options whose bound does not exceed the best admissible plan found."""
         problem = self.problem
         if s.workload.traffic is not None:
-            return solve_scenario(problem, s, shapes=self.shapes)
+            return self._traffic(s)
         if self.owned or not bounded(problem, s):
             return self._filtered(s)
         w, limits, primary = s.workload, s.limits(), PRIMARY[problem.objective]
@@ -230,6 +233,47 @@ class Refilter:
             return solve_scenario(problem, s, shapes=self.shapes)
         # CP-SAT's choice is the least (objective, tie-break rank) among the plans that
         # meet every rule: it chooses among those at the least objective alone.
+        tied = [c for c in built if primary(c) == best and admissible(c, limits)]
+        return optimise(tied, limits, problem.objective, problem.clock, problem.spec.prefer)
+
+    def _traffic(self, s: Scenario) -> Solution:
+        """Under traffic, for the objectives priced per GPU with none owned and one candidate
+        an option: the options in order of the fewest replicas the screens taken so far
+        prove each needs (`fewest_at_least`), built until that bound passes the best plan
+        found (its own rate search only then); elsewhere the full solve."""
+        from solver.optimise.traffic_candidates import fewest_at_least  # the users form imports no screen
+
+        problem = self.problem
+        if self.owned or problem.objective not in _PER_GPU or wants_batch_variants(problem):
+            return solve_scenario(problem, s, shapes=self.shapes)
+        w, t, limits, primary = s.workload, s.targets, s.limits(), PRIMARY[problem.objective]
+        best: int | None = None
+        built: list[Candidate] = []
+
+        def build(sh: Shape) -> None:
+            nonlocal best
+            for c in candidates(problem, w, t, shapes=[sh]):
+                built.append(c)
+                if admissible(c, limits) and (best is None or primary(c) < best):
+                    best = primary(c)
+
+        for _, sh in self.order[: self.hinted]:
+            build(sh)
+        bounds: list[tuple[int, int, Shape]] = []
+        for lb1, sh in self.order[self.hinted :]:
+            if best is not None and lb1 > best:
+                break  # the order is by one replica's bound: every later one costs more
+            n = fewest_at_least(problem, sh, w, t)
+            lb = None if n is None else lower_bound(problem, sh, n)
+            if lb is not None and (best is None or lb <= best):
+                bounds.append((lb, sh.index, sh))
+        bounds.sort(key=lambda b: b[:2])
+        for lb, _, sh in bounds:
+            if best is not None and lb > best:
+                break
+            build(sh)
+        if best is None:  # nothing meets every rule: the full solve says why (infeasible)
+            return solve_scenario(problem, s, shapes=self.shapes)
         tied = [c for c in built if primary(c) == best and admissible(c, limits)]
         return optimise(tied, limits, problem.objective, problem.clock, problem.spec.prefer)
 

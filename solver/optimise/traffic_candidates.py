@@ -23,7 +23,25 @@ from solver.physics.deployment import Targets, Workload
 from solver.physics.iteration import iteration_model
 from solver.spec.fields import MAX_GPUS
 from solver.traffic.requests import Moments, moments
-from solver.traffic.screen import Screen, ShapeScreen, TrafficSizing, engine_limits, misses, replica_cv, screen, screen_memo, sustainable_rate
+from solver.traffic.screen import (
+    IDLE_RATE_PER_S,
+    Screen,
+    ShapeScreen,
+    TrafficSizing,
+    engine_limits,
+    misses,
+    replica_cv,
+    screen,
+    screen_memo,
+    sustainable_rate,
+)
+
+
+def _shaped(shape: Shape, w: Workload) -> tuple[object, ...]:
+    """What a shape's screen reads of a workload: its lengths and traffic, less the rate."""
+    assert w.traffic is not None
+    traffic = dataclasses.replace(w.traffic, requests_per_s=0.0)
+    return (shape.index, traffic, w.context_tokens, w.prompt_tokens, w.output_tokens, w.shared_prefix_tokens, w.prefix_hit_rate)
 
 
 def screened(problem: Problem, shape: Shape, w: Workload, t: Targets) -> ShapeScreen:
@@ -32,8 +50,7 @@ def screened(problem: Problem, shape: Shape, w: Workload, t: Targets) -> ShapeSc
     read none of it), so it is kept by the traffic less its rate: a profile's slots, a
     Pareto's rate points and a fleet's services at other rates share one."""
     assert w.traffic is not None
-    traffic = dataclasses.replace(w.traffic, requests_per_s=0.0)
-    shaped = (shape.index, traffic, w.context_tokens, w.prompt_tokens, w.output_tokens, w.shared_prefix_tokens, w.prefix_hit_rate)
+    shaped = _shaped(shape, w)
     key = (*shaped, t)
     got = problem._traffic.get(key)
     if got is None:
@@ -49,6 +66,33 @@ def screened(problem: Problem, shape: Shape, w: Workload, t: Targets) -> ShapeSc
         got = ShapeScreen(it, limits, sustainable_rate(it, limits, m, t, w.traffic.arrival_cv, memo), m, memo)
         problem._traffic[key] = got
     return got
+
+
+def fewest_at_least(problem: Problem, shape: Shape, w: Workload, t: Targets) -> int | None:
+    """A floor under the replicas of the shape's candidate under `t` (traffic_candidates,
+    one candidate a shape: no variants), from the screens already taken of it, without a
+    rate search; None: it has no candidate (the simulation dropped the shape).
+
+    The sustainable rate μ is a rate the screen passed (the search's lo), and every delay
+    the screen computes grows with the rate (the premise of that search), so μ is below
+    any rate whose screen misses `t`: the least such rate screened so far, r, gives
+    ⌈rate / μ⌉ ≥ ⌈rate / r⌉. Poisson arrivals only: with bursty ones fewer replicas may
+    do (`_fewest`: each replica's share is smoother), and the floor is the simulation's."""
+    traffic = w.traffic
+    assert traffic is not None
+    floor = problem.replica_floor.get(shape.index)
+    if floor == 0:
+        return None
+    least = max(1, floor or 0)
+    base = problem._traffic_base.get(_shaped(shape, w))
+    if base is None or traffic.arrival_cv != 1.0:
+        return least
+    want = (t.ttft_percentile or 0.0, t.tpot_percentile or 0.0, t.e2e_percentile or 0.0, traffic.arrival_cv)
+    missed = [key[0] for key, sc in base[3].items() if key[1:] == want and misses(sc, t)]
+    if not missed or min(missed) <= IDLE_RATE_PER_S:
+        return least  # none missed yet, or the idle replica: its one candidate keeps the idle figures at 1 replica
+    rate = traffic.requests_per_s * w.users / max(1, problem.workload.users)  # as traffic_candidates reads it
+    return max(least, math.ceil(rate / min(missed) * (1 - 1e-12)))
 
 
 def _screen(sc: ShapeScreen, m: Moments, rate_per_s: float, t: Targets, arrival_cv: float) -> Screen:

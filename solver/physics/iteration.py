@@ -144,7 +144,18 @@ class IterationModel:
             if len(self.fixed_terms) >= MAX_FIXED_TERMS:
                 self.fixed_terms.clear()
             fixed = self.fixed_terms[b] = self._fixed_terms(b, 0)
-        return self._with_attention_s(fixed, b, decode_context_tokens, k, prefill_attention_tokens)
+        # _with_attention_s at k = 0, written out (the simulator's most frequent call, its
+        # decode-only stretches; (a + 0·cached)·pair is a·pair, the same float)
+        gemm_s, comm_s, setup_s, sequences_s = fixed
+        kv_per_token_s, attend_per_token_s, pair_s, cached, overhead_s, overlapped, share = self._attention_terms
+        ctx = decode_context_tokens + b * cached
+        kv_s = ctx * kv_per_token_s
+        attend_s = ctx * attend_per_token_s
+        if overlapped:
+            kernel_s = (attend_s if attend_s > kv_s else kv_s) + share * (attend_s if attend_s < kv_s else kv_s)
+        else:
+            kernel_s = kv_s + attend_s
+        return gemm_s + (kernel_s + prefill_attention_tokens * pair_s) + comm_s + overhead_s + setup_s + sequences_s
 
     def mean_iteration_s(self, decode_seqs: float, decode_context_tokens: float, prefill_tokens: float, prefill_attention_tokens: float) -> float:
         """The same cost at average (fractional) loads, as the traffic screen reads it."""
@@ -254,7 +265,9 @@ class IterationModel:
         min(m, c) `c if c < m else m`, as the builtins pick)."""
         c = self.decode
         rate, _, overlapped, share = self._rates
-        weights_s, comm_s = self._token_terms(b + k)
+        tokens = b + k  # _token_terms' and _chunk_terms' tables read here first (a mixed iteration's every call)
+        got = self.token_terms.get(tokens) if type(tokens) is int else None
+        weights_s, comm_s = self._token_terms(tokens) if got is None else got
         if b > 0:
             decoders_s = b * c.linear_flops_per_sequence / rate
             linear_s = decoders_s + k * self.prefill_linear_s_per_token
@@ -266,7 +279,8 @@ class IterationModel:
             if k > 0:
                 # the chunk priced as a prefill-only pass of its own, plus the decoders' matmuls:
                 # a pass never costs less when decoders join a prompt (monotone in b and k)
-                _, alone_s, chunk_setup_s = self._chunk_terms(k)
+                chunk = self.chunk_terms.get(k)
+                _, alone_s, chunk_setup_s = self._chunk_terms(k) if chunk is None else chunk
                 priced_s = alone_s + chunk_setup_s + decoders_s
                 if priced_s > gemm_s:  # max(gemm_s, priced_s)
                     gemm_s = priced_s

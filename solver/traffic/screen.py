@@ -48,6 +48,8 @@ DEFAULT_PERCENTILE = 99.0
 """The percentile reported where no target names one."""
 FIXED_POINT_STEPS = 200
 RATE_STEPS = 40
+IDLE_RATE_PER_S = 1e-9
+"""The rate sustainable_rate screens a shape's idle replica at (a vanishing one)."""
 
 
 def engine_limits(d: Deployment, w: Workload) -> EngineLimits:
@@ -328,7 +330,7 @@ def sustainable_rate(
     memo: dict[tuple[float, ...], Screen] | None = None,
 ) -> Sustainable:
     """Bisection on the rate: every delay the screen computes grows with it."""
-    tiny = 1e-9
+    tiny = IDLE_RATE_PER_S
     screens: dict[tuple[float, ...], Screen] = {} if memo is None else memo
 
     def at(rate_per_s: float) -> Screen:
