@@ -110,7 +110,26 @@ def kernel_time_s(memory_s: float, compute_s: float, overlapped: bool, unhidden_
 
 def fixed_step_s(d: Deployment) -> float:
     """A forward pass's fixed cost: once per pass, once per layer (every stage's), and
-    once per TP rank beyond the first (the step handed to each rank's worker)."""
+    once per TP rank beyond the first (the step handed to each rank's worker).
+
+    Tried and not kept (issue 42, 2026-12-06; bench/fit_cv.py's held_out on the fit half's
+    terms so changed, TPOT / TTFT / all / campaigns' medians, 5 folds seed 0; seed 1; one
+    campaign out): as is, 9.1 / 15.4 / 11.3 / 11.7 %; 8.1 / 15.4 / 10.6 / 9.4 %; 7.7 / 13.6 /
+    8.9 / 8.9 %.
+    - An MLA layer counted (11 + 6) / 11 of a dense GQA layer's cost, for the six more
+      launches of absorbed MLA (SGLang deepseek_v2.py forward_absorb: q_a and kv_a norms,
+      q_b_proj, the W_UK and W_UV bmms, the rope part set apart): 9.1 / 15.4 / 11.1 / 11.6;
+      8.7 / 15.4 / 10.6 / 9.7; 8.2 / 13.6 / 9.4 / 9.0 %. The fit half's DeepSeek-R1 steps
+      are InferenceX's tuned launches (its benchmarks/dsr1_fp8_b200.sh: trtllm_mla attention,
+      the flashinfer_trtllm MoE runner, all-reduce fused with the norm), which run fewer
+      kernels; the test half's (the SGLang cookbook's bare `--tp 8`, TensorRT-LLM issue
+      5929's trtllm-serve defaults) more: 9.16 ms against InferenceX's 7.18 on the same
+      8×B200 at batch 1. What decides a layer's launches is the launch's flags, not inputs
+      of plan-opt's yet.
+    - No cost per MoE layer where the experts are MXFP4 (gpt-oss: vLLM's Mxfp4MoEMethod and
+      SGLang run routing, activation and reduction inside flashinfer's or triton_kernels'
+      MoE calls): 8.3 / 16.5 / 11.2 / 11.7; 10.5 / 15.9 / 11.8 / 12.3; 8.8 / 13.6 / 9.7 /
+      9.6 %."""
     f, m = d.factors, d.model
     return f.step_overhead_s + f.layer_overhead_s * m.num_layers + f.expert_layer_overhead_s * m.moe_layers + f.tp_rank_overhead_s * (d.tp - 1)
 
