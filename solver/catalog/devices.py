@@ -11,7 +11,7 @@ from annotated_types import Ge, Le, MinLen
 
 from solver.catalog.factors import FactorOverrides
 from solver.catalog.prices import Price
-from solver.catalog.ranges import BANDWIDTH, BOARD_POWER_W, FLOPS, GPU_PURCHASE_USD, MEMORY_BYTES, SHARE
+from solver.catalog.ranges import BANDWIDTH, BOARD_POWER_W, FLOPS, GPU_PURCHASE_USD, MATMUL_SHARE, MEMORY_BYTES
 from solver.catalog.types import (
     FORBID,
     ComputeDtype,
@@ -60,10 +60,11 @@ class Device:
     fp16_accumulate_flops_per_s: Annotated[float, FLOPS] | None = None
     """FP16 matmuls with FP16 accumulate, where faster than with FP32 accumulate
     (GeForce: twice): what an engine that accumulates in FP16 (llama.cpp) reaches."""
-    matmul_share: dict[ComputeDtype, Annotated[float, SHARE]] = dataclasses.field(default_factory=dict)
+    matmul_share: dict[ComputeDtype, Annotated[float, MATMUL_SHARE]] = dataclasses.field(default_factory=dict)
     """Per dtype, the share of dense_flops_per_s the best measured matmuls reach on this
-    device (maximum achievable matmul FLOPS over the peak); absent = not measured (see
-    physics/compute.matmul_share for which figure a dtype without its own takes)."""
+    device (maximum achievable matmul FLOPS over the peak; above 1 where the card runs
+    faster than the clock its datasheet quotes the peak at, GeForce); absent = not
+    measured (see physics/compute.matmul_share for which figure a dtype without its own takes)."""
     matmul_source: str | None = None
 
     def __post_init__(self) -> None:

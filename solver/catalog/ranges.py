@@ -15,6 +15,9 @@ FLOPS = Bound(1e9, 1e18, quantity="flop_per_s", shown="1 GFLOP/s to 1 EFLOP/s (1
 PARAMS = Bound(1e6, 1e13, shown="1e6 to 1e13 (a million to ten trillion)")
 KERNEL_SHARE = Bound(0.01, 1.5)
 SHARE = Bound(0.001, 1)
+MATMUL_SHARE = Bound(0.001, 1.5)
+"""Measured matmuls over the datasheet's dense peak: a GeForce card's peak is quoted at its
+rated boost clock, and the card runs its matmuls faster than that (devices.yaml rtx-3090)."""
 BOARD_POWER_W = Bound(1, 100_000, shown="1 W to 100 kW")
 
 GPU_HOUR_USD = Bound(0.001, 1000, shown="$0.001 to $1,000 per GPU-hour")
