@@ -6,14 +6,22 @@ the same figure bench_validation.py scores), r = measured / predicted, moved to 
 it would be had the point been held out (held_out_shift: the factors refitted without
 its campaign's fold, bench/fit_cv.py). Per metric (batch-1 TPOT, batched TPOT, TTFT,
 throughput, KV capacity) the band is r's P10 and P90 (bands.quantile: linear between
-order statistics), its log half-widths about the median widened until bands fitted on
-the other campaign folds hold 80 % of a fold's points (widening: split conformal by
-campaign); pooled over the metric's points, or per engine × memory kind ("vllm.hbm")
-with --min-group-points. A prediction's band is [figure × P10, figure × P90]; it
-should hold 80 % of new runs. Deterministic (folds seeded); about 40 s.
+order statistics), its log half-widths about the median widened until, each campaign
+left out in turn, the bands fitted on the other campaigns hold 80 % of the campaigns,
+each campaign counting once whatever its number of points (widening: split conformal
+by campaign, CDF pooling); pooled over the metric's points, or per engine × memory kind
+("vllm.hbm") with --min-group-points. A prediction's band is [figure × P10, figure ×
+P90]; it should hold 80 % of a new campaign's runs. Deterministic (folds seeded); about
+40 s.
 
     python bench/fit_bands.py            # print the bands and their fit-half coverage
     python bench/fit_bands.py --write    # and rewrite catalogs/bands.yaml
+    python bench/fit_bands.py --check    # and each rule's coverage of a campaign left out
+
+--group repository holds a repository's campaigns out together (a coarser unit than
+the fit/test split's); --finite-sample widens to split conformal's finite-sample level
+over campaigns; --check prints, on the fit half, what each campaign's points would
+have had from the bands the rule fits on the other campaigns (nested_coverage).
 
 bench_validation.py reads catalogs/bands.yaml and prints each band's coverage on the
 TEST split (coverage(), below) with its count and Wilson interval.
@@ -24,7 +32,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
-import random
 import statistics
 import sys
 from pathlib import Path
@@ -48,6 +55,7 @@ MIN_POINTS = 0
 pooled only. At 20 (2026-12-05) the groups' held-out coverage on the fit split fell to
 73–78 % against the pooled bands' 79–80 %: the points outside a group with a band of
 its own are more spread than the pool, so per-group bands did not generalise."""
+PLURAL = {"campaign": "campaigns", "repository": "repositories"}
 NAMES = {
     "tpot1": "batch-1 decode TPOT",
     "tpot": "batched decode TPOT",
@@ -82,13 +90,14 @@ def ratios(points: list[dict], split: str) -> list[tuple[str, str, str, float]]:
     return out
 
 
-def held_out_shift(points: list[dict], folds: int = FOLDS, seed: int = 0) -> dict[str, float]:
+def held_out_shift(points: list[dict], folds: int = FOLDS, seed: int = 0, group: str = "campaign") -> dict[str, float]:
     """Point id → (its time as the fit on every fit campaign predicts it) / (as a fit
     without its own campaign's fold predicts it), for the fit split's TPOT and TTFT
-    points (bench/fit_cv.py's folds: campaigns dealt into `folds`, seeded). A ratio
-    measured / predicted times this is what it would have been had the point been held
-    out, as a test point is: the fit's own points sit closer to its figures than new
-    runs will (conformal prediction's lesson: a band must come from held-out residuals)."""
+    points (bench/fit_cv.py's folds: campaigns, or with group "repository" a
+    repository's campaigns together, dealt into `folds`, seeded). A ratio measured /
+    predicted times this is what it would have been had the point been held out, as a
+    test point is: the fit's own points sit closer to its figures than new runs will
+    (conformal prediction's lesson: a band must come from held-out residuals)."""
     import contextlib
     import io
 
@@ -98,12 +107,9 @@ def held_out_shift(points: list[dict], folds: int = FOLDS, seed: int = 0) -> dic
     fit_points = [p for p in points if p.get("split") == "fit"]
     with contextlib.redirect_stdout(io.StringIO()):
         terms = fd.fit_terms(fit_points, default_catalog())
-    sources = sorted({t.source for t in terms})
-    random.Random(seed).shuffle(sources)
     inside = dict(zip((t.pid for t in terms), fit_cv.predict_from(terms, terms)))
     out: dict[str, float] = {}
-    for i in range(folds):
-        fold = set(sources[i::folds])
+    for fold in fit_cv.fold_sets(sorted({t.source for t in terms}), folds, seed, group):
         test = [t for t in terms if t.source in fold]
         if test:
             for t, pred in zip(test, fit_cv.predict_from([t for t in terms if t.source not in fold], test)):
@@ -138,33 +144,109 @@ def fit(rows: list[tuple[str, str, str, float]], widen: dict[str, float] | None 
     return metrics
 
 
-def widening(rows: list[tuple[str, str, str, float]], sources: dict[str, str], folds: int = FOLDS, seed: int = 0) -> dict[str, float]:
-    """Per metric, the least factor (1 to 3 in steps of 0.05) by which the band's log
-    half-widths about its median must grow for a band fitted on the other campaign folds
-    of the fit split to hold `nominal` of a fold's points: split conformal prediction by
-    campaign, since a new run resembles a new campaign, not one already fitted."""
+def conformal_level(groups: int, nominal: float) -> float:
+    """Split conformal prediction's finite-sample level: of `groups` held-out scores, the
+    ⌈(groups + 1)·nominal⌉-th smallest (a share ⌈(groups + 1)·nominal⌉ / groups of them)
+    bounds a new one's with probability at least `nominal` when the groups are
+    exchangeable (Vovk, Gammerman and Shafer 2005; Lei et al. 2018, JASA 113:1094);
+    1 when there are too few groups for that."""
+    if groups < 1:
+        raise ValueError("a conformal level of no groups")
+    return min(1.0, math.ceil((groups + 1) * nominal - 1e-9) / groups)
+
+
+def weighted_level(scores: list[float], weights: list[float], level: float) -> float:
+    """The least score s whose weight at or below it is `level` of the whole: the
+    inverse of the weighted empirical distribution (a step; with equal weights 1/n and
+    level k/n, the k-th smallest score)."""
+    if not scores or len(scores) != len(weights):
+        raise ValueError("a level of no scores, or scores and weights of different lengths")
+    total, seen = sum(weights), 0.0
+    pairs = sorted(zip(scores, weights))
+    for s, w in pairs:
+        seen += w
+        if seen >= level * total - 1e-9:
+            return s
+    return pairs[-1][0]
+
+
+def needed(mid: float, lo: float, hi: float, x: float) -> float:
+    """The factor by which the log half-widths of a band (its median log mid, its P10 and
+    P90 logs lo and hi) must grow for it to hold the log ratio x (0 at the median; inf
+    where the band has no width on x's side)."""
+    if x < mid:
+        return (mid - x) / (mid - lo) if mid > lo else math.inf
+    if x > mid:
+        return (x - mid) / (hi - mid) if hi > mid else math.inf
+    return 0.0
+
+
+def widening(rows: list[tuple[str, str, str, float]], groups: dict[str, str], finite: bool = False, by_point: bool = False) -> dict[str, float]:
+    """Per metric, the least factor (from 1, in steps of 0.05) by which the band's log
+    half-widths about its median must grow to hold 80 % of a new campaign's points:
+    each group (groups: point id → its campaign, validation_points.source_key, or a
+    coarser unit) left out in turn, its points scored against the band fitted on the
+    other groups' points (needed), and the factor the one that holds 80 % of the
+    groups, each group counting once (its points weighing 1 / its points): split
+    conformal prediction by group, since a new run resembles a new campaign, and the
+    points of one campaign (its host, build and harness) are not exchangeable, so a
+    campaign of 80 points must not outvote twenty of four (CDF pooling: Dunn,
+    Wasserman and Ramdas, "Distribution-free prediction sets for two-layer hierarchical
+    models", JASA 118 (2023) 2491–2502, doi:10.1080/01621459.2022.2060112, which
+    recommends it where asymptotic coverage will do). finite: the share
+    conformal_level(groups, 80 %) instead of 80 %, split conformal's finite-sample
+    correction counted over groups, which promises at least 80 % (for exchangeable
+    groups) and covers more than 80 % on average. by_point: each point counting once
+    (the rule until 2026-12-06), which lets one large campaign set the band."""
     nominal = QUANTILES[1] - QUANTILES[0]
-    names = sorted(set(sources.values()))
-    random.Random(seed).shuffle(names)
-    fold_of = {s: i % folds for i, s in enumerate(names)}
     out = {}
     for m in METRICS:
-        logs = [(fold_of[sources[pid]], math.log(r)) for pid, k, _, r in rows if k == m]
-        if not logs:
+        by: dict[str, list[float]] = {}
+        for pid, k, _, r in rows:
+            if k == m:
+                by.setdefault(groups[pid], []).append(math.log(r))
+        if len(by) < 2:
             continue
-        splits = []
-        for f in range(folds):
-            train = [x for g, x in logs if g != f]
-            held = [x for g, x in logs if g == f]
-            if train and held:
-                splits.append((statistics.median(train), quantile(train, QUANTILES[0]), quantile(train, QUANTILES[1]), held))
-        w = 1.0
-        while w < 3.0:
-            inside = sum(mid + (lo - mid) * w <= x <= mid + (hi - mid) * w for mid, lo, hi, held in splits for x in held)
-            if inside >= nominal * sum(len(h) for *_, h in splits):
-                break
-            w = round(w + 0.05, 2)
-        out[m] = w
+        scores: list[float] = []
+        weights: list[float] = []
+        for g, held in by.items():
+            train = [x for gg, xs in by.items() if gg != g for x in xs]
+            mid, lo, hi = statistics.median(train), quantile(train, QUANTILES[0]), quantile(train, QUANTILES[1])
+            scores += [needed(mid, lo, hi, x) for x in held]
+            weights += [1.0 if by_point else 1 / len(held)] * len(held)
+        level = conformal_level(len(by), nominal) if finite else nominal
+        w = weighted_level(scores, weights, level)
+        if not math.isfinite(w):
+            raise ValueError(f"{m}: a band of no width cannot be widened to hold its held-out points")
+        out[m] = max(1.0, math.ceil(round(w * 20, 6)) / 20)
+    return out
+
+
+def nested_coverage(
+    rows: list[tuple[str, str, str, float]], groups: dict[str, str], finite: bool = False, by_point: bool = False
+) -> dict[str, tuple[float, int, int]]:
+    """Per metric, what the rule (entry widened by widening(finite, by_point)) would give
+    a campaign it has not seen: each group (groups: point id → campaign) left out in
+    turn, its points against the band fitted on the other groups' rows alone, their
+    widening included. metric → (the mean over groups of the share of a group's points
+    inside, points inside, points): a band that holds 80 % of a new campaign's points
+    shows about 80 % in the first, whatever the campaigns' sizes."""
+    out: dict[str, tuple[float, int, int]] = {}
+    for m in METRICS:
+        mine = [row for row in rows if row[1] == m]
+        shares, inside, count = [], 0, 0
+        for g in sorted({groups[pid] for pid, *_ in mine}):
+            train = [row for row in mine if groups[row[0]] != g]
+            held = [row[3] for row in mine if groups[row[0]] == g]
+            widen = widening(train, groups, finite, by_point)
+            if m not in widen:
+                continue
+            e = entry([row[3] for row in train], widen[m])
+            k = sum(e["lo"] <= r <= e["hi"] for r in held)
+            shares.append(k / len(held))
+            inside, count = inside + k, count + len(held)
+        if shares:
+            out[m] = (statistics.mean(shares), inside, count)
     return out
 
 
@@ -228,21 +310,40 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--write", action="store_true", help="rewrite catalogs/bands.yaml")
     ap.add_argument("--min-group-points", type=int, default=MIN_POINTS, help="fit points for a group's own band (0: pooled only)")
+    ap.add_argument(
+        "--group",
+        choices=("campaign", "repository"),
+        default="campaign",
+        help="the held-out unit: campaign (validation_points.source_key, the fit/test split's) or repository (bench/fit_cv.py's repository_key)",
+    )
+    ap.add_argument(
+        "--finite-sample",
+        action="store_true",
+        help="widen to conformal_level(groups, 80 %%) of the held-out groups rather than 80 %%",
+    )
+    ap.add_argument("--check", action="store_true", help="print each rule's coverage of a fit campaign left out (nested_coverage)")
     args = ap.parse_args()
     points = load_points()
-    shift = held_out_shift(points)
+    shift = held_out_shift(points, group=args.group)
     # each fit ratio as it would be held out (TPOT, TTFT, throughput: the fit's terms; KV: as is)
     rows = [(pid, k, g, r * shift.get(pid, 1.0)) for pid, k, g, r in ratios(points, "fit")]
-    widen = widening(rows, {p["id"]: source_key(p) for p in points})
+    import fit_cv
+
+    key = fit_cv.repository_key if args.group == "repository" else (lambda s: s)
+    groups = {p["id"]: key(source_key(p)) for p in points}
+    widen = widening(rows, groups, args.finite_sample)
     metrics = fit(rows, widen, args.min_group_points)
     doc = {
         "made_by": (
             "bench/fit_bands.py --write: per metric, measured / predicted over the FIT split of "
             f"tests/validation/points.yaml (predict as bench/validation_points.py), its P{QUANTILES[0] * 100:.0f} and "
             f"P{QUANTILES[1] * 100:.0f} by linear interpolation between order statistics, each ratio as a fit without "
-            f"its campaign's fold ({FOLDS} folds, seed 0) predicts it; the log half-widths widened (`widened`) until "
-            "bands fitted on the other folds hold 80 % of a fold's points (split conformal, by campaign); per "
-            "engine.memory_kind where a group has min_points fit points (0: pooled only). Do not edit by hand."
+            f"its {args.group}'s fold ({FOLDS} folds by {args.group}, seed 0) predicts it; the log half-widths widened "
+            f"(`widened`) until, each {args.group} left out in turn, bands fitted on the others hold "
+            + ("conformal_level(groups, 80 %)" if args.finite_sample else "80 %")
+            + f" of the {PLURAL[args.group]}, each counting once whatever its points (split conformal by {args.group}, "
+            "CDF pooling); per engine.memory_kind where a group has min_points fit points (0: pooled only). "
+            "Do not edit by hand."
         ),
         "as_of": dt.date.today(),
         "quantiles": list(QUANTILES),
@@ -258,6 +359,15 @@ def main() -> None:
         own = ", ".join(f"{g} {e['lo']:.3f}–{e['hi']:.3f} ({e['points']})" for g, e in mb["groups"].items())
         print(f"{NAMES[m]:<32} widened ×{widen[m]:.2f}, pooled {p['lo']:.3f}–{p['hi']:.3f} ({p['points']} points){'; ' + own if own else ''}")
     print_coverage(rows, bands, "fit (held out)")
+    if args.check:
+        print(f"each {args.group} of the fit split left out, against the bands fitted on the others (mean share per {args.group}; points):")
+        for label, finite, by_point in (
+            (f"80 % of {PLURAL[args.group]} (the rule)", False, False),
+            (f"conformal_level of {PLURAL[args.group]}", True, False),
+            ("80 % of points", False, True),
+        ):
+            cells = ", ".join(f"{m} {share:.1%} ({k}/{n})" for m, (share, k, n) in nested_coverage(rows, groups, finite, by_point).items())
+            print(f"  {label:<32} {cells}")
     if args.write:
         BANDS.write_text("# Written by `python bench/fit_bands.py --write`; do not edit by hand.\n" + yaml.safe_dump(doc, sort_keys=False))
         print(f"wrote {BANDS.relative_to(ROOT)}")

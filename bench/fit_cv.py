@@ -9,9 +9,13 @@ fit is chosen without looking at the test split.
     python bench/fit_cv.py [--folds 5] [--seed 0] [--caps 2.5e-3:2e-5 1e-3:1e-5 5e-3:4e-5]
                            [--unhidden 0 0.3 0.6 1] [--prefill-unhidden 0 0.5 1] [--balance 0 0.5 1]
                            [--prefill-expert fitted none] [--attention-share held fitted]
-                           [--pull 0.1 0.3 1 3]
+                           [--pull 0.1 0.3 1 3] [--group campaign|repository]
 
 --folds 0 leaves one campaign out at a time (no seed: every campaign is a fold).
+--group repository deals a repository's campaigns into one fold (repository_key: a
+GitHub repository's documents at every revision, a gist's or a Hugging Face page's
+owner, a site's host), a coarser unit than the fit/test split's, which is by campaign
+(validation_points.source_key); campaign (the default) is the split's own unit.
 """
 
 from __future__ import annotations
@@ -33,6 +37,42 @@ import fit_defaults as fit  # noqa: E402
 from validation_points import load_points  # noqa: E402
 
 from solver.catalog import default_catalog  # noqa: E402
+
+GROUPINGS = ("campaign", "repository")
+"""How campaigns are dealt into folds: each alone (the fit/test split's unit), or a
+repository's together."""
+
+
+def repository_key(source: str) -> str:
+    """A campaign's repository (source: validation_points.source_key's string): a GitHub
+    repository's files at any revision are one (https://github.com/owner/repo), a gist's
+    or a Hugging Face page's owner one, any other site its host; an issue or pull-request
+    thread (another reporter each) stays its own."""
+    parts = source.split("/")
+    if len(parts) > 6 and parts[2] == "github.com" and parts[5] in ("blob", "tree", "raw"):
+        return "/".join(parts[:5])
+    if len(parts) > 3 and parts[2] in ("gist.github.com", "huggingface.co"):
+        return "/".join(parts[:4])
+    if len(parts) > 2 and parts[0] in ("http:", "https:") and parts[2] != "github.com":
+        return parts[2]
+    return source
+
+
+def fold_sets(sources: list[str], folds: int, seed: int = 0, group: str = "campaign") -> list[set[str]]:
+    """The campaigns (source keys) of each fold: the groups (campaigns, or repositories
+    with --group repository) sorted, shuffled by the seed and dealt round-robin into
+    `folds`; folds <= 0: each group a fold of its own. A group's campaigns share a fold."""
+    key = repository_key if group == "repository" else (lambda s: s)
+    names = sorted({key(s) for s in sources})
+    if folds > 0:
+        random.Random(seed).shuffle(names)
+        dealt = {n: i % folds for i, n in enumerate(names)}
+    else:
+        dealt = {n: i for i, n in enumerate(names)}
+    out: list[set[str]] = [set() for _ in range(max(dealt.values(), default=-1) + 1)]
+    for s in sources:
+        out[dealt[key(s)]].add(s)
+    return out
 
 
 def predict_from(train: list, test: list) -> np.ndarray:
@@ -158,20 +198,19 @@ def main() -> None:
     ap.add_argument(
         "--pull", nargs="*", type=_number_in(0, 100), default=[], metavar="PULL", help="the pull toward the priors to compare (fit_defaults.PULL)"
     )
+    ap.add_argument("--group", choices=GROUPINGS, default="campaign", help="fold unit: campaign (the split's) or repository")
     args = ap.parse_args()
     points = [p for p in load_points() if p.get("split") == "fit"]
     with contextlib.redirect_stdout(io.StringIO()):
         terms = fit.fit_terms(points, default_catalog())
     sources = sorted({t.source for t in terms})
-    if args.folds <= 0:
-        folds = [{s} for s in sources]
-    else:
-        random.Random(args.seed).shuffle(sources)
-        folds = [set(sources[i :: args.folds]) for i in range(args.folds)]
+    folds = fold_sets(sources, args.folds, args.seed, args.group)
     current = (fit.BOUNDS["s0"][1], fit.LAYER_OVERHEAD_S)
     caps = [current] + [tuple(float(x) for x in c.split(":")) for c in args.caps]
-    how = "each campaign left out in turn" if args.folds <= 0 else f"{args.folds} folds by campaign (seed {args.seed})"
-    print(f"{len(terms)} fit-split terms from {len(sources)} campaigns, {how}; held-out median error:")
+    unit = args.group
+    how = f"each {unit} left out in turn" if args.folds <= 0 else f"{args.folds} folds by {unit} (seed {args.seed})"
+    groups = len({repository_key(s) for s in sources}) if unit == "repository" else len(sources)
+    print(f"{len(terms)} fit-split terms from {len(sources)} campaigns ({groups} {unit} groups), {how}; held-out median error:")
     for s0, s1 in caps:
         fit.BOUNDS["s0"], fit.PRIOR["s1"] = (0.0, s0), s1
         errs = held_out(terms, folds)

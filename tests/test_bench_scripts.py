@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_specs  # noqa: E402
 import bench_vs_aiconfigurator as vs_aic  # noqa: E402
+import fit_cv  # noqa: E402
 
 
 def test_the_spec_is_the_issues_question() -> None:
@@ -63,3 +64,30 @@ def test_every_spec_solve_takes_is_measured_and_the_rate_form_marked() -> None:
     assert "specs/chat-70b-at-20-rps.yaml" in rate and "specs/chat-llama70b.yaml" not in rate
     for s in rate:
         assert "requests_per_s" in yaml.safe_load((ROOT / s).read_text())["workload"]
+
+
+def test_fit_cv_repository_key_by_hand() -> None:
+    """A GitHub repository's documents at any revision are one repository; an issue or pull
+    request (another reporter each) its own; a gist's or a Hugging Face page's owner, a site's host."""
+    key = fit_cv.repository_key
+    assert key("https://github.com/ree2raz/inference-bench/blob/3f89896") == "https://github.com/ree2raz/inference-bench"
+    assert key("https://github.com/ree2raz/inference-bench/tree/6437e83") == "https://github.com/ree2raz/inference-bench"
+    assert key("https://github.com/vllm-project/vllm/issues/16300") == "https://github.com/vllm-project/vllm/issues/16300"
+    assert key("https://gist.github.com/jiangLLM/e95756b") == "https://gist.github.com/jiangLLM"
+    assert key("https://huggingface.co/Tengyunw/qwen3_8b_eagle3") == "https://huggingface.co/Tengyunw"
+    assert key("https://www.amd.com/zh-cn/developer/performance-results.html") == "www.amd.com"
+
+
+def test_fit_cv_folds_keep_a_repository_together() -> None:
+    import random
+
+    sources = ["https://github.com/o/r/blob/1", "https://github.com/o/r/blob/2", "https://x.org/a", "https://y.org/b"]
+    # by campaign: sorted, shuffled by random.Random(seed), dealt round-robin (the rule before groups)
+    names = sorted(sources)
+    random.Random(0).shuffle(names)
+    assert fit_cv.fold_sets(sources, 2, 0) == [set(names[0::2]), set(names[1::2])]
+    assert fit_cv.fold_sets(sources, 0) == [{s} for s in sorted(sources)]
+    # by repository, each left out: o/r's two revisions one fold, the two sites one each
+    assert fit_cv.fold_sets(sources, 0, group="repository") == [set(sources[:2]), {"https://x.org/a"}, {"https://y.org/b"}]
+    for fold in fit_cv.fold_sets(sources, 2, 0, group="repository"):
+        assert (sources[0] in fold) == (sources[1] in fold)

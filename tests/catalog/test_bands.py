@@ -104,3 +104,101 @@ def test_shipped_bands_rest_on_the_fit_splits_predicted_points():
     for m in METRICS:
         assert bands.metrics[m].pooled.points == sum(1 for _, k, _, _ in rows if k == m), m
     assert all(r > 0 for *_, r in rows)
+
+
+def test_conformal_level_by_hand():
+    # ⌈(G + 1)·0.8⌉ / G: 22 campaigns ⌈18.4⌉ = 19 → 19/22; 9: ⌈8.0⌉ = 8 → 8/9; 4: ⌈4.0⌉ = 4 → 4/4;
+    # 3: ⌈3.2⌉ = 4 > 3 → 1 (too few campaigns for a guarantee below all of them)
+    assert fit_bands.conformal_level(22, 0.8) == pytest.approx(19 / 22)
+    assert fit_bands.conformal_level(9, 0.8) == pytest.approx(8 / 9)
+    assert fit_bands.conformal_level(4, 0.8) == 1.0
+    assert fit_bands.conformal_level(3, 0.8) == 1.0
+    with pytest.raises(ValueError):
+        fit_bands.conformal_level(0, 0.8)
+
+
+def test_finite_sample_quantile_of_a_toy_sample():
+    scores = [0.5, 3.0, 1.0, 2.0]  # sorted 0.5, 1, 2, 3
+    ones = [1.0] * 4
+    # split conformal on 4 scores at 80 %: the ⌈5 × 0.8⌉ = 4th smallest, 3.0; at 50 %: ⌈2.5⌉ = 3rd, 2.0
+    assert fit_bands.weighted_level(scores, ones, fit_bands.conformal_level(4, 0.8)) == 3.0
+    assert fit_bands.weighted_level(scores, ones, fit_bands.conformal_level(4, 0.5)) == 2.0
+    # without the correction, 50 % of 4 is the 2nd smallest, 1.0
+    assert fit_bands.weighted_level(scores, ones, 0.5) == 1.0
+    # weighted (0.5 weighs 2, 3.0 1, 1.0 0.5, 2.0 0.5; 4 in all): 50 % (2) is reached at 0.5 alone,
+    # 60 % (2.4) at 1.0 (2.5), 75 % (3) at 2.0 (3.0)
+    weights = [2.0, 1.0, 0.5, 0.5]
+    assert [fit_bands.weighted_level(scores, weights, q) for q in (0.5, 0.6, 0.75)] == [0.5, 1.0, 2.0]
+
+
+def test_needed_widening_by_hand():
+    # band logs: median 0.1, P10 −0.14, P90 0.34. 0.4 needs (0.4 − 0.1)/(0.34 − 0.1) = 1.25;
+    # −0.2 needs (0.1 + 0.2)/(0.1 + 0.14) = 1.25; the median itself 0; no width on a side: inf
+    assert fit_bands.needed(0.1, -0.14, 0.34, 0.4) == pytest.approx(1.25)
+    assert fit_bands.needed(0.1, -0.14, 0.34, -0.2) == pytest.approx(1.25)
+    assert fit_bands.needed(0.1, -0.14, 0.34, 0.1) == 0.0
+    assert fit_bands.needed(0.1, 0.1, 0.34, 0.0) == math.inf
+
+
+def _rows(logs_by_campaign: dict[str, list[float]]) -> tuple[list, dict[str, str]]:
+    rows, groups = [], {}
+    for c, logs in logs_by_campaign.items():
+        for i, x in enumerate(logs):
+            rows.append((f"{c}-{i}", "tpot1", "vllm.hbm", math.exp(x)))
+            groups[f"{c}-{i}"] = c
+    return rows, groups
+
+
+def test_a_large_campaign_does_not_outvote_the_others():
+    # Campaign A: ten points, five at log −0.1 and five at +0.1; B one at +0.5, C one at −0.5.
+    # Each left out in turn against the other campaigns' points (type-7 quantiles):
+    #   A out: {−0.5, 0.5}: median 0, P10 −0.4, P90 0.4; A's points need 0.1/0.4 = 0.25
+    #   B out: {−0.5, −0.1 ×5, 0.1 ×5}: median x₅ = −0.1, P10 x₁ = −0.1, P90 x₉ = 0.1;
+    #          B needs (0.5 + 0.1)/(0.1 + 0.1) = 3
+    #   C out: {−0.1 ×5, 0.1 ×5, 0.5}: median x₅ = 0.1, P10 x₁ = −0.1, P90 x₉ = 0.1; C needs 0.6/0.2 = 3
+    # Each campaign once (A's points 1/10 each): 80 % of 3 campaigns is 2.4, reached only at 3.
+    # Each point once: 80 % of 12 points is 9.6, reached by A's ten at 0.25 → floored at 1.
+    rows, groups = _rows({"A": [-0.1] * 5 + [0.1] * 5, "B": [0.5], "C": [-0.5]})
+    assert fit_bands.widening(rows, groups) == {"tpot1": 3.0}
+    assert fit_bands.widening(rows, groups, by_point=True) == {"tpot1": 1.0}
+    # the band: all 12 points, median (x₅ + x₆)/2 = 0, P10 (h 1.1) −0.1, P90 (h 9.9) 0.1; ×3: ±0.3
+    e = fit_bands.entry([r for *_, r in rows], 3.0)
+    assert (e["lo"], e["hi"]) == (round(math.exp(-0.3), 4), round(math.exp(0.3), 4))
+
+
+def test_a_repository_held_out_whole_widens_more_than_its_campaigns_one_by_one():
+    # Five one-point campaigns: a 0.4 and b 0.4 (one repository, R), c −0.2, d 0, e 0.2.
+    # By campaign (each left out against the other four, type 7 on 4 points: median (x₁ + x₂)/2,
+    # P10 x₀ + 0.3(x₁ − x₀), P90 x₂ + 0.7(x₃ − x₂)):
+    #   a out: {−0.2, 0, 0.2, 0.4}: median 0.1, P10 −0.14, P90 0.34; a needs 0.3/0.24 = 1.25 (b alike)
+    #   c out: {0, 0.2, 0.4, 0.4}: median 0.3, P10 0.06, P90 0.4; c needs 0.5/0.24 = 2.083
+    #   d out: {−0.2, 0.2, 0.4, 0.4}: median 0.3, P10 −0.08; d needs 0.3/0.38 = 0.789
+    #   e out: {−0.2, 0, 0.4, 0.4}: median 0.2 = e: 0
+    #   80 % of 5 campaigns is 4: sorted 0, 0.789, 1.25, 1.25 → 1.25
+    # By repository (a and b out together, half a group each):
+    #   R out: {−0.2, 0, 0.2}: median 0, P10 −0.16, P90 0.16; a and b need 0.4/0.16 = 2.5
+    #   80 % of 4 groups is 3.2: 0 (1), 0.789 (2), 2.083 (3), 2.5 (3.5) → 2.5
+    logs = {"a": [0.4], "b": [0.4], "c": [-0.2], "d": [0.0], "e": [0.2]}
+    rows, by_campaign = _rows(logs)
+    by_repository = {pid: ("R" if c in ("a", "b") else c) for pid, c in by_campaign.items()}
+    assert fit_bands.widening(rows, by_campaign) == {"tpot1": 1.25}
+    assert fit_bands.widening(rows, by_repository) == {"tpot1": 2.5}
+    # all five: median 0.2, P10 (h 0.4) −0.12, P90 (h 3.6) 0.4: ×1.25 → −0.2 to 0.45; ×2.5 → −0.6 to 0.7
+    for widen, (lo, hi) in ((1.25, (-0.2, 0.45)), (2.5, (-0.6, 0.7))):
+        e = fit_bands.entry([r for *_, r in rows], widen)
+        assert (e["lo"], e["hi"]) == (round(math.exp(lo), 4), round(math.exp(hi), 4))
+
+
+def test_nested_coverage_counts_each_campaign_once():
+    # A, B, C: two points each at log −0.1 and 0.1; D one at 0.5. Each left out, the rule on the rest:
+    #   D out: A, B, C alike, each held out against the other two (−0.1, −0.1, 0.1, 0.1: median 0,
+    #          P10 −0.1, P90 0.1) needs 0.1/0.1 = 1 → widened 1; the band of the 6 points is ±0.1,
+    #          and D (0.5) is outside: D 0 of 1
+    #   A out: B out against C, D ({−0.1, 0.1, 0.5}: median 0.1, P10 −0.06, P90 0.42): B's −0.1 needs
+    #          0.2/0.16 = 1.25, its 0.1 none (half a campaign each); C alike; D against B, C
+    #          (median 0, P90 0.1) needs 5. 80 % of 3 campaigns (2.4) is reached only at 5; the band of
+    #          B, C, D (median 0.1, P10 −0.1, P90 0.34) ×5 runs from −0.9 to 1.3: A 2 of 2 (B, C alike)
+    # Each campaign once: (1 + 1 + 1 + 0)/4 = 75 %; each point once: 6 of 7.
+    rows, groups = _rows({"A": [-0.1, 0.1], "B": [-0.1, 0.1], "C": [-0.1, 0.1], "D": [0.5]})
+    share, inside, count = fit_bands.nested_coverage(rows, groups)["tpot1"]
+    assert (share, inside, count) == (pytest.approx(0.75), 6, 7)
