@@ -606,6 +606,10 @@ def out_of_reach(p: dict) -> str | None:
     scope = out_of_scope(p)
     if scope:
         return scope
+    if cond.get("started") is False:
+        # The engine refused to start at this configuration (its log's figures, then an
+        # error): not a configuration that serves, which is what a plan is.
+        return "the engine failed to start"
     if cond.get("serving") in ("aggregated", "disaggregated"):
         return "disaggregation runs (reported apart)"  # bench_validation.py disagg_report; never fitted on
     if kind == "ttft" and ((_num(cond.get("concurrency"), 1) or 1) > 1 or cond.get("scenario") == "Server" or cond.get("request_rate")):

@@ -133,6 +133,35 @@ def test_a_llama_cpp_run_on_vulkan_is_not_scored_its_cuda_twin_is():
     assert vp.out_of_reach(run("CUDA")) is None
 
 
+def test_a_kv_figure_logged_by_an_engine_that_then_refused_to_start_is_not_scored():
+    # tensorrtllm_backend issue 366: the Triton launch logged 29,184 KV tokens, then
+    # refused to start (the cache held less than one sequence): not a configuration that
+    # serves. The same figures from a run that started are scored.
+    def run(started):
+        cond = {"tokens_per_block": 128} | ({} if started is None else {"started": started})
+        return {
+            "id": "x",
+            "engine": "trtllm",
+            "metric": "kv_cache_tokens",
+            "model": "mistral-7b",
+            "gpu": "a10g",
+            "tp": 4,
+            "count": 4,
+            "weights": "fp16",
+            "kv_cache": "fp16",
+            "conditions": cond,
+            "measured": {"value": 29184, "unit": "tokens"},
+            "source": "https://x/a q",
+            "as_of": "2024-03-06",
+        }
+
+    assert vp.out_of_reach(run(False)) == "the engine failed to start"
+    assert vp.out_of_reach(run(None)) is None
+    assert vp.out_of_reach(run(True)) is None
+    recorded = [q for q in vp.load_points() if q["id"] == "trtllm-tb366-mistral-7b-a10g-tp4-triton-kv"]
+    assert len(recorded) == 1 and vp.out_of_reach(recorded[0]) == "the engine failed to start"
+
+
 def test_a_ttft_through_an_http_server_is_told_from_a_session_benchmark():
     served = {"metric": "ttft", "engine": "vllm", "conditions": {"concurrency": 1}}
     session = {"metric": "ttft", "engine": "trtllm", "conditions": {"benchmark": "gptSessionBenchmark (no server)"}}
