@@ -158,7 +158,7 @@ def test_a_kv_figure_logged_by_an_engine_that_then_refused_to_start_is_not_score
     assert vp.out_of_reach(run(False)) == "the engine failed to start"
     assert vp.out_of_reach(run(None)) is None
     assert vp.out_of_reach(run(True)) is None
-    recorded = [q for q in vp.load_points() if q["id"] == "trtllm-tb366-mistral-7b-a10g-tp4-triton-kv"]
+    recorded = [q for q in POINTS if q["id"] == "trtllm-tb366-mistral-7b-a10g-tp4-triton-kv"]
     assert len(recorded) == 1 and vp.out_of_reach(recorded[0]) == "the engine failed to start"
 
 
