@@ -68,6 +68,13 @@ def screened(problem: Problem, shape: Shape, w: Workload, t: Targets) -> ShapeSc
     return got
 
 
+def offered_rate_per_s(problem: Problem, w: Workload) -> float:
+    """The rate a scenario's candidates carry: a diagnosis that serves fewer users serves a
+    proportionally lower rate."""
+    assert w.traffic is not None
+    return w.traffic.requests_per_s * w.users / max(1, problem.workload.users)
+
+
 def fewest_at_least(problem: Problem, shape: Shape, w: Workload, t: Targets) -> int | None:
     """A floor under the replicas of the shape's candidate under `t` (traffic_candidates,
     one candidate a shape: no variants), from the screens already taken of it, without a
@@ -91,7 +98,7 @@ def fewest_at_least(problem: Problem, shape: Shape, w: Workload, t: Targets) -> 
     missed = [key[0] for key, sc in base[3].items() if key[1:] == want and misses(sc, t)]
     if not missed or min(missed) <= IDLE_RATE_PER_S:
         return least  # none missed yet, or the idle replica: its one candidate keeps the idle figures at 1 replica
-    rate = traffic.requests_per_s * w.users / max(1, problem.workload.users)  # as traffic_candidates reads it
+    rate = offered_rate_per_s(problem, w)
     return max(least, math.ceil(rate / min(missed) * (1 - 1e-12)))
 
 
@@ -130,8 +137,7 @@ def traffic_candidates(
     also more replicas, each taking less of the rate and so lower latencies."""
     traffic = w.traffic
     assert traffic is not None
-    # A diagnosis that serves fewer users serves a proportionally lower rate.
-    rate = traffic.requests_per_s * w.users / max(1, problem.workload.users)
+    rate = offered_rate_per_s(problem, w)
     m = moments(traffic.prompt, traffic.output)
     out: list[Candidate] = []
     for shape in shapes:
