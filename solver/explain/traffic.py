@@ -187,7 +187,9 @@ def verify_runners_up(problem: Problem, s: Scenario, result: SolveResult) -> Non
             continue
         if screened_far(problem, base, ru.objective):
             assert ru.objective is not None
-            far = f"{ru.objective / base:.1f} × the plan's, past the {SIMULATED_WITHIN:g} × that is simulated" if base > 0 else "the plan costs nothing"
+            far = (
+                f"{ru.objective / base:.1f} × the plan's, past the {SIMULATED_WITHIN:g} × that is simulated" if base > 0 else "the plan costs nothing"
+            )
             note = f"screened, not simulated: {far}; a simulation only adds replicas, so at least this"
             out.append(dataclasses.replace(ru, reason=f"{ru.reason} ({note})"))
             continue
