@@ -18,7 +18,9 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
 
 from solver.api.errors import error_body, internal_error_body, log_internal_error
 from solver.errors import InputError
@@ -330,6 +332,21 @@ class Gate:
             self._slots.release()
 
 
+QUERY_FLAG_VALUES = ("true", "false")
+"""What a switch in the query string takes: the words a spec's `true`/`false` are written
+with. `yes`, `on`, `1` (which FastAPI's own bool would read as true) are refused, as a
+spec's switches refuse them (solver/spec/quantities.Flag)."""
+
+
+def query_flag(value: object) -> object:
+    """A query switch, strictly: `true` or `false` (any case), else a 422 naming it."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in QUERY_FLAG_VALUES:
+        return value.strip().lower() == "true"
+    raise ValueError("must be true or false")
+
+
 def create_app(limits: Limits | None = None) -> Any:
     """The FastAPI application (imported only here: the CLI's other commands never load it)."""
     from fastapi import Query, Request
@@ -398,7 +415,8 @@ def create_app(limits: Limits | None = None) -> Any:
         loc = [str(x) for x in err.get("loc", ()) if x not in ("query", "body")]
         field = ".".join(loc) or "request"
         value = err.get("input")
-        message = f"{field} = {value}: {err.get('msg', 'invalid')}" if value is not None else f"{field}: {err.get('msg', 'invalid')}"
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        message = f"{field} = {value}: {msg}" if value is not None else f"{field}: {msg}"
         return JSONResponse(error_body(field, value, message), status_code=422)
 
     static = Path(__file__).resolve().parent / "static"
@@ -427,7 +445,7 @@ def create_app(limits: Limits | None = None) -> Any:
     )
     async def solve(
         request: Request,
-        explain: bool = Query(True, description="false: the plan only (--no-explain)"),
+        explain: Annotated[bool, BeforeValidator(query_flag), Query(description="false: the plan only (--no-explain); true or false only")] = True,
         set: list[str] | None = Query(None, description="PATH=VALUE applied to the spec first, e.g. sla.max_tpot=40ms (repeatable)"),  # noqa: A002
     ) -> Response:
         body = await _read(request, limits.max_body_bytes)
@@ -479,7 +497,11 @@ def create_app(limits: Limits | None = None) -> Any:
         requests: int | None = Query(None, description="as --requests"),
         seed: int | None = Query(None, description="as --seed"),
         routing: str | None = Query(None, description="as --routing: round_robin or jsq"),
-        one_seed: bool = Query(False, description="as --one-seed: judge the plan on one draw, not on the 95 % bound over 5 seeds"),
+        one_seed: Annotated[
+            bool,
+            BeforeValidator(query_flag),
+            Query(description="as --one-seed: judge the plan on one draw, not on the 95 % bound over 5 seeds; true or false only"),
+        ] = False,
     ) -> Response:
         body = await _read(request, limits.max_body_bytes)
         plan = {

@@ -176,6 +176,26 @@ def test_a_bad_query_parameter_is_said_as_every_other_bad_input(client):
     assert r.status_code == 422 and r.json()["error"]["field"] == "set"
 
 
+@pytest.mark.parametrize("value", ["yes", "on", "1", "0", "no", "", "maybe"])
+def test_a_query_switch_takes_true_or_false_only_as_a_specs_switch_does(client, value):
+    """FastAPI's own bool reads yes/on/1 as true; a spec's Flag refuses them, so the query does too."""
+    body = (ROOT / "specs" / "chat-llama70b.yaml").read_bytes()
+    r = client.post(f"/solve?explain={value}", content=body)
+    assert r.status_code == 422
+    err = r.json()["error"]
+    assert err["field"] == "explain" and err["value"] == value and err["message"] == f"explain = {value}: must be true or false"
+    r = client.post(f"/simulate?requests=200&one_seed={value}", content=body)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "one_seed"
+
+
+def test_a_query_switch_written_true_or_false_in_any_case_is_read(client):
+    body = (ROOT / "specs" / "chat-llama70b.yaml").read_bytes()
+    plain = client.post("/solve?explain=FALSE", content=body)
+    explained = client.post("/solve?explain=True", content=body)
+    assert plain.status_code == explained.status_code == 200
+    assert plain.json()["explained"] is False and explained.json()["explained"] is True
+
+
 def test_a_setting_moves_a_target_and_its_error_is_not_put_on_the_bodys_line(client):
     body = (ROOT / "specs" / "chat-llama70b.yaml").read_bytes()
     r = client.post("/solve?explain=false&set=sla.max_tpot=80ms", content=body)
