@@ -82,7 +82,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from validation_points import SAME_AS, _cond, _num, deployment_for, load_points, out_of_scope, source_key  # noqa: E402
+from validation_points import SAME_AS, _cond, _num, deployment_for, launched_layout, load_points, out_of_scope, source_key  # noqa: E402
 
 from solver.catalog.datasets import load_dataset_lengths  # noqa: E402
 from solver.errors import InputError  # noqa: E402
@@ -127,7 +127,8 @@ def out_of_reach(p: dict) -> str | None:
     cond = _cond(p)
     if not p.get("gpu"):
         return "no GPU"
-    if (_num(cond.get("ep"), 1) or 1) > 1 or cond.get("enable_attention_dp"):
+    ep, attention_dp_ranks = launched_layout(p)  # the accuracy bench's reading of the run's layout, conditions or launch command
+    if (ep or 1) > 1 or attention_dp_ranks:
         return "expert or attention data parallelism"
     if str(cond.get("speculative_decoding", "none")).lower() not in ("none", "false", "off", "no", ""):
         return "speculative decoding"
