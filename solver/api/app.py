@@ -234,7 +234,7 @@ def run_pareto(data: dict, lines: dict, limits: Limits, axes: str | None = None)
     _no_local_files(data, default_catalog())
     spec = _capped(parse_spec(data, lines, "request"), limits)
     try:
-        chosen = chosen_axes(axes or DEFAULT_AXES, spec)
+        chosen = chosen_axes(DEFAULT_AXES if axes is None else axes, spec)
     except InputError as exc:
         raise exc.relabel("axes") from None
     return 200, to_json(frontiers(_problem(spec, lines), chosen))
@@ -288,7 +288,9 @@ def run_simulate(data: dict, lines: dict, limits: Limits, plan: dict[str, Any]) 
         raise InputError("replicas", plan["replicas"], f"must be a whole number from 1 to {MAX_REPLICAS:,}")
     sim = spec.simulation
     settings = Settings(
-        plan.get("requests") or sim.requests, sim.seed if plan.get("seed") is None else plan["seed"], plan.get("routing") or sim.routing
+        sim.requests if plan.get("requests") is None else plan["requests"],
+        sim.seed if plan.get("seed") is None else plan["seed"],
+        sim.routing if plan.get("routing") is None else plan["routing"],
     )
     if not 100 <= settings.requests <= MAX_SIMULATED_REQUESTS:
         raise InputError("requests", settings.requests, f"must be a whole number from 100 to {MAX_SIMULATED_REQUESTS:,}")

@@ -188,6 +188,18 @@ def test_a_query_switch_takes_true_or_false_only_as_a_specs_switch_does(client, 
     assert r.status_code == 422 and r.json()["error"]["field"] == "one_seed"
 
 
+@pytest.mark.parametrize(
+    ("route", "query", "field"),
+    [("/simulate", "requests=0", "requests"), ("/simulate", "routing=", "routing"), ("/pareto", "axes=", "axes")],
+)
+def test_a_query_parameter_given_empty_or_zero_is_refused_not_read_as_absent(client, route, query, field):
+    """`requests=0` is below the 100 a simulation needs, `routing=` names no rule, `axes=`
+    no frontier: each is a 422 naming it (they used to fall back to the spec's default)."""
+    spec = "chat-70b-at-20-rps.yaml" if route == "/simulate" else "chat-llama70b.yaml"
+    r = client.post(f"{route}?{query}", content=(ROOT / "specs" / spec).read_bytes())
+    assert r.status_code == 422 and r.json()["error"]["field"] == field
+
+
 def test_a_query_switch_written_true_or_false_in_any_case_is_read(client):
     body = (ROOT / "specs" / "chat-llama70b.yaml").read_bytes()
     plain = client.post("/solve?explain=FALSE", content=body)
