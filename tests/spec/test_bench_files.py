@@ -228,3 +228,13 @@ def test_json_nested_past_the_parser_s_depth_is_refused_not_a_crash(tmp_path, ca
     deep.write_text("[" * 100_000 + "]" * 100_000)
     assert main(["calibrate", str(deep), "--kind", kind, "--gpu", "h100-sxm", "-o", str(tmp_path / "c.yaml")]) == 2
     assert "not valid JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--model", "--gpu", "--weights", "--kv-cache"])
+def test_calibrate_refuses_an_empty_name_naming_the_flag(tmp_path, capsys, flag):
+    # an empty --kv-cache read as bf16, an empty --weights or --model as the report's own: a silent default
+    argv = ["calibrate", str(GUIDELLM), "--gpu", "h100-sxm", flag, " ", "-o", str(tmp_path / "c.yaml")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{flag} = " in err and "must not be empty" in err and "Traceback" not in err
+    assert not (tmp_path / "c.yaml").exists()
