@@ -10,6 +10,7 @@ fit is chosen without looking at the test split.
                            [--unhidden 0 0.3 0.6 1] [--prefill-unhidden 0 0.5 1] [--balance 0 0.5 1]
                            [--prefill-expert fitted none] [--attention-share held fitted]
                            [--pull 0.1 0.3 1 3] [--group campaign|repository]
+                           [--decode-expert-share all chunk none]
 
 --folds 0 leaves one campaign out at a time (no seed: every campaign is a fold).
 --group repository deals a repository's campaigns into one fold (repository_key: a
@@ -196,6 +197,13 @@ def main() -> None:
     )
     ap.add_argument("--pool-expert-layer", nargs="*", choices=["on", "off"], default=[])
     ap.add_argument(
+        "--decode-expert-share",
+        nargs="*",
+        choices=["all", "chunk", "none"],
+        default=[],
+        help="which of a decode step's routed-expert FLOPs run at the format's expert share (fit_defaults.DECODE_EXPERT_SHARE)",
+    )
+    ap.add_argument(
         "--pull", nargs="*", type=_number_in(0, 100), default=[], metavar="PULL", help="the pull toward the priors to compare (fit_defaults.PULL)"
     )
     ap.add_argument("--group", choices=GROUPINGS, default="campaign", help="fold unit: campaign (the split's) or repository")
@@ -248,6 +256,12 @@ def main() -> None:
         errs = held_out(terms, folds)
         print(f"  cost per MoE layer pooled {how}: {_summary(errs)}")
     fit.POOL_EXPERT_LAYER = chosen
+    chosen = fit.DECODE_EXPERT_SHARE
+    for how in args.decode_expert_share:
+        fit.DECODE_EXPERT_SHARE = how
+        errs = held_out(terms, folds)
+        print(f"  decode experts at the expert share {how}: {_summary(errs)}")
+    fit.DECODE_EXPERT_SHARE = chosen
     chosen_release = fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING
     for shape, shrink, grouping in args.release:
         fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING = shape, shrink, grouping

@@ -74,7 +74,7 @@ from validation_points import (  # noqa: E402
 from solver.catalog import default_catalog  # noqa: E402
 from solver.errors import InputError  # noqa: E402
 from solver.physics.evaluate import evaluate  # noqa: E402
-from solver.physics.kernels import expert_hit_fraction  # noqa: E402
+from solver.physics.kernels import expert_hit_fraction, expert_imbalance, routed_active_params  # noqa: E402
 from solver.physics.memory import group_weights_bytes, sixteen_bit_bytes  # noqa: E402
 from solver.physics.validity import padded_split  # noqa: E402
 
@@ -163,6 +163,26 @@ pooled 8.8 / 17.9 / 11.4 / 9.9 %."""
 # 25.4 % (n 112). Held out, the largest MoE errors are gpt-oss's campaigns (MXFP4 on
 # MI300X at TP 1: 40-50 % fast, its slowness in AMD's 0.19 ms per MoE layer in-sample)
 # and DeepSeek-R1 on AMD Instinct (±30 %).
+# A decode step's routed experts at the format's expert share (sx, FP8's 0.32) as a lone
+# prompt's are, the grouped GEMM being one call for a step's decoders and its chunk
+# (DECODE_EXPERT_SHARE "all"; --decode-expert-share, 5 folds, 2026-12-06, TPOT / TTFT /
+# all / campaigns' medians / MoE TPOT): 10.1 / 15.8 / 11.9 / 12.2 / 18.3 % against 9.1 /
+# 15.4 / 11.3 / 11.7 / 17.8 as fitted (seed 1: 9.1 / 15.4 / 11.1 / 10.2 / 15.6 against
+# 8.1 / 15.4 / 10.6 / 9.4 / 14.3); not kept: the share is the lone prompts' (whose MoE
+# TTFTs alone set it), not the grouped GEMMs'. The fit prices a step's prompt chunk and a
+# prompt pass at the dense rate ("none"), solver/physics/decode.py's _continuous at the
+# share ("chunk": 9.7 / 15.4 / 11.5 / 11.5 / 18.1 %, seed 1 9.0 / 15.4 / 10.9 / 10.2 /
+# 15.0 %). The physics moved to the fit's dense rate took the test half's MoE throughput
+# from 23.0 to 33.5 % median (batched MoE TPOT 12.7 to 13.5 %), so the two still differ
+# there: a choice for the lead, with the test half's MoE throughput points being mostly
+# SGLang runs whose prompt passes the share slows.
+DECODE_EXPERT_SHARE = "none"
+"""Which of a decode step's routed-expert FLOPs run at the format's expert share (sx),
+as a lone prompt's do: "none" (the decoders' and a prompt chunk's, or a prompt pass's
+apart, at the dense rate: the fit as it was), "chunk" (the chunk's or pass's at the
+share, as solver/physics/decode.py's _continuous prices them), "all" (the decoders'
+too). bench/fit_cv.py --decode-expert-share (5 folds, seeds 0 and 1, 2026-12-06): none
+is best held out on both seeds (the figures above)."""
 MIN_FORMAT_POINTS = 4
 MIN_FORMAT_SOURCES = 2
 MIN_FORMAT_POINTS_ONE_SOURCE = 20
@@ -424,6 +444,10 @@ class Term:
     routed_weights_s: float = 0.0
     """Of weights_s, the routed experts' reads (prefill): their grouped GEMMs take the
     larger of these and their math (UNHIDDEN), solver/physics/prefill.py."""
+    decode_expert_fraction: float = 0.0
+    """Of a decode step's linear_s, the routed experts' grouped GEMMs (DECODE_EXPERT_SHARE)."""
+    chunk_expert_s: float = 0.0
+    """Of linear_chunk_s, the prompt chunk's routed experts' FLOP time (DECODE_EXPERT_SHARE)."""
 
 
 def _unit_shares(d):
@@ -538,8 +562,10 @@ def terms_of(p: dict, catalog) -> Term | None:
     steps = (0.0, c.linear_compute_time_s(dec.batch), dec.comm_time_s, 0.0, 0.0, 0.0)
     weights_s = c.weights_time_s(dec.batch, None)  # every step's prompt tokens (none when isolated)
     passes = c.pass_mix(dec.batch)
+    chunk_tokens = 0.0
     if passes is not None:  # prompt passes apart: each step waits for its share of one
         g, chunk = passes
+        chunk_tokens = chunk
         weights_s = c.weights_time_s(dec.batch)
         steps = (
             g,
@@ -551,6 +577,7 @@ def terms_of(p: dict, catalog) -> Term | None:
         )
     elif mix is not None:  # some steps carry a prompt's chunk, the rest none (as the physics' mean step)
         f, chunk = mix
+        chunk_tokens = chunk
         weights_s = c.weights_time_s(dec.batch)
         steps = (
             f,
@@ -586,7 +613,23 @@ def terms_of(p: dict, catalog) -> Term | None:
         separate=passes is not None,
         held_share=held,
         line=release_line(d.engine, catalog),
+        decode_expert_fraction=decode_expert_fraction(d),
+        chunk_expert_s=chunk_tokens * expert_flops_per_token(d) / (c.matmul_flops_per_s * c.compute_efficiency),
     )
+
+
+def expert_flops_per_token(d) -> float:
+    """Per GPU, a token's routed-expert FLOPs on the busiest GPU: 2 × routed active params × imbalance / tp."""
+    return 2.0 * routed_active_params(d.model) * expert_imbalance(d) / d.tp
+
+
+def decode_expert_fraction(d) -> float:
+    """Of a decode token's matmul FLOPs (the busiest GPU's), the routed experts' share."""
+    m = d.model
+    if not m.is_moe:
+        return 0.0
+    routed = routed_active_params(m) * expert_imbalance(d)
+    return routed / (m.active_params - routed_active_params(m) + routed)
 
 
 def release_line(engine, catalog) -> str:
@@ -769,6 +812,8 @@ class Model:
                 "expert_units",
                 "held_share",
                 "routed_weights_s",
+                "decode_expert_fraction",
+                "chunk_expert_s",
             )
         }
         self.is_ttft = np.array([t.kind == "ttft" for t in terms])
@@ -845,18 +890,23 @@ class Model:
             both = np.maximum(memory, compute) + unhidden * np.minimum(memory, compute)
             return np.where(self.overlapped, both, memory + compute)
 
-        # decode: the GEMMs at the weights' utilisation (no format share in decode), attention likewise
+        # decode: the GEMMs at the weights' utilisation (no format share in decode; the routed
+        # experts' grouped GEMMs at the format's expert share, DECODE_EXPERT_SHARE), attention likewise
+        x = self._vec("sx", self.widx, self.formats)
+        f = a["decode_expert_fraction"] if DECODE_EXPERT_SHARE == "all" else 0.0
+        decoders = a["linear_s"] * (1 - f + f / x) / c
+        extra = a["chunk_expert_s"] * (1 / x - 1) / c if DECODE_EXPERT_SHARE in ("all", "chunk") else 0.0
         kv = a["kv_s"] / (e * self._vec(ATTENTION_SHARE, self.gidx, self.groups))
-        tpot = kernel(weights, a["linear_s"] / c) + kernel(kv, a["attention_s"] / c) + fixed + a["batch"] * s2
+        tpot = kernel(weights, decoders) + kernel(kv, a["attention_s"] / c) + fixed + a["batch"] * s2
         # continuous batching: a share of the steps carry a prompt's chunk (the mean step's mix)
-        chunked = kernel(a["weights_chunk_s"] * read_share, a["linear_chunk_s"] / c) + kernel(kv, a["attention_s"] / c) + fixed
+        chunk_linear = decoders + (a["linear_chunk_s"] - a["linear_s"]) / c + extra
+        chunked = kernel(a["weights_chunk_s"] * read_share, chunk_linear) + kernel(kv, a["attention_s"] / c) + fixed
         chunked += a["comm_chunk_s"] - a["comm_s"] + a["batch"] * s2
         # prompt passes apart: a pass over the chunk alone, as a prefill, per its share
-        alone = kernel(a["weights_chunk_s"] * read_share, a["linear_chunk_s"] / c, UNHIDDEN_PREFILL) + a["comm_chunk_s"] + fixed - a["comm_s"]
+        alone = kernel(a["weights_chunk_s"] * read_share, a["linear_chunk_s"] / c + extra, UNHIDDEN_PREFILL) + a["comm_chunk_s"] + fixed - a["comm_s"]
         tpot = np.where(a["separate"] > 0, tpot + a["chunk_share"] * alone, (1 - a["chunk_share"]) * tpot + a["chunk_share"] * chunked)
         # prefill: GEMMs at utilisation × the format's share (the experts' at their share of
         # that), attention in the KV dtype's share, and the front end where it was measured
-        x = self._vec("sx", self.widx, self.formats)
         r = np.where(self.serving, self.values[(SERVED, "r")], 0.0)
         rate = np.minimum(1.0, c * sc)  # (the utilisation times a share above 1 stops at the measured matmul rate, as in solver/physics/prefill.py)
         routed = a["routed_weights_s"] * read_share

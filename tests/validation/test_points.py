@@ -267,6 +267,44 @@ def test_a_cost_per_rank_a_group_cannot_see_is_its_fallback_groups_not_zero():
     assert model.predict()[len(serving) + 6] - at_rest.predict()[0] == pytest.approx(7 * 1.7e-4, rel=1e-9)
 
 
+def test_decode_expert_share_prices_the_experts_flops_the_mode_names(monkeypatch):
+    # A FLOP-bound FP8 MoE step (reads 1 µs): 10 ms of matmuls at unit shares, half of it
+    # the routed experts'; c = 0.5 (the prior), the experts' share sx = 0.25.
+    def term(i, chunk_share=0.0, linear_chunk_s=0.0, chunk_expert_s=0.0):
+        return fit_defaults.Term(
+            f"m{i}", "tpot", ("vllm", "hbm"), "fp8", "fp8", 0.02, 1e-6, 0.0, 0.010, 0.0, 0.0, 0.0, 32, moe_layers=32,
+            decode_expert_fraction=0.5, chunk_share=chunk_share, linear_chunk_s=linear_chunk_s, weights_chunk_s=1e-6, chunk_expert_s=chunk_expert_s,
+        )  # fmt: skip
+
+    # half the steps carry a chunk: 2 ms more matmuls, 1.6 ms of them its experts'
+    terms = [term(0), term(1, 0.5, 0.012, 0.0016)]
+
+    def predict(mode):
+        monkeypatch.setattr(fit_defaults, "DECODE_EXPERT_SHARE", mode)
+        model = fit_defaults.Model(terms)
+        model.values[("fp8", "sx")] = 0.25
+        return model.predict()
+
+    none, chunk, every = predict("none"), predict("chunk"), predict("all")
+    # "all": the decoders' experts at 1 / 0.25: 10 ms × 0.5 × (4 − 1) / 0.5 = 30 ms more a step
+    assert every[0] - none[0] == pytest.approx(0.030, rel=1e-9)
+    # "chunk": a step without a chunk as "none"; one with, its chunk's experts 1.6 ms × 3 /
+    # 0.5 = 9.6 ms more, in half the steps: 4.8 ms
+    assert chunk[0] == pytest.approx(none[0], rel=1e-12)
+    assert chunk[1] - none[1] == pytest.approx(0.0048, rel=1e-9)
+    # "all": both, 30 + 4.8 ms
+    assert every[1] - none[1] == pytest.approx(0.0348, rel=1e-9)
+
+
+def test_decode_expert_fraction_by_hand(build_deployment):
+    # Mixtral-8x7B: 12,879,925,248 active parameters, 2 of 8 routed experts a token of
+    # 32 × 8 × 3 × 4,096 × 14,336 = 45,097,156,608: 11,274,289,152 of them routed.
+    d, _, _ = build_deployment("mixtral-8x7b", "h100-sxm", prompt=128, output=128, tp=2)
+    assert fit_defaults.decode_expert_fraction(d) == pytest.approx(11_274_289_152 / 12_879_925_248, rel=1e-12)
+    dense, _, _ = build_deployment("llama-3.1-8b", "h100-sxm", prompt=128, output=128)
+    assert fit_defaults.decode_expert_fraction(dense) == 0.0
+
+
 def test_a_github_source_is_its_repository_revision_or_thread():
     base = "https://github.com/o/r/blob/abc123"
     assert vp.source_key({"source": f"{base}/logs/a.log — quote"}) == vp.source_key({"source": f"{base}/logs/b.log x"}) == base
