@@ -267,6 +267,26 @@ def test_a_cost_per_rank_a_group_cannot_see_is_its_fallback_groups_not_zero():
     assert model.predict()[len(serving) + 6] - at_rest.predict()[0] == pytest.approx(7 * 1.7e-4, rel=1e-9)
 
 
+def test_the_cost_per_moe_layer_is_the_pools_even_where_the_pool_is_not_fitted():
+    # TensorRT-LLM's steps at TP 1 (3 read-bound, 3 FLOP-bound) and TP 8 are identifiable;
+    # the serving pool's 6, all at TP 8, are not (one TP size above 1). TensorRT-LLM's cost
+    # per MoE layer is still the pool's (its prior where unfitted), not its own.
+    def term(engine, i, reads, flops, tp):
+        return fit_defaults.Term(
+            f"{engine}{i}", "tpot", (engine, "hbm"), "bf16", "bf16", 0.02, reads, 1.0, flops, 0.0, 0.0, 0.0, 32, tp=tp, moe_layers=32
+        )
+
+    trtllm = [term("trtllm", i, 0.01, 0.001, 1) for i in range(3)] + [term("trtllm", i + 3, 0.001, 0.01, 1) for i in range(3)]
+    trtllm += [term("trtllm", i + 6, 0.01, 0.001, 8) for i in range(3)]
+    serving = [term("serving", i, 0.01, 0.001, 8) for i in range(3)] + [term("serving", i + 3, 0.001, 0.01, 8) for i in range(3)]
+    model = fit_defaults.Model(trtllm + serving)
+    assert model.fitted_groups(fit_defaults.MIN_POINTS) == [("trtllm", "hbm")]
+    assert model.tie[(("trtllm", "hbm"), "s3")] == (("serving", "hbm"), "s3")
+    free = model.free(fit_defaults.MIN_POINTS, fit_defaults.MIN_FORMAT_POINTS)
+    assert (("trtllm", "hbm"), "s3") not in free
+    assert model.value(("trtllm", "hbm"), "s3") == fit_defaults.PRIOR["s3"]
+
+
 def test_decode_expert_share_prices_the_experts_flops_the_mode_names(monkeypatch):
     # A FLOP-bound FP8 MoE step (reads 1 µs): 10 ms of matmuls at unit shares, half of it
     # the routed experts'; c = 0.5 (the prior), the experts' share sx = 0.25.
