@@ -143,7 +143,8 @@ set its cost per MoE layer alone at 0.45 ms (its cost per step at 0): gpt-oss-12
 TensorRT-LLM steps (36 MoE layers) held out came out 128-198 % slow. Tied to the pool
 whatever its state (2026-12-06, 5 folds; TPOT / TTFT / all / campaigns' medians / MoE
 TPOT): seed 0 9.1 / 15.4 / 11.3 / 11.7 / 17.8 → 9.3 / 15.2 / 11.1 / 11.7 / 16.5 %; seed 1
-unchanged (8.1 / 15.4 / 10.6 / 9.4 / 14.3 %); the fit on the whole split unchanged."""
+unchanged (8.1 / 15.4 / 10.6 / 9.4 / 14.3 %), one campaign out unchanged (7.7 / 13.6 / 8.9 /
+8.9 / 10.5 %); the fit on the whole split unchanged."""
 # Mixture-of-experts shapes tried and not kept (bench/fit_cv.py --folds 5, seed 0,
 # 2026-12-05, 440 terms of 36 campaigns; TPOT / TTFT / all / campaigns' medians; as
 # fitted 10.4 / 17.3 / 11.9 / 12.3 %). The fit split's MoE decode steps at batches of
