@@ -255,3 +255,21 @@ def test_tp4_all_reduces_are_near_the_measured_kernels_and_do_not_grow_with_the_
     # and at 4 MiB: 13.1 + 1.5 × 4194304 / 212.3e9 = 13.1 + 29.635 = 42.73 µs (table 42)
     assert a.time_s(4 * MiB) == pytest.approx(42.73e-6, rel=1e-3)
     assert estimate_comm(d, 128).tp_time_s == pytest.approx(160 * 27.917e-6, rel=1e-3)
+
+
+def test_mi300x_two_shot_moves_its_bytes_at_the_measured_rate_not_the_mesh_aggregate(build_deployment):
+    # pytorch/FBGEMM issue #4072, MI300X, 8 ranks, bf16 two-shot: 29.2 / 38.4 / 52.7 / 75.6 µs
+    # at 1.5667 / 2.6112 / 4.3510 / 7.2499 MB. Least squares by hand: mean x 3.9447 MB,
+    # mean y 48.977 µs; Σ(x−x̄)(y−ȳ) = 88.447, Σ(x−x̄)² = 10.871, slope 8.136 µs per MB.
+    # Each GPU moves 2(t−1)/t = 1.75 bytes per message byte: 1.75 / 8.136e-12 = 215 GB/s
+    # (the seven xGMI links' aggregate, 7 × 64 = 448 GB/s, is not what the kernel reaches).
+    d, _, _ = build_deployment("llama-3.1-70b", "mi300x", tp=8, users=64, prompt=128, output=128, weights="fp8")
+    # Batch 64 of Llama-70B: 64 × 8192 × 2 B = 1 MiB, above the one-shot's 256 KiB at TP 8.
+    a = allreduce_algorithm(d, 1 * MiB)
+    assert a is not None and a.name == "custom two-shot"
+    # 12.1 µs + 1.75 × 1048576 / 215e9 = 12.1 + 8.535 = 20.635 µs (at 448 GB/s: 16.196)
+    assert a.time_s(1 * MiB) == pytest.approx(20.635e-6, rel=1e-3)
+    # Against the table's 38.4 µs at 2.6112 MB: 12.1 + 1.75 × 2.6112e6 / 215e9 = 33.35 µs,
+    # within 15 % (at the aggregate 448 GB/s it was 22.30 µs, 42 % short).
+    assert abs(a.time_s(2.6112e6) - 38.4e-6) < 0.15 * 38.4e-6
+    assert a.time_s(2.6112e6) == pytest.approx(33.354e-6, rel=1e-3)
