@@ -113,14 +113,23 @@ class CustomAllReduce:
     two_shot_latency_s: Positive
     """Fixed cost of one two-stage call (reduce-scatter, barrier, all-gather)."""
     source: str
-    two_shot_bandwidth_bytes_per_s: Positive | None = None
+    two_shot_bandwidth_bytes_per_s: Positive | tuple[tuple[PositiveInt, Positive], ...] | None = None
     """The rate a two-stage call's 2(t−1)/t × message moves at per GPU, where measured
-    below the link's (its peer loads and stores do not reach NVLink's rate); None: the
-    link's rate."""
+    below the link's (its peer loads and stores do not reach NVLink's rate); by TP size
+    where it depends on the group (on a full mesh each GPU reads over t−1 links, so the
+    rate grows with the group, but not in step with the links' sum), as (TP size, rate)
+    pairs; None, or a TP size not listed: the link's rate."""
     two_shot_source: str = ""
     max_bytes: tuple[PositiveInt, PositiveInt, PositiveInt, PositiveInt] | None = None
     """Largest message the engine sends through these kernels at TP 2, 4, 6, 8; None:
     vLLM's default buffer, 8 MiB (lower where the engine prefers NVLS above)."""
+
+    def two_shot_rate(self, tp: int) -> float | None:
+        """The two-stage call's measured rate per GPU at TP `tp`, None where unmeasured."""
+        rate = self.two_shot_bandwidth_bytes_per_s
+        if isinstance(rate, tuple):
+            return next((r for size, r in rate if size == tp), None)
+        return rate
 
     def limit_bytes(self, tp: int) -> int:
         if self.max_bytes is None or tp not in TP_SIZES_WITH_CUSTOM_ALLREDUCE:

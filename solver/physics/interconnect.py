@@ -122,7 +122,7 @@ def allreduce_algorithm(d: Deployment, size_bytes: float) -> AllReduceAlgorithm 
         one_shot = t == 2 or any(t <= n and size_bytes < below for n, below in ONE_SHOT_BELOW_BYTES)
         if one_shot:
             return AllReduceAlgorithm("custom one-shot", c.one_shot_latency_s, (t - 1) / bw)
-        return AllReduceAlgorithm("custom two-shot", c.two_shot_latency_s, 2 * (t - 1) / t / (c.two_shot_bandwidth_bytes_per_s or bw))
+        return AllReduceAlgorithm("custom two-shot", c.two_shot_latency_s, 2 * (t - 1) / t / (c.two_shot_rate(t) or bw))
     nv = spec.nvls if fully_connected else None
     if nv is not None and engine_sizes and size_bytes < nv.max_bytes:
         if t >= NVLS_MIN_TP:

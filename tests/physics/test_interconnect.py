@@ -260,7 +260,7 @@ def test_tp4_all_reduces_are_near_the_measured_kernels_and_do_not_grow_with_the_
 def test_mi300x_two_shot_moves_its_bytes_at_the_measured_rate_not_the_mesh_aggregate(build_deployment):
     # pytorch/FBGEMM issue #4072, MI300X, 8 ranks, bf16 two-shot: 29.2 / 38.4 / 52.7 / 75.6 µs
     # at 1.5667 / 2.6112 / 4.3510 / 7.2499 MB. Least squares by hand: mean x 3.9447 MB,
-    # mean y 48.977 µs; Σ(x−x̄)(y−ȳ) = 88.447, Σ(x−x̄)² = 10.871, slope 8.136 µs per MB.
+    # mean y 48.977 µs; Σ(x−x̄)(y−ȳ) = 150.700, Σ(x−x̄)² = 18.523 MB², slope 8.136 µs per MB.
     # Each GPU moves 2(t−1)/t = 1.75 bytes per message byte: 1.75 / 8.136e-12 = 215 GB/s
     # (the seven xGMI links' aggregate, 7 × 64 = 448 GB/s, is not what the kernel reaches).
     d, _, _ = build_deployment("llama-3.1-70b", "mi300x", tp=8, users=64, prompt=128, output=128, weights="fp8")
@@ -273,3 +273,21 @@ def test_mi300x_two_shot_moves_its_bytes_at_the_measured_rate_not_the_mesh_aggre
     # within 15 % (at the aggregate 448 GB/s it was 22.30 µs, 42 % short).
     assert abs(a.time_s(2.6112e6) - 38.4e-6) < 0.15 * 38.4e-6
     assert a.time_s(2.6112e6) == pytest.approx(33.354e-6, rel=1e-3)
+
+
+def test_mi300x_two_shot_rate_is_per_group_size_and_tp4_is_not_faster_than_its_links(build_deployment):
+    # vLLM PR #19744, MI300X TP 4, vLLM's custom all-reduce: 14.65 / 22.91 / 36.64 / 63.86 /
+    # 118.31 / 230.48 µs at 0.5 / 1 / 2 / 4 / 8 / 16 MiB. Least squares by hand: mean x
+    # 5.25 MiB, mean y 81.142 µs; Σ(x−x̄)(y−ȳ) = 2,437.15, Σ(x−x̄)² = 175.875 MiB²: 13.857 µs
+    # per MiB; 1.5 bytes a GPU per message byte: 1.5 × 1048576 / 13.857e-6 = 113.5 GB/s,
+    # far under the three xGMI links' 192 GB/s (the rate at TP 4 before this figure).
+    d, _, _ = build_deployment("llama-3.1-70b", "mi300x", tp=4, users=128, prompt=128, output=128, weights="fp8")
+    a = allreduce_algorithm(d, 4 * MiB)
+    assert a is not None and a.name == "custom two-shot"
+    # 12.1 µs + 1.5 × 4194304 / 113.5e9 = 12.1 + 55.43 = 67.53 µs (table 63.86)
+    assert a.time_s(4 * MiB) == pytest.approx(67.53e-6, rel=1e-3)
+    assert abs(a.time_s(4 * MiB) - 63.86e-6) < 0.1 * 63.86e-6
+    # at TP 8 the same platform's own figure (FBGEMM #4072): 12.1 + 1.75 × 4194304 / 215e9
+    d8, _, _ = build_deployment("llama-3.1-70b", "mi300x", tp=8, users=128, prompt=128, output=128, weights="fp8")
+    a8 = allreduce_algorithm(d8, 4 * MiB)
+    assert a8 is not None and a8.time_s(4 * MiB) == pytest.approx(12.1e-6 + 1.75 * 4194304 / 215e9, rel=1e-6)
