@@ -19,7 +19,9 @@ What is fitted, and from what (every other figure is a sourced catalog fact):
   (FP8's held at 1, see HELD; a backend's own sourced share, Precision.bandwidth_share_by_memory
   such as Metal's 4-bit GGUF kernels', is held on that backend's points, Term.held_share)
   and the share of the group's utilisation its prefill GEMMs reach — the 16-bit formats'
-  too, one value for bf16 and fp16 (PREFILL_SHARE_16);
+  too, one value for bf16 and fp16 (PREFILL_SHARE_16); where a backend runs a format's
+  prompts in its 16-bit kernel (Precision.compute_share_by_memory: Metal's kernel_mul_mm),
+  those points take the 16-bit share times the backend's sourced ratio, Term.sixteen_ratio;
 - the runtime's memory beside weights, KV and activations: the median non-torch memory
   the fit split's vLLM logs print on one GPU, and how much more they print per GPU of a
   tensor-parallel group (NCCL communicators, all-reduce buffers).
@@ -447,6 +449,11 @@ class Term:
     """The format's sourced decode share on this point's backend
     (Precision.bandwidth_share_by_memory, Metal's 4-bit GGUF kernels), held in place of
     the format's fitted share; 0 where the format's fitted share applies."""
+    sixteen_ratio: float = 0.0
+    """Where the backend runs the format's prefill GEMMs in its 16-bit kernel
+    (Precision.compute_share_by_memory, Metal's kernel_mul_mm), the sourced ratio to the
+    16-bit formats' share that the prompt takes in place of the format's fitted share;
+    0 where the format's fitted share applies."""
     line: str = ""
     """The engine release line the run's version falls in ("vllm 0.6.5-0.7"), "" for the
     current line (catalogs/engine_releases.yaml; RELEASE_SHRINK)."""
@@ -534,6 +541,7 @@ def terms_of(p: dict, catalog) -> Term | None:
     group = (d.engine.name, d.device.memory_kind if d.device.vendor == "NVIDIA" else f"{d.device.vendor.lower()}.{d.device.memory_kind}")
     own = catalog.precision(d.weights.name, "weights").bandwidth_share_by_memory
     held = own.get(f"{d.device.vendor.lower()}.{d.device.memory_kind}", 0.0)
+    as16 = catalog.precision(d.weights.name, "weights").compute_share_by_memory.get(f"{d.device.vendor.lower()}.{d.device.memory_kind}", 0.0)
     src = source_key(p)
     layers = d.model.num_layers
     if kind == "ttft":
@@ -562,6 +570,7 @@ def terms_of(p: dict, catalog) -> Term | None:
             tp=d.tp,
             expert_units=_expert_units(d, prompt),
             held_share=held,
+            sixteen_ratio=as16,
             line=release_line(d.engine, catalog),
             routed_weights_s=pre.routed_weights_time_s,
         )
@@ -820,6 +829,7 @@ class Model:
                 "separate",
                 "expert_units",
                 "held_share",
+                "sixteen_ratio",
                 "routed_weights_s",
                 "decode_expert_fraction",
                 "chunk_expert_s",
@@ -889,6 +899,8 @@ class Model:
         s2 = self._vec("s2", self.gidx, self.groups)
         sb, sc = self._vec("sb", self.widx, self.formats), self._vec("sc", self.widx, self.formats)
         sb = np.where(a["held_share"] > 0, a["held_share"], sb)  # a backend's sourced share
+        if "fp16" in self.formats:  # a backend's 16-bit kernel: the 16-bit share times its ratio
+            sc = np.where(a["sixteen_ratio"] > 0, self.value("fp16", "sc") * a["sixteen_ratio"], sc)
         sck = self._vec("sc", self.kidx, self.formats)
         read_share = (a["sixteen_fraction"] + (1 - a["sixteen_fraction"]) / sb) / e
         weights = a["weights_s"] * read_share
@@ -1011,6 +1023,7 @@ class Model:
                 tied = {f} | {g for (g, k), src in self.tie.items() if src == (f, key)}  # and the formats tied to it
                 mine = [t for t in self.terms if t.weights in tied and (t.kind == "ttft") == ttft and (key != "sx" or t.expert_fraction > 0)]
                 mine = [t for t in mine if key != "sb" or not t.held_share]  # points at a held backend share set no fitted one
+                mine = [t for t in mine if key != "sc" or not t.sixteen_ratio]  # nor at a backend's 16-bit kernel
                 sources = len({t.source for t in mine})
                 sixteen = key == "sc" and f in ("bf16", "fp16")  # PREFILL_SHARE_16: no exotic kernel to guard against
                 enough = len(mine) >= (MIN_TERM_POINTS if key == "sx" or sixteen else min_format)

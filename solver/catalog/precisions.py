@@ -59,6 +59,14 @@ class Precision:
     prefill together) that this format's prefill GEMMs reach of their own peak: above 1
     for 16-bit (a prompt's GEMMs of thousands of tokens run nearer the matmul rate than
     a decode step's), FP8 at twice the peak near it; fitted, catalogs/fitted.yaml."""
+    compute_share_by_memory: dict[str, Annotated[float, KERNEL_SHARE]] = dataclasses.field(default_factory=dict)
+    """On one backend (keyed as bandwidth_share_by_memory), the format's prefill GEMMs as
+    a share of the 16-bit formats' there, in place of `compute_share`: where a backend runs
+    the format through its 16-bit matmul kernel after dequantising each tile (Metal's
+    kernel_mul_mm), the format's prompt rate follows the 16-bit one less the dequantising,
+    not a share fitted on another backend's kernels (CUDA's integer MMQ). Sourced in
+    catalogs/precisions.yaml."""
+    compute_share_by_memory_source: str = ""
     expert_compute_share: Annotated[float, KERNEL_SHARE] = 1.0
     """Share of this format's dense prefill GEMM rate that its grouped expert GEMMs
     (a mixture-of-experts model's routed experts) reach: FP8 expert kernels fall
@@ -82,6 +90,13 @@ class Precision:
     def bandwidth_share_on(self, vendor: str, memory_kind: str) -> float:
         """The decode share on a device of this vendor and memory kind."""
         return self.bandwidth_share_by_memory.get(f"{vendor.lower()}.{memory_kind}", self.bandwidth_share)
+
+    def compute_share_on(self, vendor: str, memory_kind: str, sixteen_bit_share: float) -> float:
+        """The prefill share on a device of this vendor and memory kind: the 16-bit
+        formats' share there times the backend's own ratio (compute_share_by_memory),
+        else the format's fitted `compute_share`."""
+        ratio = self.compute_share_by_memory.get(f"{vendor.lower()}.{memory_kind}")
+        return self.compute_share if ratio is None else sixteen_bit_share * ratio
 
     @property
     def bytes_per_value(self) -> float:

@@ -270,6 +270,9 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
     if "bandwidth_share" in shares:  # the user's share holds on every backend
         shares["bandwidth_share_by_memory"] = {}
     weights = dataclasses.replace(weights, **shares) if shares else weights
+    if "compute_share" not in shares:  # the user's share holds on every backend
+        sixteen = catalog.precision("fp16", "weights").compute_share
+        weights = dataclasses.replace(weights, compute_share=weights.compute_share_on(device.vendor, device.memory_kind, sixteen))
     kv = catalog.precision(inp.precision.kv_cache, "kv")
 
     w = inp.workload

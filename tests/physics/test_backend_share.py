@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from solver.physics.decode import estimate_decode
+from solver.physics.prefill import estimate_prefill
 from tests.solve_helpers import NO_FIXED_COSTS
 
 NO_EFF = {"factors": {"bandwidth_efficiency": 1.0, "compute_efficiency": 1.0, **NO_FIXED_COSTS}}
@@ -67,3 +68,59 @@ def test_a_users_share_holds_on_every_backend(build_deployment):
     over = {**NO_EFF, "precision": {"bandwidth_share": 0.9}}
     d, w, _ = build_deployment("llama-3.1-8b", "m2-ultra", users=1, prompt=1, output=1, weights="q4_0", kv="fp16", engine="llama.cpp", overrides=over)
     assert estimate_decode(d, w).weights_time_s == pytest.approx(Q4_0_BYTES / (800e9 * 0.9)) == pytest.approx(5.863e-3, rel=1e-3)
+
+
+# --------------------------------------------------------------------------- prefill on Metal
+# llama.cpp's Metal kernel_mul_mm runs a GGUF format's prompt matmuls in the same half
+# template as F16 after dequantising each tile (ggml-metal.metal): the format's prefill
+# share there is the 16-bit formats' times the dequantising's cost, not the share fitted
+# on CUDA's integer MMQ kernels.
+
+
+def test_the_metal_prefill_ratio_is_the_fit_halfs_same_build_pairs(catalog):
+    # XiongjieDai's Llama-3 pp512 tables (May 2024, one build per machine), Q4_K_M t/s over
+    # F16 t/s: M2 Ultra 8B 994.04 / 1175.4 = 0.8457, 70B 118.79 / 147.58 = 0.8049, M1 Max 8B
+    # 408.23 / 517.34 = 0.7891, M3 Max 8B 693.32 / 769.84 = 0.9006; the median of four is
+    # the mean of the middle two, (0.8049 + 0.8457) / 2 = 0.8253.
+    ratios = sorted([994.04 / 1175.4, 118.79 / 147.58, 408.23 / 517.34, 693.32 / 769.84])
+    median = (ratios[1] + ratios[2]) / 2
+    assert median == pytest.approx(0.8253, abs=5e-4)
+    for fmt in ("q4_k_m", "q4_0", "q8_0", "q6_k", "q5_k_m"):
+        assert catalog.precision(fmt, "weights").compute_share_by_memory == {"apple.lpddr": pytest.approx(median, abs=1e-3)}
+
+
+def test_q4_k_m_prefills_on_metal_at_the_16_bit_share_times_the_ratio(build_deployment, catalog):
+    # M2 Ultra (27.2e12 FP16), utilisation 0.5: F16 at 0.5 x s16, Q4_K_M at 0.5 x s16 x
+    # 0.825, s16 the 16-bit formats' fitted prefill share; the same 512-token prompt's
+    # GEMMs take 1 / 0.825 = 1.212 times as long in Q4_K_M.
+    over = {"factors": {"compute_efficiency": 0.5}}
+    s16 = catalog.precision("fp16", "weights").compute_share
+    f16, _, _ = build_deployment(
+        "llama-3.1-8b", "m2-ultra", users=1, prompt=512, output=1, weights="fp16", kv="fp16", engine="llama.cpp", overrides=over
+    )
+    q4, w, _ = build_deployment(
+        "llama-3.1-8b", "m2-ultra", users=1, prompt=512, output=1, weights="q4_k_m", kv="fp16", engine="llama.cpp", overrides=over
+    )
+    pf, pq = estimate_prefill(f16, w), estimate_prefill(q4, w)
+    assert pf.compute_efficiency == pytest.approx(min(1.0, 0.5 * s16))
+    assert pq.compute_efficiency == pytest.approx(0.5 * s16 * 0.825)
+    assert pq.linear_time_s / pf.linear_time_s == pytest.approx(1 / 0.825, rel=1e-6)
+
+
+def test_q4_k_m_prefills_on_cuda_at_the_formats_fitted_share(build_deployment, catalog):
+    # RTX 4090: no backend ratio, so the format's own fitted compute_share.
+    over = {"factors": {"compute_efficiency": 0.5}}
+    q4, w, _ = build_deployment(
+        "llama-3.1-8b", "rtx-4090", users=1, prompt=512, output=1, weights="q4_k_m", kv="fp16", engine="llama.cpp", overrides=over
+    )
+    share = catalog.precision("q4_k_m", "weights").compute_share
+    assert estimate_prefill(q4, w).compute_efficiency == pytest.approx(0.5 * share)
+
+
+def test_a_users_compute_share_holds_on_metal(build_deployment):
+    # overrides.precision.compute_share 0.9 replaces Metal's 16-bit share x 0.825: 0.5 x 0.9.
+    over = {"factors": {"compute_efficiency": 0.5}, "precision": {"compute_share": 0.9}}
+    q4, w, _ = build_deployment(
+        "llama-3.1-8b", "m2-ultra", users=1, prompt=512, output=1, weights="q4_k_m", kv="fp16", engine="llama.cpp", overrides=over
+    )
+    assert estimate_prefill(q4, w).compute_efficiency == pytest.approx(0.45)

@@ -698,6 +698,29 @@ def test_llama_cpp_on_metal_fits_its_cost_per_layer_other_groups_hold_it():
     assert model.value(metal, "s1") > 2 * fit_defaults.LAYER_OVERHEAD_S
 
 
+def test_a_prompt_on_a_backends_16_bit_kernel_takes_the_16_bit_share_times_its_ratio():
+    # Metal's kernel_mul_mm runs Q4_K_M prompts in the half template (catalogs/precisions.yaml,
+    # compute_share_by_memory): a TTFT term with that ratio takes the 16-bit share, not the
+    # format's own. One second of GEMMs at utilisation 1, c = 0.5, fp16's share 1.2, q4_k_m's
+    # 0.8: on Metal 1 / (0.5 x 1.2 x 0.825) = 2.0202 s; on CUDA 1 / (0.5 x 0.8) = 2.5 s.
+    def term(pid, group, weights, ratio):
+        return fit_defaults.Term(pid, "ttft", group, weights, "fp16", 2.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0, overlapped=False, sixteen_ratio=ratio)
+
+    metal, cuda = ("llama.cpp", "apple.lpddr"), ("llama.cpp", "gddr")
+    model = fit_defaults.Model([term("m", metal, "q4_k_m", 0.825), term("c", cuda, "q4_k_m", 0.0), term("f", metal, "fp16", 0.0)])
+    for g in (metal, cuda):
+        model.values[(g, "c")] = 0.5
+    model.values[("fp16", "sc")], model.values[("q4_k_m", "sc")] = 1.2, 0.8
+    got = model.predict()
+    assert got[0] == pytest.approx(1 / (0.5 * 1.2 * 0.825)) == pytest.approx(2.0202, abs=1e-4)
+    assert got[1] == pytest.approx(2.5)
+    assert got[2] == pytest.approx(1 / (0.5 * 1.2))
+    # and such points do not set the format's own share (one campaign of 25 would, MIN_FORMAT_POINTS_ONE_SOURCE)
+    terms = [term(f"m{i}", metal, "q4_k_m", 0.825) for i in range(fit_defaults.MIN_FORMAT_POINTS_ONE_SOURCE + 5)]
+    free = fit_defaults.Model(terms).free(fit_defaults.MIN_POINTS, fit_defaults.MIN_FORMAT_POINTS)
+    assert ("q4_k_m", "sc") not in free
+
+
 def _offline_vllm(as_of: str, version: str) -> dict:
     """A saturated offline throughput run (no batch given) of Llama-3.1-8B on one H100."""
     return {
