@@ -317,8 +317,18 @@ about 0.28 ms a layer). The fit split's Metal decode pairs (XiongjieDai's llama-
 tables, 2024-05) see it: on M2 Ultra and M3 Max the 8B (32 layers) is measured slower
 against its reads than the 70B (80 layers) of the same format (held per-layer cost: Q4_K_M
 -16.5 / +15.9 %, +0.2 / +40.3 %; F16 on M2 Ultra -10.0 / +5.0 %, predicted / measured - 1),
-which one bandwidth efficiency cannot give and a per-layer cost does. Pulled toward LAYER_OVERHEAD_S at PULL per LAYER_PULL_S."""
+which one bandwidth efficiency cannot give and a per-layer cost does. Pulled toward
+METAL_LAYER_S at PULL per LAYER_PULL_S."""
 LAYER_PULL_S = 1e-4
+METAL_LAYER_S = 9e-3 / 32
+"""What the Metal group's cost per layer is pulled toward: the Q6_K Metal commit's ~9 ms of
+a 7B token's other graph operations over its 32 layers, 0.28 ms (see LAYER_FITTED_GROUPS),
+Metal's own figure. Until 2026-12-06 the pull was toward CUDA's LAYER_OVERHEAD_S (50 µs),
+which held the fit at 80 µs where the fit split's same-build Metal triples (8B F16, 8B and
+70B Q4_K_M on one machine: M1 Max, M2 Ultra, M3 Max) each solve to 113-260 µs a layer
+(catalogs/precisions.yaml, q4_k_m's Metal share); pulled toward 0.28 ms the fit takes 153 µs
+and the bandwidth efficiency its cap, and the fit split's Metal TPOTs go from 9.5 to 6.5 %
+in-sample (with q4_k_m's Metal share from the same triples)."""
 SERVING_KEYS = ("r",)
 GLOBAL = ("defaults", "all")
 """The owner of the factors every engine shares (catalogs/fitted.yaml's defaults)."""
@@ -965,7 +975,7 @@ class Model:
             elif key == "sp":
                 pull += PULL * v / 1e-5
             elif key == "s1" and owner in LAYER_FITTED_GROUPS:
-                pull += PULL * abs(v - LAYER_OVERHEAD_S) / LAYER_PULL_S
+                pull += PULL * abs(v - METAL_LAYER_S) / LAYER_PULL_S
             elif key in ("s1", "s2"):
                 pull += PULL * v / 1e-5
             elif key == "s4":

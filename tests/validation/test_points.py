@@ -698,6 +698,22 @@ def test_llama_cpp_on_metal_fits_its_cost_per_layer_other_groups_hold_it():
     assert model.value(metal, "s1") > 2 * fit_defaults.LAYER_OVERHEAD_S
 
 
+def test_the_metal_cost_per_layer_is_pulled_toward_metals_own_figure():
+    # The Q6_K Metal commit's ~9 ms of a 7B token's other graph operations over its 32
+    # layers: 9 / 32 = 0.28125 ms. Steps no cost per layer reaches (layers 0: reads at
+    # efficiency 0.8, FLOPs at utilisation 0.7) leave the pull alone to place it: the grid's
+    # nearest value to 0.28 ms, not CUDA's 50 µs.
+    def term(i, reads_s, flops_s, measured_s):
+        return fit_defaults.Term(
+            f"p{i}", "tpot", ("llama.cpp", "apple.lpddr"), "bf16", "bf16", measured_s, reads_s, 1.0, flops_s, 0.0, 0.0, 0.0, 0, overlapped=False
+        )
+
+    assert fit_defaults.METAL_LAYER_S == pytest.approx(2.8125e-4)
+    terms = [term(i, *((0.005, 0.0, 0.005 / 0.8) if i % 2 else (1e-6, 0.005, 0.005 / 0.7))) for i in range(8)]
+    model = fit_defaults.fit_model(terms)
+    assert model.value(("llama.cpp", "apple.lpddr"), "s1") == pytest.approx(2.8125e-4, rel=0.06)
+
+
 def test_a_prompt_on_a_backends_16_bit_kernel_takes_the_16_bit_share_times_its_ratio():
     # Metal's kernel_mul_mm runs Q4_K_M prompts in the half template (catalogs/precisions.yaml,
     # compute_share_by_memory): a TTFT term with that ratio takes the 16-bit share, not the
