@@ -117,11 +117,13 @@ def test_attention_reads_the_kv_cache_at_its_share_of_the_weights_bandwidth(buil
     assert dec.attention_time_s == pytest.approx(dec.kv_time_s)  # still KV-bound: 1.38 ms of attention math
 
 
-def test_the_fitted_attention_share_is_below_one_where_the_fit_saw_it_and_one_elsewhere(catalog):
-    # bench/fit_defaults.py fits it per engine and memory kind; the serving engines' fit
-    # split on AMD Instinct reads KV slower than weights, on NVIDIA HBM as fast.
+def test_the_fitted_attention_share_is_a_share_and_one_on_nvidia_hbm(catalog):
+    # bench/fit_defaults.py fits it per engine and memory kind, within (0, 1]; the serving
+    # engines' fit split on NVIDIA HBM reads KV as fast as weights. (On AMD Instinct it
+    # came out 0.98 while the MI300X two-shot all-reduce ran at the xGMI links' 448 GB/s;
+    # at its measured 215 GB/s the fit no longer takes those 2 %: 1.0.)
     vllm = catalog.engine("vllm")
-    assert vllm.efficiency["amd.hbm"].attention_bandwidth_share < 1
+    assert 0 < vllm.efficiency["amd.hbm"].attention_bandwidth_share <= 1
     assert vllm.efficiency["hbm"].attention_bandwidth_share == 1
 
 
