@@ -228,7 +228,8 @@ def _serve(
         elif jsq is None:
             engine = engines[turn]
             turn = turn + 1 if turn + 1 < replicas else 0
-            engine.advance(t)
+            if engine.clock < t:  # else its last iteration ends after t: nothing starts before it
+                engine.advance(t)
         else:
             engine = engines[jsq.route(t)]
             engine.advance(t)  # its load was known without advancing it (a quiet stretch)
