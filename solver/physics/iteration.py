@@ -79,7 +79,7 @@ class IterationModel:
     token_terms: dict[float, tuple[float, float]] = field(default_factory=dict)
     """_token_terms by the iteration's tokens (decoders + prompt tokens)."""
     decode_lines: dict[int, Callable[[int], float]] = field(default_factory=dict)
-    """decode_line by decode sequences."""
+    """iteration_s's decode-only iterations as lines in their context (_decode_line), by decode sequences."""
 
     def _prefill_weights_s(self, tokens: int) -> float:
         cached = self.prefill_weights_s.get(tokens)
@@ -144,7 +144,7 @@ class IterationModel:
             return self._with_attention_s(self._fixed_terms(b, k), b, decode_context_tokens, k, prefill_attention_tokens)
         if not prefill_attention_tokens:  # decode only, as the simulator asks (its most frequent call)
             line = self.decode_lines.get(b)
-            return (self.decode_line(b) if line is None else line)(decode_context_tokens)
+            return (self._decode_line(b) if line is None else line)(decode_context_tokens)
         return self._with_attention_s(self._decode_fixed_terms(b), b, decode_context_tokens, 0, prefill_attention_tokens)
 
     def _decode_fixed_terms(self, b: int) -> tuple[float, float, float, float]:
@@ -156,11 +156,11 @@ class IterationModel:
             fixed = self.fixed_terms[b] = self._fixed_terms(b, 0)
         return fixed
 
-    def decode_line(self, decode_seqs: int) -> Callable[[int], float]:
+    def _decode_line(self, decode_seqs: int) -> Callable[[int], float]:
         """A decode-only iteration of `decode_seqs` (whole, at least 1) sequences as a
-        function of their summed context alone: iteration_s(decode_seqs, ctx, 0, 0.0),
-        its terms of the batch bound once (the simulator's bulk decode prices a fixed
-        batch at two or three contexts, a replica's stretches by the hundred thousand).
+        function of their summed context alone, its terms of the batch bound once and
+        kept by the batch (the simulator's bulk decode prices a fixed batch at two or three
+        contexts, a replica's stretches by the hundred thousand: a fifth less a call).
         _with_attention_s at k = 0, written out: the same operations in the same order,
         so the same float bit for bit (kernel_time_s's max and min of kv = ctx·a and
         attend = ctx·c, ctx ≥ 0, are ctx times the larger and the smaller of a and c:

@@ -89,15 +89,14 @@ def stretch(rep: Replica) -> int:
 def decode_in_bulk(rep: Replica, k: int, until: float) -> None:
     """Take the stretch's k decode-only iterations at once (fewer if the next arrival,
     `until`, comes first)."""
-    step, n = rep.step, rep.decoders
-    cost = rep.line(n)  # iteration_s(n, ctx, 0, 0.0) as a function of ctx
+    cost, step, n = rep.cost, rep.step, rep.decoders
     ctx0 = rep.sum_base + n * (step + 1)
-    c0 = cost(ctx0)
+    c0 = cost(n, ctx0, 0, 0.0)
     if not 0.0 <= c0 < _INF:
         _bad_cost(c0)
     if k >= 2 and until < _INF:
         # ...nor past the next arrival: iteration m starts at m·c0 + d·m(m − 1)/2.
-        c1 = cost(ctx0 + n)
+        c1 = cost(n, ctx0 + n, 0, 0.0)
         if not 0.0 <= c1 < _INF:
             _bad_cost(c1)
         slope, span_s, m = c1 - c0, until - rep.clock, k - 1
@@ -106,7 +105,7 @@ def decode_in_bulk(rep: Replica, k: int, until: float) -> None:
     if k == 1:
         c_last = c0
     else:
-        c_last = cost(ctx0 + (k - 1) * n)
+        c_last = cost(n, ctx0 + (k - 1) * n, 0, 0.0)
         if not 0.0 <= c_last < _INF:
             _bad_cost(c_last)
     dt = k * (c0 + c_last) / 2

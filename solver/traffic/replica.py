@@ -17,7 +17,7 @@ from heapq import heappop, heappush
 from solver.traffic.admission import RATIO_INIT, RETRACT_STEPS, ratio_after_retraction, room_tokens
 from solver.traffic.budget import Work
 from solver.traffic.bulk import decode_in_bulk, stretch
-from solver.traffic.types import EngineLimits, IterationCost, ReplicaStats, Request, decode_lines
+from solver.traffic.types import EngineLimits, IterationCost, ReplicaStats, Request
 
 _WAITING, _PREFILL, _DECODE, DONE = 0, 1, 2, 3
 _INF = math.inf
@@ -66,7 +66,7 @@ class Replica:
     """One engine: its queue, its running batch, its KV blocks and its clock."""
 
     __slots__ = (
-        "index", "work", "cost", "line", "max_seqs", "budget", "block", "chunked", "separate", "steps", "window_left", "step_by_step",
+        "index", "work", "cost", "max_seqs", "budget", "block", "chunked", "separate", "steps", "window_left", "step_by_step",
         "free", "clock", "waiting", "running", "prefilling", "next_key", "step", "decoders", "sum_base", "by_offset", "heap",
         "heap_ids", "last_finished", "stats", "wait_area_s", "overlap", "incoming",
         "reserve", "ratio", "ratio_step", "sum_finish",
@@ -76,7 +76,6 @@ class Replica:
         self.index = index
         self.work = work
         self.cost = cost.iteration_s
-        self.line = decode_lines(cost)  # a decode-only iteration's cost by its batch, a function of its context
         self.max_seqs = limits.max_num_seqs
         self.budget = limits.max_num_batched_tokens
         self.block = limits.block_size_tokens
@@ -145,11 +144,6 @@ class Replica:
                 work.events = events
                 work.check()
                 check_at = work.next_check
-            # stretch() is 0 unless the batch decodes alone (no prompt chunk, no arrival held
-            # back, not step by step): tested here first, as a mixed iteration's call saved
-            if self.prefilling or self.incoming or not self.decoders or self.step_by_step:
-                self._iteration()
-                continue
             k = stretch(self)
             if k:
                 decode_in_bulk(self, k, until)
@@ -168,8 +162,7 @@ class Replica:
             return self.clock
         n = self.decoders
         ctx0 = self.sum_base + n * (self.step + 1)
-        line = self.line(n)
-        span = k * (checked(line(ctx0)) + checked(line(ctx0 + (k - 1) * n))) / 2
+        span = k * (checked(self.cost(n, ctx0, 0, 0.0)) + checked(self.cost(n, ctx0 + (k - 1) * n, 0, 0.0))) / 2
         return self.clock + span * (1 - 1e-6) - abs(self.clock) * 1e-12
 
     # --- sequences entering and leaving

@@ -4,7 +4,7 @@ physics), the scheduler's limits, and the results per request, per replica and i
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -61,21 +61,6 @@ class IterationCost(Protocol):
         prompt tokens are processed, attending in all to `prefill_attention_tokens` earlier positions
         (a chunk covering positions [a, a+c) of one prompt adds c*a + c*(c+1)/2)."""
         ...
-
-
-def decode_lines(cost: IterationCost) -> Callable[[int], Callable[[int], float]]:
-    """A decode-only iteration's cost as a function of its context, by its batch:
-    the cost's own `decode_line` where it has one (IterationModel: the batch's terms bound
-    once), else iteration_s(batch, ctx, 0, 0.0) called as it stands (the same float)."""
-    line = getattr(cost, "decode_line", None)
-    if line is not None:
-        return line
-    iteration_s = cost.iteration_s
-
-    def of(decode_seqs: int) -> Callable[[int], float]:
-        return lambda ctx_tokens: iteration_s(decode_seqs, ctx_tokens, 0, 0.0)
-
-    return of
 
 
 @dataclass(frozen=True)
