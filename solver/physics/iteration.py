@@ -27,6 +27,7 @@ the decode's (0) a 230-token prompt alone at TP 8 cost more than with 32 decoder
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -77,6 +78,8 @@ class IterationModel:
     """_chunk_terms by prefill tokens."""
     token_terms: dict[float, tuple[float, float]] = field(default_factory=dict)
     """_token_terms by the iteration's tokens (decoders + prompt tokens)."""
+    decode_lines: dict[int, Callable[[int], float]] = field(default_factory=dict)
+    """iteration_s's decode-only iterations as lines in their context (_decode_line), by decode sequences."""
 
     def _prefill_weights_s(self, tokens: int) -> float:
         cached = self.prefill_weights_s.get(tokens)
@@ -139,23 +142,54 @@ class IterationModel:
             return 0.0
         if k:  # a prompt chunk: its (b, k) seldom comes again (a fifth of them in 100,000 requests)
             return self._with_attention_s(self._fixed_terms(b, k), b, decode_context_tokens, k, prefill_attention_tokens)
+        if not prefill_attention_tokens:  # decode only, as the simulator asks (its most frequent call)
+            line = self.decode_lines.get(b)
+            return (self._decode_line(b) if line is None else line)(decode_context_tokens)
+        return self._with_attention_s(self._decode_fixed_terms(b), b, decode_context_tokens, 0, prefill_attention_tokens)
+
+    def _decode_fixed_terms(self, b: int) -> tuple[float, float, float, float]:
+        """_fixed_terms(b, 0), kept by b (a decode-only iteration's)."""
         fixed = self.fixed_terms.get(b)
         if fixed is None:
             if len(self.fixed_terms) >= MAX_FIXED_TERMS:
                 self.fixed_terms.clear()
             fixed = self.fixed_terms[b] = self._fixed_terms(b, 0)
-        # _with_attention_s at k = 0, written out (the simulator's most frequent call, its
-        # decode-only stretches; (a + 0·cached)·pair is a·pair, the same float)
-        gemm_s, comm_s, setup_s, sequences_s = fixed
+        return fixed
+
+    def _decode_line(self, decode_seqs: int) -> Callable[[int], float]:
+        """A decode-only iteration of `decode_seqs` (whole, at least 1) sequences as a
+        function of their summed context alone, its terms of the batch bound once and
+        kept by the batch (the simulator's bulk decode prices a fixed batch at two or three
+        contexts, a replica's stretches by the hundred thousand: a fifth less a call).
+        _with_attention_s at k = 0, written out: the same operations in the same order,
+        so the same float bit for bit (kernel_time_s's max and min of kv = ctx·a and
+        attend = ctx·c, ctx ≥ 0, are ctx times the larger and the smaller of a and c:
+        rounding keeps the order; (0 + 0·cached)·pair is 0·pair)."""
+        b = decode_seqs
+        line = self.decode_lines.get(b)
+        if line is not None:
+            return line
+        gemm_s, comm_s, setup_s, sequences_s = self._decode_fixed_terms(b)
         kv_per_token_s, attend_per_token_s, pair_s, cached, overhead_s, overlapped, share = self._attention_terms
-        ctx = decode_context_tokens + b * cached
-        kv_s = ctx * kv_per_token_s
-        attend_s = ctx * attend_per_token_s
+        extra = b * cached
+        zero_s = 0.0 * pair_s
         if overlapped:
-            kernel_s = (attend_s if attend_s > kv_s else kv_s) + share * (attend_s if attend_s < kv_s else kv_s)
+            big, small = (attend_per_token_s, kv_per_token_s) if attend_per_token_s > kv_per_token_s else (kv_per_token_s, attend_per_token_s)
+
+            def line(ctx_tokens: int) -> float:
+                ctx = ctx_tokens + extra
+                return gemm_s + (ctx * big + share * (ctx * small) + zero_s) + comm_s + overhead_s + setup_s + sequences_s
+
         else:
-            kernel_s = kv_s + attend_s
-        return gemm_s + (kernel_s + prefill_attention_tokens * pair_s) + comm_s + overhead_s + setup_s + sequences_s
+
+            def line(ctx_tokens: int) -> float:
+                ctx = ctx_tokens + extra
+                return gemm_s + (ctx * kv_per_token_s + ctx * attend_per_token_s + zero_s) + comm_s + overhead_s + setup_s + sequences_s
+
+        if len(self.decode_lines) >= MAX_FIXED_TERMS:
+            self.decode_lines.clear()
+        self.decode_lines[b] = line
+        return line
 
     def mean_iteration_s(self, decode_seqs: float, decode_context_tokens: float, prefill_tokens: float, prefill_attention_tokens: float) -> float:
         """The same cost at average (fractional) loads, as the traffic screen reads it."""

@@ -15,9 +15,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
+
+import numpy as np
 
 from solver.physics.deployment import LengthDistribution, Traffic
 from solver.traffic.simulate import Request
+from solver.traffic.types import requests_of
 
 Z_P99 = 2.3263478740408408
 """The standard normal's 99th percentile."""
@@ -88,11 +92,43 @@ class RequestStream:
         self.lock = threading.Lock()  # a served problem's solves share its streams (threads)
         self.prompt: Callable[[random.Random], int] | None = None if traffic.pairs else drawer(traffic.prompt)
         self.output: Callable[[random.Random], int] | None = None if traffic.pairs else drawer(traffic.output)
+        # The same numbers drawn in blocks where draws.py can (its module says how they stay
+        # the same to the bit): Poisson gaps, and lognormal or fixed lengths. Each stream is
+        # drawn one way for its whole life (the blocks hold the generator's state).
+        from solver.traffic.draws import BULK_DISTS, Uniforms
+
+        self.bulk_gaps = Uniforms(f"{seed}:arrivals") if traffic.arrival_cv == 1.0 else None
+        bulk = not traffic.pairs and traffic.prompt.dist in BULK_DISTS and traffic.output.dist in BULK_DISTS
+        self.bulk_lengths = Uniforms(f"{seed}:lengths") if bulk else None
 
     def first(self, count: int) -> list[Request]:
         """The first `count` requests (a new list)."""
         with self.lock:
+            if self.bulk_gaps is not None and self.bulk_lengths is not None:
+                return self._first_in_bulk(count)
             return self._first(count)
+
+    def _first_in_bulk(self, count: int) -> list[Request]:
+        """_first, every number drawn in blocks: the gaps random.expovariate's
+        −log(1 − u) / rate summed from the last arrival, the lengths draws.paired_lengths'."""
+        from solver.traffic.draws import paired_lengths
+
+        out = self.drawn
+        n = count - len(out)
+        if n <= 0:
+            return out[:count]
+        assert self.bulk_gaps is not None and self.bulk_lengths is not None
+        gaps = n if out else n - 1  # none before the first request
+        block = self.bulk_gaps.ahead(gaps)
+        self.bulk_gaps.take(gaps)
+        logs = np.fromiter(map(math.log, (1.0 - block).tolist()), dtype=float, count=gaps)
+        times = list(accumulate((-logs / self.rate).tolist(), initial=self.t))
+        if out:
+            del times[0]  # the last arrival drawn, already out
+        prompts, outputs = paired_lengths(self.traffic.prompt, self.traffic.output, n, self.bulk_lengths)
+        out += requests_of(times, prompts, outputs)
+        self.t = times[-1]
+        return out[:count]
 
     def _first(self, count: int) -> list[Request]:
         out, traffic, rate, gaps, lengths = self.drawn, self.traffic, self.rate, self.gaps, self.lengths

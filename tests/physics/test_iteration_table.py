@@ -276,3 +276,25 @@ def test_only_decode_only_iterations_are_tabled():
     for b, ctx, k, att in batches + batches:
         assert it.iteration_s(b, ctx, k, float(att)) == _reference_s(it, b, ctx, k, att), (b, ctx, k, att)
     assert set(it.fixed_terms) == {b for b, _, k, _ in batches if k == 0 and b > 0}
+
+
+@pytest.mark.parametrize("model, gpu, tp, hardware", CASES)
+@pytest.mark.parametrize("shared_prefix", [0, 600])
+def test_a_decode_only_iteration_read_from_its_line_is_the_formulas_floats(model, gpu, tp, hardware, shared_prefix):
+    """A decode-only iteration (the simulator's bulk decode prices a fixed batch by its
+    context), read from the batch's line, is the formula's reference at k = 0 to the bit,
+    whether the line is built by the call or read back, on overlapped and serial kernels
+    alike."""
+    d, w = _deployment(model, gpu, tp, hardware, shared_prefix)
+    it = iteration_model(d, w)
+    rng = random.Random(f"line:{model}:{tp}:{shared_prefix}")
+    for _ in range(300):
+        b = rng.choice([1, rng.randint(1, 8), rng.randint(1, 512)])
+        ctx = b * rng.randint(1, 4000)
+        want = _reference_s(it, b, ctx, 0, 0)
+        built = b not in it.decode_lines
+        assert it.iteration_s(b, ctx, 0, 0.0) == want, (b, ctx, built)
+        assert it.iteration_s(b, ctx, 0, 0.0) == want, (b, ctx)  # read back
+        assert b in it.decode_lines
+    # a decode-only call with prefill attention given (no simulator makes one) is still the formula's
+    assert it.iteration_s(16, 16_000, 0, 120.0) == _reference_s(it, 16, 16_000, 0, 120)

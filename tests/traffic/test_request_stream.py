@@ -27,6 +27,10 @@ TRAFFICS = [
     Traffic(3.5, UNIFORM, FIXED, arrival_cv=2.5),
     Traffic(7.0, EMPIRICAL, LOGNORMAL, arrival_cv=0.5),
     Traffic(11.0, FIXED, FIXED, pairs=((100, 10), (2000, 300), (50, 7))),
+    # drawn in blocks (draws.py): Poisson gaps with lognormal or fixed lengths
+    Traffic(20.0, LOGNORMAL, LengthDistribution("lognormal", 300.0, 1, 8000, 1200.0)),
+    Traffic(5.0, FIXED, LOGNORMAL),
+    Traffic(9.0, LOGNORMAL, LOGNORMAL, arrival_cv=2.0),
 ]
 
 
@@ -97,3 +101,31 @@ def test_threads_sharing_a_stream_each_get_the_draw():
         th.join()
     want = _reference(traffic, 3300, 9)
     assert all(g == want[: len(g)] for g in got) and stream.first(3300) == want
+
+
+def test_a_stream_drawn_in_blocks_at_its_own_rate_is_the_plain_loops():
+    """RequestStream at a rate of its own (draw_requests' rate_per_s), drawn in blocks:
+    the plain loop's requests, gap by gap at that rate."""
+    traffic = Traffic(20.0, LOGNORMAL, LengthDistribution("lognormal", 300.0, 1, 8000, 1200.0))
+    stream = RequestStream(traffic, 2, rate_per_s=3.0)
+    assert stream.bulk_gaps is not None and stream.bulk_lengths is not None
+    at_three = Traffic(3.0, traffic.prompt, traffic.output)
+    for n in (5, 1, 800):
+        assert stream.first(n) == _reference(at_three, n, 2), n
+
+
+def test_requests_built_at_once_are_requests_and_refuse_what_request_refuses():
+    from solver.traffic.types import requests_of
+
+    built = requests_of([0.0, 0.25, 3.0], [1, 70, 5], [9, 1, 2])
+    assert built == [Request(0.0, 1, 9), Request(0.25, 70, 1), Request(3.0, 5, 2)]
+    assert [hash(r) for r in built] == [hash(Request(0.0, 1, 9)), hash(Request(0.25, 70, 1)), hash(Request(3.0, 5, 2))]
+    with pytest.raises(ValueError, match="prompt_tokens must be at least 1, got 0"):
+        requests_of([0.0, 1.0], [4, 0], [1, 1])
+    with pytest.raises(ValueError, match="output_tokens must be at least 1, got 0"):
+        requests_of([0.0], [4], [0])
+    with pytest.raises(ValueError, match="arrival_s must be finite"):
+        requests_of([0.0, float("inf")], [4, 4], [1, 1])
+    with pytest.raises(ValueError, match="one prompt and one output per arrival"):
+        requests_of([0.0], [4, 4], [1])
+    assert requests_of([], [], []) == []
