@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import shlex
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -80,13 +81,21 @@ BUNDLED = sorted(
 )
 
 
+@cache
+def _solved(name: str):
+    """The bundled spec's plan, solved once for this file: every engine's launch reads it
+    (the spec names no engine here, so the plan is the same whichever deploy emits it, and
+    emit only reads it)."""
+    return solve(problem_of(_spec(name)), explain=False)
+
+
 def _launches(engine: str) -> list:
     """What deploy emits for each bundled spec the engine can run (a plan it cannot run is
     refused by name: an InputError, never another exception)."""
     out = []
     for name in BUNDLED:
         try:
-            out.append(emit(solve(problem_of(_spec(name)), explain=False), engine))
+            out.append(emit(_solved(name), engine))
         except InputError:
             continue
     return out
