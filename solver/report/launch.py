@@ -3,6 +3,7 @@ check of every flag against the engine's documented list (catalogs/engine_flags.
 
 from __future__ import annotations
 
+import copy
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -78,12 +79,29 @@ class Launch:
         return shell_line(self.argv)
 
 
+_FLAG_DATA: dict[tuple[str, int, int], dict[str, Any]] = {}
+"""engine_flags.yaml as last read, keyed by its path, mtime and size: a deploy of every
+shape reads it hundreds of times, and its line-checked parse was most of that time."""
+
+
 def flag_data() -> dict[str, Any]:
+    """catalogs/engine_flags.yaml, parsed once while the file is unchanged; each caller
+    gets its own copy, so nothing one emit does can alter what the next reads."""
     path = catalog_dir() / "engine_flags.yaml"
-    data, _ = load_yaml_file(path)
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping of engines and their flags")
-    return data
+    try:
+        st = path.stat()
+        key: tuple[str, int, int] | None = (str(path), st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = None  # load_yaml_file says what is wrong with the path
+    if key is None or key not in _FLAG_DATA:
+        data, _ = load_yaml_file(path)
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a mapping of engines and their flags")
+        if key is None:
+            return data
+        _FLAG_DATA.clear()
+        _FLAG_DATA[key] = data
+    return copy.deepcopy(_FLAG_DATA[key])
 
 
 def flag_table() -> dict[str, Any]:

@@ -4,7 +4,6 @@ the split rules (physics/validity.py) and by deploy alike; a refused shape says 
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,7 +14,6 @@ from solver.catalog import default_catalog
 from solver.errors import InputError
 from solver.explain.solve import solve
 from solver.physics.validity import check
-from solver.report import launch
 from solver.report.deploy import ENGINES, emit
 from solver.report.launch import flag_table
 from tests.solve_helpers import problem_of
@@ -172,23 +170,9 @@ def _as_result(problem, shape):
     return SimpleNamespace(solution=SimpleNamespace(candidate=c, chosen=c), problem=problem)
 
 
-@pytest.fixture(scope="module")
-def flags_read_once():
-    """catalogs/engine_flags.yaml read once for this file's emits: deploy reads it whole
-    (line-checked YAML) on every emit, and the test below emits every offered shape of
-    every bundled spec under every engine (about 300 per case), which was most of its time.
-    The file does not change while the tests run, so each emit reads the same table; each
-    gets a deep copy, so no emit can alter what the next reads."""
-    data = launch.flag_data()
-    mp = pytest.MonkeyPatch()
-    mp.setattr(launch, "flag_data", lambda: copy.deepcopy(data))
-    yield
-    mp.undo()
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("path", SOLVE_SPECS, ids=lambda p: p.stem)
-def test_every_shape_solve_offers_under_an_engine_is_one_its_deploy_emits(path, engine, flags_read_once):
+def test_every_shape_solve_offers_under_an_engine_is_one_its_deploy_emits(path, engine):
     raw = yaml.safe_load(path.read_text())
     raw["engine"] = engine
     if raw.get("search", {}).get("serving") == ["disaggregated"] and engine == "llama.cpp":
