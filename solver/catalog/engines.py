@@ -53,6 +53,9 @@ class Engine:
     enable_chunked_prefill: bool = True
     """Prompts split into chunks of max_num_batched_tokens. Off, a prompt is one pass
     and the memory profile runs max(max_model_len, max_num_batched_tokens) tokens."""
+    unchunked_budget_holds_model_len: bool = False
+    """Without chunked prefill a step takes max(max_model_len, max_num_batched_tokens)
+    tokens, so any prompt the engine admits is one pass (vLLM V0's SchedulerConfig)."""
     enforce_eager: bool = False
     """No CUDA graphs: every layer's kernels are launched from Python each step."""
     large_gpu: LargeGpuDefaults | None = None

@@ -47,6 +47,18 @@ class EngineMemory:
         return self.runtime_bytes + self.comm_buffer_bytes + self.activation_bytes + self.cuda_graph_bytes
 
 
+def step_budget_tokens(d: Deployment, context_tokens: int) -> int:
+    """Tokens one scheduler step may take: max_num_batched_tokens, or, without chunked
+    prefill on an engine that raises it to the model's length (vLLM V0: max(max_model_len,
+    2048) when not given, and it refuses to start with less), max(max_model_len, it)."""
+    e = d.engine
+    if e is None:
+        return 8192
+    if e.enable_chunked_prefill or not e.unchunked_budget_holds_model_len:
+        return e.max_num_batched_tokens
+    return max(e.max_model_len or context_tokens, e.max_num_batched_tokens)
+
+
 def profiled_tokens(d: Deployment, context_tokens: int) -> int:
     """Tokens in the engine's profiling pass: max_num_batched_tokens with chunked
     prefill, else the whole max_model_len if that is longer (0: no profiling pass)."""

@@ -37,6 +37,7 @@ import math
 from dataclasses import dataclass, field
 
 from solver.physics.deployment import Deployment, Targets, Workload, shared_kv_tokens
+from solver.physics.engine_memory import step_budget_tokens
 from solver.physics.iteration import IterationModel
 from solver.physics.memory import estimate_memory
 from solver.traffic.requests import Moments
@@ -57,7 +58,7 @@ def engine_limits(d: Deployment, w: Workload) -> EngineLimits:
     e = d.engine
     mem = estimate_memory(d, w)
     block = mem.block_size_tokens or 16
-    budget = e.max_num_batched_tokens if e else 8192
+    budget = step_budget_tokens(d, w.context_tokens)
     seqs = e.max_num_seqs if e else 256
     if e is not None and e.running_limit == "kv_half_pool":
         kv = mem.kv_capacity_tokens
