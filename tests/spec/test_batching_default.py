@@ -70,5 +70,14 @@ def test_llama8b_120k_prompts_report_the_continuous_tpot_by_default(build_deploy
     assert default.tpot_s == continuous.tpot_s
     assert default.tpot_s >= isolated.tpot_s
     assert default.prefill_tokens == pytest.approx(5 * 120_000 / 1000)  # 600 prompt tokens a step on average
-    # the issue's point: the plan meets 50 ms isolated and misses it as the engine schedules it
-    assert isolated.tpot_s <= t.max_tpot_s < default.tpot_s
+    # the issue's point: as the engine schedules it, a step also carries its share of the
+    # prompts, at least their linear layers' math: Llama-3.1-8B's 32 layers × (2 × 4096² +
+    # 2 × 4096 × 1024 + 3 × 4096 × 14,336) = 6.98e9 weights, 2 FLOPs each for each of 600
+    # tokens, over two A40s' dense FP16 tensor peak (149.7 TFLOPS each, NVIDIA A40
+    # datasheet; Ampere has no FP8 math): 8.38e12 / 299.4e12 = 28.0 ms more than the decode
+    # step alone (a floor: no GEMM runs at its peak, and attention to 120,000 keys adds more).
+    linear_weights = 32 * (2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14_336)
+    floor_s = 2 * linear_weights * 600 / (2 * 149.7e12)
+    assert floor_s == pytest.approx(0.0280, abs=5e-5)
+    assert default.tpot_s - isolated.tpot_s >= floor_s
+    assert t.max_tpot_s < default.tpot_s  # the 50 ms target is missed as the engine schedules it
