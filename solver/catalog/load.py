@@ -165,7 +165,11 @@ class Catalog:
         self.platforms = _Index.build("platform", "platform", platforms.platforms)
         self.models = _Index.build("model", "model", models.models)
         self.fitted_on = fitted.fitted_on
-        self.precisions = _Index.build("precision", "precision", [with_fitted_shares(p, fitted) for p in precisions.precisions])
+        fitted_precisions = [with_fitted_shares(p, fitted) for p in precisions.precisions]
+        sixteen = next((p.compute_share for p in fitted_precisions if p.name == "fp16"), 1.0)
+        self.precisions = _Index.build(
+            "precision", "precision", [dataclasses.replace(p, sixteen_bit_compute_share=sixteen) for p in fitted_precisions]
+        )
         self.engines = _Index.build("engine", "engine", [with_fitted_efficiency(e, fitted) for e in engines.engines])
         self.speculative_methods = {m.name: m for m in engines.speculative}
         self.releases = Releases(releases, self.engines.entries, fitted.releases)

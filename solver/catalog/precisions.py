@@ -67,6 +67,10 @@ class Precision:
     not a share fitted on another backend's kernels (CUDA's integer MMQ). Sourced in
     catalogs/precisions.yaml."""
     compute_share_by_memory_source: str = ""
+    sixteen_bit_compute_share: float = 1.0
+    """The 16-bit formats' fitted prefill share, which compute_share_by_memory's ratios
+    multiply: set by the catalog from fp16's (catalog/load.py), so every command prices a
+    prompt on that backend the same way."""
     expert_compute_share: Annotated[float, KERNEL_SHARE] = 1.0
     """Share of this format's dense prefill GEMM rate that its grouped expert GEMMs
     (a mixture-of-experts model's routed experts) reach: FP8 expert kernels fall
@@ -91,12 +95,12 @@ class Precision:
         """The decode share on a device of this vendor and memory kind."""
         return self.bandwidth_share_by_memory.get(f"{vendor.lower()}.{memory_kind}", self.bandwidth_share)
 
-    def compute_share_on(self, vendor: str, memory_kind: str, sixteen_bit_share: float) -> float:
+    def compute_share_on(self, vendor: str, memory_kind: str) -> float:
         """The prefill share on a device of this vendor and memory kind: the 16-bit
-        formats' share there times the backend's own ratio (compute_share_by_memory),
-        else the format's fitted `compute_share`."""
+        formats' share times the backend's own ratio (compute_share_by_memory), else the
+        format's fitted `compute_share`."""
         ratio = self.compute_share_by_memory.get(f"{vendor.lower()}.{memory_kind}")
-        return self.compute_share if ratio is None else sixteen_bit_share * ratio
+        return self.compute_share if ratio is None else self.sixteen_bit_compute_share * ratio
 
     @property
     def bytes_per_value(self) -> float:
@@ -106,3 +110,14 @@ class Precision:
         if self.group_size:
             per_group = (self.scale_bytes_per_group + self.zero_bytes_per_group) / self.group_size
         return self.bits / 8 + per_group
+
+
+def user_shares(overrides: dict) -> dict:
+    """A spec's overrides.precision as fields of a weight format: a share the user gives
+    holds on every backend, so its per-backend map is emptied with it."""
+    shares = dict(overrides)
+    if "bandwidth_share" in shares:
+        shares["bandwidth_share_by_memory"] = {}
+    if "compute_share" in shares:
+        shares["compute_share_by_memory"] = {}
+    return shares

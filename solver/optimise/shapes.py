@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from solver.catalog import Catalog, Device, Engine, Factors, Platform, Precision, Price
+from solver.catalog.precisions import user_shares
 from solver.catalog.topology import scale_up_domain_size
 from solver.errors import InputError
 from solver.optimise.problem import Problem, Shape, Skipped
@@ -186,9 +187,7 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
     check_work(spec, catalog)
     model = resolve_model(spec.model, spec.overrides.model, catalog, base_dir, catalog.engine(spec.engine.name).weights_container)
     mo = spec.overrides.model
-    shares = spec.overrides.precision.model_dump(exclude_none=True)  # every weight format's kernel shares
-    if "bandwidth_share" in shares:  # the user's share holds on every backend
-        shares["bandwidth_share_by_memory"] = {}
+    shares = user_shares(spec.overrides.precision.model_dump(exclude_none=True))  # every weight format's kernel shares
     for name in list(spec.inventory) + list(spec.overrides.gpus):
         catalog.device(name)  # unknown names are errors, with a did-you-mean
     weights = [_looked_up(functools.partial(catalog.precision, p, "weights"), f"search.weights[{i}]") for i, p in enumerate(spec.search.weights)]

@@ -213,7 +213,7 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         compute_dtype=matmul_dtype(d.device, d.weights),
         # a share above 1 (16-bit prefills beyond the decode-fitted utilisation) never
         # takes a prompt past the device's measured matmul rate
-        compute_efficiency=min(1.0, d.factors.compute_efficiency * d.weights.compute_share),
+        compute_efficiency=min(1.0, d.factors.compute_efficiency * d.weights.compute_share_on(d.device.vendor, d.device.memory_kind)),
         weight_bytes_read=_weights_read(d, new),
         bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,
         bandwidth_efficiency=d.factors.bandwidth_efficiency * bandwidth_share(d),

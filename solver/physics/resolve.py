@@ -11,6 +11,7 @@ from pathlib import Path
 from solver.catalog import Catalog, Device, Engine, FactorOverrides, Factors, Model
 from solver.catalog.bands import Bands, bands_for, slow_edge, slowed
 from solver.catalog.calibration import pessimistic
+from solver.catalog.precisions import user_shares
 from solver.errors import InputError
 from solver.physics.deployment import Deployment, LengthDistribution, Targets, Traffic, Workload
 from solver.physics.speculation import resolve_speculation
@@ -266,13 +267,8 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
             mo.checkpoint,
             f"stores {allowed[0]} weights, but precision.weights is {weights.name}; set precision.weights: {allowed[0]}, or drop the checkpoint",
         )
-    shares = inp.overrides.precision.model_dump(exclude_none=True)
-    if "bandwidth_share" in shares:  # the user's share holds on every backend
-        shares["bandwidth_share_by_memory"] = {}
+    shares = user_shares(inp.overrides.precision.model_dump(exclude_none=True))
     weights = dataclasses.replace(weights, **shares) if shares else weights
-    if "compute_share" not in shares:  # the user's share holds on every backend
-        sixteen = catalog.precision("fp16", "weights").compute_share
-        weights = dataclasses.replace(weights, compute_share=weights.compute_share_on(device.vendor, device.memory_kind, sixteen))
     kv = catalog.precision(inp.precision.kv_cache, "kv")
 
     w = inp.workload

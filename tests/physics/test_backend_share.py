@@ -148,3 +148,41 @@ def test_a_users_compute_share_holds_on_metal(build_deployment):
         "llama-3.1-8b", "m2-ultra", users=1, prompt=512, output=1, weights="q4_k_m", kv="fp16", engine="llama.cpp", overrides=over
     )
     assert estimate_prefill(q4, w).compute_efficiency == pytest.approx(0.45)
+
+
+def test_solve_and_evaluate_price_a_metal_q4_prompt_alike(catalog):
+    """solve's shapes (optimise/shapes.py) and evaluate's deployment (physics/resolve.py)
+    read the prefill share in the one place, at use: before, only resolve applied Metal's
+    16-bit share × 0.825, and solve priced the same Q4_K_M prompt at CUDA's fitted share."""
+    from solver.physics.resolve import resolve
+    from solver.spec.evaluate_input import parse_input
+    from tests.solve_helpers import problem_of
+
+    workload = {"users": 1, "prompt_tokens": 512, "output_tokens": 16}
+    d_eval, w, _ = resolve(
+        parse_input(
+            {
+                "model": "llama-3.1-8b",
+                "engine": "llama.cpp",
+                "hardware": {"gpu": "m2-ultra-192gb"},
+                "precision": {"weights": "q4_k_m", "kv_cache": "fp16"},
+                "workload": workload,
+            }
+        ),
+        catalog,
+    )
+    problem = problem_of(
+        {
+            "model": "llama-3.1-8b",
+            "engine": "llama.cpp",
+            "workload": workload,
+            "sla": {"max_tpot": "1s"},
+            "search": {"gpus": ["m2-ultra-192gb"], "weights": ["q4_k_m"], "kv_cache": ["fp16"], "tp": [1]},
+            "overrides": {"gpus": {"m2-ultra-192gb": {"price_usd_per_gpu_hour": 1.0}}},
+        }
+    )
+    (shape,) = problem.shapes
+    s16 = catalog.precision("fp16", "weights").compute_share
+    expected = min(1.0, d_eval.factors.compute_efficiency * s16 * 0.825)
+    assert estimate_prefill(d_eval, w).compute_efficiency == pytest.approx(expected, rel=2e-3)
+    assert estimate_prefill(shape.deployment, w).compute_efficiency == pytest.approx(expected, rel=2e-3)
