@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from solver.catalog import Engine
 from solver.physics.deployment import Deployment
 
 BYTES_16BIT = 2.0
@@ -56,6 +57,11 @@ def step_budget_tokens(d: Deployment, context_tokens: int) -> int:
         return 8192
     if e.enable_chunked_prefill or not e.unchunked_budget_holds_model_len:
         return e.max_num_batched_tokens
+    return _one_pass_tokens(e, context_tokens)
+
+
+def _one_pass_tokens(e: Engine, context_tokens: int) -> int:
+    """An unchunked pass's tokens: the whole model length where it is longer than the budget."""
     return max(e.max_model_len or context_tokens, e.max_num_batched_tokens)
 
 
@@ -65,8 +71,7 @@ def profiled_tokens(d: Deployment, context_tokens: int) -> int:
     e = d.engine
     if e is None or not e.profiles_activation:
         return 0
-    length = e.max_model_len or context_tokens
-    return e.max_num_batched_tokens if e.enable_chunked_prefill else max(length, e.max_num_batched_tokens)
+    return e.max_num_batched_tokens if e.enable_chunked_prefill else _one_pass_tokens(e, context_tokens)
 
 
 def forward_bytes_per_token(d: Deployment) -> float:
