@@ -70,10 +70,10 @@ def run(args: argparse.Namespace) -> int:
     from solver.spec.measurements import read_csv, read_vllm_bench
     from solver.spec.prometheus_scrape import read_prometheus
 
-    for flag in ("--model", "--gpu", "--weights", "--kv-cache"):
+    for flag, listing in (("--model", "models"), ("--gpu", "devices"), ("--weights", "precisions"), ("--kv-cache", "precisions")):
         value = getattr(args, flag[2:].replace("-", "_"))
         if value is not None and not value.strip():
-            raise InputError(flag, value, "must not be empty: a name from the catalog (`plan-opt list devices|models`), or leave the flag out")
+            raise InputError(flag, value, f"must not be empty: a name `plan-opt list {listing}` shows, or leave the flag out")
     out = outputs.check(args.output, "--output", args.measurements)
     readers = {"guidellm": read_guidellm, "genai-perf": read_genai_perf, "genai-perf-csv": read_genai_perf_csv, "prometheus": read_prometheus}
     ms = []
