@@ -30,11 +30,12 @@ def narrowed(spec_data: dict, chosen: Mapping[str, Any]) -> dict:
 
 def named_by_choice(exc: InputError, chosen: Mapping[str, Any], *, flags: bool) -> InputError:
     """An error in a search list a choice narrowed names the choice (`--gpu`, `gpu`),
-    not the spec's line."""
+    not the spec's line) and the value given there (the list it narrowed the search to
+    is the spec's, not the user's)."""
     for field, name in CHOICES.items():
         if exc.field.startswith(field) and chosen.get(name) is not None:
             label = "--" + name.replace("_", "-") if flags else name
-            return InputError(label, exc.value, exc.allowed)
+            return InputError(label, chosen[name], exc.allowed)
     return exc
 
 

@@ -139,7 +139,9 @@ def test_simulate_answers_the_clis_json_and_names_a_bad_query(client, cli_once):
     cli = f"{out}{err}exit {code}\n"  # as the golden files' runner writes it
     assert r.text.rstrip("\n") == cli[: cli.rindex("\nexit ")]
     r = client.post("/simulate?gpu=nope", content=body)
-    assert r.status_code == 422 and r.json()["error"]["field"] == "gpu"
+    assert r.status_code == 422 and r.json()["error"]["field"] == "gpu" and r.json()["error"]["value"] == "nope"
+    r = client.post("/simulate?tp=0", content=body)  # a degree of 0: the field and the value the query gave
+    assert r.status_code == 422 and (r.json()["error"]["field"], r.json()["error"]["value"]) == ("tp", "0")
     r = client.post("/simulate", content=(ROOT / "specs" / "chat-llama70b.yaml").read_bytes())
     assert r.status_code == 422 and r.json()["error"]["field"] == "workload.requests_per_s"
 
