@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from solver.catalog import Model, PublishedCheckpoint, default_catalog
 from solver.errors import InputError
 from solver.explain.records import SolveResult
+from solver.report.checkpoints import choose_checkpoint, sixteen_bit_id, unlisted_source_note
 from solver.report.launch import Launch, LaunchStep, flag_table, spelling
 from solver.report.pd_router import SGLANG_BOOTSTRAP_PORT, router_step
 
@@ -21,47 +22,10 @@ if TYPE_CHECKING:
     from solver.physics.deployment import Deployment as Plan
 
 ENGINES = ("vllm", "sglang", "llama.cpp", "trtllm")
-SIXTEEN_BIT = ("bf16", "fp16")
 HEAD = "$HEAD_IP"
 """Placeholder for the head node's address in multi-node commands (LWS_LEADER_ADDRESS on Kubernetes)."""
 RAY_PORT = 6379
 SGLANG_DIST_PORT = 5000
-
-
-def choose_checkpoint(model: Model, weights: str, gguf: bool, variant: str) -> tuple[PublishedCheckpoint | None, list[str]]:
-    """The published checkpoint whose weights are stored in the plan's format (either
-    16-bit format serves a 16-bit plan), in the container the engine reads, of the
-    wanted variant, else of the other variant (said in a note)."""
-    container = "gguf" if gguf else "safetensors"
-    formats = SIXTEEN_BIT if weights in SIXTEEN_BIT and not gguf else (weights,)
-    found = [c for c in model.published if c.container == container and c.format in formats]
-    found.sort(key=lambda c: formats.index(c.format))
-    same = [c for c in found if c.variant == variant]
-    if same:
-        return same[0], []
-    if found:
-        c = found[0]
-        return c, [f"no {variant} {weights} checkpoint of {model.display_name} is published; serving the {c.variant} one, {c.hf_id}"]
-    return None, []
-
-
-def _sixteen_bit_id(model: Model, variant: str) -> str:
-    """The repository of the 16-bit weights (what runtime quantisation and GGUF
-    tokenizers start from); the model's own hf_id when the catalog lists none."""
-    c, _ = choose_checkpoint(model, "bf16", False, variant)
-    return c.hf_id if c else (model.hf_id or model.config_dir or model.name)
-
-
-def unlisted_source_note(model: Model, base: str, variant: str) -> str:
-    """Where the weights of a model the catalog lists no checkpoint of come from, said."""
-    if model.config_dir is not None:
-        if model.hf_id is not None:
-            return f"serving {base}, the Hub repository the config.json given names (its _name_or_path); its folder {model.config_dir} is not read"
-        return f"serving the folder of the config.json given ({base}): the engine loads the weights beside it"
-    return (
-        f"the catalog lists no published checkpoint of {model.display_name}: {base} is its config's repository "
-        f"(the {'base' if variant == 'instruct' else variant} model may be all it names); check the {variant} repository before serving"
-    )
 
 
 def _refuse(engine: str, what: str, value: str, allowed_formats: tuple[str, ...]) -> InputError:
@@ -198,7 +162,7 @@ def _pool_launch(
 
         if nodes > 1:
             raise InputError(f"engine ({engine})", f"{nodes} nodes per replica", table["multi_node_source"])
-        model_id = trtllm_model(dep, model, weights, ckpt, _sixteen_bit_id(model, variant))
+        model_id = trtllm_model(dep, model, weights, ckpt, sixteen_bit_id(model, variant))
         dep.argv = trtllm_argv(dep, d, model_id, batch, max_model_len, kv, table, e if same_engine else None)
     else:
         model_arg, quant = _weights(dep, model, weights, how, ckpt, variant)
@@ -281,7 +245,7 @@ def _weights(
     engine = dep.engine
     tok_flag = "--tokenizer" if engine == "vllm" else "--tokenizer-path"
     if how.get("gguf"):
-        tokenizer = _sixteen_bit_id(model, variant)
+        tokenizer = sixteen_bit_id(model, variant)
         path = f"./{model.name}-{weights.upper()}.gguf"
         get = (
             f"download it from {ckpt.hf_id} (its {weights.upper()} file; merge split files with llama-gguf-split --merge)"
@@ -302,7 +266,7 @@ def _weights(
                 f"{weights} weights: {ckpt.hf_id} is published in {ckpt.format}; the engine reads its quantization_config, no quantisation flag"
             )
         return [ckpt.hf_id], flags
-    base = _sixteen_bit_id(model, variant)
+    base = sixteen_bit_id(model, variant)
     dep.model_id = base
     if not model.published:
         dep.notes.append(unlisted_source_note(model, base, variant))
@@ -430,7 +394,7 @@ def _llama_server(
         dep.model_id = f"{ckpt.hf_id}:{weights.upper()}"
         argv = ["llama-server", "-hf", dep.model_id]
     else:
-        source = _sixteen_bit_id(model, "instruct" if dep.checkpoint is None else dep.checkpoint.variant)
+        source = sixteen_bit_id(model, "instruct" if dep.checkpoint is None else dep.checkpoint.variant)
         dep.model_id = f"./{model.name}-{weights.upper()}.gguf"
         argv = ["llama-server", "-m", dep.model_id]
         dep.notes.append(

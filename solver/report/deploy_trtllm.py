@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from solver.errors import InputError
+from solver.report.checkpoints import unlisted_source_note
 
 if TYPE_CHECKING:
     from solver.catalog import Engine, Model, PublishedCheckpoint
@@ -90,8 +91,6 @@ def trtllm_model(dep: Launch, model: Model, weights: str, ckpt: PublishedCheckpo
         return ckpt.hf_id
     dep.model_id = base
     if not model.published:
-        from solver.report.deploy import unlisted_source_note
-
         dep.notes.append(unlisted_source_note(model, base, "instruct"))
     if weights not in ("bf16", "fp16"):
         dep.notes.append(
