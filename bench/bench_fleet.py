@@ -92,7 +92,8 @@ def option_counts(path: Path) -> tuple[int, int, int, float]:
     code, in this process)."""
     from solver.catalog import default_catalog
     from solver.optimise.fleet import solve_fleet
-    from solver.optimise.fleet_classes import build_classes, options_of
+    from solver.optimise.fleet_classes import build_classes
+    from solver.optimise.fleet_options import options_of
     from solver.spec.fleet_spec import load_fleet_spec
 
     fs, _ = load_fleet_spec(path)

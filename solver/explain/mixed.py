@@ -56,7 +56,8 @@ def mixed_plan(problem: Problem, sol: Solution) -> MixedPlan | None:
         return None
     # the fleet model only here: a solve without an inventory (most) never loads it
     from solver.optimise.fleet import solve_fleet
-    from solver.optimise.fleet_classes import ServiceClass, options_of
+    from solver.optimise.fleet_classes import ServiceClass
+    from solver.optimise.fleet_options import options_of
     from solver.spec.fleet_spec import FleetSpec
 
     options, _ = options_of(problem)

@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from solver.catalog import Device
-from solver.optimise.fleet_classes import Option, ServiceClass
+from solver.optimise.fleet_classes import ServiceClass
+from solver.optimise.fleet_options import Option
 from solver.optimise.fleet_prune import price_cents
 
 if TYPE_CHECKING:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from solver.catalog import Device
-from solver.optimise.fleet_classes import Option, ServiceClass
+from solver.optimise.fleet_classes import ServiceClass
+from solver.optimise.fleet_options import Option
 from solver.optimise.fleet_prune import price_cents
 
 

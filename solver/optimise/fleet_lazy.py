@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from solver.optimise.candidates import candidates
 from solver.optimise.disaggregated import serves_disaggregated
-from solver.optimise.fleet_classes import Option, option_of, undominated_in_device
+from solver.optimise.fleet_options import Option, option_of, undominated_in_device
 from solver.optimise.fleet_prune import Limits, dominates, figures, pool
 from solver.optimise.problem import Problem, Shape
 

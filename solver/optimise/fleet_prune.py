@@ -48,7 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from solver.catalog import Device
-from solver.optimise.fleet_classes import Option
+from solver.optimise.fleet_options import Option
 from solver.spec.fleet_spec import FleetSpec
 
 MARKET = ""

@@ -8,7 +8,8 @@ import math
 from dataclasses import dataclass, field
 
 from solver.catalog import Device
-from solver.optimise.fleet_classes import Option, ServiceClass
+from solver.optimise.fleet_classes import ServiceClass
+from solver.optimise.fleet_options import Option
 from solver.optimise.targets import CAPPED
 from solver.spec.fleet_spec import FleetSpec
 
@@ -153,7 +154,7 @@ def _latencies(sc: ServiceClass, a: Assignment, carried: int) -> tuple[float, fl
     """(TPOT, TTFT) of a replica of `a` when its replicas carry `carried` in all (users,
     or a rate service's thousandths of a request per second): optimise/capacity.py's."""
     from solver.optimise.capacity import latencies_at, rate_latencies_at
-    from solver.optimise.fleet_classes import RATE_SCALE
+    from solver.optimise.fleet_options import RATE_SCALE
 
     p = sc.problem
     shape = p.shapes[a.option.shape_index]

@@ -13,7 +13,8 @@ import math
 
 from solver.optimise.clock import SolverClock
 from solver.optimise.fleet import FleetResult, solve_fleet
-from solver.optimise.fleet_classes import RATE_SCALE, ServiceClass
+from solver.optimise.fleet_classes import ServiceClass
+from solver.optimise.fleet_options import RATE_SCALE
 from solver.physics.deployment import Workload
 from solver.spec.fleet_spec import FleetSpec
 from solver.traffic.verify import SEEDS, Settings, simulate_plan, verify_plan

@@ -4,7 +4,7 @@ table, Markdown or JSON — and a budget sweep."""
 from __future__ import annotations
 
 from solver.optimise.fleet import FleetResult
-from solver.optimise.fleet_classes import RATE_SCALE
+from solver.optimise.fleet_options import RATE_SCALE
 from solver.report import strict_json
 from solver.report.batching import MEANING
 

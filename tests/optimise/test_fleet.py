@@ -388,7 +388,7 @@ def test_a_service_given_as_a_rate_is_served_on_one_shape_that_passes_its_simula
 
     import yaml
 
-    from solver.optimise.fleet_classes import RATE_SCALE
+    from solver.optimise.fleet_options import RATE_SCALE
     from solver.optimise.fleet_traffic import solve_fleet_verified
     from solver.traffic.verify import Settings, simulate_plan
 

@@ -7,8 +7,9 @@ import dataclasses
 
 from solver.catalog import Device, default_catalog
 from solver.optimise.cpsat import cp_model
-from solver.optimise.fleet_classes import Option, ServiceClass
+from solver.optimise.fleet_classes import ServiceClass
 from solver.optimise.fleet_decompose import add_service_bounds, least_cost_alone
+from solver.optimise.fleet_options import Option
 
 
 def device(name: str, usd: float) -> Device:

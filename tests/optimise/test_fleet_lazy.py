@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from solver.catalog import default_catalog
 from solver.optimise.candidates import candidates
 from solver.optimise.fleet import solve_fleet
-from solver.optimise.fleet_classes import ServiceClass, build_classes, option_of, options_of
+from solver.optimise.fleet_classes import ServiceClass, build_classes
+from solver.optimise.fleet_options import option_of, options_of
 from solver.optimise.fleet_prune import fleet_limits, prune
 from solver.report.fleet_report import to_json
 from solver.spec.fleet_spec import FleetSpec

@@ -18,8 +18,9 @@ from solver.optimise import fleet as fleet_module
 from solver.optimise import fleet_classes as classes_module
 from solver.optimise import shapes as shapes_module
 from solver.optimise.fleet import solve_fleet
-from solver.optimise.fleet_classes import Option, build_classes
+from solver.optimise.fleet_classes import build_classes
 from solver.optimise.fleet_hint import greedy
+from solver.optimise.fleet_options import Option
 from solver.optimise.fleet_prune import Limits, prune
 from solver.report.fleet_report import render, to_json
 from solver.spec.fleet_spec import FleetSpec
