@@ -198,7 +198,9 @@ def test_nested_coverage_counts_each_campaign_once():
     #          0.2/0.16 = 1.25, its 0.1 none (half a campaign each); C alike; D against B, C
     #          (median 0, P90 0.1) needs 5. 80 % of 3 campaigns (2.4) is reached only at 5; the band of
     #          B, C, D (median 0.1, P10 −0.1, P90 0.34) ×5 runs from −0.9 to 1.3: A 2 of 2 (B, C alike)
-    # Each campaign once: (1 + 1 + 1 + 0)/4 = 75 %; each point once: 6 of 7.
+    # Each campaign once: (1 + 1 + 1 + 0)/4 = 75 %; each point once: 6 of 7. The bands met, hi/lo:
+    # e^0.2 (D's) and e^2.2 three times (A's, B's, C's; each edge rounded to 4 decimals as the file has it).
     rows, groups = _rows({"A": [-0.1, 0.1], "B": [-0.1, 0.1], "C": [-0.1, 0.1], "D": [0.5]})
-    share, inside, count = fit_bands.nested_coverage(rows, groups)["tpot1"]
+    share, inside, count, width = fit_bands.nested_coverage(rows, groups)["tpot1"]
     assert (share, inside, count) == (pytest.approx(0.75), 6, 7)
+    assert width == pytest.approx((math.exp(0.2) + 3 * math.exp(2.2)) / 4, rel=1e-3)
