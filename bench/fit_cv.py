@@ -8,7 +8,8 @@ fit is chosen without looking at the test split.
 
     python bench/fit_cv.py [--folds 5] [--seed 0] [--caps 2.5e-3:2e-5 1e-3:1e-5 5e-3:4e-5]
                            [--unhidden 0 0.3 0.6 1] [--prefill-unhidden 0 0.5 1] [--balance 0 0.5 1]
-                           [--prefill-expert fitted none] [--attention-share held fitted]
+                           [--prefill-expert fitted none] [--prefill-expert-form expert moe_layer layer tile]
+                           [--attention-share held fitted]
                            [--pull 0.1 0.3 1 3] [--group campaign|repository]
                            [--decode-expert-share all chunk none]
 
@@ -97,7 +98,7 @@ def predict_from(train: list, test: list) -> np.ndarray:
 
 
 def held_out(terms: list, folds: list[set[str]]) -> dict[str, list[float]]:
-    errs: dict[str, list[float]] = {"tpot": [], "ttft": [], "campaign": [], "moe": []}
+    errs: dict[str, list[float]] = {"tpot": [], "ttft": [], "campaign": [], "moe": [], "moe_ttft": []}
     for fold in folds:
         train = [t for t in terms if t.source not in fold]
         test = [t for t in terms if t.source in fold]
@@ -108,6 +109,8 @@ def held_out(terms: list, folds: list[set[str]]) -> dict[str, list[float]]:
             errs["ttft" if t.kind == "ttft" else "tpot"].append(float(e))
             if t.moe_layers and t.kind != "ttft":
                 errs["moe"].append(float(e))  # the mixture-of-experts decode steps apart (the test split's largest gap)
+            if t.moe_layers and t.kind == "ttft":
+                errs["moe_ttft"].append(float(e))  # and their prefills (issue 42)
         by_source: dict[str, list[float]] = {}
         for t, e in zip(test, ape):
             by_source.setdefault(t.source, []).append(float(e))
@@ -121,6 +124,7 @@ def _summary(errs: dict[str, list[float]]) -> str:
         f"TPOT {np.median(errs['tpot']):6.1%} (n {len(errs['tpot'])})  TTFT {np.median(errs['ttft']):6.1%} (n {len(errs['ttft'])})  "
         f"all {np.median(both):6.1%}  campaigns' medians {np.median(errs['campaign']):6.1%}"
         + (f"  MoE TPOT {np.median(errs['moe']):6.1%} (n {len(errs['moe'])})" if errs["moe"] else "")
+        + (f"  MoE TTFT {np.median(errs['moe_ttft']):6.1%} (n {len(errs['moe_ttft'])})" if errs["moe_ttft"] else "")
     )
 
 
@@ -179,6 +183,13 @@ def main() -> None:
         choices=["fitted", "none"],
         default=[],
         help="the prefill's cost per routed expert reached (fit_defaults.GLOBAL_KEYS' sp): fitted, or none (held at 0)",
+    )
+    ap.add_argument(
+        "--prefill-expert-form",
+        nargs="*",
+        choices=sorted(fit.PREFILL_UNITS),
+        default=[],
+        help="what the prefill's MoE cost (sp) is charged per (fit_defaults.PREFILL_EXPERT_FORM)",
     )
     ap.add_argument(
         "--attention-share",
@@ -244,6 +255,12 @@ def main() -> None:
         errs = held_out(terms, folds)
         print(f"  prefill cost per expert {how_sp}: {_summary(errs)}")
     fit.GLOBAL_KEYS = keys
+    chosen_form = fit.PREFILL_EXPERT_FORM
+    for form in args.prefill_expert_form:
+        fit.PREFILL_EXPERT_FORM = form
+        errs = held_out(terms, folds)
+        print(f"  prefill MoE cost per {form}: {_summary(errs)}" + ("  (the fit's)" if form == chosen_form else ""))
+    fit.PREFILL_EXPERT_FORM = chosen_form
     held = fit.HELD_GROUP_KEYS
     for how_a in args.attention_share:
         fit.HELD_GROUP_KEYS = held if how_a == "fitted" else held + (fit.ATTENTION_SHARE,)

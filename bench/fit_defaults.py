@@ -341,7 +341,26 @@ split's DeepSeek-R1 prompts on SGLang (InferenceX on B200, DataCrunch on H200) t
 8,192 tokens, a constant no share of the FLOPs gives; Mixtral's on TensorRT-LLM (8
 experts) none. Charged to prefill-only passes: charged to the decode steps that carry a
 prompt chunk too, at 5 µs, the fit split's batched MoE TPOT went from 6.2 to 12.2 %
-median (2026-12-02), so the steps of continuous batching are not."""
+median (2026-12-02), so the steps of continuous batching are not. Who sets it
+(2026-12-06, 10.37 µs on all 13 MoE TTFTs; each campaign left out in turn): InferenceX
+#3363's SGLang DeepSeek-R1 on B200 (3 points; without them 11.22 µs), DataCrunch's on H200
+(1; 9.58), kubesimplify's vLLM Qwen3-235B on RTX PRO 6000 (1; 10.37); TensorRT-LLM 0.9's
+Mixtral (8 points of 256 units, 2.7 ms each) holds it down (without them 12.13). The
+DeepSeek-R1 AWQ run of tenstorrent/tt-inference-server#356 (47-131 ms, flat in the
+prompt) is not fitted: int4-awq has no fitted prefill share (known_formats). Other forms
+of it (PREFILL_EXPERT_FORM) lost campaign-fold CV: solver/physics/prefill.py's docstring."""
+PREFILL_EXPERT_FORM = "expert"
+"""What sp is charged per: "expert" (MoE layers × experts reached), "moe_layer" (MoE
+layers), "layer" (every layer of a mixture-of-experts model), "tile" (MoE layers × the
+grouped GEMM's row tiles, tile_units)."""
+PREFILL_UNITS = {"expert": "expert_units", "moe_layer": "moe_layer_units", "layer": "layer_units", "tile": "tile_units"}
+PREFILL_PULL_S = {"expert": 1e-5, "moe_layer": 1e-3, "layer": 1e-3, "tile": 1e-5}
+"""sp's pull scale per form: 10 µs per (expert × layer) or tile, 1 ms per layer."""
+PREFILL_BOUND_S = {"expert": 5e-5, "moe_layer": 1e-2, "layer": 1e-2, "tile": 5e-5}
+MOE_BLOCK_M = 64
+"""The fused MoE kernel's row tile (BLOCK_SIZE_M) on prompts: 64 in SGLang's default
+configs, sgl-project/sglang c050f40d, python/sglang/srt/layers/moe/fused_moe_triton/
+fused_moe_triton_config.py get_default_config (block-wise FP8 and 16-bit, M > E)."""
 SERVED = ("serving", "all")
 """The owner of the shared front end: the time per request a server adds to TTFT (r).
 The fit split holds too few TTFTs measured through a server for one group alone (3 in
@@ -455,6 +474,13 @@ class Term:
     then the passes per step, and the *_chunk_s terms a pass's alone."""
     expert_units: float = 0.0
     """A prefill's MoE layers × routed experts its prompt reaches (what sp multiplies)."""
+    moe_layer_units: float = 0.0
+    """A mixture-of-experts prefill's MoE layers (sp's unit under PREFILL_EXPERT_FORM "moe_layer")."""
+    layer_units: float = 0.0
+    """A mixture-of-experts prefill's layers, every one (PREFILL_EXPERT_FORM "layer")."""
+    tile_units: float = 0.0
+    """A mixture-of-experts prefill's MoE layers × the grouped GEMM's row tiles over the
+    experts reached, each expert's rows padded to MOE_BLOCK_M (PREFILL_EXPERT_FORM "tile")."""
     held_share: float = 0.0
     """The format's sourced decode share on this point's backend
     (Precision.bandwidth_share_by_memory, Metal's 4-bit GGUF kernels), held in place of
@@ -496,6 +522,17 @@ def _expert_units(d, tokens: int) -> float:
     if not m.is_moe:
         return 0.0
     return m.moe_layers * m.num_experts * expert_hit_fraction(m.num_experts, m.experts_per_token, tokens)
+
+
+def _tile_units(d, tokens: int) -> float:
+    """MoE layers × row tiles of the grouped GEMM: each expert reached gets P·k/(E·hit)
+    rows on average, padded up to MOE_BLOCK_M (moe_align_block_size)."""
+    m = d.model
+    if not m.is_moe or tokens <= 0:
+        return 0.0
+    hit = m.num_experts * expert_hit_fraction(m.num_experts, m.experts_per_token, tokens)
+    rows = tokens * m.experts_per_token / hit
+    return m.moe_layers * hit * math.ceil(rows / MOE_BLOCK_M)
 
 
 def terms_of(p: dict, catalog) -> Term | None:
@@ -579,6 +616,9 @@ def terms_of(p: dict, catalog) -> Term | None:
             d.engine.name,
             tp=d.tp,
             expert_units=_expert_units(d, prompt),
+            moe_layer_units=float(d.model.moe_layers) if d.model.is_moe else 0.0,
+            layer_units=float(d.model.num_layers) if d.model.is_moe else 0.0,
+            tile_units=_tile_units(d, prompt),
             held_share=held,
             sixteen_ratio=as16,
             line=release_line(d.engine, catalog),
@@ -838,6 +878,9 @@ class Model:
                 "weights_chunk_s",
                 "separate",
                 "expert_units",
+                "moe_layer_units",
+                "layer_units",
+                "tile_units",
                 "held_share",
                 "sixteen_ratio",
                 "routed_weights_s",
@@ -952,7 +995,7 @@ class Model:
             + fixed
             + a["served"] * r
         )
-        ttft = ttft + a["expert_units"] * self.values.get((GLOBAL, "sp"), 0.0)
+        ttft = ttft + a[PREFILL_UNITS[PREFILL_EXPERT_FORM]] * self.values.get((GLOBAL, "sp"), 0.0)
         if self.release and RELEASE_SHAPE == "scale":
             tpot = tpot * np.exp(self._release_values())
         return np.where(self.is_ttft, ttft, tpot)
@@ -973,7 +1016,7 @@ class Model:
             elif key == "s3":
                 pull += PULL * v / EXPERT_PULL_S
             elif key == "sp":
-                pull += PULL * v / 1e-5
+                pull += PULL * v / PREFILL_PULL_S[PREFILL_EXPERT_FORM]
             elif key == "s1" and owner in LAYER_FITTED_GROUPS:
                 pull += PULL * abs(v - METAL_LAYER_S) / LAYER_PULL_S
             elif key in ("s1", "s2"):
@@ -1045,7 +1088,7 @@ class Model:
         for _ in range(rounds):
             before = self.loss()
             for key in free:
-                lo, hi = BOUNDS[key[1]]
+                lo, hi = (0.0, PREFILL_BOUND_S[PREFILL_EXPERT_FORM]) if key[1] == "sp" else BOUNDS[key[1]]
                 if key[1] in ("s0", "s1", "s2", "s3", "s4", "r", "sp"):
                     grid = np.concatenate([[0.0], np.geomspace(max(hi * 1e-4, 1e-7), hi, 80)])
                 else:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from solver.spec.solve_spec import parse_spec
@@ -91,3 +92,42 @@ def test_fit_cv_folds_keep_a_repository_together() -> None:
     assert fit_cv.fold_sets(sources, 0, group="repository") == [set(sources[:2]), {"https://x.org/a"}, {"https://y.org/b"}]
     for fold in fit_cv.fold_sets(sources, 2, 0, group="repository"):
         assert (sources[0] in fold) == (sources[1] in fold)
+
+
+def test_fit_cv_reports_the_moe_prompts_apart(monkeypatch) -> None:
+    """Issue 42: the held-out errors of mixture-of-experts TTFTs are listed apart (and
+    summarised), those of MoE decode steps and of dense prompts not among them."""
+    from types import SimpleNamespace
+
+    terms = [
+        SimpleNamespace(source="a", kind="ttft", moe_layers=58, measured_s=0.1),  # predicted +20 %
+        SimpleNamespace(source="a", kind="ttft", moe_layers=0, measured_s=0.1),  # dense: +10 %
+        SimpleNamespace(source="b", kind="tpot", moe_layers=58, measured_s=0.01),  # MoE decode: −30 %
+        SimpleNamespace(source="b", kind="ttft", moe_layers=32, measured_s=0.2),  # −40 %
+    ]
+    off = {id(terms[0]): 1.2, id(terms[1]): 1.1, id(terms[2]): 0.7, id(terms[3]): 0.6}
+    monkeypatch.setattr(fit_cv, "predict_from", lambda train, test: [t.measured_s * off[id(t)] for t in test])
+    errs = fit_cv.held_out(terms, [{"a"}, {"b"}])
+    assert errs["moe_ttft"] == [pytest.approx(0.2), pytest.approx(0.4)]
+    assert errs["moe"] == [pytest.approx(0.3)]
+    assert "MoE TTFT  30.0% (n 2)" in fit_cv._summary(errs)
+
+
+def test_fit_tile_units_by_hand(build_deployment) -> None:
+    """bench/fit_defaults.py's row-tile form (PREFILL_EXPERT_FORM "tile", tried for issue
+    42): MoE layers × experts reached × each one's rows padded to 64. DeepSeek-R1 (58 MoE
+    layers, 256 experts, 8 a token): 1,024 tokens reach all 256 (1 − (31/32)^1024 = 1 −
+    7.6e-15) at 32 rows each, one tile: 58 × 256 = 14,848; 8,192 tokens give 256 rows,
+    4 tiles: 59,392. Mixtral (32 layers, 8 experts, 2 a token) at 2,048 tokens: 512 rows,
+    8 tiles: 32 × 8 × 8 = 2,048. A dense model: none."""
+    import fit_defaults
+
+    def units(model: str, prompt: int) -> float:
+        d, _, _ = build_deployment(model, "h200", users=1, prompt=prompt, output=1, tp=8, weights="fp8")
+        return fit_defaults._tile_units(d, prompt)
+
+    assert fit_defaults.MOE_BLOCK_M == 64
+    assert units("deepseek-r1", 1024) == pytest.approx(14848, rel=1e-9)
+    assert units("deepseek-r1", 8192) == pytest.approx(59392, rel=1e-9)
+    assert units("mixtral-8x7b", 2048) == pytest.approx(2048, rel=1e-9)
+    assert units("llama-3.1-70b", 2048) == 0.0
