@@ -32,6 +32,25 @@ math at their grouped share came on top of a read it hides under: on the fit hal
 TensorRT-LLM 0.9's Mixtral prompts of 128 tokens were 34-70 % slow while its dense
 prompts of the same campaign were within 21 %, and its 2,048-token ones (math-bound,
 where max and sum differ by the read alone) within 5 %.
+
+The cost per expert reached (Factors.prefill_expert_overhead_s) is charged per routed
+expert × MoE layer; issue 42 tried other forms, none kept. The grouped GEMMs are one
+launch per GEMM per layer, each expert's rows padded to the kernel's row tile (SGLang's
+fused_moe: BLOCK_SIZE_M 64 on prompts, sgl-project/sglang c050f40d,
+python/sglang/srt/layers/moe/fused_moe_triton/fused_moe_triton_config.py
+get_default_config; moe_align_block_size pads). Padding by hand: DeepSeek-R1 (256
+experts, k 8) at 1,024 tokens gives an expert 32 rows, padded to 64, its math 8.7 →
+17.5 ms on B200 at TP 8 against a 12.5 ms read: about 5 ms more; at 8,192 (256 rows,
+4 whole tiles) none. Yet the fit half's SGLang DeepSeek-R1 prompts leave 131-167 ms
+beside the other terms at 128, 1,024 and 8,192 tokens alike. Campaign-fold CV on the
+fit half (bench/fit_cv.py --prefill-expert-form, 5 folds, seeds 0 / 1, 13 MoE TTFTs of
+5 campaigns, 2026-12-06), held-out MoE TTFT median: per expert × layer (kept) 21.7 /
+17.8 %; per MoE layer 82.6 / 83.3; per layer 79.0 / 83.2; per row tile of 64 38.0 /
+36.7; none 47.8 / 52.1. A per-layer cost cannot give TensorRT-LLM 0.9's Mixtral (32
+layers, 12 ms at 128 tokens) and SGLang's DeepSeek-R1 both; tiles grow with the prompt
+where the cost does not. The test half's MoE TTFTs (31 % median) are mostly a level:
+one engine on one GPU (SGLang's cookbook, B200) leaves DeepSeek-R1 and Qwen3-235B 6-9 µs
+per expert × layer, against the 9-13 µs of the fit half's older runs.
 """
 
 from __future__ import annotations
