@@ -187,6 +187,37 @@ unchanged (8.1 / 15.4 / 10.6 / 9.4 / 14.3 %), one campaign out unchanged (7.7 / 
 # from 23.0 to 33.5 % median (batched MoE TPOT 12.7 to 13.5 %), so the two still differ
 # there: a choice for the lead, with the test half's MoE throughput points being mostly
 # SGLang runs whose prompt passes the share slows.
+# Issue 42, MoE batch-1 decode (test half 17-46 % fast on most DeepSeek runs, gpt-oss-120b
+# at TP 8 +91 %), 2026-12-06; none kept. An MoE layer's kernels at decode, vLLM's Triton
+# path (vllm-project/vllm vllm/model_executor/layers/fused_moe/fused_moe.py at 13cb3e4,
+# fused_experts_impl): after the router GEMM and top-k, the input's FP8 quantisation
+# (moe_kernel_quantize_input), moe_align_block_size, the w13 grouped GEMM, silu_and_mul,
+# the intermediate's quantisation, the w2 grouped GEMM, moe_sum; a dense MLP runs the two
+# GEMMs, the activation and the quantisations, so an MoE layer adds about four launches
+# (router, top-k, align, sum): 16-20 µs at the 4-5 µs a launch that the held 50 µs a layer
+# of a dozen kernels implies, against the 30 µs a MoE layer the fit gives NVIDIA HBM
+# (DeepSeek's shared expert adds its GEMMs and activation). The fit half's own MoE batch-1
+# steps split by launch, not by shape: InferenceX's tuned DeepSeek-R1 launches (8×B200
+# SGLang, 3 points) in-sample +0 to +2 % (held out −11 to −15 %), DataCrunch's SGLang on
+# H200 −63 %, a vLLM AWQ run −49 %, Qwen3-235B FP8 on RTX PRO 6000 −8 to +16 %; batched,
+# InferenceX's H200 steps are +1 to +11 % (slow). Tried (5 folds, seeds 0 and 1, held-out
+# TPOT / TTFT / all / campaigns' medians / MoE TPOT; as fitted 8.9 / 14.9 / 10.8 / 11.4 /
+# 16.3 % and 7.8 / 14.9 / 10.2 / 9.6 / 14.3 %):
+#   one launch cost per layer for formats that quantise activations (FP8, NVFP4), on every
+#   layer or on MoE layers only, fitted 0 to 100 µs: the fit takes 0 (unchanged).
+#   the routed experts' decode reads at a share of their own (fitted 0.3-1), FP8 only or
+#   every format: the fit takes 1 (unchanged).
+#   MXFP4 experts' cost per MoE layer a factor of its own (vLLM's Mxfp4MoEMethod and
+#   SGLang run routing, activation and sum inside flashinfer's or triton_kernels' MoE
+#   call): NVIDIA HBM 24 µs against 38 for the rest; 8.8 / 16.1 / 10.2 / 10.7 / 15.0 %,
+#   seed 1 9.2 / 14.9 / 10.7 / 10.8 / 17.7 %. With gpt-oss-120b's padded TP 4/8 splits
+#   fitted too (MXFP4 1.3 µs, the rest 34): on the 440 terms above 9.4 / 16.1 / 11.2 /
+#   10.8 / 14.6 %, seed 1 9.4 / 16.0 / 11.2 / 10.7 / 15.1 % (the padded splits held out
+#   8.1 and 4.2 %; fitted without the factor 9.3 / 15.6 / 11.4 / 12.7 / 18.6 % and 9.0 /
+#   16.1 / 10.8 / 10.7 / 13.6 %, the splits 15.2 and 16.4 %). Not kept: alone it is
+#   better at seed 0 but for TTFT and worse at seed 1 (TPOT 7.8 → 9.2 %); with the splits,
+#   worse than as fitted on both seeds. The fit half points to the launch (tuned flags,
+#   engine build) as what sets these steps, which plan-opt's inputs do not carry.
 DECODE_EXPERT_SHARE = "none"
 """Which of a decode step's routed-expert FLOPs run at the format's expert share (sx),
 as a lone prompt's do: "none" (the decoders' and a prompt chunk's, or a prompt pass's
