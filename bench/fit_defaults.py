@@ -207,6 +207,8 @@ unchanged (8.1 / 15.4 / 10.6 / 9.4 / 14.3 %), one campaign out unchanged (7.7 / 
 #   layer or on MoE layers only, fitted 0 to 100 µs: the fit takes 0 (unchanged).
 #   the routed experts' decode reads at a share of their own (fitted 0.3-1), FP8 only or
 #   every format: the fit takes 1 (unchanged).
+#   a decode cost per MoE layer with a shared expert (its gate-up GEMM, activation, down
+#   GEMM and add: DeepSeek), fitted 0 to 100 µs beside the pooled one: the fit takes 0.
 #   MXFP4 experts' cost per MoE layer a factor of its own (vLLM's Mxfp4MoEMethod and
 #   SGLang run routing, activation and sum inside flashinfer's or triton_kernels' MoE
 #   call): NVIDIA HBM 24 µs against 38 for the rest; 8.8 / 16.1 / 10.2 / 10.7 / 15.0 %,
