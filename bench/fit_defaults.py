@@ -362,6 +362,42 @@ which held the fit at 80 µs where the fit split's same-build Metal triples (8B 
 (catalogs/precisions.yaml, q4_k_m's Metal share); pulled toward 0.28 ms the fit takes 153 µs
 and the bandwidth efficiency its cap, and the fit split's Metal TPOTs go from 9.5 to 6.5 %
 in-sample (with q4_k_m's Metal share from the same triples)."""
+# llama.cpp's CUDA decode on GDDR, batch 1 (issue 42), tried and not kept (2026-12-06). The
+# test half's late llama.cpp builds are predicted slow where the fit half is not: RTX 6000 Ada
+# 3B Q4_K_M +37 %, 8B Q4_0 +21 % (PR 19053, 2026-02); gpt-oss-20b on an RTX PRO 6000 +55 %
+# (PR 16991, 2025-11); 70B Q4_K_M over 4 × RTX 4090 +13-16 % (PR 19378, 2026-02). What each
+# leaves beside its reads at e = 0.92 is 16-42 µs a layer (0.94-1.25 ms a token), where the
+# fit half's runs leave 70-130 µs: XiongjieDai's llama-bench tables (2024-05, builds
+# 2824-2843, 8B and 70B Q4_K_M on one GPU model solved together: RTX 6000 Ada 71, A6000 92,
+# A40 70, RTX 4090 84-103, RTX 3090 104, RTX 5000 Ada 107, RTX 4000 Ada 128 µs) and the RTX
+# 4090 of PRs 16649-16884 (2025-10; 8B Q4_K_M 7.61-7.66 ms, the same as the 2024 table's
+# 7.66). The same 70B Q4_K_M layer split on RTX 4090s took 52.6 ms in 2024-05 and 47.1 ms in
+# 2026-02: a later build's (or machine's) gain, and the fit half holds no llama.cpp CUDA
+# decode run after 2025-10, so no release line of its own can be fitted (MIN_LINE_CAMPAIGNS).
+# Nor a device form: by family the 2024 table's single-GPU GDDR points sit at +5.1 % (Ada, 9)
+# and -2.7 % (Ampere, 5) in-sample, per-layer costs by device scatter ±20 µs with no order by
+# SM count or clock, and the table is one campaign, so campaign folds cannot test a device
+# term: in the seed-0 fold that holds it out, llama.cpp on GDDR keeps only the RTX 4090 PR
+# points (no prefill: not identifiable) and falls back to the serving engines' GDDR factors.
+#   the cost per layer fitted for ("llama.cpp", "gddr") (pulled toward LAYER_OVERHEAD_S): the
+#   fit half asks for more, 64.5 µs with the bandwidth efficiency at its 0.9 cap (step cost
+#   at its 0.5 ms cap); bench/fit_cv.py, 5 folds, TPOT / TTFT / all / campaigns' / MoE TPOT,
+#   seed 0 8.9 / 14.9 / 10.8 / 11.4 / 16.3 % and seed 1 7.8 / 14.9 / 10.2 / 9.6 / 14.3 %
+#   either way; llama.cpp's held-out TPOT 5.2 % (seed 0, n 94) and 5.8 % (seed 1) either way
+#   (the two PR folds that see it: 1.4 -> 1.6 %, 2.0 -> 0.9 %). Refitted, the test half's
+#   medians do not move and the shallow models go the wrong way (3B +37 -> +46 %, 8B Q4_0
+#   +21 -> +28 %; 70B layer split +16 -> +14 %).
+#   all of it per layer, no step cost: llama.cpp's held-out TPOT 5.2 -> 5.5 % (seed 0) and
+#   5.8 -> 5.9 % (seed 1).
+# The multi-GPU runs of the 2024 table (layer split) measure 4-10 % slower than one GPU of the
+# same model on the same 8B Q4_K_M (4 GPUs against 1, seven GPU models; RTX 4090 7.66 / 8.02 /
+# 8.31 / 8.47 ms on 1 / 2 / 4 / 8 GPUs), which the physics' hop between GPUs does not give
+# (predicted 7.62-7.69 ms); PR #6766, which brought CUDA graphs (merged 2024-05-08, ggml-org/llama.cpp
+# commit bc4bba36), disabled them "for multi-gpu and batch size > 1". A cost per GPU of the
+# split (the per-rank cost s4 counted over the layer split's GPUs) is fitted at 0: the split's
+# 70B runs are predicted slow as much as its 8B ones fast (median residual of the 36 multi-GPU
+# GDDR TPOTs -0.2 %, of the 38 on one GPU -0.2 %); held out, llama.cpp's TPOT 5.2 % (seed 0)
+# and 5.8 -> 5.6 % (seed 1), the rest within 0.3 point. Left alone.
 SERVING_KEYS = ("r",)
 GLOBAL = ("defaults", "all")
 """The owner of the factors every engine shares (catalogs/fitted.yaml's defaults)."""
