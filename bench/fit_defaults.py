@@ -389,6 +389,10 @@ in-sample (with q4_k_m's Metal share from the same triples)."""
 #   +21 -> +28 %; 70B layer split +16 -> +14 %).
 #   all of it per layer, no step cost: llama.cpp's held-out TPOT 5.2 -> 5.5 % (seed 0) and
 #   5.8 -> 5.9 % (seed 1).
+#   a quantised format's decode share allowed above 1 (BOUNDS sb to 1.5: llama.cpp's MMVQ
+#   kernels against its 16-bit ones, for the test half's 8B Q4_0 at +21 %): q4_0 stays at 1.0
+#   on the whole fit half (its points are Qwen3-30B-A3B's, mostly fixed cost); held out, TPOT
+#   8.9 -> 8.4 % (seed 0) but 7.8 -> 8.7 % (seed 1), MoE TPOT 16.3 -> 17.6 % (seed 0).
 # The multi-GPU runs of the 2024 table (layer split) measure 4-10 % slower than one GPU of the
 # same model on the same 8B Q4_K_M (4 GPUs against 1, seven GPU models; RTX 4090 7.66 / 8.02 /
 # 8.31 / 8.47 ms on 1 / 2 / 4 / 8 GPUs), which the physics' hop between GPUs does not give
