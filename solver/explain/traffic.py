@@ -2,10 +2,19 @@
 the simulation refuses gets more replicas, the fewest that pass (or, when none of a
 few more do, its shape is dropped), and the model is solved again, until the chosen
 plan passes its simulation. The cheapest plan reported is then the cheapest among the
-screened plans with every simulated correction applied."""
+screened plans with every simulated correction applied.
+
+A correction is lazy: a refused plan's shape has its floor raised a step without a
+simulation, and the count at the floor is simulated only when a re-solve picks it
+again (a miss on its first seed is the next step, as a floor search would have run
+it). A floor search run at once simulated counts that the re-solve then passed over
+for a cheaper shape; run lazily, every count simulated was the cheapest plan left when
+it ran, and the plan found is the same (each re-solve sees a floor no higher than the
+search's, and raises it the same steps until the search's floor or a cheaper plan)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -56,6 +65,12 @@ def _simulate(problem: Problem, s: Scenario, shape: Shape, replicas: int, seeds:
     # that lands on a plan simulated before reads it back, its budget charged as before.
     key = verdict_key(shape, replicas, seeds, settings, s.workload, s.targets)
     check = problem.simulated.get(key)
+    if check is None and seeds == 1:
+        # a verdict on every seed run before holds this one's run: its first seed's, where
+        # it passed (its figures are that run's) or missed on that seed
+        full = problem.simulated.get(verdict_key(shape, replicas, SEEDS, settings, s.workload, s.targets))
+        if full is not None and (full.ok or len(full.seeds) == 1):
+            check = problem.simulated[key] = dataclasses.replace(full, seeds=full.seeds[:1], bounds=())
     if check is None:
         # the spec's seed alone, run before (a correction's floor), is this verdict's first
         # run: a miss there is the verdict, a pass is not run again
@@ -98,16 +113,34 @@ def verified(problem: Problem, s: Scenario, sol: Solution, result: SolveResult, 
                 f"the simulation budget ({MAX_SIMULATIONS} runs or {MAX_SIMULATED_REQUESTS:,} requests) was spent before a plan passed"
             )
             return Solution("infeasible", None)
+        idx = c.shape.index
+        pending = problem.floor_steps.pop(idx, None)
         if check.ok:
             result.traffic_check = check
             return sol
-        result.traffic_rejected.append((c.shape.label, c.replicas, check.failing))
-        floor = corrected_floor(problem, s, c.shape, c.replicas)
-        refusals[c.shape.index] = refusals.get(c.shape.index, 0) + 1
-        if refusals[c.shape.index] >= MAX_CORRECTIONS_PER_SHAPE:
-            floor = 0  # refused this often: dropped (each round drops a shape or raises a floor, so the loop ends)
-        problem.replica_floor[c.shape.index] = floor
+        if pending is not None and pending[0] == c.replicas == problem.replica_floor.get(idx) and len(check.seeds) == 1:
+            # a correction's step, missed on its first seed: the next step (not a refusal
+            # of a floor that passed it, so not listed: a floor search's runs were not)
+            floor = _step(problem, idx, c.replicas, pending[1], pending[2])
+        else:
+            result.traffic_rejected.append((c.shape.label, c.replicas, check.failing))
+            refusals[idx] = refusals.get(idx, 0) + 1
+            if refusals[idx] >= MAX_CORRECTIONS_PER_SHAPE:
+                floor = 0  # refused this often: dropped (each round drops a shape or raises a floor, so the loop ends)
+            else:
+                floor = _step(problem, idx, c.replicas, max(1, math.ceil(c.replicas * 0.1)), 0)
+        problem.replica_floor[idx] = floor
         sol = solve_scenario(problem, s, shapes=shapes)
+
+
+def _step(problem: Problem, shape_index: int, replicas: int, step: int, taken: int) -> int:
+    """A refused count's next floor, `step` above it, kept as a correction's (to be
+    simulated when picked); 0 (the shape dropped) after MAX_EXTRA_TRIES steps, as
+    `corrected_floor` gives up."""
+    if taken >= MAX_EXTRA_TRIES:
+        return 0
+    problem.floor_steps[shape_index] = (replicas + step, step, taken + 1)
+    return replicas + step
 
 
 def plan_verdict(problem: Problem, s: Scenario, shape: Shape, replicas: int, seeds: int = SEEDS) -> Check | None:
@@ -174,7 +207,6 @@ shows it loses and gives a floor under its cost, at a fifth of the time."""
 def verify_runners_up(problem: Problem, s: Scenario, result: SolveResult) -> None:
     """Each of the cheapest runners-up simulated and corrected as the plan was, so the
     gap to the plan is between two simulated plans."""
-    import dataclasses
 
     from solver.optimise.scenario import objective_value, plan_label
 

@@ -160,8 +160,11 @@ class Problem:
     """Under traffic: simulations run so far by this command, the requests they drew and
     their wall time (explain/traffic.py bounds them)."""
     replica_floor: dict[int, int] = field(default_factory=dict)
-    """Under traffic: the fewest replicas of a shape its simulation showed to meet the
-    targets (set by the verification loop; 0 means no count tried did)."""
+    """Under traffic: the fewest replicas of a shape its simulation has not refused (set
+    by the verification loop; 0 means no count tried met the targets)."""
+    floor_steps: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    """Under traffic: a refused shape's correction not yet simulated at its floor: (the
+    floor, its step, the steps taken) (explain/traffic.py)."""
     pricing: Pricing | None = None
     """The basis the rented GPUs were priced on."""
     ownership: Ownership | None = None
