@@ -120,3 +120,24 @@ def test_a_correction_gives_up_after_its_steps(monkeypatch):
     assert not sol.feasible
     assert [n for _, n, _ in runs] == [r + i * step for i in range(steps + 1)]
     assert len(result.traffic_rejected) == 1
+
+
+def test_a_one_seed_verdict_is_read_from_the_five_seed_one(monkeypatch):
+    # A runner-up's one-seed verdict on a plan whose five seeds ran is their first run:
+    # read back, equal to a fresh run's figures, not simulated again.
+    from solver.explain.solve import solve
+    from solver.traffic.verify import verify_plan
+
+    problem = build_problem(parse_spec(SPEC), default_catalog())
+    chosen = solve(problem, explain=False).solution.chosen
+    settings = traffic.settings_of(problem, chosen.replicas)
+    fresh = verify_plan(chosen.shape.deployment, problem.workload, problem.targets, chosen.replicas, settings, 1)
+
+    def no_simulation(*args, **kwargs):
+        raise AssertionError("simulated again")
+
+    monkeypatch.setattr(traffic, "verify_plan", no_simulation)
+    kept = traffic.plan_verdict(problem, scenario_of(problem), chosen.shape, chosen.replicas, seeds=1)
+    assert kept is not None
+    figures = [(c.ok, c.seeds, c.bounds, c.ttft_q_s, c.tpot_q_s, c.e2e_q_s, c.goodput, c.sim.results) for c in (kept, fresh)]
+    assert figures[0] == figures[1]
