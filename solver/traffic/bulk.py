@@ -91,12 +91,17 @@ def decode_in_bulk(rep: Replica, k: int, until: float) -> None:
     `until`, comes first)."""
     cost, step, n = rep.cost, rep.step, rep.decoders
     ctx0 = rep.sum_base + n * (step + 1)
-    c0 = cost(n, ctx0, 0, 0.0)
+    # The cost's decode-only iteration of n as a line in the context, where it keeps one
+    # (IterationModel.decode_lines: what iteration_s(n, ctx, 0, 0.0) returns, the same
+    # float, without its dispatch); else (its first stretch of n, or another cost) asked.
+    lines = rep.lines
+    line = lines.get(n) if lines is not None else None
+    c0 = cost(n, ctx0, 0, 0.0) if line is None else line(ctx0)
     if not 0.0 <= c0 < _INF:
         _bad_cost(c0)
     if k >= 2 and until < _INF:
         # ...nor past the next arrival: iteration m starts at m·c0 + d·m(m − 1)/2.
-        c1 = cost(n, ctx0 + n, 0, 0.0)
+        c1 = cost(n, ctx0 + n, 0, 0.0) if line is None else line(ctx0 + n)
         if not 0.0 <= c1 < _INF:
             _bad_cost(c1)
         slope, span_s, m = c1 - c0, until - rep.clock, k - 1
@@ -105,7 +110,7 @@ def decode_in_bulk(rep: Replica, k: int, until: float) -> None:
     if k == 1:
         c_last = c0
     else:
-        c_last = cost(n, ctx0 + (k - 1) * n, 0, 0.0)
+        c_last = cost(n, ctx0 + (k - 1) * n, 0, 0.0) if line is None else line(ctx0 + (k - 1) * n)
         if not 0.0 <= c_last < _INF:
             _bad_cost(c_last)
     dt = k * (c0 + c_last) / 2

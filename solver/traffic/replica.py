@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from heapq import heappop, heappush
 
 from solver.traffic.admission import RATIO_INIT, RETRACT_STEPS, ratio_after_retraction, room_tokens
@@ -69,13 +70,15 @@ class Replica:
         "index", "work", "cost", "max_seqs", "budget", "block", "chunked", "separate", "steps", "window_left", "step_by_step",
         "free", "clock", "waiting", "running", "prefilling", "next_key", "step", "decoders", "sum_base", "by_offset", "heap",
         "heap_ids", "last_finished", "stats", "wait_area_s", "overlap", "incoming",
-        "reserve", "ratio", "ratio_step", "sum_finish",
+        "reserve", "ratio", "ratio_step", "sum_finish", "lines",
     )  # fmt: skip
 
     def __init__(self, index: int, cost: IterationCost, limits: EngineLimits, step_by_step: bool, work: Work) -> None:
         self.index = index
         self.work = work
         self.cost = cost.iteration_s
+        lines = getattr(cost, "decode_lines", None)  # bulk.py: a decode-only iteration's lines, where the cost keeps them
+        self.lines: dict[int, Callable[[int], float]] | None = lines if isinstance(lines, dict) else None
         self.max_seqs = limits.max_num_seqs
         self.budget = limits.max_num_batched_tokens
         self.block = limits.block_size_tokens
