@@ -93,13 +93,15 @@ def _solve_at_peak(problem: Problem) -> Solution:
     """solve's plan at the profile's peak, simulated and corrected as solve prints it
     (explain/traffic.verified; the problem's workload is at the peak), its corrections
     kept off the problem after."""
-    floors = dict(problem.replica_floor)
+    floors, steps = dict(problem.replica_floor), dict(problem.floor_steps)
     s = scenario_of(problem)
     try:
         return verified(problem, s, solve_scenario(problem, s), SolveResult(problem, Solution("infeasible", None)))
     finally:
         problem.replica_floor.clear()
         problem.replica_floor.update(floors)
+        problem.floor_steps.clear()
+        problem.floor_steps.update(steps)
 
 
 def plan_schedule(ss: ScheduleSpec, problem: Problem, catalog: Catalog) -> ScheduleResult:

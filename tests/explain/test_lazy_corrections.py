@@ -141,3 +141,18 @@ def test_a_one_seed_verdict_is_read_from_the_five_seed_one(monkeypatch):
     assert kept is not None
     figures = [(c.ok, c.seeds, c.bounds, c.ttft_q_s, c.tpot_q_s, c.e2e_q_s, c.goodput, c.sim.results) for c in (kept, fresh)]
     assert figures[0] == figures[1]
+
+
+def test_the_schedules_peak_solve_leaves_no_correction_behind(monkeypatch):
+    # plan-opt schedule's solve at the peak keeps its corrections off the problem: its
+    # floors and its corrections not yet simulated both (a stale step would read a later
+    # pick at that count as a step, not a refusal).
+    from solver.explain import schedule
+
+    problem, _, result = _first_pick(SPEC)
+    first = result.solution.chosen
+    _verdicts(monkeypatch, lambda shape, n, seed: shape.index != first.shape.index)
+    problem.replica_floor[999], problem.floor_steps[999] = 7, (7, 1, 1)
+    sol = schedule._solve_at_peak(problem)
+    assert sol.feasible and sol.chosen.shape.index != first.shape.index
+    assert problem.replica_floor == {999: 7} and problem.floor_steps == {999: (7, 1, 1)}
