@@ -31,6 +31,7 @@ still win (`_traffic`)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from solver.optimise.candidates import Candidate, candidates
 from solver.optimise.disaggregated import serves_disaggregated
@@ -42,6 +43,8 @@ from solver.physics.deployment import Targets, Workload
 from solver.units import TIME_TOLERANCE, meets_time
 
 _PER_GPU = ("min_cost", "min_gpus", "min_purchase")
+_BUDGETS = frozenset({"max_usd_per_hour", "max_purchase_usd", "max_gpus"})
+"""The rules `least_admissible` reads before any latency (the physical ones always)."""
 _FIGURE = {"min_cost": 0, "min_gpus": 1, "min_purchase": 2}
 """Each objective's figure of a prefill replica (disaggregated._Option.per_replica)."""
 
@@ -197,7 +200,7 @@ class Refilter:
                 cands = candidates(problem, w, s.targets, batch_variants=variants, shapes=self.shapes, aggregated=one, decoding=[sh] if kind else [])
             for c in cands:
                 built.append(c)
-                if admissible(c, limits) and (best is None or primary(c) < best):
+                if (best is None or primary(c) < best) and admissible(c, limits):  # the objective first: it is cheaper
                     best = primary(c)
 
         kinds = (0, 1) if disaggregated else (0,)
@@ -300,9 +303,29 @@ class Refilter:
             aggregated=hopeful,
             within=within if any(x is not None for x in within) else None,
         )
-        ok = [c for c in cands if admissible(c, limits)]
-        if not ok:  # infeasible: the full solve says so
+        tied = least_admissible(cands, limits, primary)
+        if not tied:  # infeasible: the full solve says so
             return solve_scenario(problem, s, shapes=self.shapes)
-        best = min(primary(c) for c in ok)
-        tied = [c for c in ok if primary(c) == best]
         return optimise(tied, limits, problem.objective, problem.clock, problem.spec.prefer)
+
+
+def least_admissible(cands: list[Candidate], limits: Limits, primary: Callable[[Candidate], int]) -> list[Candidate]:
+    """The candidates that meet every rule (`admissible`) at the least objective among
+    those that do, in their order in `cands`; [] where none does. The same list as
+    filtering them all, then keeping the least: the candidates are visited by objective
+    (the rules that need no latency first, `_rules_of`), and the visit stops at the
+    first objective above an admissible one's, so a candidate dearer than the answer
+    never has its TTFT under load derived. Under min_tpot the objective is a latency
+    itself: it is read only of the candidates within the physical rules and budgets."""
+    cheap = [k for k, c in enumerate(cands) if admissible(c, limits, assumed=_BUDGETS)]
+    cheap.sort(key=lambda k: primary(cands[k]))  # stable: equal objectives keep their order
+    best: int | None = None
+    tied: list[int] = []
+    for k in cheap:
+        c = cands[k]
+        if best is not None and primary(c) > best:
+            break
+        if admissible(c, limits):
+            best = primary(c)
+            tied.append(k)
+    return [cands[k] for k in sorted(tied)]
