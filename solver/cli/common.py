@@ -14,9 +14,13 @@ if TYPE_CHECKING:
 
 def catalog_for(args: argparse.Namespace) -> Catalog:
     from solver.catalog import default_catalog
+
+    path = getattr(args, "calibration", None)
+    if not path:  # the catalog as shipped: no calibration's module to load
+        return default_catalog()
     from solver.catalog.calibration import with_calibration
 
-    return with_calibration(default_catalog(), getattr(args, "calibration", None))
+    return with_calibration(default_catalog(), path)
 
 
 def problem_from(spec: Spec, lines: dict[tuple, int], path: str, catalog: Catalog) -> Problem:

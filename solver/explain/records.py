@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from solver.explain.mixed import MixedPlan
 from solver.explain.validate import Violation
@@ -12,7 +13,9 @@ from solver.optimise.model import (
 )
 from solver.optimise.problem import Problem
 from solver.physics.evaluate import Evaluation
-from solver.traffic.verify import Check
+
+if TYPE_CHECKING:
+    from solver.traffic.verify import Check
 
 
 @dataclass(frozen=True)

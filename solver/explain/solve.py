@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from solver.explain.diagnosis import diagnose
 from solver.explain.mixed import mixed_plan
@@ -22,13 +23,12 @@ from solver.explain.records import (
 from solver.explain.runners_up import runners_up
 from solver.explain.sensitivity import better_weights, sensitivity
 from solver.explain.serving import compare_serving
-from solver.explain.traffic import passes_simulation, verified, verify_runners_up
 from solver.explain.validate import validate
 from solver.explain.vendor_pairs import note_vendor_pairs
 from solver.optimise.candidates import Candidate, candidates
 from solver.optimise.headroom import most_headroom
 from solver.optimise.model import Solution, tie_key
-from solver.optimise.problem import Problem
+from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import (
     Scenario,
     scenario_of,
@@ -40,8 +40,31 @@ from solver.optimise.targets import LABELS
 from solver.physics.deployment import Targets
 from solver.physics.evaluate import evaluate
 from solver.spec.solve_spec import DEFAULT_MAX_GPUS
-from solver.traffic.verify import Check
 from solver.units import fmt_seconds
+
+if TYPE_CHECKING:
+    from solver.traffic.verify import Check
+
+
+def verified(problem: Problem, s: Scenario, sol: Solution, result: SolveResult) -> Solution:
+    """explain/traffic.verified, its module loaded only under traffic (the users form simulates nothing)."""
+    from solver.explain import traffic
+
+    return traffic.verified(problem, s, sol, result)
+
+
+def verify_runners_up(problem: Problem, s: Scenario, result: SolveResult) -> None:
+    """explain/traffic.verify_runners_up, loaded as `verified`."""
+    from solver.explain import traffic
+
+    traffic.verify_runners_up(problem, s, result)
+
+
+def passes_simulation(problem: Problem, s: Scenario, shape: Shape, replicas: int) -> Check | None:
+    """explain/traffic.passes_simulation, loaded as `verified`."""
+    from solver.explain import traffic
+
+    return traffic.passes_simulation(problem, s, shape, replicas)
 
 
 def solve(problem: Problem, *, explain: bool = True) -> SolveResult:

@@ -12,6 +12,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from solver.optimise.candidates import Candidate
 from solver.optimise.problem import Problem
@@ -20,7 +21,9 @@ from solver.physics.deployment import Targets, Workload
 from solver.physics.disaggregation import kv_transfer, link_load_ok, prefill_pool_load
 from solver.physics.evaluate import evaluate
 from solver.physics.prefill import estimate_prefill
-from solver.traffic.verify import Check
+
+if TYPE_CHECKING:
+    from solver.traffic.verify import Check
 
 
 @dataclass(frozen=True)

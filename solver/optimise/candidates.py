@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from solver.optimise.capacity import Capacity, latencies_at, replica_capacity
 from solver.optimise.lazy import cached_property
@@ -22,7 +23,9 @@ from solver.physics.costs import owned_in_use, plan_tco
 from solver.physics.decode import DecodeCoefficients
 from solver.physics.deployment import Targets, Workload
 from solver.physics.disaggregation import KvTransfer, PrefillPoolLoad
-from solver.traffic.screen import TrafficSizing
+
+if TYPE_CHECKING:
+    from solver.traffic.screen import TrafficSizing
 
 __all__ = ["Candidate", "PrefillPool", "candidates", "ceil_us"]  # ceil_us: the rounding enumerate.py shares
 

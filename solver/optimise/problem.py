@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from solver.bisect import largest_true
 from solver.catalog import Device, Ownership, Pricing
@@ -19,8 +19,10 @@ from solver.physics.disaggregation import KvTransfer, kv_transfer
 from solver.physics.memory import estimate_memory
 from solver.physics.prefill import PrefillEstimate, estimate_prefill
 from solver.spec.solve_spec import Spec
-from solver.traffic.screen import ShapeScreen
 from solver.units import meets_time
+
+if TYPE_CHECKING:  # the users form screens no traffic: a solve of it loads no traffic module
+    from solver.traffic.screen import ShapeScreen
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from solver.catalog import Catalog, Device, Engine, FactorOverrides, Factors, Model
 from solver.catalog.bands import Bands, bands_for, slow_edge, slowed
-from solver.catalog.calibration import pessimistic
 from solver.catalog.precisions import user_shares
 from solver.errors import InputError
 from solver.physics.deployment import Deployment, LengthDistribution, Targets, Traffic, Workload
@@ -164,6 +163,8 @@ def engine_factors(catalog: Catalog, device: Device, engine: Engine, at: str = "
     factors = fitted.apply(factors) if fitted else factors
     band = catalog.calibration_bands.get(device.name)
     if at == "pessimistic" and band:
+        from solver.catalog.calibration import pessimistic  # a calibration's band: its module is loaded already
+
         factors = pessimistic(factors, band)
     elif at == "pessimistic":
         b = default_bands(catalog, device, engine)

@@ -4,12 +4,16 @@ simulated percentiles and the cost per million tokens at the load and at saturat
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import Field
 
 from solver.explain.records import SolveResult
 from solver.physics.deployment import LengthDistribution
 from solver.report.strict_json import SolveModel
-from solver.traffic.simulate import SimResult
+
+if TYPE_CHECKING:
+    from solver.traffic.simulate import SimResult
 
 
 class LengthsOut(SolveModel):

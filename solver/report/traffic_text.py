@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from solver.physics.deployment import Targets, Traffic
 from solver.report.traffic_json import LengthsOut, PercentilesOut, TrafficOut, lengths_out
-from solver.traffic.verify import PREDICTION
 from solver.units import fmt_seconds
 
 NAMES = {"max_ttft": "TTFT", "max_tpot": "TPOT", "max_e2e": "end to end"}
@@ -82,6 +81,8 @@ def traffic_lines(t: TrafficOut, replicas: int) -> list[str]:
             head = f"simulated ({sim.requests:,} requests, seed {sim.seed}, {sim.routing.replace('_', '-')})"
         lines.append(f"  {'target':<16} {'limit':>9} {'screened':>9}  {head}")
         if several:
+            from solver.traffic.verify import PREDICTION  # a simulated plan: its module is loaded already
+
             lines.append(f"  {'':<16} {'':>9} {'':>9}  {'mean':>9} {'95% bound':>10} {'margin':>10}")
         for x in t.targets:
             name = f"{NAMES.get(x.target, x.target)} P{x.percentile:g}"

@@ -75,3 +75,21 @@ def test_a_solve_of_a_catalog_model_builds_no_config_json_validator() -> None:
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0", "False", "False"]
+
+
+def test_a_users_solve_imports_no_traffic_module_and_no_calibration() -> None:
+    """A spec in users (no request rate) is neither screened nor simulated, and without
+    --calibration no calibration file is read: its process loads no `solver.traffic`
+    module, nor explain/traffic.py, nor catalog/calibration.py (each was imported for an
+    annotation or a branch a users solve never takes). Text and JSON both."""
+    for fmt in ("text", "json"):
+        code, modules = _loaded_after(["solve", "specs/latency-critical-8b.yaml", "--format", fmt])
+        assert code == 0
+        assert not {m for m in modules if m == "solver.traffic" or m.startswith("solver.traffic.")}, fmt
+        assert not {"solver.explain.traffic", "solver.catalog.calibration"} & modules, fmt
+
+
+def test_a_rate_solve_still_loads_the_traffic_modules_it_runs() -> None:
+    code, modules = _loaded_after(["solve", "specs/chat-70b-at-20-rps.yaml", "--format", "json", "--no-explain"])
+    assert code in (0, 3)
+    assert {"solver.traffic.screen", "solver.traffic.simulate", "solver.explain.traffic"} <= modules
