@@ -137,7 +137,7 @@ def test_a_bad_plan_flag_names_the_flag(capsys):
     # The flags narrow the spec's search; a wrong value is refused as the flag's, in one line.
     for flags, words in (
         (["--gpu", "h99"], "--gpu = h99: unknown device"),
-        (["--tp", "0"], "--tp: degrees must be between 1 and 1024"),
+        (["--tp", "0"], "--tp = 0: degrees must be between 1 and 1024"),
         (["--gpu", ""], "--gpu"),
     ):
         assert main(["simulate", str(SPEC), *flags]) == 2
