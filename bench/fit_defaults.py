@@ -77,7 +77,7 @@ from solver.catalog import default_catalog  # noqa: E402
 from solver.errors import InputError  # noqa: E402
 from solver.physics.evaluate import evaluate  # noqa: E402
 from solver.physics.kernels import expert_hit_fraction, expert_imbalance, routed_active_params  # noqa: E402
-from solver.physics.memory import group_weights_bytes, sixteen_bit_bytes  # noqa: E402
+from solver.physics.memory import loaded_group_weights_bytes, sixteen_bit_bytes  # noqa: E402
 from solver.physics.validity import padded_split  # noqa: E402
 
 MIN_POINTS = 6
@@ -586,7 +586,7 @@ def _sixteen_fraction(d) -> float:
         return 1.0
     m = d.model
     skip = () if m.tie_word_embeddings else ("embeddings",)
-    read = sum(b for g, b in group_weights_bytes(m, d.weights).items() if g not in skip)
+    read = sum(b for g, b in loaded_group_weights_bytes(d).items() if g not in skip)
     return sixteen_bit_bytes(m, d.weights, skip) / read if read else 1.0
 
 
@@ -641,7 +641,8 @@ def terms_of(p: dict, catalog) -> Term | None:
             meas = batch * replicas / total * 1e3  # ms per token of each sequence
             w = dataclasses.replace(w, kv_fill=min(1.0, (prompt + output / 2) / w.context_tokens))
         if padded_split(d):
-            # gpt-oss-120b at TP 4 and 8 (MXFP4 experts the engine pads per GPU): the
+            # (Their padded bytes are now held and read, physics/padding.py; this note
+            # was written before.) gpt-oss-120b at TP 4 and 8 (MXFP4 experts the engine pads per GPU): the
             # estimate over-predicts them (H100 TP 8, 4 users: 5.86 ms against 3.72), and
             # fitting the shared MoE overheads to them took the test half's batch-1 TPOT
             # from 15.3 to 27.0 % (2026-12-05); they are reported, not fitted. The padding

@@ -24,6 +24,36 @@ from solver.catalog.types import (
 
 
 @dataclass(frozen=True)
+class MoePadding:
+    """How an engine rounds each GPU's expert matrices up before it allocates them, for
+    one weight format on some devices (catalogs/engines.yaml `moe_padding`). The gate-up
+    matrix is 2·I rows by H columns, the down matrix H rows by I columns (I: each GPU's
+    expert intermediate size, H: the hidden size); the engine first rounds I up to
+    `intermediate_multiple` and H to `hidden_multiple` (vLLM's
+    mxfp4_round_up_hidden_size_and_intermediate_size), then its kernel's layout rounds
+    each matrix's rows up to `rows_multiple` and its columns (the reduced dimension) to
+    `columns_multiple` (triton_kernels' Hopper MXFP4 value layout). The padding is
+    allocated and streamed like the weights it pads."""
+
+    __pydantic_config__ = FORBID
+    formats: tuple[str, ...]
+    backend: str
+    """The kernel family the engine picks there, as its source names it."""
+    source: str
+    families: tuple[str, ...] = ()
+    """Device families (Device.family) the rule holds on."""
+    devices: tuple[str, ...] = ()
+    """Device names it holds on beside the families (a family the engine splits)."""
+    intermediate_multiple: PositiveInt = 1
+    hidden_multiple: PositiveInt = 1
+    rows_multiple: PositiveInt = 1
+    columns_multiple: PositiveInt = 1
+
+    def holds_on(self, device: Device) -> bool:
+        return device.name in self.devices or device.family in self.families
+
+
+@dataclass(frozen=True)
 class Engine:
     """How a serving engine sizes its KV cache (see catalogs/engines.yaml)."""
 
@@ -134,6 +164,10 @@ class Engine:
     """Weight formats whose expert MLP it pads per GPU to its kernels' block, so a TP
     split that leaves part of a block per GPU still loads (vLLM's MXFP4 MoE)."""
     pads_source: str = ""
+    moe_padding: tuple[MoePadding, ...] = ()
+    """The padding of pads_moe_intermediate's formats, by device, where its source gives
+    the rule; the first rule that holds on a device is the engine's there (none: the
+    padding is not modelled on that device)."""
     single_node: bool = False
     """A replica runs on one machine's GPUs only (llama.cpp: no multi-node backend modelled)."""
     single_node_source: str = ""
@@ -162,6 +196,10 @@ class Engine:
         if big and named and device_memory_bytes >= big.min_memory_bytes and not any(x in device_name for x in big.except_names):
             return big.max_num_batched_tokens, big.max_num_seqs
         return self.max_num_batched_tokens, self.max_num_seqs
+
+    def moe_padding_on(self, weights: str, device: Device) -> MoePadding | None:
+        """The expert padding this engine applies to `weights` on `device` (None: none modelled)."""
+        return next((r for r in self.moe_padding if weights in r.formats and r.holds_on(device)), None)
 
 
 Acceptance = Annotated[float, Gt(0), Lt(1)]

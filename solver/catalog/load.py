@@ -193,6 +193,7 @@ class Catalog:
                 for fmt in formats:
                     if fmt not in self.precisions.entries or use not in self.precisions.entries[fmt].use:
                         raise ValueError(f"engine '{e.name}' names '{fmt}', not a {use} format")
+            self._check_moe_padding(e)
         for m in self.models:
             for c in m.published:
                 if c.format not in self.precisions.entries or "weights" not in self.precisions.entries[c.format].use:
@@ -210,6 +211,22 @@ class Catalog:
             for fmt in d.kv_formats:
                 if "kv" not in self.precisions.entries[fmt].use:
                     raise ValueError(f"device '{d.name}': '{fmt}' is not a KV-cache format")
+
+    def _check_moe_padding(self, e: Engine) -> None:
+        """An engine's expert padding rules name formats it pads and devices and families the catalog holds."""
+        families = {d.family for d in self.devices}
+        for r in e.moe_padding:
+            for fmt in r.formats:
+                if fmt not in e.pads_moe_intermediate:
+                    raise ValueError(
+                        f"engine '{e.name}': moe_padding names '{fmt}', not in its pads_moe_intermediate {list(e.pads_moe_intermediate)}"
+                    )
+            for name in r.devices:
+                if name not in self.devices.entries:
+                    raise ValueError(f"engine '{e.name}': moe_padding names unknown device '{name}'")
+            for fam in r.families:
+                if fam not in families:
+                    raise ValueError(f"engine '{e.name}': moe_padding names unknown device family '{fam}' (families: {', '.join(sorted(families))})")
 
     def _check_prices(self) -> None:
         for o in self.prices.offers:

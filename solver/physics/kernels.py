@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from solver.catalog import Model
 from solver.physics.deployment import Deployment
-from solver.physics.memory import deployment_weights_bytes, group_weights_bytes, input_embedding_bytes, sixteen_bit_bytes
+from solver.physics.memory import input_embedding_bytes, loaded_group_weights_bytes, loaded_weights_bytes, sixteen_bit_bytes
 
 
 def expert_hit_fraction(num_experts: int, experts_per_token: int, tokens: float) -> float:
@@ -59,13 +59,15 @@ def expert_groups(d: Deployment) -> int:
 
 def split_weight_bytes(d: Deployment) -> tuple[float, float]:
     """(bytes a step reads of everything but the routed experts, bytes of all routed
-    experts), whole model. A checkpoint size given by the user is read whole."""
+    experts), whole model, as the engine allocates them: the padding it adds around each
+    GPU's expert slice is streamed with it (physics/padding.py). A checkpoint size given
+    by the user is read whole."""
     m = d.model
-    total = deployment_weights_bytes(d)
+    total = loaded_weights_bytes(d)
     if d.weights_bytes_override is not None:
         routed = total * m.routed_expert_params / m.total_params if m.is_moe else 0.0
         return total - routed, routed
-    routed = group_weights_bytes(m, d.weights)["experts"]
+    routed = loaded_group_weights_bytes(d)["experts"]
     return total - routed - input_embedding_bytes(m, d.weights), routed
 
 
@@ -78,7 +80,7 @@ def bandwidth_share(d: Deployment) -> float:
         return share
     m = d.model
     skip = () if m.tie_word_embeddings else ("embeddings",)
-    groups = group_weights_bytes(m, d.weights)
+    groups = loaded_group_weights_bytes(d)
     read = sum(b for g, b in groups.items() if g not in skip)
     sixteen = sixteen_bit_bytes(m, d.weights, skip)
     return read / (sixteen + (read - sixteen) / share)

@@ -19,6 +19,7 @@ from solver.bisect import largest_true
 from solver.catalog import Model, Precision
 from solver.physics.deployment import Deployment, Workload, shared_kv_tokens
 from solver.physics.engine_memory import EngineMemory, engine_memory
+from solver.physics.padding import expert_padding_factor
 
 BYTES_16BIT = 2.0
 BYTES_Q8_0 = 34 / 32
@@ -108,9 +109,27 @@ def input_embedding_bytes(model: Model, precision: Precision) -> float:
 
 
 def deployment_weights_bytes(d: Deployment) -> float:
+    """The checkpoint's bytes (what a pod downloads); loaded_weights_bytes is what the GPUs hold."""
     if d.weights_bytes_override is not None:
         return d.weights_bytes_override
     return weights_bytes(d.model, d.weights)
+
+
+def loaded_group_weights_bytes(d: Deployment) -> dict[str, float]:
+    """Whole-model weight bytes per tensor group as the engine allocates them: the routed
+    experts with the padding the engine adds around each GPU's slice (physics/padding.py)."""
+    groups = group_weights_bytes(d.model, d.weights)
+    pad = expert_padding_factor(d)
+    if pad != 1.0:
+        groups["experts"] *= pad
+    return groups
+
+
+def loaded_weights_bytes(d: Deployment) -> float:
+    """Weight bytes the GPUs of a replica hold together (the engine's padding counted)."""
+    if d.weights_bytes_override is not None:
+        return d.weights_bytes_override
+    return sum(loaded_group_weights_bytes(d).values())
 
 
 def kv_bytes_per_token_per_layer(model: Model, kv: Precision) -> float:
@@ -288,13 +307,9 @@ class MemoryEstimate:
 def per_gpu_weights_bytes(d: Deployment) -> float:
     """Weights on the heaviest GPU: its stage's layers plus one embedding matrix
     (both when there is a single stage), all split across the TP ranks."""
-    total = deployment_weights_bytes(d)
+    total = loaded_weights_bytes(d)
     if d.dp_ep:  # everything but the routed experts on every GPU, the experts split
-        routed = (
-            total * d.model.routed_expert_params / d.model.total_params
-            if d.weights_bytes_override
-            else group_weights_bytes(d.model, d.weights)["experts"]
-        )
+        routed = total * d.model.routed_expert_params / d.model.total_params if d.weights_bytes_override else loaded_group_weights_bytes(d)["experts"]
         return total - routed + routed / d.tp
     emb_total = embedding_bytes(d.model, d.weights) if d.weights_bytes_override is None else 0.0
     if d.weights_bytes_override is not None:

@@ -87,7 +87,10 @@ def _whole_blocks(d: Deployment, tp: int, per_gpu: int, experts: bool) -> list[t
 
 def padded_split(d: Deployment) -> bool:
     """Whether the engine pads this split's expert slices (they hold part of a group per
-    GPU): the kernels then run shapes the estimate does not model."""
+    GPU). The padded bytes are counted (held and read) where the engine's rule for the
+    device is in the catalog (physics/padding.py, vLLM's MXFP4 on Ampere, Ada, Hopper,
+    B200 and ROCm); how the kernels' time differs at these shapes is not modelled, and
+    bench/fit_defaults.py keeps such splits out of the fit."""
     m, e, g = d.model, d.engine, d.weights.group_size
     if e is None or d.expert_parallel or not m.is_moe or not m.moe_intermediate_size or d.weights.name not in e.pads_moe_intermediate:
         return False
