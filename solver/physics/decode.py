@@ -453,39 +453,64 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
     """`w` with batching "continuous" mixes its prompts' prefill into the steps.
     `prefill`: `estimate_prefill(d, w)` where the caller has it already (the solver's
     physics of a shape), so that it is not derived twice."""
-    m = d.model
-    dense, routed = split_weight_bytes(d)
-    comm0, comm_per_sequence_s, comm_pieces = step_comm(d)
+    fixed, kv_share = _split_terms(d)
+    comm0, comm_per_sequence_s = fixed["comm_fixed_s"], fixed["comm_per_sequence_s"]
     return DecodeCoefficients(
         context_tokens=context_tokens,
-        dense_weight_bytes=dense if d.dp_ep else dense / d.tp,  # DP attention: the dense layers whole on each GPU
-        routed_weight_bytes=routed / d.tp,
-        num_experts=m.num_experts,
-        experts_per_token=m.experts_per_token,
-        expert_groups=expert_groups(d),
-        kv_bytes_per_sequence=kv_bytes_per_sequence(m, d.kv, context_tokens) * (1 / d.tp if d.dp_ep else kv_shard_fraction(m, d.kv_ranks)),
-        # under expert parallelism the step waits for the busiest GPU's experts
-        linear_flops_per_sequence=2.0 * (m.active_params + routed_active_params(m) * (expert_imbalance(d) - 1)) / d.tp,
+        kv_bytes_per_sequence=kv_bytes_per_sequence(d.model, d.kv, context_tokens) * kv_share,
         attention_flops_per_sequence=attention_flops_per_token(d, context_tokens) / d.kv_ranks,
-        bandwidth_bytes_per_s=d.device.memory_bandwidth_bytes_per_s,
-        bandwidth_efficiency=d.factors.bandwidth_efficiency,
-        attention_bandwidth_share=d.factors.attention_bandwidth_share,
-        matmul_flops_per_s=matmul_flops_per_s(d.device, d.weights, d.engine),
-        compute_dtype=matmul_dtype(d.device, d.weights),
-        compute_efficiency=d.factors.compute_efficiency,
-        comm_fixed_s=comm0,
-        comm_per_sequence_s=comm_per_sequence_s,
-        weight_bandwidth_share=bandwidth_share(d),
-        overlapped=overlaps(d),
-        unhidden_share=d.factors.unhidden_share,
-        comm_pieces=comm_pieces,
-        step_overhead_s=fixed_step_s(d),
-        sequence_overhead_s=d.factors.sequence_overhead_s,
-        request_overhead_s=d.factors.request_overhead_s,
+        **fixed,
         **_prompts(d, w, prefill),
         **_continuous(d, w),
         **_speculation(d, context_tokens, comm0, comm_per_sequence_s),
     )
+
+
+_SPLIT_TERMS: dict[int, tuple[Deployment, dict, float]] = {}
+"""`_split_terms` by the deployment's identity (deployments are immutable, as
+interconnect._COMM keeps its communication): the explanation re-derives every option's
+coefficients at each context it moves, and these terms read the split alone. The entry
+keeps the deployment alive, so an id is never reused while its entry stands."""
+
+
+def _split_terms(d: Deployment) -> tuple[dict, float]:
+    """The coefficients that read the deployment alone, not the context or the workload
+    (memoised, `_SPLIT_TERMS`), and the share of a sequence's KV on one TP rank."""
+    hit = _SPLIT_TERMS.get(id(d))
+    if hit is not None and hit[0] is d:
+        return hit[1], hit[2]
+    m = d.model
+    dense, routed = split_weight_bytes(d)
+    comm0, comm_per_sequence_s, comm_pieces = step_comm(d)
+    fixed = {
+        "dense_weight_bytes": dense if d.dp_ep else dense / d.tp,  # DP attention: the dense layers whole on each GPU
+        "routed_weight_bytes": routed / d.tp,
+        "num_experts": m.num_experts,
+        "experts_per_token": m.experts_per_token,
+        "expert_groups": expert_groups(d),
+        # under expert parallelism the step waits for the busiest GPU's experts
+        "linear_flops_per_sequence": 2.0 * (m.active_params + routed_active_params(m) * (expert_imbalance(d) - 1)) / d.tp,
+        "bandwidth_bytes_per_s": d.device.memory_bandwidth_bytes_per_s,
+        "bandwidth_efficiency": d.factors.bandwidth_efficiency,
+        "attention_bandwidth_share": d.factors.attention_bandwidth_share,
+        "matmul_flops_per_s": matmul_flops_per_s(d.device, d.weights, d.engine),
+        "compute_dtype": matmul_dtype(d.device, d.weights),
+        "compute_efficiency": d.factors.compute_efficiency,
+        "comm_fixed_s": comm0,
+        "comm_per_sequence_s": comm_per_sequence_s,
+        "weight_bandwidth_share": bandwidth_share(d),
+        "overlapped": overlaps(d),
+        "unhidden_share": d.factors.unhidden_share,
+        "comm_pieces": comm_pieces,
+        "step_overhead_s": fixed_step_s(d),
+        "sequence_overhead_s": d.factors.sequence_overhead_s,
+        "request_overhead_s": d.factors.request_overhead_s,
+    }
+    kv_share = 1 / d.tp if d.dp_ep else kv_shard_fraction(m, d.kv_ranks)
+    if len(_SPLIT_TERMS) > 4096:
+        _SPLIT_TERMS.clear()
+    _SPLIT_TERMS[id(d)] = (d, fixed, kv_share)
+    return fixed, kv_share
 
 
 def _speculation(d: Deployment, context_tokens: int, comm_fixed_s: float, comm_per_sequence_s: float) -> dict:

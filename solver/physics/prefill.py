@@ -56,6 +56,7 @@ per expert × layer, against the 9-13 µs of the fit half's older runs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from solver.physics.compute import compute_dtype, dtype_flops_per_s, matmul_dtype, matmul_flops_per_s
 from solver.physics.deployment import Deployment, Workload, cached_prompt_tokens
@@ -175,9 +176,12 @@ class PrefillEstimate:
     def draft_time_s(self) -> float:
         return self.draft_flops / self.effective_flops_per_s
 
-    @property
+    @cached_property
     def gpu_time_s(self) -> float:
-        """The prefill on the GPUs: TTFT less the front end."""
+        """The prefill on the GPUs: TTFT less the front end. Kept once read (the estimate
+        is frozen, so it never changes): the problem shares one estimate per prompt, and
+        the decode coefficients, the TTFT and the prefill options of every workload that
+        keeps the prompt read it again (a dozen sums each time)."""
         return self.gemm_time_s + self.attention_time_s + self.comm_time_s + self.step_overhead_s + self.expert_overhead_s + self.draft_time_s
 
     @property

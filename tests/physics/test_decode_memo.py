@@ -99,6 +99,7 @@ def test_the_solvers_prefill_gives_the_same_coefficients():
 def test_a_deployments_step_communication_is_derived_once_across_workloads(monkeypatch):
     # The explanation moves the context and the prompt (five workloads on FULL): the
     # all-reduces of a step depend on the split alone, so a deployment's are derived once.
+    import solver.physics.decode as decode
     import solver.physics.interconnect as interconnect
 
     d, w, _ = build("llama-3.1-70b", "h100-sxm", tp=4, context=8192, prompt=2000, workload_extra={"batching": "continuous"})
@@ -111,6 +112,7 @@ def test_a_deployments_step_communication_is_derived_once_across_workloads(monke
     assert calls == []
     assert (again.comm_fixed_s, again.comm_per_sequence_s, again.comm_pieces) == (first.comm_fixed_s, first.comm_per_sequence_s, first.comm_pieces)
     interconnect._COMM.clear()  # derived afresh: the same figures
+    decode._SPLIT_TERMS.clear()  # (decode keeps them with the split's other terms too)
     fresh = decode_coefficients(d, shorter.resident_tokens, shorter)
     assert len(calls) == 1
     assert fresh == again
