@@ -411,6 +411,9 @@ def queued_prompt_s(service_s: float, users: int, delay_s: float) -> float:
 
 
 LONG_QUEUE = 4096
+_COUNTS = tuple(float(k) for k in range(LONG_QUEUE + 1))
+"""0.0 … LONG_QUEUE as floats: the recursion's k (a solve runs it some 400,000 times; an
+int k is converted to a float at every multiplication, 40 % of the loop's time)."""
 
 
 def _erlang_j(n: int, a: float) -> float:
@@ -421,7 +424,7 @@ def _erlang_j(n: int, a: float) -> float:
     users in a few ms, not the recursion's 75 ms."""
     if n <= LONG_QUEUE:
         j = 0.0
-        for k in range(1, n + 1):
+        for k in _COUNTS[1 : n + 1]:  # k as a float: the same product as int k's (exact below 2**53), without converting it each time
             j = k * (1.0 + j) / a
             if j > 1e300:
                 return math.inf
