@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from solver.catalog import Device, Engine, Factors, Model, Platform, Precision
@@ -68,9 +69,10 @@ class Workload:
     prefix_hit_rate: float = 1.0
     """Share of prompts whose shared prefix is found in the cache."""
 
-    @property
+    @cached_property
     def resident_tokens(self) -> int:
-        """Tokens of KV cache each sequence is sized for."""
+        """Tokens of KV cache each sequence is sized for (kept once read: the workload is
+        frozen, and a solve reads it some 30,000 times, in every physics key)."""
         return max(1, math.ceil(self.kv_fill * self.context_tokens))
 
 

@@ -120,3 +120,15 @@ def test_the_queue_recursion_keeps_its_overflow():
     # 1000 users at a = Z/S = 2: J grows by k/2 a step, past 1e300 well before k = 1000
     assert decode._erlang_j(1000, 2.0) == math.inf == _erlang_j_by_int_counts(1000, 2.0)
     assert decode._erlang_j(4096, 5000.0) == _erlang_j_by_int_counts(4096, 5000.0) < 1e300
+
+
+def test_a_workloads_resident_tokens_are_kept_and_a_copy_has_its_own():
+    from solver.physics.deployment import Workload
+
+    w = Workload(users=8, context_tokens=4096, prompt_tokens=1536, output_tokens=2560, kv_fill=0.3)
+    assert w.resident_tokens == 1229  # ⌈0.3 × 4096⌉ = ⌈1228.8⌉
+    assert vars(w)["resident_tokens"] == 1229  # kept on the (frozen) workload once read
+    shorter = dataclasses.replace(w, context_tokens=2048)  # the price of a target's moved context
+    assert shorter.resident_tokens == 615  # ⌈614.4⌉, not the original's kept figure
+    assert w == dataclasses.replace(w) and hash(w) == hash(dataclasses.replace(w))  # equality and hashing read the fields alone
+    assert Workload(users=1, context_tokens=100, prompt_tokens=50, output_tokens=50, kv_fill=0.001).resident_tokens == 1  # at least one
