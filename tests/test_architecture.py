@@ -80,3 +80,63 @@ def test_the_rules_catch_what_they_forbid():
     assert later == ["solver.optimise.model", "solver.cli.simulate"]
     assert [m for _, m, _ in tree if _stage(m) == "cli"] == ["solver.cli.simulate"]  # api may not read it
     assert [n for _, _, names in tree for n in names if n.startswith("_")] == ["_narrowed"]
+
+
+def _module_name(path: Path) -> str:
+    return ".".join(("solver", *path.relative_to(SOLVER).with_suffix("").parts)).removesuffix(".__init__")
+
+
+def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The modules that import each other in a loop (strongly connected, more than one), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def _import_graph(folder: str) -> dict[str, set[str]]:
+    """Which modules of `solver/<folder>/` each imports (at the top or inside a function:
+    an import kept in a function to dodge a loop is still the loop)."""
+    modules = {_module_name(p): p for p in _modules() if p.relative_to(SOLVER).parts[0] == folder}
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        for _, module, names in _imports(path):
+            targets = [t for t in (module, *(f"{module}.{n}" for n in names)) if t in modules and t != name]
+            edges.setdefault(name, set()).update(targets)
+    return edges
+
+
+def test_optimise_modules_import_each_other_in_no_loop():
+    """Data flows one way inside optimise too (docs/architecture.md, its row): candidates
+    reads disaggregated and traffic_candidates, they read candidate, and it capacity."""
+    assert _circles(_import_graph("optimise")) == []
+
+
+def test_the_circle_check_finds_a_loop():
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"d"}}
+    assert _circles(edges) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from solver.explain.mixed import MixedPlan
 from solver.explain.validate import Violation
-from solver.optimise.candidates import Candidate
+from solver.optimise.candidate import Candidate
 from solver.optimise.model import (
     Solution,
 )

@@ -33,7 +33,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from solver.optimise.candidates import Candidate, candidates
+from solver.optimise.candidate import Candidate
+from solver.optimise.candidates import candidates
 from solver.optimise.disaggregated import serves_disaggregated
 from solver.optimise.disaggregated_floor import fewest_decode_replicas, prefill_floor
 from solver.optimise.model import PRIMARY, Limits, Solution, admissible, optimise

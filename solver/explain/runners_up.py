@@ -9,7 +9,8 @@ from solver.explain.records import (
     SolveResult,
 )
 from solver.explain.refilter import Refilter
-from solver.optimise.candidates import Candidate, candidates
+from solver.optimise.candidate import Candidate
+from solver.optimise.candidates import candidates
 from solver.optimise.headroom import HEADROOM_TOLERANCE
 from solver.optimise.model import (
     Limits,

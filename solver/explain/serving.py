@@ -5,7 +5,7 @@ prompts' chunks against what that pool costs."""
 from __future__ import annotations
 
 from solver.explain.records import ServingComparison, SolveResult
-from solver.optimise.candidates import Candidate
+from solver.optimise.candidate import Candidate
 from solver.optimise.problem import Problem
 from solver.optimise.scenario import Scenario, objective_value, plan_label, solve_scenario, with_serving
 from solver.units import fmt_seconds

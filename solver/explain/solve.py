@@ -25,7 +25,8 @@ from solver.explain.sensitivity import better_weights, sensitivity
 from solver.explain.serving import compare_serving
 from solver.explain.validate import validate
 from solver.explain.vendor_pairs import note_vendor_pairs
-from solver.optimise.candidates import Candidate, candidates
+from solver.optimise.candidate import Candidate
+from solver.optimise.candidates import candidates
 from solver.optimise.headroom import most_headroom
 from solver.optimise.model import Solution, tie_key
 from solver.optimise.problem import Problem, Shape

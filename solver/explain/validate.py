@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from solver.optimise.candidates import Candidate
+from solver.optimise.candidate import Candidate
 from solver.optimise.problem import Problem
 from solver.physics.costs import owned_in_use
 from solver.physics.deployment import Targets, Workload

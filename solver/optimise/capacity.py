@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solver.optimise.problem import Problem, Shape, ShapePhysics
+from solver.optimise.problem import Problem, ShapePhysics
 from solver.optimise.targets import TIME_TOLERANCE
 from solver.physics.deployment import Targets, Workload
 
@@ -62,6 +62,12 @@ def replica_capacity(problem: Problem, ph: ShapePhysics, w: Workload, t: Targets
     return Capacity(b_mem, b_tpot, b_ttft)
 
 
+def tpot_batch_cap(problem: Problem, ph: ShapePhysics, w: Workload, t: Targets, ignore: bool) -> int:
+    """Most sequences per replica the TPOT target allows, searched up to the memory cap
+    (that cap itself without a target, or when the caller ignores it)."""
+    return replica_capacity(problem, ph, w, Targets(max_tpot_s=t.max_tpot_s), ignore_latency=ignore).max_tpot
+
+
 def latencies_at(ph: ShapePhysics, batch: int) -> tuple[float, float]:
     """(TPOT, TTFT) of one replica holding `batch` users: the figures a plan prints at
     the load it carries (TTFT with their prompts queued)."""
@@ -70,15 +76,3 @@ def latencies_at(ph: ShapePhysics, batch: int) -> tuple[float, float]:
         raise ValueError(f"{ph.shape.label} cannot run: it has no decode physics")
     ttft = ph.ttft_under_load_at(batch) if dec.prompt_tokens else ph.ttft_s
     return ph.tpot_at(batch), ttft
-
-
-def rate_latencies_at(problem: Problem, shape: Shape, w: Workload, t: Targets, rate_per_replica_s: float) -> tuple[float, float]:
-    """(TPOT, TTFT) at their percentiles of one replica taking `rate_per_replica_s`
-    requests per second, as the traffic screen puts them."""
-    from solver.optimise.traffic_candidates import screened
-    from solver.traffic.screen import screen
-
-    sc = screened(problem, shape, w, t)
-    assert w.traffic is not None and sc.moments is not None
-    at = screen(sc.cost, sc.limits, sc.moments, rate_per_replica_s, t)
-    return at.tpot_q_s, at.ttft_q_s

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.optimise.candidates import Candidate, PrefillPool, offered_batches, tpot_batch_cap
+from solver.optimise.candidate import Candidate, PrefillPool, offered_batches
+from solver.optimise.capacity import tpot_batch_cap
 from solver.optimise.kv_vendors import pairable_options
 from solver.optimise.problem import Problem, Shape
 from solver.optimise.targets import TIME_TOLERANCE

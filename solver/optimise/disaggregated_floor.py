@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from solver.optimise.candidates import tpot_batch_cap
+from solver.optimise.capacity import tpot_batch_cap
 from solver.optimise.disaggregated import prefill_options
 from solver.optimise.kv_vendors import pairable_options
 from solver.optimise.problem import Problem, Shape

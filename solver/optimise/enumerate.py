@@ -12,9 +12,10 @@ import math
 from dataclasses import dataclass
 
 from solver.catalog import Price
-from solver.optimise.candidates import Candidate, ceil_us
+from solver.optimise.candidate import Candidate
 from solver.optimise.model import Limits
 from solver.optimise.problem import Problem, Shape
+from solver.optimise.targets import ceil_us
 from solver.physics import validity
 from solver.physics.costs import plan_tco
 from solver.physics.deployment import Targets

@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.optimise.candidates import Candidate, candidates
+from solver.optimise.candidate import Candidate
+from solver.optimise.candidates import candidates
 from solver.optimise.problem import Problem
 
 RATE_SCALE = 1000

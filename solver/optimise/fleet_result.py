@@ -8,9 +8,11 @@ import math
 from dataclasses import dataclass, field
 
 from solver.catalog import Device
+from solver.optimise.capacity import latencies_at
 from solver.optimise.fleet_classes import ServiceClass
-from solver.optimise.fleet_options import Option
+from solver.optimise.fleet_options import RATE_SCALE, Option
 from solver.optimise.targets import CAPPED
+from solver.optimise.traffic_candidates import rate_latencies_at
 from solver.spec.fleet_spec import FleetSpec
 
 
@@ -152,10 +154,8 @@ def routes(classes: list[ServiceClass], res: FleetResult) -> dict[str, list[Rout
 
 def _latencies(sc: ServiceClass, a: Assignment, carried: int) -> tuple[float, float]:
     """(TPOT, TTFT) of a replica of `a` when its replicas carry `carried` in all (users,
-    or a rate service's thousandths of a request per second): optimise/capacity.py's."""
-    from solver.optimise.capacity import latencies_at, rate_latencies_at
-    from solver.optimise.fleet_options import RATE_SCALE
-
+    or a rate service's thousandths of a request per second): optimise/capacity.py's, or a
+    rate service's optimise/traffic_candidates.py's."""
     p = sc.problem
     shape = p.shapes[a.option.shape_index]
     if carried <= 0:

@@ -20,7 +20,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from solver.optimise.candidates import Candidate
+from solver.optimise.candidate import Candidate
 from solver.optimise.model import PRIMARY, Limits, admissible, tie_key
 from solver.physics.deployment import Targets, Workload
 from solver.physics.memory import estimate_memory

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from solver.catalog import Catalog
 from solver.catalog.autoscaling import Autoscaling
-from solver.optimise.candidates import Candidate, candidates
+from solver.optimise.candidate import Candidate
+from solver.optimise.candidates import candidates
 from solver.optimise.horizon import Horizon, Option
 from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import scenario_of

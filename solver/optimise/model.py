@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from solver.optimise.candidates import Candidate
+from solver.optimise.candidate import Candidate
 from solver.optimise.clock import SolverClock
 from solver.optimise.targets import TARGETS
 

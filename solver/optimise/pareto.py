@@ -21,7 +21,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from solver.optimise.candidates import Candidate, candidates
+from solver.optimise.candidate import Candidate
+from solver.optimise.candidates import candidates
 from solver.optimise.enumerate import meets
 from solver.optimise.model import build_model, new_solver, prune, status_name
 from solver.optimise.problem import Problem

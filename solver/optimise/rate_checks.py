@@ -5,7 +5,7 @@ is never shown as if the simulation had accepted it)."""
 
 from __future__ import annotations
 
-from solver.optimise.candidates import Candidate
+from solver.optimise.candidate import Candidate
 from solver.optimise.problem import Problem
 from solver.optimise.traffic_candidates import screened
 from solver.physics.deployment import Targets, Workload

@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from solver.optimise.candidates import Candidate, candidates
+from solver.optimise.candidate import Candidate
+from solver.optimise.candidates import candidates
 from solver.optimise.model import (
     Limits,
     Solution,

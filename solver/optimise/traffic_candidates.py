@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from solver.optimise.candidates import Candidate
+from solver.optimise.candidate import Candidate
 from solver.optimise.problem import Problem, Shape
 from solver.physics.deployment import Targets, Workload
 from solver.physics.iteration import iteration_model
@@ -66,6 +66,15 @@ def screened(problem: Problem, shape: Shape, w: Workload, t: Targets) -> ShapeSc
         got = ShapeScreen(it, limits, sustainable_rate(it, limits, m, t, w.traffic.arrival_cv, memo), m, memo)
         problem._traffic[key] = got
     return got
+
+
+def rate_latencies_at(problem: Problem, shape: Shape, w: Workload, t: Targets, rate_per_replica_s: float) -> tuple[float, float]:
+    """(TPOT, TTFT) at their percentiles of one replica taking `rate_per_replica_s`
+    requests per second, as the traffic screen puts them."""
+    sc = screened(problem, shape, w, t)
+    assert w.traffic is not None and sc.moments is not None
+    at = screen(sc.cost, sc.limits, sc.moments, rate_per_replica_s, t)
+    return at.tpot_q_s, at.ttft_q_s
 
 
 def offered_rate_per_s(problem: Problem, w: Workload) -> float:

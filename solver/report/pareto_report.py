@@ -19,7 +19,7 @@ from solver.traffic.verify import SEEDS
 from solver.units import fmt_seconds
 
 if TYPE_CHECKING:
-    from solver.optimise.candidates import Candidate
+    from solver.optimise.candidate import Candidate
 
 KNEE_RULE = "farthest below the chord between the frontier's ends, log cost against log metric, both normalised to [0, 1]"
 

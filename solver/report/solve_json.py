@@ -28,7 +28,7 @@ from solver.report.traffic_json import TrafficOut, traffic_out
 
 if TYPE_CHECKING:
     from solver.catalog import Price
-    from solver.optimise.candidates import Candidate
+    from solver.optimise.candidate import Candidate
     from solver.optimise.problem import Problem
 
 
