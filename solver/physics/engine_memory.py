@@ -105,12 +105,33 @@ def cuda_graph_count(d: Deployment) -> int:
     return len(capture_sizes(min(e.cuda_graph_max_capture_size, 2 * e.max_num_seqs)))
 
 
+_KEPT: dict[tuple[int, int], tuple[Deployment, EngineMemory]] = {}
+"""`engine_memory` by the deployment's identity and its profiled tokens, the one figure a
+context moves (and only without chunked prefill): the explanation re-derives every
+option's memory at each context it moves. Deployments are immutable, as
+decode._SPLIT_TERMS keeps them; the entry keeps the deployment alive, so an id is never
+reused while its entry stands."""
+
+
 def engine_memory(d: Deployment, context_tokens: int) -> EngineMemory:
-    """Every term for deployment d at a context of `context_tokens`."""
+    """Every term for deployment d at a context of `context_tokens` (memoised, `_KEPT`)."""
+    tokens = profiled_tokens(d, context_tokens)
+    key = (id(d), tokens)
+    hit = _KEPT.get(key)
+    if hit is not None and hit[0] is d:
+        return hit[1]
+    got = _engine_memory(d, tokens)
+    if len(_KEPT) > 4096:
+        _KEPT.clear()
+    _KEPT[key] = (d, got)
+    return got
+
+
+def _engine_memory(d: Deployment, tokens: int) -> EngineMemory:
+    """Every term for deployment d with `tokens` in its profiling pass."""
     f = d.factors
     comm = float(f.tp_overhead_bytes) if d.tp > 1 and d.platform.allreduce.nvls is not None else 0.0
     e = d.engine
-    tokens = profiled_tokens(d, context_tokens)
     forward = sampler = 0.0
     if e is not None and e.profiles_activation:
         forward = f.activation_peak_scale * tokens * forward_bytes_per_token(d)

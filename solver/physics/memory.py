@@ -330,9 +330,39 @@ def per_gpu_kv_bytes_per_sequence(d: Deployment, tokens: int) -> float:
     return kv_bytes_per_sequence(d.model, d.kv, tokens) * kv_shard_fraction(d.model, d.kv_ranks) * stage_layer_fraction(d.model, d.pp)
 
 
+_CONTEXT_FREE: dict[int, tuple[Deployment, tuple[float, float, float, float, float]]] = {}
+"""`_context_free` by the deployment's identity (deployments are immutable, as
+decode._SPLIT_TERMS and interconnect._COMM keep theirs): the explanation re-derives every
+option's memory at each context it moves, and these figures read the split alone. The
+entry keeps the deployment alive, so an id is never reused while its entry stands."""
+
+
+def _context_free(d: Deployment) -> tuple[float, float, float, float, float]:
+    """Of `estimate_memory`'s figures, those the workload does not move (memoised,
+    `_CONTEXT_FREE`): (weights per GPU with the draft's, the draft's weights per GPU,
+    the checkpoint's bytes, the bytes the runtime sees, KV bytes per token per GPU)."""
+    hit = _CONTEXT_FREE.get(id(d))
+    if hit is not None and hit[0] is d:
+        return hit[1]
+    s = d.speculation  # a draft's weights beside the target's
+    draft_weights = s.draft_weight_bytes / d.tp if s else 0.0
+    got = (
+        per_gpu_weights_bytes(d) + draft_weights,
+        draft_weights,
+        deployment_weights_bytes(d),
+        visible_bytes(d),
+        per_gpu_kv_bytes_per_sequence(d, 1),
+    )
+    if len(_CONTEXT_FREE) > 4096:
+        _CONTEXT_FREE.clear()
+    _CONTEXT_FREE[id(d)] = (d, got)
+    return got
+
+
 def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
     """A shared prompt prefix the engine caches is held once per replica: each
     sequence holds its own tokens beyond it (`shared_kv_tokens`)."""
+    weights, draft_weights, model_weights, device, kv_per_token = _context_free(d)
     batch = d.batch_per_replica(w)
     shared = shared_kv_tokens(d, w)
     # a sequence whose prompt missed the cache holds its own copy of the prefix
@@ -341,30 +371,29 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
     shared_bytes = per_gpu_kv_bytes_per_sequence(d, shared) if shared else 0.0
     if shared and d.dp_ep:  # each data-parallel rank caches the prefix for its own sequences
         shared_bytes = kv_bytes_per_sequence(d.model, d.kv, shared)
-    s = d.speculation  # a draft's weights beside the target's, its KV beside each sequence's
-    draft_weights = s.draft_weight_bytes / d.tp if s else 0.0
+    s = d.speculation  # a draft's KV beside each sequence's
     if s:
         per_seq += s.draft_kv_bytes_per_token * w.resident_tokens / d.tp
     engine = d.engine
     kept = engine_memory(d, w.context_tokens)
     return MemoryEstimate(
-        weights_bytes=per_gpu_weights_bytes(d) + draft_weights,
+        weights_bytes=weights,
         kv_bytes=per_seq * batch + shared_bytes,
         overhead_bytes=kept.total_bytes,
-        device_bytes=visible_bytes(d),
+        device_bytes=device,
         utilization=d.factors.memory_utilization,
-        model_weights_bytes=deployment_weights_bytes(d),
+        model_weights_bytes=model_weights,
         model_kv_bytes=kv_bytes_per_sequence(d.model, d.kv, max(1, w.resident_tokens - shared)) * batch
         + (kv_bytes_per_sequence(d.model, d.kv, shared) if shared else 0.0),
         kv_bytes_per_sequence=per_seq,
         batch=batch,
         rule=engine.rule if engine else "fraction_of_total",
-        kv_bytes_per_token=per_gpu_kv_bytes_per_sequence(d, 1),
+        kv_bytes_per_token=kv_per_token,
         block_size_tokens=engine.block_size_tokens if engine else 16,
         context_tokens=w.context_tokens,
         activation_bytes=kept.activation_bytes,
         activation_tokens=kept.forward_tokens,
-        reserved_bytes=float(d.device.memory_bytes) - visible_bytes(d),
+        reserved_bytes=float(d.device.memory_bytes) - device,
         # data-parallel attention ranks schedule their own sequences: each its max_num_seqs
         max_num_seqs=engine.max_num_seqs * (d.tp if d.dp_ep else 1) if engine else None,
         kv_bytes_per_context_sequence=per_gpu_kv_bytes_per_sequence(d, w.context_tokens),
