@@ -12,12 +12,15 @@ import functools
 import re
 import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from solver.catalog.engines import Engine
 from solver.catalog.factors import SmallOverhead
 from solver.catalog.types import FORBID, NonNegInt
 from solver.errors import InputError
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 Version = tuple[int, ...]
 
@@ -97,10 +100,19 @@ def _engine_hints() -> dict[str, Any]:
     return typing.get_type_hints(Engine)
 
 
+@functools.cache
+def _field_adapter(name: str) -> TypeAdapter[Any]:
+    """The validator of Engine's field `name`, built once per process: the release lines
+    override 10 fields 41 times, and a validator's build, not its use, is the cost."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(_engine_hints()[name])
+
+
 def check_overrides(engine: Engine, overrides: dict[str, Any], where: str) -> dict[str, Any]:
     """The overrides validated against Engine's fields and their types: any field by
     name (so a field added later needs no code here), a name that is not one refused."""
-    from pydantic import TypeAdapter, ValidationError
+    from pydantic import ValidationError
 
     names = {f.name for f in dataclasses.fields(Engine)} - {"name", "release", "release_step_overhead_s"}  # the last is fitted
     hints = _engine_hints()
@@ -109,7 +121,7 @@ def check_overrides(engine: Engine, overrides: dict[str, Any], where: str) -> di
         if key not in names:
             raise ValueError(f"{where}: '{key}' is not an Engine field; fields: {', '.join(sorted(names))}")
         try:
-            checked[key] = TypeAdapter(hints[key]).validate_python(value)
+            checked[key] = _field_adapter(key).validate_python(value)
         except ValidationError as exc:
             raise ValueError(f"{where}: {key} = {value!r} is not a valid {hints[key]}: {exc.errors()[0]['msg']}") from None
     return checked
