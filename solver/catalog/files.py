@@ -110,17 +110,25 @@ CACHE_SCHEMA = 1
 """Raise when what a catalog entry holds changes in a way its inputs' digests miss."""
 
 
+def yaml_package_bytes() -> bytes:
+    """PyYAML's package file, which holds its `__version__`, read without importing it:
+    the import is about 9 ms of a process that then reads no YAML (a catalog served from
+    the cache, `plan-opt list`)."""
+    import importlib.util
+
+    found = importlib.util.find_spec("yaml")
+    return Path(found.origin).read_bytes() if found is not None and found.origin else b""
+
+
 def catalog_cache_key(raw: dict[str, bytes]) -> str:
     """The catalog entry's key: the name and bytes of every catalog file (so an edited
     file is never served from an older entry), the code that reads them (this package
-    and the units it parses), the YAML parser's version, plan-opt's version and the
-    entry's schema."""
-    import yaml
-
+    and the units it parses), the YAML parser's version (its package file), plan-opt's
+    version and the entry's schema."""
     import solver
     from solver import units
 
     here = Path(__file__).resolve().parent  # solver/catalog, with load.py and cache.py
     code = [f.read_bytes() for f in [*sorted(here.glob("*.py")), Path(units.__file__)]]
-    versions = f"plan-opt {solver.__version__}; PyYAML {yaml.__version__}; schema {CACHE_SCHEMA}".encode()
-    return cache.digest(versions, *code, *(p for key, b in raw.items() for p in (CATALOG_FILES[key][0].encode(), b)))
+    versions = f"plan-opt {solver.__version__}; schema {CACHE_SCHEMA}".encode()
+    return cache.digest(versions, yaml_package_bytes(), *code, *(p for key, b in raw.items() for p in (CATALOG_FILES[key][0].encode(), b)))
