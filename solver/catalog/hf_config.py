@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from solver.catalog.hf_bounds import MAX_PARAMS
 from solver.catalog.hf_config_schema import (
-    MAX_PARAMS,
     ConfigFields,
     TopLevel,
     field_error,

@@ -13,9 +13,10 @@ the file (and, where it can be found cheaply, the line):
 3. The checks across fields (MLA's dimensions, heads dividing, experts routed)
    and the parameter bound, in `hf_config.py`, once the types are known.
 
-The bounds sit well above every published model (so no real config meets them)
-and well below where the physics or the CP-SAT model's 64-bit coefficients would
-overflow; each says which published model it was measured against.
+The bounds (`hf_bounds.py`, which the catalog's models share) sit well above every
+published model (so no real config meets them) and well below where the physics or
+the CP-SAT model's 64-bit coefficients would overflow; each says which published
+model it was measured against.
 """
 
 from __future__ import annotations
@@ -29,37 +30,23 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from solver.catalog.hf_bounds import (
+    MAX_FILE_BYTES,
+    MAX_LAYERS,
+    Context,
+    DenseLayers,
+    Experts,
+    HeadDim,
+    Heads,
+    Hidden,
+    Intermediate,
+    Layers,
+    Rank,
+    Shared,
+    Vocab,
+    Window,
+)
 from solver.errors import InputError, is_pipe
-
-# --------------------------------------------------------------------------- bounds
-
-MAX_LAYERS = 1_000
-"""The deepest published decoders have about 130 layers (Llama 3.1 405B: 126)."""
-MAX_HIDDEN = 100_000
-"""The widest published residual streams: Llama 3.1 405B 16,384, MT-NLG 530B 20,480."""
-MAX_INTERMEDIATE = 1_000_000
-"""The widest published MLPs: PaLM 540B 73,728, Llama 3.1 405B 53,248."""
-MAX_HEADS = 1_024
-"""The most attention heads published: 128 (DeepSeek-V3, Llama 3.1 405B)."""
-MAX_HEAD_DIM = 4_096
-"""Published head widths are 64 to 256 (Gemma 2 and 3: 256; MLA's 128 + 64 RoPE)."""
-MAX_RANK = MAX_HIDDEN
-"""MLA's low-rank widths (DeepSeek-V3: kv 512, q 1,536) are below the hidden size."""
-MAX_VOCAB = 10_000_000
-"""The largest published vocabularies are about 262,000 tokens (Gemma 3)."""
-MAX_EXPERTS = 100_000
-"""The most routed experts published: 384 (Kimi K2); DeepSeek-V3 has 256."""
-MAX_SHARED_EXPERTS = 1_000
-"""Published MoE models share 0 to 2 experts (DeepSeek-V3: 1)."""
-MAX_CONTEXT = 100_000_000
-"""The longest published context is 10,485,760 tokens (Llama 4 Scout)."""
-MAX_PARAMS = 10**14
-"""The largest published models have 1 to 2 trillion parameters (Kimi K2 1.04T,
-Switch-C 1.6T); 100T also keeps every byte count the physics derives from it
-(weights × bytes per parameter × replicas) inside the solver's 64-bit integers."""
-MAX_FILE_BYTES = 16 * 2**20
-"""Published config.json files are a few kilobytes (the largest, with per-layer
-lists, a few hundred)."""
 
 _DEEP = "the deepest published models have about 130 layers"
 _HEADS = "published models have at most 128 heads"
@@ -91,22 +78,6 @@ _WHY = {
     "max_position_embeddings": _CONTEXT,
     "sliding_window": _CONTEXT,
 }
-
-# --------------------------------------------------------------------------- fields
-
-
-Layers = Annotated[int, Field(ge=1, le=MAX_LAYERS)]
-Hidden = Annotated[int, Field(ge=1, le=MAX_HIDDEN)]
-Intermediate = Annotated[int, Field(ge=1, le=MAX_INTERMEDIATE)]
-Heads = Annotated[int, Field(ge=1, le=MAX_HEADS)]
-HeadDim = Annotated[int, Field(ge=1, le=MAX_HEAD_DIM)]
-Rank = Annotated[int, Field(ge=1, le=MAX_RANK)]
-Vocab = Annotated[int, Field(ge=1, le=MAX_VOCAB)]
-Experts = Annotated[int, Field(ge=0, le=MAX_EXPERTS)]  # 0: dense
-Shared = Annotated[int, Field(ge=0, le=MAX_SHARED_EXPERTS)]
-DenseLayers = Annotated[int, Field(ge=0, le=MAX_LAYERS)]
-Context = Annotated[int, Field(ge=1, le=MAX_CONTEXT)]
-Window = Annotated[int, Field(ge=0, le=MAX_CONTEXT)]  # 0, like null, means no window (as transformers reads it)
 
 
 class ConfigFields(BaseModel):

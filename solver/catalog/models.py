@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from solver.catalog.hf_config_schema import Context, DenseLayers, Experts, HeadDim, Heads, Hidden, Intermediate, Layers, Rank, Shared, Vocab
+from solver.catalog.hf_bounds import Context, DenseLayers, Experts, HeadDim, Heads, Hidden, Intermediate, Layers, Rank, Shared, Vocab
 from solver.catalog.ranges import PARAMS
 from solver.catalog.types import (
     FORBID,

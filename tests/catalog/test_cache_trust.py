@@ -190,7 +190,7 @@ def test_a_damaged_secret_is_replaced_and_its_entries_rebuilt(folder):
 @pytest.mark.parametrize(
     "name,old,new,field",
     [
-        # config.json's own range for a model's layers (hf_config_schema.MAX_LAYERS = 1,000)
+        # config.json's own range for a model's layers (hf_bounds.MAX_LAYERS = 1,000)
         ("models.yaml", rb"num_layers: (\d+)", b"num_layers: 100000000000000000000", "num_layers"),
         # a link's bandwidth has no range of its own: the catalog-wide MAX_FIGURE (1e18)
         ("platforms.yaml", rb"bandwidth_bytes_per_s: ([0-9.e+]+)", b"bandwidth_bytes_per_s: 1e300", "bandwidth_bytes_per_s"),

@@ -86,3 +86,12 @@ def test_a_catalog_from_the_cache_imports_no_yaml(tmp_path):
     assert first.stdout.strip() == "True"  # the YAML parsed once, the entry written
     second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=tmp_path)
     assert second.stdout.strip() == "False"
+
+
+def test_loading_the_catalog_builds_no_config_json_model(tmp_path):
+    """A catalog model's field bounds come from hf_bounds; the config.json import's
+    pydantic models (hf_config_schema) load only where a config.json is read."""
+    code = "import sys, solver.catalog as c; c.default_catalog(); print('solver.catalog.hf_config_schema' in sys.modules)"
+    env = {**os.environ, "PLAN_OPT_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert done.stdout.strip() == "False"
