@@ -18,6 +18,13 @@ Z_P99 = 2.3263478740408408
 """The standard normal's 99th percentile: a lognormal's P99 is exp(mu + Z_P99 × sigma)."""
 
 
+def lognormal_sigma(mean: float, p99: float) -> float:
+    """The sigma of the lognormal with this mean and P99: ln(p99/mean) = Z·σ − σ²/2,
+    the smaller root (the larger one puts the P99 below the median). The spec's bound
+    on the P99 and the traffic's draws read it here."""
+    return Z_P99 - math.sqrt(Z_P99**2 - 2 * math.log(p99 / mean))
+
+
 class LengthsIn(SpecModel):
     """Request lengths that vary: `{dist: lognormal, mean: 1000, p99: 6000}`,
     `{dist: exponential, mean: 300}`, `{dist: uniform, min: 100, max: 900}`; every draw
@@ -93,7 +100,7 @@ def longest_tokens(v: int | LengthsIn | None) -> int:
         return v.max
     if v.dist == "lognormal":
         assert v.p99 is not None
-        sigma = Z_P99 - math.sqrt(Z_P99**2 - 2 * math.log(v.p99 / v.mean))
+        sigma = lognormal_sigma(v.mean, v.p99)
         mu = math.log(v.mean) - sigma**2 / 2
         return math.ceil(math.exp(mu + 3.0902 * sigma))  # P99.9
     if v.dist == "exponential":

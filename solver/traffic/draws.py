@@ -28,7 +28,7 @@ from itertools import accumulate
 import numpy as np
 
 from solver.physics.deployment import LengthDistribution
-from solver.traffic.requests import lognormal_sigma
+from solver.spec.traffic_fields import lognormal_sigma
 
 BULK_DISTS = ("lognormal", "fixed")
 """Length distributions drawn here (each takes whole pairs of uniforms or none)."""

@@ -20,19 +20,13 @@ from itertools import accumulate
 import numpy as np
 
 from solver.physics.deployment import LengthDistribution, Traffic
+from solver.spec.traffic_fields import lognormal_sigma
+from solver.traffic.draws import BULK_DISTS, Uniforms, paired_lengths
 from solver.traffic.simulate import Request
 from solver.traffic.types import requests_of
 
-Z_P99 = 2.3263478740408408
-"""The standard normal's 99th percentile."""
 MOMENT_DRAWS = 20_000
 """Draws behind a distribution's moments and quantiles (the screen's inputs)."""
-
-
-def lognormal_sigma(mean: float, p99: float) -> float:
-    """The sigma of the lognormal with this mean and P99: ln(p99/mean) = Z·σ − σ²/2,
-    the smaller root (the larger one puts the P99 below the median)."""
-    return Z_P99 - math.sqrt(Z_P99**2 - 2 * math.log(p99 / mean))
 
 
 def draw_length(dist: LengthDistribution, rng: random.Random) -> int:
@@ -95,8 +89,6 @@ class RequestStream:
         # The same numbers drawn in blocks where draws.py can (its module says how they stay
         # the same to the bit): Poisson gaps, and lognormal or fixed lengths. Each stream is
         # drawn one way for its whole life (the blocks hold the generator's state).
-        from solver.traffic.draws import BULK_DISTS, Uniforms
-
         self.bulk_gaps = Uniforms(f"{seed}:arrivals") if traffic.arrival_cv == 1.0 else None
         bulk = not traffic.pairs and traffic.prompt.dist in BULK_DISTS and traffic.output.dist in BULK_DISTS
         self.bulk_lengths = Uniforms(f"{seed}:lengths") if bulk else None
@@ -111,8 +103,6 @@ class RequestStream:
     def _first_in_bulk(self, count: int) -> list[Request]:
         """_first, every number drawn in blocks: the gaps random.expovariate's
         −log(1 − u) / rate summed from the last arrival, the lengths draws.paired_lengths'."""
-        from solver.traffic.draws import paired_lengths
-
         out = self.drawn
         n = count - len(out)
         if n <= 0:

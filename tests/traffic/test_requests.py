@@ -8,7 +8,8 @@ import statistics
 import pytest
 
 from solver.physics.deployment import LengthDistribution, Traffic
-from solver.traffic.requests import draw_requests, lognormal_sigma, moments
+from solver.spec.traffic_fields import lognormal_sigma
+from solver.traffic.requests import draw_requests, moments
 
 FIXED = LengthDistribution("fixed", 500.0, 500, 500)
 
