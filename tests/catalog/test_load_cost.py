@@ -19,7 +19,8 @@ import solver.catalog.files as files
 import solver.catalog.releases as releases
 from solver.catalog import default_catalog, load
 from solver.catalog.files import catalog_cache_key
-from solver.catalog.releases import ReleaseLine, Releases, ReleasesFile, Sourced
+from solver.catalog.releases import Releases, ReleasesFile
+from tests.catalog.test_releases import release_line
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,19 +49,7 @@ def test_a_bad_override_is_refused_with_its_field_after_the_validator_is_kept():
     engines = {e.name: e for e in default_catalog().engines}
 
     def line(**overrides):
-        return ReleasesFile(
-            dt.date(2026, 12, 5),
-            [
-                ReleaseLine(
-                    engine="vllm",
-                    line="x",
-                    since="0.1.0",
-                    label="test",
-                    as_of=dt.date(2026, 12, 5),
-                    overrides={k: Sourced(v, "hand") for k, v in overrides.items()},
-                )
-            ],
-        )
+        return ReleasesFile(dt.date(2026, 12, 5), [release_line(**overrides)])
 
     Releases(line(max_num_seqs=64), engines)  # the field's validator built and kept
     for _ in range(2):

@@ -79,7 +79,8 @@ def test_unknown_version_is_one_clear_error_naming_the_lines() -> None:
     assert "b4567" in str(build.value)
 
 
-def _line(**overrides: object) -> ReleaseLine:
+def release_line(**overrides: object) -> ReleaseLine:
+    """A vLLM release line named x whose overrides hold these values (test_load_cost reads it too)."""
     return ReleaseLine(
         engine="vllm",
         line="x",
@@ -92,13 +93,13 @@ def _line(**overrides: object) -> ReleaseLine:
 
 def test_overrides_are_any_engine_field_by_name_and_checked() -> None:
     engines = {e.name: e for e in CAT.engines}
-    ok = Releases(ReleasesFile(dt.date(2026, 12, 5), [_line(block_size_tokens=32, enforce_eager=True)]), engines)
+    ok = Releases(ReleasesFile(dt.date(2026, 12, 5), [release_line(block_size_tokens=32, enforce_eager=True)]), engines)
     e = ok.engine_at(engines["vllm"], "0.2")
     assert (e.block_size_tokens, e.enforce_eager) == (32, True)
     with pytest.raises(ValueError, match="'num_gpus' is not an Engine field"):
-        Releases(ReleasesFile(dt.date(2026, 12, 5), [_line(num_gpus=2)]), engines)
+        Releases(ReleasesFile(dt.date(2026, 12, 5), [release_line(num_gpus=2)]), engines)
     with pytest.raises(ValueError, match="max_num_seqs = 'many' is not a valid"):
-        Releases(ReleasesFile(dt.date(2026, 12, 5), [_line(max_num_seqs="many")]), engines)
+        Releases(ReleasesFile(dt.date(2026, 12, 5), [release_line(max_num_seqs="many")]), engines)
 
 
 def _resolved(engine: dict, gpu: str = "h100-sxm"):
@@ -179,8 +180,8 @@ def test_a_line_s_fitted_step_cost_is_its_own_and_named_lines_only() -> None:
     from solver.catalog.releases import ReleaseFit
 
     engines = {e.name: e for e in CAT.engines}
-    old = dataclasses.replace(_line(), line="old", until="0.5.0")
-    new = dataclasses.replace(_line(), line="new", since="0.5.0")
+    old = dataclasses.replace(release_line(), line="old", until="0.5.0")
+    new = dataclasses.replace(release_line(), line="new", since="0.5.0")
     both = ReleasesFile(dt.date(2026, 12, 5), [old, new])
     fit = Releases(both, engines, {"vllm": {"old": ReleaseFit(step_overhead_s=5e-4, campaigns=3)}})
     assert fit.engine_at(engines["vllm"], "0.4.0").release_step_overhead_s == 5e-4
@@ -189,4 +190,4 @@ def test_a_line_s_fitted_step_cost_is_its_own_and_named_lines_only() -> None:
     with pytest.raises(ValueError, match="vllm has no release line 'gone'"):
         Releases(both, engines, {"vllm": {"gone": ReleaseFit(step_overhead_s=5e-4, campaigns=3)}})
     with pytest.raises(ValueError, match="'release_step_overhead_s' is not an Engine field"):
-        Releases(ReleasesFile(dt.date(2026, 12, 5), [_line(release_step_overhead_s=1e-3)]), engines)
+        Releases(ReleasesFile(dt.date(2026, 12, 5), [release_line(release_step_overhead_s=1e-3)]), engines)

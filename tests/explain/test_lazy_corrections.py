@@ -15,14 +15,7 @@ from solver.explain.traffic import SEEDS
 from solver.optimise.scenario import objective_value, scenario_of, solve_scenario
 from solver.optimise.shapes import build_problem
 from solver.spec.solve_spec import parse_spec
-
-SPEC = {
-    "model": "llama-3.1-8b",
-    "workload": {"requests_per_s": 10, "prompt_tokens": {"dist": "lognormal", "mean": 800, "p99": 4000}, "output_tokens": 200},
-    "sla": {"ttft": {"p99": "1s"}, "tpot": {"p90": "30ms"}},
-    "search": {"gpus": ["h100-sxm", "l40s", "a100-80gb"], "tp": [1, 2], "weights": ["bf16", "fp8"], "kv_cache": ["bf16"]},
-    "simulation": {"requests": 2000},
-}
+from tests.explain.test_traffic_solve import SPEC  # Llama-3.1-8B at 10 req/s over three GPUs
 
 
 def _verdicts(monkeypatch, passes):

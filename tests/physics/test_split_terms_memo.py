@@ -19,16 +19,8 @@ from hypothesis import strategies as st
 import solver.physics.decode as decode
 from solver.physics.decode import decode_coefficients
 from solver.physics.prefill import PrefillEstimate, estimate_prefill
+from tests.physics.test_decode_memo import SHAPES  # dense and MoE, one GPU and several, both batchings
 
-SHAPES = [
-    # (model, gpu, tp, pp, weights, kv, batching): dense and MoE, one GPU and several, both batchings
-    ("llama-3.1-8b", "h100-sxm", 2, 1, "bf16", "bf16", "continuous"),
-    ("llama-3.1-70b", "a100-80gb", 4, 2, "fp8", "fp8", "continuous"),
-    ("llama-3.1-70b", "l40s", 8, 1, "int4-awq", "bf16", "isolated"),
-    ("qwen3-30b-a3b", "h100-sxm", 1, 1, "bf16", "fp8", "continuous"),
-    ("mixtral-8x7b", "mi300x", 2, 1, "bf16", "bf16", "continuous"),
-    ("deepseek-r1", "h200", 8, 1, "fp8", "fp8", "continuous"),
-]
 CONTEXTS = [(8192, 2000, 1000), (4096, 1000, 500), (16384, 2000, 1000), (2048, 1500, 400)]
 """(context, prompt, output): the moves of the price of each target (shorter contexts shorten the prompt)."""
 
