@@ -26,6 +26,7 @@ from solver.bisect import largest_true
 from solver.physics.compute import matmul_dtype, matmul_flops_per_s
 from solver.physics.deployment import Deployment, Workload, accepted_tokens, cached_prompt_tokens
 from solver.physics.interconnect import CommEstimate, CommSegment, comm_time_from_segments, estimate_comm, step_comm
+from solver.physics.kept import Kept
 from solver.physics.kernels import (
     attention_flops,
     attention_flops_per_token,
@@ -469,19 +470,18 @@ def decode_coefficients(d: Deployment, context_tokens: int, w: Workload | None =
     )
 
 
-_SPLIT_TERMS: dict[int, tuple[Deployment, dict, float]] = {}
-"""`_split_terms` by the deployment's identity (deployments are immutable, as
-interconnect._COMM keeps its communication): the explanation re-derives every option's
-coefficients at each context it moves, and these terms read the split alone. The entry
-keeps the deployment alive, so an id is never reused while its entry stands."""
+_SPLIT_TERMS: Kept[tuple[dict, float]] = Kept()
+"""`_split_terms` by the deployment (physics/kept.py): the explanation re-derives every
+option's coefficients at each context it moves, and these terms read the split alone."""
 
 
 def _split_terms(d: Deployment) -> tuple[dict, float]:
     """The coefficients that read the deployment alone, not the context or the workload
     (memoised, `_SPLIT_TERMS`), and the share of a sequence's KV on one TP rank."""
-    hit = _SPLIT_TERMS.get(id(d))
-    if hit is not None and hit[0] is d:
-        return hit[1], hit[2]
+    return _SPLIT_TERMS.get((d,), lambda: _derive_split_terms(d))
+
+
+def _derive_split_terms(d: Deployment) -> tuple[dict, float]:
     m = d.model
     dense, routed = split_weight_bytes(d)
     comm0, comm_per_sequence_s, comm_pieces = step_comm(d)
@@ -510,9 +510,6 @@ def _split_terms(d: Deployment) -> tuple[dict, float]:
         "request_overhead_s": d.factors.request_overhead_s,
     }
     kv_share = 1 / d.tp if d.dp_ep else kv_shard_fraction(m, d.kv_ranks)
-    if len(_SPLIT_TERMS) > 4096:
-        _SPLIT_TERMS.clear()
-    _SPLIT_TERMS[id(d)] = (d, fixed, kv_share)
     return fixed, kv_share
 
 

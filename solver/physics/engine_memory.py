@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from solver.catalog import Engine
 from solver.physics.deployment import Deployment
+from solver.physics.kept import Kept
 
 BYTES_16BIT = 2.0
 
@@ -105,26 +106,16 @@ def cuda_graph_count(d: Deployment) -> int:
     return len(capture_sizes(min(e.cuda_graph_max_capture_size, 2 * e.max_num_seqs)))
 
 
-_KEPT: dict[tuple[int, int], tuple[Deployment, EngineMemory]] = {}
-"""`engine_memory` by the deployment's identity and its profiled tokens, the one figure a
-context moves (and only without chunked prefill): the explanation re-derives every
-option's memory at each context it moves. Deployments are immutable, as
-decode._SPLIT_TERMS keeps them; the entry keeps the deployment alive, so an id is never
-reused while its entry stands."""
+_KEPT: Kept[EngineMemory] = Kept()
+"""`engine_memory` by the deployment and its profiled tokens, the one figure a context
+moves (and only without chunked prefill; physics/kept.py): the explanation re-derives
+every option's memory at each context it moves."""
 
 
 def engine_memory(d: Deployment, context_tokens: int) -> EngineMemory:
     """Every term for deployment d at a context of `context_tokens` (memoised, `_KEPT`)."""
     tokens = profiled_tokens(d, context_tokens)
-    key = (id(d), tokens)
-    hit = _KEPT.get(key)
-    if hit is not None and hit[0] is d:
-        return hit[1]
-    got = _engine_memory(d, tokens)
-    if len(_KEPT) > 4096:
-        _KEPT.clear()
-    _KEPT[key] = (d, got)
-    return got
+    return _KEPT.get((d,), lambda: _engine_memory(d, tokens), tokens)
 
 
 def _engine_memory(d: Deployment, tokens: int) -> EngineMemory:

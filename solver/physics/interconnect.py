@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from solver.catalog import TP_SIZES_WITH_CUSTOM_ALLREDUCE, Model
 from solver.catalog.topology import Ring, tp_ring
 from solver.physics.deployment import Deployment
+from solver.physics.kept import Kept
 
 ACTIVATION_BYTES = 2.0
 """Activations travel in 16-bit even when weights are quantised (vLLM, TensorRT-LLM)."""
@@ -319,24 +320,19 @@ def comm_segments(d: Deployment) -> tuple[CommSegment, ...]:
     return tuple(segments)
 
 
-_COMM: dict[int, tuple[Deployment, float, float, tuple[CommSegment, ...]]] = {}
-"""A deployment's step communication by its identity (deployments are immutable): the
-figures depend on the split alone, and the explanation asks for them again at every
-workload it moves. The entry keeps the deployment alive, so an id is never reused while
-its entry stands."""
+_COMM: Kept[tuple[float, float, tuple[CommSegment, ...]]] = Kept()
+"""A deployment's step communication (physics/kept.py): the figures depend on the split
+alone, and the explanation asks for them again at every workload it moves."""
 
 
 def step_comm(d: Deployment) -> tuple[float, float, tuple[CommSegment, ...]]:
     """(fixed seconds, seconds per token, the piecewise form) of a step's communication."""
-    hit = _COMM.get(id(d))
-    if hit is not None and hit[0] is d:
-        return hit[1], hit[2], hit[3]
-    comm0 = estimate_comm(d, 0).time_s
-    got = (comm0, estimate_comm(d, 1).time_s - comm0, comm_segments(d))
-    if len(_COMM) > 4096:
-        _COMM.clear()
-    _COMM[id(d)] = (d, *got)
-    return got
+
+    def compute() -> tuple[float, float, tuple[CommSegment, ...]]:
+        comm0 = estimate_comm(d, 0).time_s
+        return comm0, estimate_comm(d, 1).time_s - comm0, comm_segments(d)
+
+    return _COMM.get((d,), compute)
 
 
 def comm_time_from_segments(segments: tuple[CommSegment, ...], tokens: float) -> float:

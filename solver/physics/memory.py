@@ -19,6 +19,7 @@ from solver.bisect import largest_true
 from solver.catalog import Model, Precision
 from solver.physics.deployment import Deployment, Workload, shared_kv_tokens
 from solver.physics.engine_memory import EngineMemory, engine_memory
+from solver.physics.kept import Kept
 from solver.physics.padding import expert_padding_factor
 
 BYTES_16BIT = 2.0
@@ -26,10 +27,9 @@ BYTES_Q8_0 = 34 / 32
 """GGUF Q8_0: 32 int8 values and one FP16 scale a block (ggml block_q8_0)."""
 
 
-_GROUPS: dict[tuple[int, int], tuple[Model, Precision, dict[str, float]]] = {}
-"""group_weights_bytes by the identity of its (immutable) arguments: a solve asks for the
-same model and format tens of thousands of times; the entry keeps both alive, so an id
-is never reused while its entry stands."""
+_GROUPS: Kept[dict[str, float]] = Kept()
+"""group_weights_bytes by its model and format (physics/kept.py): a solve asks for the
+same pair tens of thousands of times."""
 
 
 def group_weights_bytes(model: Model, precision: Precision) -> dict[str, float]:
@@ -37,15 +37,7 @@ def group_weights_bytes(model: Model, precision: Precision) -> dict[str, float]:
     checkpoints store them: a group the checkpoint keeps in 16-bit (or embeddings in
     formats that keep them) costs 2 bytes a value, and so do whole blocks kept in
     16-bit (the first and last, in Meta's FP8 405B)."""
-    key = (id(model), id(precision))
-    hit = _GROUPS.get(key)
-    if hit is not None and hit[0] is model and hit[1] is precision:
-        return dict(hit[2])
-    out = _group_weights_bytes(model, precision)
-    if len(_GROUPS) > 4096:
-        _GROUPS.clear()
-    _GROUPS[key] = (model, precision, out)
-    return dict(out)
+    return dict(_GROUPS.get((model, precision), lambda: _group_weights_bytes(model, precision)))
 
 
 def _group_weights_bytes(model: Model, precision: Precision) -> dict[str, float]:
@@ -330,33 +322,28 @@ def per_gpu_kv_bytes_per_sequence(d: Deployment, tokens: int) -> float:
     return kv_bytes_per_sequence(d.model, d.kv, tokens) * kv_shard_fraction(d.model, d.kv_ranks) * stage_layer_fraction(d.model, d.pp)
 
 
-_CONTEXT_FREE: dict[int, tuple[Deployment, tuple[float, float, float, float, float]]] = {}
-"""`_context_free` by the deployment's identity (deployments are immutable, as
-decode._SPLIT_TERMS and interconnect._COMM keep theirs): the explanation re-derives every
-option's memory at each context it moves, and these figures read the split alone. The
-entry keeps the deployment alive, so an id is never reused while its entry stands."""
+_CONTEXT_FREE: Kept[tuple[float, float, float, float, float]] = Kept()
+"""`_context_free` by the deployment (physics/kept.py): the explanation re-derives every
+option's memory at each context it moves, and these figures read the split alone."""
 
 
 def _context_free(d: Deployment) -> tuple[float, float, float, float, float]:
     """Of `estimate_memory`'s figures, those the workload does not move (memoised,
     `_CONTEXT_FREE`): (weights per GPU with the draft's, the draft's weights per GPU,
     the checkpoint's bytes, the bytes the runtime sees, KV bytes per token per GPU)."""
-    hit = _CONTEXT_FREE.get(id(d))
-    if hit is not None and hit[0] is d:
-        return hit[1]
+    return _CONTEXT_FREE.get((d,), lambda: _derive_context_free(d))
+
+
+def _derive_context_free(d: Deployment) -> tuple[float, float, float, float, float]:
     s = d.speculation  # a draft's weights beside the target's
     draft_weights = s.draft_weight_bytes / d.tp if s else 0.0
-    got = (
+    return (
         per_gpu_weights_bytes(d) + draft_weights,
         draft_weights,
         deployment_weights_bytes(d),
         visible_bytes(d),
         per_gpu_kv_bytes_per_sequence(d, 1),
     )
-    if len(_CONTEXT_FREE) > 4096:
-        _CONTEXT_FREE.clear()
-    _CONTEXT_FREE[id(d)] = (d, got)
-    return got
 
 
 def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:

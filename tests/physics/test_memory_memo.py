@@ -110,9 +110,9 @@ def test_deployments_never_share_their_figures():
     # freed) is never read as this one's: the memo holds the deployment and checks it
     _clear()
     estimate_memory(d4, w)
-    memory._CONTEXT_FREE[id(d8)] = memory._CONTEXT_FREE[id(d4)]
-    for key in list(engine_memory_module._KEPT):
-        engine_memory_module._KEPT[(id(d8), key[1])] = engine_memory_module._KEPT[key]
+    memory._CONTEXT_FREE.entries[(id(d8),)] = memory._CONTEXT_FREE.entries[(id(d4),)]
+    for key in list(engine_memory_module._KEPT.entries):
+        engine_memory_module._KEPT.entries[(id(d8), key[1])] = engine_memory_module._KEPT.entries[key]
     assert estimate_memory(d8, w) == m8
 
 

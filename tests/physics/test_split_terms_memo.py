@@ -71,7 +71,7 @@ def test_deployments_never_share_their_terms():
     # freed) is never read as this one's: the memo holds the deployment and checks it
     decode._SPLIT_TERMS.clear()
     decode_coefficients(d4, w.resident_tokens, w)
-    decode._SPLIT_TERMS[id(d8)] = decode._SPLIT_TERMS[id(d4)]
+    decode._SPLIT_TERMS.entries[(id(d8),)] = decode._SPLIT_TERMS.entries[(id(d4),)]
     assert decode_coefficients(d8, w.resident_tokens, w) == c8
 
 
