@@ -12,8 +12,14 @@ fit is chosen without looking at the test split.
                            [--attention-share held fitted]
                            [--pull 0.1 0.3 1 3] [--group campaign|repository]
                            [--decode-expert-share all chunk none]
+                           [--expert-layer-families none fp4 fp4:1 fp4,int4] [--expert-pull 1e-3 1e-4]
+                           [--rank-pull 1e-4 3e-5] [--spread]
 
 --folds 0 leaves one campaign out at a time (no seed: every campaign is a fold).
+--spread prints, for each setting compared, how far the folds' fits move the shared
+constants (TRACKED: per group the bandwidth efficiency, utilisation, costs per MoE layer
+and TP rank; the formats' shares) and which fold moves each most: a well-conditioned fit
+moves them little. With --folds 0 a fold is one campaign (drop-one-campaign leverage).
 --group repository deals a repository's campaigns into one fold (repository_key: a
 GitHub repository's documents at every revision, a gist's or a Hugging Face page's
 owner, a site's host), a coarser unit than the fit/test split's, which is by campaign
@@ -40,6 +46,28 @@ from validation_points import load_points  # noqa: E402
 
 from solver.catalog import default_catalog  # noqa: E402
 
+TRACKED = (
+    (("serving", "amd.hbm"), ("e", "c", "s3", "s3:fp4", "s4")),
+    (("serving", "hbm"), ("e", "c", "s0", "s3", "s3:fp4", "s4")),
+    (("trtllm", "hbm"), ("e", "c", "s0", "s3", "s4")),
+    (("serving", "gddr"), ("e", "c", "s3", "s4")),
+    (("llama.cpp", "gddr"), ("e", "c", "s3", "s3:fp4")),
+    ("fp8", ("sc", "sx")),
+    ("mxfp4", ("sb",)),
+)
+"""The constants --spread follows across the folds' fits (a group's as a fold's fit
+resolves it: its own, its tie's or its fallback's)."""
+FITS: list[tuple[frozenset[str], dict[str, float]]] = []
+"""With --spread, each fold's training campaigns left out and its fit's TRACKED values."""
+SPREAD = False
+LEVERAGE = 3
+"""How many folds --spread names per constant, those whose leaving-out moves it most."""
+POINTS: dict[str, tuple[float, str]] = {}
+"""The last held_out's points: "id kind" → (predicted / measured, campaign)."""
+MOVERS = 0
+"""With --movers N, each setting's N held-out points whose prediction moved most against
+the fit's own setting (the first run), by |log| of the ratio."""
+BASELINE: dict[str, tuple[float, str]] = {}
 GROUPINGS = ("campaign", "repository")
 """How campaigns are dealt into folds: each alone (the fit/test split's unit), or a
 repository's together."""
@@ -94,7 +122,65 @@ def predict_from(train: list, test: list) -> np.ndarray:
         elif key in model.values:
             check.values[key] = model.value(owner, name)
     check.release = model.release  # a line without fit campaigns takes the pooled value (none)
+    if SPREAD:
+        FITS.append((frozenset(t.source for t in test), tracked_values(model, fitted)))
     return check.predict()
+
+
+def tracked_values(model, fitted: set) -> dict[str, float]:
+    """The TRACKED constants of a fit (a group it did not fit, which takes its fallback's
+    values, and a key the run does not have, such as s3:fp4 without
+    --expert-layer-families: skipped; their spread is the fit's conditioning, not the
+    fallback's)."""
+    out = {}
+    for owner, keys in TRACKED:
+        for key in keys:
+            if isinstance(owner, tuple):
+                if owner in fitted and (owner, key) in model.values:
+                    out[f"{owner[0]} {owner[1]} {key}"] = model.value(owner, key)
+            elif (owner, key) in model.values:
+                out[f"{owner} {key}"] = model.value(owner, key)
+    return out
+
+
+def short_name(source: str) -> str:
+    """A campaign's name for a report: on GitHub the repository and the issue or pull
+    request's number, or the revision's first 7 characters; else the site's host."""
+    parts = source.split("/")
+    if len(parts) > 4 and parts[2] == "github.com":
+        if len(parts) > 6 and parts[5] in ("issues", "pull"):
+            return f"{parts[4]}#{parts[6]}"
+        return f"{parts[3]}/{parts[4]}" + (f"@{parts[6][:7]}" if len(parts) > 6 else "")
+    return parts[2] if len(parts) > 2 else source
+
+
+def spread_report(terms: list) -> str:
+    """The TRACKED constants over the folds' fits (FITS): the fit on every term, the folds'
+    range, and the fold whose leaving-out moves each most (its campaigns, shortened)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        whole = fit.fit_model(terms)
+    fitted = {k[0] for k in whole.free(fit.MIN_POINTS, fit.MIN_FORMAT_POINTS) if isinstance(k[0], tuple) and k[0] not in (fit.SERVED, fit.GLOBAL)}
+    full = tracked_values(whole, fitted)
+    lines = []
+    for name, v in full.items():
+        folds = [(left, vals[name]) for left, vals in FITS if name in vals]
+        if not folds:
+            continue
+        xs = [x for _, x in folds]
+        scale = 1e6 if name.split()[-1].startswith("s") and name.split()[-1] not in ("sb", "sc", "sx") else 1.0
+        unit = " µs" if scale == 1e6 else ""
+        movers = sorted(folds, key=lambda f: -abs(f[1] - v))[:LEVERAGE]
+        who = "; ".join(
+            f"{'+'.join(sorted(short_name(s) for s in left)[:2])}{'+…' if len(left) > 2 else ''} {far * scale:.4g}"
+            for left, far in movers
+            if far != v
+        )
+        lines.append(
+            f"    {name:<24} all {v * scale:8.4g}{unit}  folds {min(xs) * scale:8.4g} to {max(xs) * scale:8.4g}{unit}"
+            f" ({len(FITS) - len(folds)} unfitted)  most moved without: {who or '-'}"
+        )
+    FITS.clear()
+    return "\n".join(lines)
 
 
 def held_out(terms: list, folds: list[set[str]]) -> dict[str, list[float]]:
@@ -104,7 +190,10 @@ def held_out(terms: list, folds: list[set[str]]) -> dict[str, list[float]]:
         test = [t for t in terms if t.source in fold]
         if not test:
             continue
-        ape = np.abs(predict_from(train, test) / np.array([t.measured_s for t in test]) - 1)
+        ratio = np.asarray(predict_from(train, test)) / np.array([t.measured_s for t in test])
+        ape = np.abs(ratio - 1)
+        for t, r in zip(test, ratio):
+            POINTS[f"{getattr(t, 'pid', '')} {t.kind}"] = (float(r), getattr(t, "source", ""))
         for t, e in zip(test, ape):
             errs["ttft" if t.kind == "ttft" else "tpot"].append(float(e))
             if t.moe_layers and t.kind != "ttft":
@@ -156,6 +245,15 @@ def _release(text: str) -> tuple[str, float, str]:
             f"{text!r}: give SHAPE[:SHRINK][/GROUPING], SHAPE none, scale, step, layer or rank, SHRINK a number >= 0, GROUPING line or v0"
         )
     return ("" if shape == "none" else shape), shrink, grouping or "line"
+
+
+def _families(text: str) -> tuple[tuple[str, ...], int]:
+    """An argparse type: none, or FAMILY[,FAMILY][:SOURCES] for --expert-layer-families."""
+    names, _, k = text.partition(":")
+    fams = () if names == "none" else tuple(names.split(","))
+    if not all(f in ("fp4", "int4") for f in fams) or not (k == "" or k.isdigit() and int(k) >= 1):
+        raise argparse.ArgumentTypeError(f"{text!r}: give none, or fp4 and/or int4 joined by commas, optionally :SOURCES (a whole number >= 1)")
+    return fams, int(k) if k else 2
 
 
 def main() -> None:
@@ -217,8 +315,36 @@ def main() -> None:
     ap.add_argument(
         "--pull", nargs="*", type=_number_in(0, 100), default=[], metavar="PULL", help="the pull toward the priors to compare (fit_defaults.PULL)"
     )
+    ap.add_argument(
+        "--expert-layer-families",
+        nargs="*",
+        type=_families,
+        default=[],
+        metavar="FAMILIES[:SOURCES]",
+        help="format families with a cost per MoE layer of their own (fit_defaults.EXPERT_LAYER_FAMILIES), e.g. none fp4 fp4:1 fp4,int4; SOURCES: MIN_FAMILY_SOURCES",
+    )
+    ap.add_argument(
+        "--expert-pull",
+        nargs="*",
+        type=_number_in(1e-7, 1),
+        default=[],
+        metavar="S",
+        help="the cost per MoE layer's pull scale (fit_defaults.EXPERT_PULL_S)",
+    )
+    ap.add_argument(
+        "--rank-pull",
+        nargs="*",
+        type=_number_in(1e-7, 1),
+        default=[],
+        metavar="S",
+        help="the cost per TP rank's pull scale (fit_defaults.RANK_PULL_S)",
+    )
+    ap.add_argument("--movers", type=int, default=0, metavar="N", help="per setting, the N held-out points moved most against the fit's own")
+    ap.add_argument("--spread", action="store_true", help="the shared constants' spread over the folds' fits (TRACKED), per setting")
     ap.add_argument("--group", choices=GROUPINGS, default="campaign", help="fold unit: campaign (the split's) or repository")
     args = ap.parse_args()
+    global SPREAD, MOVERS
+    SPREAD, MOVERS = args.spread, args.movers
     points = [p for p in load_points() if p.get("split") == "fit"]
     with contextlib.redirect_stdout(io.StringIO()):
         terms = fit.fit_terms(points, default_catalog())
@@ -235,6 +361,7 @@ def main() -> None:
         errs = held_out(terms, folds)
         mark = "  (the fit's caps)" if (s0, s1) == current else ""
         print(f"  step cap {s0 * 1e3:4.1f} ms, {s1 * 1e6:4.0f} µs/layer: {_summary(errs)}{mark}")
+        _spread(terms)
     fit.BOUNDS["s0"], fit.PRIOR["s1"] = (0.0, current[0]), current[1]
     for name, label, values in (
         ("UNHIDDEN", "unhidden share", args.unhidden),
@@ -285,6 +412,40 @@ def main() -> None:
         errs = held_out(terms, folds)
         print(f"  release-line decode term {shape}, shrink {shrink:g}, by {grouping}: {_summary(errs)}")
     fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING = chosen_release
+    chosen_fam = fit.EXPERT_LAYER_FAMILIES, fit.MIN_FAMILY_SOURCES
+    for fams, sources_min in args.expert_layer_families:
+        fit.EXPERT_LAYER_FAMILIES, fit.MIN_FAMILY_SOURCES = fams, sources_min
+        errs = held_out(terms, folds)
+        print(f"  cost per MoE layer of its own for {','.join(fams) or 'no family'} ({sources_min}+ campaigns): {_summary(errs)}")
+        _spread(terms)
+    fit.EXPERT_LAYER_FAMILIES, fit.MIN_FAMILY_SOURCES = chosen_fam
+    for name, label, values in (
+        ("EXPERT_PULL_S", "cost per MoE layer pulled per", args.expert_pull),
+        ("RANK_PULL_S", "cost per TP rank pulled per", args.rank_pull),
+    ):
+        chosen = getattr(fit, name)
+        for value in values:
+            setattr(fit, name, value)
+            errs = held_out(terms, folds)
+            print(f"  {label} {value * 1e6:g} µs: {_summary(errs)}" + ("  (the fit's)" if value == chosen else ""))
+            _spread(terms)
+        setattr(fit, name, chosen)
+
+
+def _spread(terms: list) -> None:
+    if SPREAD:
+        print(spread_report(terms))
+    if MOVERS and not BASELINE:
+        BASELINE.update(POINTS)
+    elif MOVERS:
+        print(movers_report(BASELINE, POINTS, MOVERS))
+
+
+def movers_report(before: dict[str, tuple[float, str]], after: dict[str, tuple[float, str]], n: int) -> str:
+    """The n held-out points whose predicted / measured moved most from before to after
+    (by |log|), each with both ratios and its campaign."""
+    moved = sorted((k for k in after if k in before), key=lambda k: -abs(math.log(after[k][0] / before[k][0])))[:n]
+    return "\n".join(f"      moved {k:<40} {before[k][0] - 1:+7.1%} -> {after[k][0] - 1:+7.1%}  {short_name(after[k][1])}" for k in moved)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ What is fitted, and from what (every other figure is a sourced catalog fact):
   tensor-parallel rank beyond the first (the cost per layer is held, LAYER_OVERHEAD_S,
   and the cost per pass capped at 0.5 ms;
   the per-rank cost was chosen by `bench/fit_cv.py`: held out, 26.9 → 26.1 %
-  and 26.8 → 25.1 % on seeds 1 and 0 with it) — from batch-1
+  and 26.8 → 25.1 % on seeds 1 and 0 with it; pulled toward 0 per RANK_PULL_S) — from batch-1
   and batched decode TPOT and from single-prompt TTFT points of that engine and kind;
 - per quantised weight format: the share of 16-bit bandwidth its decode kernels reach
   (FP8's held at 1, see HELD; a backend's own sourced share, Precision.bandwidth_share_by_memory
@@ -339,6 +339,75 @@ PRIOR = {
     ATTENTION_SHARE: 1.0,
 }
 GROUP_KEYS = ("e", "c", "s0", "s1", "s2", "s3", "s4", ATTENTION_SHARE)
+EXPERT_LAYER_FAMILIES: tuple[str, ...] = ()
+"""Weight-format families (format_family) whose mixture-of-experts points get a cost per
+MoE layer of their own (group key "s3:<family>") where the points of that family in the
+groups that share a group's s3 (the pool) are MIN_FAMILY_POINTS or more from
+MIN_FAMILY_SOURCES campaigns or more; elsewhere the family's points take the pooled s3.
+Empty (kept): one s3 for every format; bench/fit_cv.py --expert-layer-families tries
+others (issue 42, below RANK_PULL_S)."""
+MIN_FAMILY_POINTS = 6
+MIN_FAMILY_SOURCES = 2
+RANK_PULL_S = 5e-5
+"""The cost per TP rank (s4) is pulled toward 0 per this many seconds (PULL per 50 µs;
+per 100 µs until 2026-12-06). Issue 42: the cost is ill-conditioned on the fit half, and
+one format's points set it. Each campaign left out in turn (bench/fit_cv.py --folds 0
+--spread), the serving engines' HBM cost, shared by TensorRT-LLM and GDDR, ranges 0 to
+97 µs about its 26.9 (without InferenceX #3363's DeepSeek-R1 on B200 97, without
+tt-inference-server #143 61, without TensorRT-LLM 258c754's 54), and gminneci/mantile's
+gpt-oss-120b MXFP4 steps on H100 alone hold it off 0 (left out: 0): the refit on the
+padded MXFP4 reads took it from 60.9 to 26.9 µs. Pulled per 50 µs it is 9.4 µs (0 without
+mantile's), the folds' range (5 folds) 0-48.3 → 0-26.9 µs at seed 0 and 0-48.3 → 0-9.4
+at seed 1, and held out (5 folds, 2026-12-06; TPOT / TTFT / all / campaigns' medians / MoE
+TPOT / MoE TTFT) every column as good or better on both seeds: seed 0 8.3 / 15.3 / 10.6
+/ 11.2 / 16.2 / 21.5 → 8.3 / 15.3 / 10.5 / 11.2 / 16.2 / 21.5 %, seed 1 7.7 / 14.9 / 10.1
+/ 9.6 / 14.4 / 17.8 → 7.7 / 14.9 / 10.0 / 9.6 / 14.3 / 17.8 % (kept: a wash held out with a
+smaller spread). Per 70 µs seed 0 is unchanged; per 30 µs (and 20) it is 0 on every
+fold, and TTFT worse: seed 0 8.3 / 16.1 / 10.5 / 11.2 / 15.6 / 21.5 %, seed 1 7.9 / 14.9 /
+9.7 / 9.6 / 14.3 / 17.8 % (TPOT worse), each campaign out 7.4 / 14.3 / 9.2 / 8.0 / 9.7 /
+17.8 → 7.3 / 14.9 / 9.3 / 7.9 / 9.7 / 17.7 %.
+
+Issue 42's other question, tried on the fit half and not kept: should AMD Instinct's MoE
+constants be pooled across weight formats (the refit on the padded MXFP4 reads took its
+cost per MoE layer from 211 to 170 µs)? Pooled they are set by DeepSeek-R1's FP8
+campaigns, not by gpt-oss: fitted apart (--expert-layer-families fp4:1) FP8 alone gives
+the same 170.1 µs and MXFP4 211.1; with every serving MXFP4 MoE point left out, or
+InferenceX #1061's gpt-oss-120b on MI300X alone, it stays 170.1 (its bandwidth efficiency
+0.5729 → 0.5816), while the FP8 campaigns disagree (without InferenceX #3318 261.8 µs,
+without InferenceX #890 152.7). Splitting the formats therefore cannot move the FP8
+DeepSeek points on MI300X, and held out it is worse (5 folds, same columns):
+  MXFP4/NVFP4 their own cost per MoE layer where 6+ points of 2+ campaigns (NVIDIA HBM only:
+  5.4 µs against 37.6, and the cost per rank then 0): seed 0 8.2 / 16.1 / 9.9 / 11.2 / 15.5
+  / 21.9 %, seed 1 8.1 / 14.9 / 10.1 / 10.2 / 15.3 / 17.7 %.
+  of 1+ campaigns (AMD's too), or the 4-bit integer formats apart as well: seed 0 8.2 /
+  16.1 / 10.0 / 11.2 / 15.5 / 21.9 %, seed 1 8.1 / 14.9 / 10.0 / 10.3 / 15.3 / 17.7 %; each
+  campaign out 7.8 / 14.3 / 9.4 / 9.1 / 12.3 / 17.6 % (MoE TPOT 9.7 → 12.3 %).
+  the cost per MoE layer pulled harder (EXPERT_PULL_S per 300 µs, per 100 µs): seed 0
+  unchanged (MoE TPOT 16.3 at 100 µs), seed 1 TPOT 7.7 → 8.3 % at both (all 10.3 and 9.8 %).
+"""
+
+
+def format_family(name: str) -> str:
+    """A weight format's kernel family: "fp4" (NVFP4, MXFP4: 4-bit floats), "int4" (the
+    integer formats under 8 bits: AWQ, GPTQ, GGUF's), "base" (16-bit, FP8, 8-bit)."""
+    from solver.catalog import default_catalog
+
+    prec = default_catalog().precision(name, "weights")
+    if prec.compute == "fp4":
+        return "fp4"
+    return "int4" if prec.bits < 8 else "base"
+
+
+def group_keys() -> tuple[str, ...]:
+    """GROUP_KEYS and the per-family costs per MoE layer EXPERT_LAYER_FAMILIES adds."""
+    return GROUP_KEYS + tuple(f"s3:{f}" for f in EXPERT_LAYER_FAMILIES)
+
+
+def base_key(key: str) -> str:
+    """A group key's kind: "s3:fp4" is an s3."""
+    return key.split(":")[0]
+
+
 HELD_GROUP_KEYS = ("s1",)
 """Group factors held at their PRIOR, not fitted (LAYER_OVERHEAD_S)."""
 LAYER_FITTED_GROUPS = (("llama.cpp", "apple.lpddr"),)
@@ -919,8 +988,8 @@ class Model:
         self.formats = sorted({t.weights for t in terms} | {t.kv for t in terms})
         self.values: dict[tuple, float] = {}
         for g in self.groups:
-            for k in GROUP_KEYS:
-                self.values[(g, k)] = PRIOR[k]
+            for k in group_keys():
+                self.values[(g, k)] = PRIOR[base_key(k)]
         for f in self.formats:
             for k in ("sb", "sc", "sx"):
                 self.values[(f, k)] = PRIOR[k]
@@ -972,13 +1041,19 @@ class Model:
         self.gidx = np.array([self.groups.index(t.group) for t in terms])
         self.widx = np.array([self.formats.index(t.weights) for t in terms])
         self.kidx = np.array([self.formats.index(t.kv) for t in terms])
+        self.family = np.array([format_family(t.weights) if t.moe_layers else "" for t in terms])
         self.tie = self.ties(MIN_POINTS)
         self.release: dict[str, tuple[float, int]] = {}
         """Each release line's decode term (release_terms), applied to its TPOT terms."""
 
     def value(self, owner, key: str) -> float:
-        """A parameter's value, through its tie (Model.ties) if it has one."""
-        return self.values[self.tie.get((owner, key), (owner, key))]
+        """A parameter's value, through its tie (Model.ties) if it has one, and its tie's."""
+        at = (owner, key)
+        for _ in range(4):
+            if at not in self.tie:
+                break
+            at = self.tie[at]
+        return self.values[at]
 
     def _vec(self, key: str, index, keys) -> np.ndarray:
         table = np.array([self.value(k, key) for k in keys])
@@ -1017,6 +1092,26 @@ class Model:
                     src = ("serving", g[1]) if ("serving", g[1]) in self.groups else fallback(g, pooled)
                     if src is not None:
                         out[(g, "s3")] = (src, "s3")
+        out.update(self.family_ties(out))
+        return out
+
+    def family_ties(self, ties: dict) -> dict:
+        """EXPERT_LAYER_FAMILIES: each group's per-family cost per MoE layer, tied to the
+        same family's cost of the group its s3 is tied to (the pool), or, where that
+        group's points of the family are too few (MIN_FAMILY_POINTS, MIN_FAMILY_SOURCES,
+        counted over every group that shares its s3), to its s3."""
+        out = {}
+        owner = {g: ties.get((g, "s3"), (g, "s3"))[0] for g in self.groups}
+        for fam in EXPERT_LAYER_FAMILIES:
+            key = f"s3:{fam}"
+            for g in self.groups:
+                src = owner[g]
+                mine = [t for t, f in zip(self.terms, self.family) if f == fam and owner.get(t.group) == src]
+                enough = len(mine) >= MIN_FAMILY_POINTS and len({t.source for t in mine}) >= MIN_FAMILY_SOURCES
+                if not enough:
+                    out[(g, key)] = (src, "s3")
+                elif src != g:
+                    out[(g, key)] = (src, key)
         return out
 
     def predict(self) -> np.ndarray:
@@ -1032,6 +1127,8 @@ class Model:
         read_share = (a["sixteen_fraction"] + (1 - a["sixteen_fraction"]) / sb) / e
         weights = a["weights_s"] * read_share
         s3 = self._vec("s3", self.gidx, self.groups)
+        for fam in EXPERT_LAYER_FAMILIES:
+            s3 = np.where(self.family == fam, self._vec(f"s3:{fam}", self.gidx, self.groups), s3)
         s4 = self._vec("s4", self.gidx, self.groups)
         fixed = a["comm_s"] + s0 + a["layers"] * s1 + a["moe_layers"] * s3 + (a["tp"] - 1) * s4
         if self.release and RELEASE_SHAPE != "scale":  # a line's fixed cost is every forward pass's, prompts' too
@@ -1087,7 +1184,7 @@ class Model:
                 pull += PULL * v / 1e-3
             elif key == "r":
                 pull += PULL * v / 1e-2
-            elif key == "s3":
+            elif base_key(key) == "s3":
                 pull += PULL * v / EXPERT_PULL_S
             elif key == "sp":
                 pull += PULL * v / PREFILL_PULL_S[PREFILL_EXPERT_FORM]
@@ -1096,7 +1193,7 @@ class Model:
             elif key in ("s1", "s2"):
                 pull += PULL * v / 1e-5
             elif key == "s4":
-                pull += PULL * v / 1e-4
+                pull += PULL * v / RANK_PULL_S
             else:
                 pull += PULL * abs(math.log(v / PRIOR[key]))
         return err + pull
@@ -1136,7 +1233,7 @@ class Model:
         free = [
             (g, k)
             for g in self.fitted_groups(min_points)
-            for k in GROUP_KEYS
+            for k in group_keys()
             if (k not in HELD_GROUP_KEYS or g in LAYER_FITTED_GROUPS) and (g, k) not in self.tie
         ]
         free += [(SERVED, k) for k in SERVING_KEYS if self.has_points_for(k)]
@@ -1162,8 +1259,8 @@ class Model:
         for _ in range(rounds):
             before = self.loss()
             for key in free:
-                lo, hi = (0.0, PREFILL_BOUND_S[PREFILL_EXPERT_FORM]) if key[1] == "sp" else BOUNDS[key[1]]
-                if key[1] in ("s0", "s1", "s2", "s3", "s4", "r", "sp"):
+                lo, hi = (0.0, PREFILL_BOUND_S[PREFILL_EXPERT_FORM]) if key[1] == "sp" else BOUNDS[base_key(key[1])]
+                if base_key(key[1]) in ("s0", "s1", "s2", "s3", "s4", "r", "sp"):
                     grid = np.concatenate([[0.0], np.geomspace(max(hi * 1e-4, 1e-7), hi, 80)])
                 else:
                     grid = np.geomspace(lo, hi, 120)

@@ -131,3 +131,24 @@ def test_fit_tile_units_by_hand(build_deployment) -> None:
     assert units("deepseek-r1", 8192) == pytest.approx(59392, rel=1e-9)
     assert units("mixtral-8x7b", 2048) == pytest.approx(2048, rel=1e-9)
     assert units("llama-3.1-70b", 2048) == 0.0
+
+
+def test_fit_cv_names_the_points_a_setting_moves_most() -> None:
+    """--movers: by |log| of (predicted / measured) after over before. By hand: p1 1.10 ->
+    0.90 is |log(0.9 / 1.1)| = 0.20, p2 1.00 -> 1.30 is 0.26, p3 0.95 -> 0.96 is 0.01."""
+    before = {"p1 tpot": (1.10, "https://github.com/o/r/issues/7"), "p2 ttft": (1.00, "https://x.org/a"), "p3 tpot": (0.95, "https://x.org/a")}
+    after = {"p1 tpot": (0.90, before["p1 tpot"][1]), "p2 ttft": (1.30, before["p2 ttft"][1]), "p3 tpot": (0.96, before["p3 tpot"][1])}
+    lines = fit_cv.movers_report(before, after, 2).splitlines()
+    assert [line.split()[1] for line in lines] == ["p2", "p1"]
+    assert "+0.0% ->  +30.0%  x.org" in lines[0]
+    assert lines[1].endswith("r#7") and "+10.0% ->  -10.0%" in lines[1]
+
+
+def test_fit_cv_short_names_and_families() -> None:
+    assert fit_cv.short_name("https://github.com/SemiAnalysisAI/InferenceX/pull/3318") == "InferenceX#3318"
+    assert fit_cv.short_name("https://github.com/NVIDIA/TensorRT-LLM/blob/v0.9.0/docs/x.md") == "NVIDIA/TensorRT-LLM@v0.9.0"
+    assert fit_cv.short_name("https://www.amd.com/x") == "www.amd.com"
+    assert fit_cv._families("fp4,int4:1") == (("fp4", "int4"), 1)
+    assert fit_cv._families("none") == ((), 2)
+    with pytest.raises(Exception, match="give none"):
+        fit_cv._families("fp8")

@@ -816,3 +816,63 @@ def test_a_release_step_cost_needs_three_campaigns_on_the_lines_that_share_it(mo
 def test_catalog_release_terms_are_what_the_fit_points_give(fit_split_model):
     data = yaml.safe_load((vp.ROOT / "catalogs" / "fitted.yaml").read_text())
     assert data.get("releases", {}) == fit_defaults.fitted_releases(fit_split_model, vp.default_catalog())
+
+
+def test_a_format_familys_cost_per_moe_layer_is_its_own_only_with_enough_points(monkeypatch):
+    """Issue 42's variant (a), tried by bench/fit_cv.py --expert-layer-families: with the
+    "fp4" family on, the serving pool's MXFP4 MoE steps take a cost per MoE layer of their
+    own (s3:fp4) when the groups that share the pool's s3 hold MIN_FAMILY_POINTS (6) of them
+    from MIN_FAMILY_SOURCES (2) campaigns; TensorRT-LLM, fitted alone, takes the pool's.
+    By hand: at s3 = 30 µs and s3:fp4 = 5 µs a 36-MoE-layer MXFP4 step gains 36 × 5 =
+    180 µs and a 58-MoE-layer FP8 one 58 × 30 = 1,740 µs over their unit-cost steps."""
+
+    def term(engine, i, weights="bf16", moe_layers=0, source="a"):
+        reads, flops = (0.005, 0.0005) if i % 2 else (0.0005, 0.005)
+        return fit_defaults.Term(
+            f"{engine}{i}", "tpot", (engine, "hbm"), weights, weights, 0.01, reads, 1.0, flops, 0.0, 0.0, 0.0, 36, tp=1, moe_layers=moe_layers, source=source
+        )  # fmt: skip
+
+    dense = [term(e, i) for e in ("serving", "trtllm") for i in range(6)]
+    fp4 = [term("serving", 10 + i, "mxfp4", 36, "ab"[i % 2]) for i in range(5)] + [term("trtllm", 20, "mxfp4", 36, "b")]
+    fp8 = [term("serving", 30, "fp8", 58)]
+    monkeypatch.setattr(fit_defaults, "EXPERT_LAYER_FAMILIES", ("fp4",))
+    model = fit_defaults.Model(dense + fp4 + fp8)
+    assert model.tie[(("trtllm", "hbm"), "s3:fp4")] == (("serving", "hbm"), "s3:fp4")
+    free = model.free(fit_defaults.MIN_POINTS, fit_defaults.MIN_FORMAT_POINTS)
+    assert (("serving", "hbm"), "s3:fp4") in free and (("trtllm", "hbm"), "s3:fp4") not in free
+    before = model.predict()
+    model.values[(("serving", "hbm"), "s3")] = 30e-6
+    model.values[(("serving", "hbm"), "s3:fp4")] = 5e-6
+    gain = model.predict() - before
+    assert gain[len(dense)] == pytest.approx(180e-6, rel=1e-9)  # serving's MXFP4 step
+    assert gain[len(dense) + 5] == pytest.approx(180e-6, rel=1e-9)  # TensorRT-LLM's, through the pool
+    assert gain[-1] == pytest.approx(1740e-6, rel=1e-9)  # FP8: the pooled s3
+    # one campaign's MXFP4 points are too few sources: the family takes the pooled s3
+    one = fit_defaults.Model(dense + [dataclasses.replace(t, source="a") for t in fp4] + fp8)
+    assert one.tie[(("serving", "hbm"), "s3:fp4")] == (("serving", "hbm"), "s3")
+    one.values[(("serving", "hbm"), "s3")] = 30e-6
+    assert one.value(("trtllm", "hbm"), "s3:fp4") == 30e-6  # through two ties: the pool's family, the pool's s3
+
+
+def test_format_families_by_hand():
+    """catalogs/precisions.yaml: MXFP4 and NVFP4 compute in fp4; AWQ, GPTQ and GGUF Q4_0 are
+    4-bit integers (their GEMMs in fp16); FP8, Q8_0 and the 16-bit formats the base."""
+    family = fit_defaults.format_family
+    assert family("mxfp4") == family("fp4") == "fp4"
+    assert family("int4-awq") == family("int4-gptq") == family("q4_0") == family("q4_k_m") == "int4"
+    assert family("fp8") == family("bf16") == family("fp16") == family("q8_0") == "base"
+
+
+def test_the_cost_per_tp_rank_is_pulled_toward_0_per_50_us():
+    """Issue 42: the cost per TP rank (s4) is pulled per 50 µs (fit_defaults.RANK_PULL_S),
+    not per 100. On steps at TP 1, which it does not reach, 10 µs of it adds only its pull
+    to the loss: PULL × 10 / 50 = 0.3 × 0.2 = 0.06."""
+
+    def term(i):
+        reads, flops = (0.005, 0.0005) if i % 2 else (0.0005, 0.005)
+        return fit_defaults.Term(f"v{i}", "tpot", ("vllm", "hbm"), "bf16", "bf16", 0.01, reads, 1.0, flops, 0.0, 0.0, 0.0, 32, tp=1)
+
+    model = fit_defaults.Model([term(i) for i in range(6)])
+    at_zero = model.loss()
+    model.values[(("vllm", "hbm"), "s4")] = 10e-6
+    assert model.loss() - at_zero == pytest.approx(0.3 * 10 / 50, rel=1e-9)
