@@ -362,7 +362,9 @@ at seed 1, and held out (5 folds, 2026-12-06; TPOT / TTFT / all / campaigns' med
 TPOT / MoE TTFT) every column as good or better on both seeds: seed 0 8.3 / 15.3 / 10.6
 / 11.2 / 16.2 / 21.5 → 8.3 / 15.3 / 10.5 / 11.2 / 16.2 / 21.5 %, seed 1 7.7 / 14.9 / 10.1
 / 9.6 / 14.4 / 17.8 → 7.7 / 14.9 / 10.0 / 9.6 / 14.3 / 17.8 % (kept: a wash held out with a
-smaller spread). Per 70 µs seed 0 is unchanged; per 30 µs (and 20) it is 0 on every
+smaller spread). Each campaign out, 7.4 / 14.3 / 9.2 / 8.0 / 9.7 / 17.8 → 7.0 / 14.8 / 9.3 /
+7.9 / 9.7 / 17.7 % (TPOT better, TTFT worse: a wash), and the cost's range over those 36
+fits 0-97 → 0-27 µs (26.9 without InferenceX #3173; 0 without #3363 or mantile's). Per 70 µs seed 0 is unchanged; per 30 µs (and 20) it is 0 on every
 fold, and TTFT worse: seed 0 8.3 / 16.1 / 10.5 / 11.2 / 15.6 / 21.5 %, seed 1 7.9 / 14.9 /
 9.7 / 9.6 / 14.3 / 17.8 % (TPOT worse), each campaign out 7.4 / 14.3 / 9.2 / 8.0 / 9.7 /
 17.8 → 7.3 / 14.9 / 9.3 / 7.9 / 9.7 / 17.7 %.
