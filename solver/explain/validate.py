@@ -108,7 +108,7 @@ def validate(problem: Problem, c: Candidate, check: Check | None = None) -> list
 
 def _prefill_pool_checks(problem: Problem, c: Candidate, w: Workload, tpot_s: float, bad: Callable[[str, str], None]) -> float:
     """A disaggregated plan's prefill pool, re-derived: its shape searched and runnable,
-    a prompt's KV in its memory, its queue (the closed form, decode.queued_prompt_s) not
+    a prompt's KV in its memory, its queue (the closed form, prompt_queue.queued_prompt_s) not
     saturated, the KV over the link; returns the TTFT it gives."""
     pool = c.prefill
     assert pool is not None

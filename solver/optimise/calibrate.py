@@ -35,8 +35,8 @@ import yaml
 
 from solver.catalog import Catalog, Factors
 from solver.errors import InputError
-from solver.physics.decode import prompt_service_from_queued_s
 from solver.physics.kernels import fixed_step_s
+from solver.physics.prompt_queue import prompt_service_from_queued_s
 from solver.physics.resolve import resolve
 from solver.spec.evaluate_input import parse_input
 from solver.spec.measurements import Measurement

@@ -124,7 +124,7 @@ def exhaustive_disaggregated(problem: Problem) -> FoundPair | None:
     """The cheapest disaggregated plan by brute force (min_cost, no owned GPUs): every
     decode shape at every replica count, evaluated as a decode-only replica, with every
     prefill shape of its formats at every replica count, its queue in the closed form
-    (decode.queued_prompt_s). Shares no code with optimise/disaggregated.py beyond the
+    (prompt_queue.queued_prompt_s). Shares no code with optimise/disaggregated.py beyond the
     physics. Returns the least (cost, GPUs)."""
     import dataclasses
 

@@ -8,7 +8,7 @@ replica's step is decode alone, and a prefill replica may be a compute-rich GPU 
 the decode replica is a bandwidth- and memory-rich one. What it costs: a second pool,
 the KV of every prompt over the link, and a queue of prompts at the prefill pool.
 
-The prefill pool's queue is the closed loop of the users (decode.queued_prompt_s): each
+The prefill pool's queue is the closed loop of the users (prompt_queue.queued_prompt_s): each
 prefill replica serves its share of the users, one prompt at a time (service S), and
 the rest of a request — the transfer, its output tokens on the decode pool, the server's
 front end — is the delay Z. The first token streams from the decode replica (as the
@@ -25,9 +25,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.physics.decode import queued_prompt_s
 from solver.physics.deployment import Deployment
 from solver.physics.memory import kv_bytes_per_sequence, kv_shard_fraction, stage_layer_fraction
+from solver.physics.prompt_queue import queued_prompt_s
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def size_prefill_pool(
     and front end) within `max_ttft_s`. Returns (replicas, users per replica, wait), or
     None when not even one user per replica meets the target.
 
-    By mean-value analysis of the same queue as decode.queued_prompt_s (R(n) = S·(1 +
+    By mean-value analysis of the same queue as prompt_queue.queued_prompt_s (R(n) = S·(1 +
     Q(n − 1)), X(n) = n / (R(n) + Z), Q(n) = X(n)·R(n); exact for M/M/1//N), one user
     more at a time until the target breaks — R grows with n, so the most users a replica
     can take is where it first does, and the fewest replicas is ⌈users / that⌉."""

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from solver.physics.decode import estimate_decode, prompt_service_from_queued_s, queued_prompt_s
+from solver.physics.decode import estimate_decode
 from solver.physics.prefill import estimate_prefill
+from solver.physics.prompt_queue import prompt_service_from_queued_s, queued_prompt_s
 
 
 def exact_mva_s(service_s: float, users: int, delay_s: float) -> float:

@@ -9,12 +9,9 @@ deployment's or another estimate's."""
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import pytest
 from conftest import build
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import solver.physics.decode as decode
 from solver.physics.decode import decode_coefficients
@@ -89,29 +86,6 @@ def test_a_prefill_estimate_keeps_its_gpu_time_and_a_copy_does_not(monkeypatch):
     heavier = dataclasses.replace(p, linear_flops=p.linear_flops * 100)  # compute-bound now: more time
     assert heavier.gpu_time_s > parts and len(calls) == 1
     assert p.gpu_time_s == parts
-
-
-def _erlang_j_by_int_counts(n: int, a: float) -> float:
-    """The recursion of decode.queued_prompt_s's docstring, J_0 = 0, J_k = k·(1 + J_(k−1))/a,
-    with k an int, inf once past 1e300."""
-    j = 0.0
-    for k in range(1, n + 1):
-        j = k * (1.0 + j) / a
-        if j > 1e300:
-            return math.inf
-    return j
-
-
-@settings(max_examples=300, deadline=None)
-@given(n=st.integers(min_value=1, max_value=decode.LONG_QUEUE), a=st.floats(min_value=1e-3, max_value=1e5))
-def test_the_queue_recursion_over_float_counts_gives_the_same_bits(n, a):
-    assert decode._erlang_j(n, a) == _erlang_j_by_int_counts(n, a)
-
-
-def test_the_queue_recursion_keeps_its_overflow():
-    # 1000 users at a = Z/S = 2: J grows by k/2 a step, past 1e300 well before k = 1000
-    assert decode._erlang_j(1000, 2.0) == math.inf == _erlang_j_by_int_counts(1000, 2.0)
-    assert decode._erlang_j(4096, 5000.0) == _erlang_j_by_int_counts(4096, 5000.0) < 1e300
 
 
 def test_a_workloads_resident_tokens_are_kept_and_a_copy_has_its_own():
