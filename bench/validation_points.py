@@ -332,6 +332,9 @@ def _engine(p: dict) -> dict:
         engine["split_mode"] = cond["split_mode"]
     if _num(cond.get("gpu_memory_utilization")):
         engine["gpu_memory_utilization"] = cond["gpu_memory_utilization"]
+    elif name == "sglang" and _num(cond.get("mem_fraction_static")):
+        # SGLang's name for the same knob (the spec's gpu_memory_utilization is its --mem-fraction-static)
+        engine["gpu_memory_utilization"] = cond["mem_fraction_static"]
     return engine
 
 

@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from annotated_types import Gt, Lt
+from annotated_types import Ge, Gt, Le, Lt
 
 from solver.catalog.devices import Device
 from solver.catalog.factors import FactorOverrides, SmallOverhead
@@ -51,6 +51,76 @@ class MoePadding:
 
     def holds_on(self, device: Device) -> bool:
         return device.name in self.devices or device.family in self.families
+
+
+@dataclass(frozen=True)
+class TpFraction:
+    """The default static fraction from this TP size up (to the next step's)."""
+
+    __pydantic_config__ = FORBID
+    min_tp: Count
+    fraction: Fraction
+
+
+@dataclass(frozen=True)
+class ReserveBucket:
+    """The defaults on GPUs under `below_mib` MiB (nvidia-smi's total; None: every larger
+    GPU): the chunked-prefill size and the largest CUDA-graph batch, below TP 4 and from TP 4."""
+
+    __pydantic_config__ = FORBID
+    below_mib: PositiveInt | None
+    chunked_prefill_size: Count
+    cuda_graph_max_bs: Count
+    cuda_graph_max_bs_tp4: Count
+
+
+@dataclass(frozen=True)
+class FractionRule:
+    """How the engine picks its static memory fraction when it is not given (SGLang's
+    mem_fraction_static): by TP size (`by_tp`, the step of the largest min_tp ≤ TP), or
+    as what is left of the GPU's MiB after a reserve (`reserve`): base_mib +
+    prefill_mib_per_token × max(chunked_prefill_size, min_prefill_tokens) +
+    graph_mib_per_batch × cuda_graph_max_bs + mib_per_eight_ranks × TP × PP / 8, at least
+    floor_mib on GPUs over floor_above_mib, plus draft_mib (a speculative head) or
+    draft_model_mib (a separate draft model); the fraction (MiB − reserve) / MiB to 3 places."""
+
+    __pydantic_config__ = FORBID
+    source: str
+    by_tp: tuple[TpFraction, ...] = ()
+    reserve: tuple[ReserveBucket, ...] = ()
+    base_mib: NonNegInt = 0
+    prefill_mib_per_token: Annotated[float, Ge(0), Le(1024)] = 0.0
+    min_prefill_tokens: NonNegInt = 0
+    graph_mib_per_batch: Annotated[float, Ge(0), Le(1024)] = 0.0
+    mib_per_eight_ranks: NonNegInt = 0
+    floor_mib: NonNegInt = 0
+    floor_above_mib: NonNegInt = 0
+    draft_mib: NonNegInt = 0
+    draft_model_mib: NonNegInt = 0
+
+    def __post_init__(self) -> None:
+        if bool(self.by_tp) == bool(self.reserve):
+            raise ValueError("fraction_rule: give by_tp (fractions by TP size) or reserve (buckets by GPU memory), one of the two")
+        tps = [s.min_tp for s in self.by_tp]
+        if self.by_tp and (tps[0] != 1 or tps != sorted(set(tps))):
+            raise ValueError(f"fraction_rule.by_tp: min_tp must start at 1 and rise, got {tps}")
+        bounds = [b.below_mib for b in self.reserve]
+        if self.reserve and (bounds[-1] is not None or None in bounds[:-1] or bounds[:-1] != sorted(set(bounds[:-1]))):  # type: ignore[type-var]
+            raise ValueError(f"fraction_rule.reserve: below_mib must rise, the last bucket without one (every larger GPU), got {bounds}")
+
+    def fraction(self, memory_mib: float, tp: int, pp: int, draft: str | None = None) -> float:
+        """The fraction the engine picks on a GPU of memory_mib MiB at this TP and PP;
+        draft: "head" or "model" when a speculative draft runs beside the target."""
+        if self.by_tp:
+            return next(s.fraction for s in reversed(self.by_tp) if s.min_tp <= tp)
+        b = next(b for b in self.reserve if b.below_mib is None or memory_mib < b.below_mib)
+        graph_bs = b.cuda_graph_max_bs if tp < 4 else b.cuda_graph_max_bs_tp4
+        mib = self.base_mib + self.prefill_mib_per_token * max(b.chunked_prefill_size, self.min_prefill_tokens)
+        mib += self.graph_mib_per_batch * graph_bs + self.mib_per_eight_ranks * tp * pp / 8
+        if memory_mib > self.floor_above_mib:
+            mib = max(mib, self.floor_mib)
+        mib += {"head": self.draft_mib, "model": self.draft_model_mib}.get(draft or "", 0)
+        return round((memory_mib - mib) / memory_mib, 3)
 
 
 @dataclass(frozen=True)
@@ -176,6 +246,11 @@ class Engine:
     cost (catalogs/fitted.yaml `releases`, fitted by bench/fit_defaults.py on the lines
     the fit half holds enough campaigns of: vLLM's V0 engine, whose scheduler, input
     preparation and sampling ran on the CPU between steps; 0 for every other line)."""
+    fraction_rule: FractionRule | None = None
+    """How the engine picks `fraction` itself when the knob is not given, by the
+    deployment (SGLang's mem_fraction_static by TP size, later by GPU memory); None:
+    `fraction` everywhere. A spec's knob (engine.gpu_memory_utilization or
+    overrides.factors.memory_utilization) wins over it."""
     release: str = ""
     """The release line whose defaults these are, as a report names it (catalogs/
     engine_releases.yaml, set by catalog/releases.py); "" for the current release."""

@@ -29,6 +29,7 @@ from solver.physics.resolve import (
     checkpoint_formats,
     default_bands,
     engine_factors,
+    fraction_given,
     override_device,
     release_engine,
     resolve_engine,
@@ -262,6 +263,9 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
             continue
         check_engine_fits(engine, w.context_tokens, 1, 1, model)
         factors = _factors(device, engine, spec, catalog)
+        engine = fraction_given(
+            engine, spec.overrides.factors, *(o.factors for n, o in spec.overrides.gpus.items() if catalog.device(n).name == device.name)
+        )
         bands = default_bands(catalog, device, engine)  # the device's and engine's: once, not per shape
         splits_seen: set[tuple] = set()
         # With a speculative section, each split with the draft and without (search.speculative).

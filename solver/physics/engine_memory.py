@@ -142,3 +142,34 @@ def _engine_memory(d: Deployment, tokens: int) -> EngineMemory:
         forward_tokens=tokens,
         cuda_graphs=graphs,
     )
+
+
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class MemoryFraction:
+    """The share of each GPU's memory the engine's KV rule takes (vLLM's
+    gpu_memory_utilization, SGLang's mem_fraction_static), and why that one."""
+
+    value: float
+    why: str
+
+
+def memory_fraction(d: Deployment) -> MemoryFraction:
+    """The one place the fraction is read: the engine's own rule for this deployment (its
+    GPU's MiB as nvidia-smi totals them, TP, PP, a draft beside the target) unless a spec's
+    knob replaced it (the rule then dropped, physics/resolve.py), else the factors' figure."""
+    e = d.engine
+    rule = e.fraction_rule if e else None
+    if e is None or rule is None:
+        return MemoryFraction(d.factors.memory_utilization, "the engine's default" if e and d.factors.memory_utilization == e.fraction else "given")
+    s = d.speculation
+    draft = None if s is None else ("model" if s.method == "draft_model" else "head")
+    value = rule.fraction(d.device.memory_bytes / MIB, d.tp, d.pp, draft)
+    if rule.by_tp:
+        why = f"{e.display_name}'s default at TP {d.tp}"
+    else:
+        why = f"{e.display_name}'s default for {d.device.memory_bytes / MIB:,.0f} MiB at TP {d.tp}" + (f" × PP {d.pp}" if d.pp > 1 else "")
+        why += f" with a draft {'model' if draft == 'model' else 'head'}" if draft else ""
+    return MemoryFraction(value, why + (f", {e.release.split(':')[0]}" if e.release else ""))

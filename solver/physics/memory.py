@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from solver.bisect import largest_true
 from solver.catalog import Model, Precision
 from solver.physics.deployment import Deployment, Workload, shared_kv_tokens
-from solver.physics.engine_memory import EngineMemory, engine_memory
+from solver.physics.engine_memory import EngineMemory, engine_memory, memory_fraction
 from solver.physics.kept import Kept
 from solver.physics.padding import expert_padding_factor
 
@@ -368,7 +368,7 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
         kv_bytes=per_seq * batch + shared_bytes,
         overhead_bytes=kept.total_bytes,
         device_bytes=device,
-        utilization=d.factors.memory_utilization,
+        utilization=memory_fraction(d).value,
         model_weights_bytes=model_weights,
         model_kv_bytes=kv_bytes_per_sequence(d.model, d.kv, max(1, w.resident_tokens - shared)) * batch
         + (kv_bytes_per_sequence(d.model, d.kv, shared) if shared else 0.0),

@@ -197,11 +197,20 @@ def resolve_engine(engine_in: EngineIn, catalog: Catalog, device: Device) -> Eng
         max_num_seqs=engine_in.max_num_seqs or seqs,
         max_model_len=engine_in.max_model_len or engine.max_model_len,
         fraction=engine_in.gpu_memory_utilization or engine.fraction,
+        fraction_rule=None if engine_in.gpu_memory_utilization else engine.fraction_rule,
         enable_chunked_prefill=engine_in.enable_chunked_prefill if engine_in.enable_chunked_prefill is not None else engine.enable_chunked_prefill,
         enforce_eager=engine_in.enforce_eager if engine_in.enforce_eager is not None else engine.enforce_eager,
         split_mode=engine_in.split_mode if engine_in.split_mode is not None else engine.split_mode,
         running_limit="max_num_seqs" if engine_in.max_num_seqs is not None else engine.running_limit,
     )
+
+
+def fraction_given(engine: Engine, *overrides: FactorsIn) -> Engine:
+    """The engine without its own fraction rule where the spec's factors give the memory
+    fraction (overrides.factors.memory_utilization, or a GPU's): the spec's knob wins."""
+    if engine.fraction_rule is not None and any(o.memory_utilization is not None for o in overrides):
+        return dataclasses.replace(engine, fraction_rule=None)
+    return engine
 
 
 def check_engine_fits(engine: Engine, workload_context_tokens: int, tp: int, pp: int, model: Model | None = None) -> None:
@@ -278,6 +287,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
     engine = resolve_engine(inp.engine, catalog, device)
     check_engine_fits(engine, w.context_tokens, hw.tp, hw.pp, model)
     factors = apply_factors(engine_factors(catalog, device, engine, inp.sla.at), inp.overrides.factors)
+    engine = fraction_given(engine, inp.overrides.factors)
 
     replicas = (hw.count // (hw.tp * hw.pp)) if hw.count else 1
     deployment = Deployment(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from solver.catalog import Model, PublishedCheckpoint, default_catalog
 from solver.errors import InputError
 from solver.explain.records import SolveResult
+from solver.physics.engine_memory import memory_fraction
 from solver.report.checkpoints import choose_checkpoint, sixteen_bit_id, unlisted_source_note
 from solver.report.launch import Launch, LaunchStep, flag_table, spelling
 from solver.report.pd_router import SGLANG_BOOTSTRAP_PORT, router_step
@@ -322,7 +323,7 @@ def _vllm(
         argv += ["--distributed-executor-backend", "ray"]
         if tp > per_node:
             dep.notes.append(f"the tensor-parallel group of {tp} spans {math.ceil(tp / per_node)} nodes: its all-reduces cross the network")
-    argv += ["--max-model-len", str(max_model_len), "--gpu-memory-utilization", f"{d.factors.memory_utilization:g}"]
+    argv += ["--max-model-len", str(max_model_len), "--gpu-memory-utilization", f"{memory_fraction(d).value:g}"]
     if table["kv_cache"][kv] != "auto":
         argv += ["--kv-cache-dtype", table["kv_cache"][kv]]
     argv += quant
@@ -360,7 +361,7 @@ def _sglang(
         argv += ["--ep-size", str(d.tp)]
     if d.pp > 1:
         argv += ["--pp-size", str(d.pp)]
-    argv += ["--context-length", str(max_model_len), "--mem-fraction-static", f"{d.factors.memory_utilization:g}"]
+    argv += ["--context-length", str(max_model_len), "--mem-fraction-static", f"{memory_fraction(d).value:g}"]
     if table["kv_cache"][kv] != "auto":
         argv += ["--kv-cache-dtype", table["kv_cache"][kv]]
     argv += quant

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from solver.physics.engine_memory import memory_fraction
 from solver.physics.evaluate import Evaluation, Remedy, Verdict
 from solver.physics.memory import MemoryEstimate, kv_bytes_per_token_per_layer
 from solver.report import bands, strict_json
@@ -83,7 +84,7 @@ def _to_dict(ev: Evaluation) -> dict[str, Any]:
             "max_num_seqs": e.max_num_seqs,
             "max_num_batched_tokens": e.max_num_batched_tokens,
             "max_model_len": e.max_model_len or w.context_tokens,
-            "gpu_memory_utilization": d.factors.memory_utilization,
+            "gpu_memory_utilization": memory_fraction(d).value,
             "enable_chunked_prefill": e.enable_chunked_prefill,
             "enforce_eager": e.enforce_eager,
             "split_mode": e.split_mode,

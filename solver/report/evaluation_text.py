@@ -9,6 +9,7 @@ from typing import cast
 from solver.catalog import ComputeDtype, Device
 from solver.physics.compute import matmul_share
 from solver.physics.deployment import Deployment, shared_kv_tokens
+from solver.physics.engine_memory import memory_fraction
 from solver.physics.evaluate import Evaluation, Verdict
 from solver.physics.interconnect import ROW_SPLIT_CHUNK_TOKENS, row_split_matrices, row_split_transfers
 from solver.physics.memory import MemoryEstimate, kv_bytes_per_token_per_layer
@@ -75,6 +76,13 @@ def _activation_note(d: Deployment, mem: MemoryEstimate) -> str:
     return (
         f"profiled forward of {mem.activation_tokens:,} tokens (max_num_batched_tokens{'' if e.enable_chunked_prefill else ', chunked prefill off'})"
     )
+
+
+def _fraction_text(d: Deployment) -> str:
+    """The memory fraction the KV rule takes and why: the engine's rule for this
+    deployment, its default, or the spec's."""
+    f = memory_fraction(d)
+    return f"{f.value:.3g} ({f.why})" if d.engine and d.engine.fraction_rule else f"{f.value:.2f}"
 
 
 def _kept_rows(d: Deployment, mem: MemoryEstimate) -> list[tuple[str, str]]:
@@ -204,7 +212,7 @@ def render_text(ev: Evaluation) -> str:
         ),
         (
             "factors",
-            f"memory utilisation {d.factors.memory_utilization:.2f}, runtime overhead {_gb(d.factors.runtime_overhead_bytes)}, "
+            f"memory utilisation {_fraction_text(d)}, runtime overhead {_gb(d.factors.runtime_overhead_bytes)}, "
             f"bandwidth efficiency {d.factors.bandwidth_efficiency:.2f}, compute utilisation {d.factors.compute_efficiency:.2f}",
         ),
     ]
