@@ -177,13 +177,23 @@ def overhead_bytes(d: Deployment, context_tokens: int) -> float:
     return engine_memory(d, context_tokens).total_bytes
 
 
-def kv_budget_bytes(rule: str, device_bytes: float, fraction: float, weights_bytes: float, overhead_bytes: float) -> float:
+def kv_budget_bytes(
+    rule: str, device_bytes: float, fraction: float, weights_bytes: float, overhead_bytes: float, preload_bytes: float = 0.0
+) -> float:
     """Bytes an engine gives the KV cache on one GPU (catalogs/engines.yaml):
     vLLM a fraction of the total less weights and overhead; SGLang a static fraction
-    for weights and KV (the overhead must fit in the rest); TensorRT-LLM a fraction
-    of what is free after weights and overhead; llama.cpp what is left."""
+    for weights and KV of the memory free before it loads the model, what its CUDA
+    context and TP group took (preload_bytes) gone already (the overhead must fit in the
+    rest); TensorRT-LLM a fraction of what is free after weights and overhead; llama.cpp
+    what is left."""
     if rule == "static_fraction":
-        return min(device_bytes * fraction - weights_bytes, device_bytes - weights_bytes - overhead_bytes)
+        # SGLang model_runner: init_torch_distributed returns min_per_gpu_memory, the free
+        # memory after the distributed and model-parallel init, before the weights
+        # (pre_model_load_memory); profile_max_num_token(total_gpu_memory=that) keeps
+        # rest_memory = available_gpu_memory - total_gpu_memory * (1 - mem_fraction_static)
+        # for KV, available_gpu_memory measured after the weights load (sgl-project/sglang
+        # python/sglang/srt/model_executor/model_runner.py, 2024-2026; read 2026-12-06).
+        return min((device_bytes - preload_bytes) * fraction - weights_bytes, device_bytes - weights_bytes - overhead_bytes)
     if rule == "fraction_of_free":
         return (device_bytes - weights_bytes - overhead_bytes) * fraction
     return device_bytes * fraction - weights_bytes - overhead_bytes  # fraction_of_total, contiguous
@@ -240,10 +250,13 @@ class MemoryEstimate:
     sequence's)."""
     engine_kept: EngineMemory | None = None
     """The overhead by term: runtime, TP buffers, forward and sampler peaks, CUDA graphs."""
+    preload_bytes: float = 0.0
+    """Of the overhead, what the engine holds before it measures the memory its static
+    fraction is of (SGLang: the runtime and the TP group's buffers); 0 for other rules."""
 
     @property
     def kv_budget_bytes(self) -> float:
-        return kv_budget_bytes(self.rule, self.device_bytes, self.utilization, self.weights_bytes, self.overhead_bytes)
+        return kv_budget_bytes(self.rule, self.device_bytes, self.utilization, self.weights_bytes, self.overhead_bytes, self.preload_bytes)
 
     @property
     def needed_bytes(self) -> float:
@@ -387,6 +400,7 @@ def estimate_memory(d: Deployment, w: Workload) -> MemoryEstimate:
         shared_kv_bytes=shared_bytes,
         draft_weights_bytes=draft_weights,
         engine_kept=kept,
+        preload_bytes=kept.runtime_bytes + kept.comm_buffer_bytes if engine and engine.rule == "static_fraction" else 0.0,
     )
 
 

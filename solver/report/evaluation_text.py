@@ -59,7 +59,8 @@ def _engine_rule(d: Deployment, mem: MemoryEstimate) -> str:
     rule = d.engine.rule if d.engine else "fraction_of_total"
     flag = (d.engine.fraction_flag if d.engine else None) or "utilisation"
     if rule == "static_fraction":
-        return f"{total} device × {mem.utilization:.2f} ({flag}) for weights + KV"
+        before = f" less {_gb(mem.preload_bytes)} taken before the weights load" if mem.preload_bytes else ""
+        return f"({total} device{before}) × {mem.utilization:.3g} ({flag}) for weights + KV"
     if rule == "fraction_of_free":
         return f"weights + overhead + {mem.utilization:.2f} ({flag}) of the {total} device's free memory"
     if rule == "contiguous":

@@ -86,18 +86,25 @@ def test_hand_worked_current_fractions() -> None:
 def test_kv_capacity_by_hand_at_tp_1_and_tp_8() -> None:
     # Llama-3.1-8B bf16: 8,030,261,248 parameters x 2 B, split 8 ways at TP 8; KV 32 layers x 8 heads x 128 x 2 (K, V)
     # x 2 B = 131,072 B a token, one head a GPU at TP 8 (16,384 B). The runtime sees 85,520,809,984 B less the
-    # driver's 455,081,984 B = 85,065,728,000 B; SGLang's static rule gives the KV that x fraction less the weights.
+    # driver's 455,081,984 B = 85,065,728,000 B. SGLang takes its fraction of what is free before the weights load
+    # (model_runner: rest_memory = available_gpu_memory - total_gpu_memory * (1 - mem_fraction_static), total_gpu_memory
+    # measured after the distributed init): the visible bytes less the runtime's and the TP group's buffers.
     visible = 85_520_809_984 - 455_081_984
     for tp, fraction, per_token in ((1, 0.835, 131_072), (8, 0.818, 16_384)):
         d, w, _ = _deployment(None, tp)
         mem = estimate_memory(d, w)
+        kept = mem.engine_kept
+        assert kept is not None and mem.preload_bytes == kept.runtime_bytes + kept.comm_buffer_bytes
         weights = 8_030_261_248 * 2 / tp
         assert mem.weights_bytes == weights
-        budget = visible * fraction - weights
+        budget = (visible - mem.preload_bytes) * fraction - weights
         assert budget < visible - weights - mem.overhead_bytes  # the fraction binds, not the overhead
         assert mem.kv_capacity_tokens == int(budget // per_token)
-    # 85,065,728,000 x 0.835 − 16,060,522,496 = 54,969,360,384 B → 419,382 tokens at TP 1
-    assert estimate_memory(*_deployment(None, 1)[:2]).kv_capacity_tokens == 419_382
+    # TP 1, no TP group, the runtime's 268,435,456 B: (85,065,728,000 − 268,435,456) x 0.835 − 16,060,522,496
+    # = 54,745,216,778 B → 417,672 tokens (at 0.88 and without the pre-load term, 448,587)
+    d, w, _ = _deployment(None, 1)
+    assert estimate_memory(d, w).preload_bytes == 268_435_456
+    assert estimate_memory(d, w).kv_capacity_tokens == 417_672
 
 
 def test_the_knob_wins_over_the_rule() -> None:
