@@ -189,7 +189,10 @@ def test_engine_profile_sets_the_kv_capacity(capsys):
     # Sequences of 8,192 tokens the budget holds (the bytes per sequence max_batch divides by):
     # 17,757,220,864 / (8,192 × 65,536 B) = 33.075
     assert mem["max_concurrency"] == pytest.approx(budget / (8192 * per_gpu_token))
-    # SGLang: a static fraction (0.88 by default) for weights and KV, pages of one token.
+    # SGLang: a static fraction for weights and KV, pages of one token; unset, the current line's
+    # rule (PR #10975) gives round((81,559 − 13,440) / 81,559, 3) = 0.835 at TP 1 on an H100
+    # (reserve 512 + 1.5 × 8,192 + 2 × 256 + 1,024 / 8 MiB), of the memory free before the weights
+    # load (less the runtime's 256 MiB).
     code, out, _ = run(
         [
             "evaluate",
@@ -213,7 +216,7 @@ def test_engine_profile_sets_the_kv_capacity(capsys):
     mem = json.loads(out)["memory"]
     assert mem["engine"] == "sglang" and mem["block_size_tokens"] == 1
     # the runtime sees 434 MiB less than nvidia-smi's 81,559 MiB (the driver's share)
-    assert mem["kv_budget_bytes"] == pytest.approx((81_559 - 434) * 2**20 * 0.88 - 8_030_261_248 * 2)
+    assert mem["kv_budget_bytes"] == pytest.approx(((81_559 - 434) * 2**20 - 2**28) * 0.835 - 8_030_261_248 * 2)
     assert _error(["evaluate", SEED, "--engine", "vllmm"], capsys).count("did you mean 'vllm'") == 1
 
 
