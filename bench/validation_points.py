@@ -301,6 +301,46 @@ def release_of(name: str, engine_version: str) -> str | None:
     return f"b{found}" if name == "llama.cpp" else found
 
 
+TRTLLM_BUILD_INPUT_LEN = 2048
+"""max_input_len of a TensorRT-LLM engine built without one: examples/llama/build.py's
+--max_input_len default 2048 (the build.py flow of 0.5-0.7, 2023)."""
+
+TRTLLM_FRACTION_KNOBS = ("free_gpu_memory_fraction", "kv_cache_free_gpu_mem_fraction", "kv_cache_free_gpu_memory_fraction")
+"""TensorRT-LLM's names for the share of free memory its KV pool takes (KvCacheConfig,
+the Triton backend's parameter, trtllm-serve's flag): the spec's gpu_memory_utilization."""
+
+
+def _trtllm_knobs(cond: dict, release: str | None) -> dict:
+    """A TensorRT-LLM run's build limits and KV fraction as the spec's engine knobs:
+    max_batch_size is max_num_seqs (the runtime's slots), max_num_tokens is
+    max_num_batched_tokens (the engine's token range). An engine built with neither
+    max_num_tokens nor a release default for it (before 0.11) takes max_batch_size ×
+    max_input_len tokens (tensorrt_llm/models/generation_mixin.py get_profiles_ranges'
+    context range; cpp/tensorrt_llm/batch_manager/runtimeBuffers.cpp setMaxBufferSizes:
+    maxNumModelTokens.value_or(max(maxBatchSize × maxInputLen, numLogits)), NVIDIA/TensorRT-LLM
+    092a5a15d8047f16efd1aeb872cac21bb441188c)."""
+    out: dict = {}
+    batch = _num(cond.get("max_batch_size"))
+    if batch and "max_num_seqs" not in cond:
+        out["max_num_seqs"] = int(batch)
+    built = _num(cond.get("max_num_tokens"))
+    if built and "max_num_batched_tokens" not in cond:
+        out["max_num_batched_tokens"] = int(built)
+    elif batch and not built and release is not None and _before(release, "0.11.0"):
+        out["max_num_batched_tokens"] = int(batch) * int(_num(cond.get("max_input_len"), TRTLLM_BUILD_INPUT_LEN) or TRTLLM_BUILD_INPUT_LEN)
+    for knob in TRTLLM_FRACTION_KNOBS:
+        if _num(cond.get(knob)):
+            out["gpu_memory_utilization"] = cond[knob]
+            break
+    return out
+
+
+def _before(release: str, version: str) -> bool:
+    """Whether a release ("0.5", "0.19.0") comes before `version` (numeric parts compared)."""
+    parts = [int(x) for x in release.split(".")[:3]]
+    return parts + [0] * (3 - len(parts)) < [int(x) for x in version.split(".")]
+
+
 def _engine(p: dict) -> dict:
     """The engine section for a point: the engine and every knob its run reports."""
     cond = _cond(p)
@@ -330,6 +370,8 @@ def _engine(p: dict) -> dict:
         engine.setdefault("max_num_seqs", 256)
     if name == "llama.cpp" and cond.get("split_mode") in ("layer", "row"):
         engine["split_mode"] = cond["split_mode"]
+    if name == "trtllm":
+        engine.update(_trtllm_knobs(cond, release))
     if _num(cond.get("gpu_memory_utilization")):
         engine["gpu_memory_utilization"] = cond["gpu_memory_utilization"]
     elif name == "sglang" and _num(cond.get("mem_fraction_static")):

@@ -100,7 +100,11 @@ def _kept_rows(d: Deployment, mem: MemoryEstimate) -> list[tuple[str, str]]:
     if e is not None and e.profiles_activation:
         per = e.sampler_bytes_per_logit
         note = f"{e.max_num_seqs:,} rows × {d.model.vocab_size:,} logits × {per} B (max_num_seqs, sampler_bytes_per_logit)"
-        rows.append(("sampler peak", f"{fmt_bytes(k.sampler_bytes):>24}   {note if k.sampler_bytes else _activation_note(d, mem)}"))
+        label = "sampler peak"
+        if e.name == "trtllm":  # buffers its runtime allocates per max_batch_size slot, not a profiled peak
+            label = "logits + sampling"
+            note = f"{e.max_num_seqs:,} slots (max_batch_size) × {d.model.vocab_size:,} logits × {per} B (sampler_bytes_per_logit)"
+        rows.append((label, f"{fmt_bytes(k.sampler_bytes):>24}   {note if k.sampler_bytes else _activation_note(d, mem)}"))
     if k.cuda_graphs:
         layers = f"{-(-d.model.num_layers // d.pp)} layers"
         rows.append(
