@@ -282,6 +282,7 @@ def model_from_config(path: str | Path) -> Model:
             dense_layers=min(a.layers, a.dense_layers) if a.experts else 0,
             attention=_attention_kind(a),
             kv_lora_rank=cfg.kv_lora_rank,
+            q_lora_rank=cfg.q_lora_rank if a.mla else None,
             qk_rope_head_dim=cfg.qk_rope_head_dim if a.mla else None,
             sliding_window=window,
             sliding_layers=sliding,

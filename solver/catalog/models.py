@@ -105,6 +105,9 @@ class Model:
     """Leading layers of an MoE model with a dense MLP (config.json first_k_dense_replace)."""
     kv_lora_rank: Rank | None = None
     """MLA: compressed KV latent width."""
+    q_lora_rank: Rank | None = None
+    """MLA: compressed query latent width (config.json q_lora_rank); None where the
+    queries are projected whole (DeepSeek-V2-Lite)."""
     qk_rope_head_dim: HeadDim | None = None
     """MLA: decoupled RoPE key width."""
     sliding_window: Context | None = None
@@ -196,6 +199,26 @@ class Model:
         attention = self.attention_params
         mlp = max(0, self.total_params - emb - head - experts - attention)
         return {"embeddings": emb, "lm_head": head, "attention": attention, "mlp": mlp, "experts": experts}
+
+    @property
+    def replicated_params(self) -> int:
+        """Parameters every tensor-parallel rank holds whole: MLA's down-projections
+        (hidden × (q_lora_rank + kv_lora_rank + qk_rope_head_dim) a layer) and, of an
+        MLA MoE model, the router (hidden × routed experts a MoE layer). vLLM keeps them
+        in replicated linears (vllm-project/vllm vllm/model_executor/models/deepseek_v2.py
+        @002d6073: DeepSeekV2FusedQkvAProjLinear with disable_tp=True, kv_a_proj_with_mqa
+        a ReplicatedLinear, the gate a GateLinear), SGLang likewise
+        (sgl-project/sglang python/sglang/srt/models/deepseek_v2.py @3e4a39ee:
+        fused_qkv_a_proj_with_mqa a ReplicatedLinear, MoEGate's weight unsplit) and
+        TensorRT-LLM's MLA builds its fused A projection without a TP mapping
+        (NVIDIA/TensorRT-LLM tensorrt_llm/_torch/modules/attention.py @c6d3bb2a:
+        kv_a_proj_with_mqa = Linear(hidden, q_lora_rank + kv_lora_rank + rope)). 0 for
+        every other attention."""
+        if self.attention != "mla":
+            return 0
+        assert self.kv_lora_rank is not None and self.qk_rope_head_dim is not None  # Model requires both for MLA
+        down = self.hidden_size * ((self.q_lora_rank or 0) + self.kv_lora_rank + self.qk_rope_head_dim)
+        return self.num_layers * down + self.moe_layers * self.hidden_size * self.num_experts
 
     @property
     def routed_expert_params(self) -> int:

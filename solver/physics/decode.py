@@ -43,7 +43,7 @@ from solver.physics.kernels import (
     routed_active_params,
     split_weight_bytes,
 )
-from solver.physics.memory import kv_bytes_per_sequence, kv_shard_fraction
+from solver.physics.memory import kv_bytes_per_sequence, kv_shard_fraction, tp_rank_bytes
 from solver.physics.prefill import PrefillEstimate, estimate_prefill
 from solver.physics.prompt_queue import queued_prompt_s
 
@@ -419,7 +419,8 @@ def _derive_split_terms(d: Deployment) -> tuple[dict, float]:
     dense, routed = split_weight_bytes(d)
     comm0, comm_per_sequence_s, comm_pieces = step_comm(d)
     fixed = {
-        "dense_weight_bytes": dense if d.dp_ep else dense / d.tp,  # DP attention: the dense layers whole on each GPU
+        # DP attention: the dense layers whole on each GPU; TP: split but for the replicated tensors
+        "dense_weight_bytes": dense if d.dp_ep else tp_rank_bytes(d, dense),
         "routed_weight_bytes": routed / d.tp,
         "num_experts": m.num_experts,
         "experts_per_token": m.experts_per_token,

@@ -309,22 +309,46 @@ class MemoryEstimate:
         return room / self.kv_bytes_per_context_sequence
 
 
+def replicated_weights_bytes(d: Deployment) -> float:
+    """Whole-model bytes of the tensors every TP rank holds and reads whole
+    (Model.replicated_params: MLA's down-projections and its MoE router), at the
+    bytes a value their group ("mlp": MLA counts its attention there) is stored in;
+    of a checkpoint size the user gives, their share of its parameters. 0 for every
+    model without MLA."""
+    m = d.model
+    params = m.replicated_params
+    if not params:
+        return 0.0
+    if d.weights_bytes_override is not None:
+        return d.weights_bytes_override * params / m.total_params
+    return params * group_weights_bytes(m, d.weights)["mlp"] / m.param_groups()["mlp"]
+
+
+def tp_rank_bytes(d: Deployment, whole_bytes: float) -> float:
+    """One TP rank's share of `whole_bytes`, weights that include the replicated ones
+    (replicated_weights_bytes): those whole, the rest split over the TP ranks."""
+    replicated = replicated_weights_bytes(d)
+    return (whole_bytes - replicated) / d.tp + replicated
+
+
 def per_gpu_weights_bytes(d: Deployment) -> float:
     """Weights on the heaviest GPU: its stage's layers plus one embedding matrix
-    (both when there is a single stage), all split across the TP ranks."""
+    (both when there is a single stage), split across the TP ranks but for the
+    tensors each rank holds whole (replicated_weights_bytes)."""
     total = loaded_weights_bytes(d)
     if d.dp_ep:  # everything but the routed experts on every GPU, the experts split
         routed = total * d.model.routed_expert_params / d.model.total_params if d.weights_bytes_override else loaded_group_weights_bytes(d)["experts"]
         return total - routed + routed / d.tp
-    emb_total = embedding_bytes(d.model, d.weights) if d.weights_bytes_override is None else 0.0
+    stage = stage_layer_fraction(d.model, d.pp)
     if d.weights_bytes_override is not None:
-        return total * stage_layer_fraction(d.model, d.pp) / d.tp
-    layers = total - emb_total
+        return tp_rank_bytes(d, total) * stage
+    emb_total = embedding_bytes(d.model, d.weights)
+    layers = tp_rank_bytes(d, total - emb_total) * stage
     if d.pp == 1:
         emb = emb_total
     else:
         emb = d.model.vocab_size * d.model.hidden_size * (emb_total / d.model.embedding_params)
-    return (layers * stage_layer_fraction(d.model, d.pp) + emb) / d.tp
+    return layers + emb / d.tp
 
 
 def per_gpu_kv_bytes_per_sequence(d: Deployment, tokens: int) -> float:

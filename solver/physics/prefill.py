@@ -76,6 +76,7 @@ from solver.physics.kernels import (
     split_weight_bytes,
     touched_weight_bytes,
 )
+from solver.physics.memory import tp_rank_bytes
 
 
 @dataclass(frozen=True)
@@ -290,7 +291,7 @@ def _weights_read(d: Deployment, tokens: int) -> float:
     """Per GPU: 1/tp of what the pass touches, or under data-parallel attention the
     dense layers whole and 1/tp of the experts the prompt hits (under expert
     parallelism the busiest GPU's, busiest_expert_share)."""
-    if not d.dp_ep:
-        return touched_weight_bytes(d, tokens) / d.tp
+    if not d.dp_ep:  # each rank reads the replicated tensors whole
+        return tp_rank_bytes(d, touched_weight_bytes(d, tokens))
     dense, _ = split_weight_bytes(d)
     return dense + _routed_read(d, tokens)

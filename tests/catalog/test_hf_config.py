@@ -44,6 +44,10 @@ def test_deepseek_v3_is_mla_with_671b_parameters():
     # DeepSeek's "37B activated"; their 36.6B excludes the 0.93B input embedding.
     assert (m.active_params - 129280 * 7168) / 1e9 == pytest.approx(36.6, abs=0.05)
     assert (m.dense_layers, m.moe_layers) == (3, 58)  # first_k_dense_replace 3 of 61 layers
+    # every TP rank holds q_a_proj 7168 × 1536, kv_a_proj_with_mqa 7168 × (512 + 64) a
+    # layer and the router 7168 × 256 a MoE layer whole (issue 42)
+    assert m.q_lora_rank == 1536
+    assert m.replicated_params == 61 * 7168 * (1536 + 512 + 64) + 58 * 7168 * 256
 
 
 def test_gpt_oss_20b_alternates_sliding_and_full_attention():
