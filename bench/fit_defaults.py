@@ -77,8 +77,8 @@ from solver.catalog import default_catalog  # noqa: E402
 from solver.errors import InputError  # noqa: E402
 from solver.physics.evaluate import evaluate  # noqa: E402
 from solver.physics.kernels import expert_hit_fraction, expert_imbalance, routed_active_params  # noqa: E402
-from solver.physics.memory import loaded_group_weights_bytes, sixteen_bit_bytes  # noqa: E402
 from solver.physics.validity import padded_split  # noqa: E402
+from solver.physics.weights import loaded_group_weights_bytes, sixteen_bit_bytes  # noqa: E402
 
 MIN_POINTS = 6
 SERVING = ("vllm", "sglang", "trtllm")

@@ -791,7 +791,7 @@ def predict(p: dict, factors: dict | None = None, catalog=None) -> float | None:
     kind = kind_of(p)
     try:
         if kind == "weights":
-            from solver.physics.memory import per_gpu_weights_bytes
+            from solver.physics.weights import per_gpu_weights_bytes
 
             d, _, _ = deployment_for(p, 1, 16, 16, factors=factors, catalog=catalog)
             return per_gpu_weights_bytes(d) / GiB  # vLLM prints "GB" for figures in GiB

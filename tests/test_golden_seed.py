@@ -11,8 +11,9 @@ import pytest
 
 from solver.physics.decode import estimate_decode
 from solver.physics.evaluate import evaluate
-from solver.physics.memory import estimate_memory, weights_bytes
+from solver.physics.memory import estimate_memory
 from solver.physics.prefill import estimate_prefill
+from solver.physics.weights import weights_bytes
 from tests.solve_helpers import NO_FIXED_COSTS
 
 # The seed counts the whole card: no runtime overhead, no driver share, no activation peak.

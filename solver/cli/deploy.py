@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         release = flag_table()[engine].get("image_version", {}).get(c.shape.deployment.device.vendor)
     dep = emit_checked(result, engine, args.variant, spec.engine.name, release)
     if args.emit in ("k8s", "kserve"):
-        from solver.physics.memory import deployment_weights_bytes, weights_bytes
+        from solver.physics.weights import deployment_weights_bytes, weights_bytes
         from solver.report.deploy_k8s import manifests, object_name, to_yaml
 
         name = f"{c.shape.deployment.model.name}-{engine}"

@@ -17,7 +17,7 @@ from solver.optimise.candidates import candidates
 from solver.optimise.horizon import Horizon, Option
 from solver.optimise.problem import Problem, Shape
 from solver.optimise.scenario import scenario_of
-from solver.physics.memory import weights_bytes
+from solver.physics.weights import weights_bytes
 from solver.spec.schedule_spec import Profile, ScheduleIn
 
 

@@ -43,9 +43,10 @@ from solver.physics.kernels import (
     routed_active_params,
     split_weight_bytes,
 )
-from solver.physics.memory import kv_bytes_per_sequence, kv_shard_fraction, tp_rank_bytes
+from solver.physics.memory import kv_bytes_per_sequence, kv_shard_fraction
 from solver.physics.prefill import PrefillEstimate, estimate_prefill
 from solver.physics.prompt_queue import queued_prompt_s
+from solver.physics.weights import tp_rank_bytes
 
 
 @dataclass(frozen=True)

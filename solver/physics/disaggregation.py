@@ -26,8 +26,9 @@ import math
 from dataclasses import dataclass
 
 from solver.physics.deployment import Deployment
-from solver.physics.memory import kv_bytes_per_sequence, kv_shard_fraction, stage_layer_fraction
+from solver.physics.memory import kv_bytes_per_sequence, kv_shard_fraction
 from solver.physics.prompt_queue import queued_prompt_s
+from solver.physics.weights import stage_layer_fraction
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from solver.catalog import Model
 from solver.physics.deployment import Deployment
-from solver.physics.memory import input_embedding_bytes, loaded_group_weights_bytes, loaded_weights_bytes, sixteen_bit_bytes
+from solver.physics.weights import input_embedding_bytes, loaded_group_weights_bytes, loaded_weights_bytes, sixteen_bit_bytes
 
 
 def expert_hit_fraction(num_experts: int, experts_per_token: int, tokens: float) -> float:

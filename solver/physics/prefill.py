@@ -76,7 +76,7 @@ from solver.physics.kernels import (
     split_weight_bytes,
     touched_weight_bytes,
 )
-from solver.physics.memory import tp_rank_bytes
+from solver.physics.weights import tp_rank_bytes
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from solver.catalog import Catalog, Engine, Model, Precision
 from solver.errors import InputError
 from solver.physics.deployment import Speculation
-from solver.physics.memory import input_embedding_bytes, kv_bytes_per_sequence, kv_bytes_per_token_per_layer, weights_bytes
+from solver.physics.memory import kv_bytes_per_sequence, kv_bytes_per_token_per_layer
+from solver.physics.weights import input_embedding_bytes, weights_bytes
 from solver.spec.fields import SpeculativeIn
 
 HEAD_BYTES_PER_PARAM = 2.0

@@ -195,7 +195,7 @@ def test_gguf_k_quant_blocks_have_their_ggml_sizes(catalog):
 
 
 def test_q4_k_m_llama_3_8b_weights_match_the_published_file_size(catalog):
-    from solver.physics.memory import weights_bytes
+    from solver.physics.weights import weights_bytes
 
     m = catalog.model("llama-3.1-8b")  # every tensor shape equals Llama-3-8B's
     # Hand derivation of the Q4_K_M mix (llama_model_quantize): output.weight and, in the 16 of

@@ -10,8 +10,9 @@ from solver.errors import InputError
 from solver.explain.solve import solve
 from solver.physics.decode import estimate_decode
 from solver.physics.interconnect import row_split_transfers
-from solver.physics.memory import activation_peak_bytes, per_gpu_kv_bytes_per_sequence, weights_bytes
+from solver.physics.memory import activation_peak_bytes, per_gpu_kv_bytes_per_sequence
 from solver.physics.prefill import estimate_prefill
+from solver.physics.weights import weights_bytes
 from solver.report.deploy import emit
 from solver.report.launch import check_flags
 from solver.spec.solve_spec import parse_spec

@@ -10,9 +10,10 @@ import pytest
 from solver.errors import InputError
 from solver.physics.decode import estimate_decode
 from solver.physics.interconnect import all_to_all
-from solver.physics.memory import estimate_memory, group_weights_bytes, per_gpu_weights_bytes
+from solver.physics.memory import estimate_memory
 from solver.physics.prefill import estimate_prefill
 from solver.physics.validity import check
+from solver.physics.weights import group_weights_bytes, per_gpu_weights_bytes
 
 KV_PER_TOKEN = (512 + 64) * 61  # DeepSeek-R1's MLA latent and rope key, 61 layers, FP8: 35,136 B
 

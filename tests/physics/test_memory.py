@@ -13,8 +13,8 @@ from solver.physics.memory import (
     kv_shard_fraction,
     max_context_tokens,
     per_gpu_kv_bytes_per_sequence,
-    weights_bytes,
 )
+from solver.physics.weights import weights_bytes
 
 LLAMA8B_EMB = 128256 * 4096  # one embedding matrix (untied: two of them)
 

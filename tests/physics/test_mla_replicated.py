@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 from solver.physics.decode import decode_coefficients
-from solver.physics.memory import per_gpu_weights_bytes, replicated_weights_bytes
 from solver.physics.prefill import estimate_prefill
+from solver.physics.weights import per_gpu_weights_bytes, replicated_weights_bytes
 
 HIDDEN, LAYERS, MOE_LAYERS, VOCAB = 7168, 61, 58, 129280
 # per layer: q_a_proj 7168 × 1536 and kv_a_proj_with_mqa 7168 × (512 + 64); per MoE layer the gate 7168 × 256

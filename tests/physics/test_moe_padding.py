@@ -19,7 +19,8 @@ import pytest
 
 from solver.physics.decode import estimate_decode
 from solver.physics.kernels import split_weight_bytes
-from solver.physics.memory import estimate_memory, group_weights_bytes, per_gpu_weights_bytes
+from solver.physics.memory import estimate_memory
+from solver.physics.weights import group_weights_bytes, per_gpu_weights_bytes
 
 H = INTER = 2880
 MXFP4_BYTES = 17 / 32

@@ -11,7 +11,7 @@ import pytest
 from solver.catalog import default_catalog
 from solver.physics.engine_memory import engine_memory
 from solver.physics.evaluate import evaluate
-from solver.physics.memory import per_gpu_weights_bytes
+from solver.physics.weights import per_gpu_weights_bytes
 from solver.report.evaluation_text import render_text
 
 LLAMA31_8B_VOCAB = 128_256  # config.json vocab_size
