@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from solver.errors import InputError
+from solver.physics.engine_memory import memory_fraction
 from solver.report.checkpoints import unlisted_source_note
 
 if TYPE_CHECKING:
@@ -44,7 +45,8 @@ def trtllm_argv(
         argv += ["--ep_size", str(d.tp)]
     argv += ["--max_batch_size", str(batch), "--max_seq_len", str(max_model_len)]
     if e is not None and e.name == "trtllm":  # the knobs the plan's memory and steps were sized with
-        argv += ["--max_num_tokens", str(e.max_num_batched_tokens), "--kv_cache_free_gpu_memory_fraction", f"{e.fraction:g}"]
+        # the fraction the plan's KV was sized with (a spec's overrides.factors.memory_utilization included), as vLLM's and SGLang's launches read it
+        argv += ["--max_num_tokens", str(e.max_num_batched_tokens), "--kv_cache_free_gpu_memory_fraction", f"{memory_fraction(d).value:g}"]
     options = _options(d, table["kv_cache"][kv])
     if options:
         import yaml

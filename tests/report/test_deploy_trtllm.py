@@ -54,6 +54,13 @@ def test_a_trtllm_plan_carries_its_split_batch_context_and_memory_rule():
     assert "--tp_size" not in argv and "--extra_llm_api_options" not in argv  # one GPU, a 16-bit KV cache
 
 
+def test_the_launch_fraction_is_the_one_the_plan_was_sized_with():
+    # overrides.factors.memory_utilization 0.8 sizes the plan's KV at 0.8 of the free
+    # memory; the launch must ask trtllm-serve for the same 0.8, not the catalog's 0.9
+    r = _solve({**TRT_8B, "overrides": {"factors": {"memory_utilization": 0.8}}})
+    assert _flag(emit(r, "trtllm").argv, "--kv_cache_free_gpu_memory_fraction") == "0.8"
+
+
 def test_tp_is_passed_and_an_fp8_kv_cache_is_written_to_the_options_file():
     spec = {**TRT_8B, "search": {**TRT_8B["search"], "tp": [2], "kv_cache": ["fp8"]}}
     dep = emit(_solve(spec), "trtllm")
