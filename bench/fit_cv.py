@@ -232,6 +232,21 @@ def _number_in(low: float, high: float) -> Callable[[str], float]:
     return parse
 
 
+def _whole_in(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from low to high, or one clear error naming the range."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be a whole number from {low} to {high}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be a whole number from {low} to {high}")
+        return value
+
+    return parse
+
+
 def _release(text: str) -> tuple[str, float, str]:
     """An argparse type: SHAPE[:SHRINK][/GROUPING] for --release, or one clear error."""
     shape_k, _, grouping = text.partition("/")
@@ -258,8 +273,8 @@ def _families(text: str) -> tuple[tuple[str, ...], int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--folds", type=int, default=5, help="campaign folds; 0: leave one campaign out")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--folds", type=_whole_in(0, 1000), default=5, help="campaign folds; 0: leave one campaign out")
+    ap.add_argument("--seed", type=_whole_in(0, 2**32 - 1), default=0)
     ap.add_argument("--caps", nargs="*", default=[], metavar="S0:S1", help="the step's cap and the held per-layer cost to compare, seconds")
     ap.add_argument(
         "--unhidden", nargs="*", type=_number_in(0, 1), default=[], metavar="SHARE", help="kernels' unhidden shares to compare (at the fit's caps)"
@@ -323,23 +338,14 @@ def main() -> None:
         metavar="FAMILIES[:SOURCES]",
         help="format families with a cost per MoE layer of their own (fit_defaults.EXPERT_LAYER_FAMILIES), e.g. none fp4 fp4:1 fp4,int4; SOURCES: MIN_FAMILY_SOURCES",
     )
+    for flag, what in (
+        ("--expert-pull", "the cost per MoE layer's pull scale (fit_defaults.EXPERT_PULL_S)"),
+        ("--rank-pull", "the cost per TP rank's pull scale (fit_defaults.RANK_PULL_S)"),
+    ):
+        ap.add_argument(flag, nargs="*", type=_number_in(1e-7, 1), default=[], metavar="S", help=what)
     ap.add_argument(
-        "--expert-pull",
-        nargs="*",
-        type=_number_in(1e-7, 1),
-        default=[],
-        metavar="S",
-        help="the cost per MoE layer's pull scale (fit_defaults.EXPERT_PULL_S)",
+        "--movers", type=_whole_in(0, 10_000), default=0, metavar="N", help="per setting, the N held-out points moved most against the fit's own"
     )
-    ap.add_argument(
-        "--rank-pull",
-        nargs="*",
-        type=_number_in(1e-7, 1),
-        default=[],
-        metavar="S",
-        help="the cost per TP rank's pull scale (fit_defaults.RANK_PULL_S)",
-    )
-    ap.add_argument("--movers", type=int, default=0, metavar="N", help="per setting, the N held-out points moved most against the fit's own")
     ap.add_argument("--spread", action="store_true", help="the shared constants' spread over the folds' fits (TRACKED), per setting")
     ap.add_argument("--group", choices=GROUPINGS, default="campaign", help="fold unit: campaign (the split's) or repository")
     args = ap.parse_args()

@@ -152,3 +152,13 @@ def test_fit_cv_short_names_and_families() -> None:
     assert fit_cv._families("none") == ((), 2)
     with pytest.raises(Exception, match="give none"):
         fit_cv._families("fp8")
+
+
+def test_fit_cv_counts_refuse_what_is_not_a_whole_number_in_range() -> None:
+    import argparse
+
+    parse = fit_cv._whole_in(0, 1000)
+    assert parse("0") == 0 and parse("1000") == 1000
+    for bad in ("-2", "1.5", "1001", "nan", "inf", "x", ""):
+        with pytest.raises(argparse.ArgumentTypeError, match="whole number from 0 to 1000"):
+            parse(bad)
