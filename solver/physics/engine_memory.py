@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from solver.catalog import Engine
 from solver.physics.deployment import Deployment
 from solver.physics.kept import Kept
-
-BYTES_16BIT = 2.0
+from solver.physics.weights import BYTES_16BIT
+from solver.units import MiB
 
 
 @dataclass(frozen=True)
@@ -144,9 +144,6 @@ def _engine_memory(d: Deployment, tokens: int) -> EngineMemory:
     )
 
 
-MIB = 2**20
-
-
 @dataclass(frozen=True)
 class MemoryFraction:
     """The share of each GPU's memory the engine's KV rule takes (vLLM's
@@ -166,10 +163,10 @@ def memory_fraction(d: Deployment) -> MemoryFraction:
         return MemoryFraction(d.factors.memory_utilization, "the engine's default" if e and d.factors.memory_utilization == e.fraction else "given")
     s = d.speculation
     draft = None if s is None else ("model" if s.method == "draft_model" else "head")
-    value = rule.fraction(d.device.memory_bytes / MIB, d.tp, d.pp, draft)
+    value = rule.fraction(d.device.memory_bytes / MiB, d.tp, d.pp, draft)
     if rule.by_tp:
         why = f"{e.display_name}'s default at TP {d.tp}"
     else:
-        why = f"{e.display_name}'s default for {d.device.memory_bytes / MIB:,.0f} MiB at TP {d.tp}" + (f" × PP {d.pp}" if d.pp > 1 else "")
+        why = f"{e.display_name}'s default for {d.device.memory_bytes / MiB:,.0f} MiB at TP {d.tp}" + (f" × PP {d.pp}" if d.pp > 1 else "")
         why += f" with a draft {'model' if draft == 'model' else 'head'}" if draft else ""
     return MemoryFraction(value, why + (f", {e.release.split(':')[0]}" if e.release else ""))
