@@ -165,6 +165,10 @@ class Engine:
     over max_num_batched_tokens tokens and max_num_seqs sampled rows (vLLM)."""
     sampler_bytes_per_logit: NonNegInt = 0
     """Bytes per vocabulary entry per sequence the sampler holds at its peak."""
+    sampler_bytes_allocated: bool = False
+    """Those bytes are buffers the runtime allocates per max_batch_size slot before it
+    sizes KV (TensorRT-LLM's TensorRT flow), not the peak of a profiled sampler run
+    over max_num_seqs rows (vLLM's): the same bytes, read and named differently."""
     profiles_cuda_graphs: bool = False
     """The KV budget leaves room for the CUDA graphs it will capture (vLLM from
     v0.21.0); before, graphs are captured after the KV cache is sized, beyond it."""

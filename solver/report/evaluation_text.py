@@ -101,7 +101,7 @@ def _kept_rows(d: Deployment, mem: MemoryEstimate) -> list[tuple[str, str]]:
         per = e.sampler_bytes_per_logit
         note = f"{e.max_num_seqs:,} rows × {d.model.vocab_size:,} logits × {per} B (max_num_seqs, sampler_bytes_per_logit)"
         label = "sampler peak"
-        if e.name == "trtllm":  # buffers its runtime allocates per max_batch_size slot, not a profiled peak
+        if e.sampler_bytes_allocated:
             label = "logits + sampling"
             note = f"{e.max_num_seqs:,} slots (max_batch_size) × {d.model.vocab_size:,} logits × {per} B (sampler_bytes_per_logit)"
         rows.append((label, f"{fmt_bytes(k.sampler_bytes):>24}   {note if k.sampler_bytes else _activation_note(d, mem)}"))

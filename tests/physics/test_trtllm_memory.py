@@ -76,3 +76,14 @@ def test_evaluate_names_trtllms_logits_and_sampling_row(build_deployment):
     text = render_text(evaluate(d, w, t))
     assert "logits + sampling" in text
     assert "2,048 slots (max_batch_size) × 128,256 logits × 20 B" in text
+
+
+def test_the_pytorch_lines_sampler_bytes_are_a_profiled_peak_not_slot_buffers(build_deployment):
+    # TensorRT-LLM 1.0+ sizes KV after a profiled forward (the PyTorch flow, 8 B a logit):
+    # its row is the sampler's peak over max_num_seqs, as vLLM's; only the TensorRT
+    # engine flow (0.5-0.21) allocates logits and top-P buffers per max_batch_size slot
+    d, w, t = _rtx5090(build_deployment, version="1.0.0")
+    text = render_text(evaluate(d, w, t))
+    assert "logits + sampling" not in text
+    assert "sampler peak" in text
+    assert "128,256 logits × 8 B" in text
