@@ -319,6 +319,10 @@ class SpeculativeMethod:
     as_of: dt.date
     heads: tuple[SpeculativeHead, ...] = ()
     """Acceptance by model family, where published (each with its source)."""
+    draft_vocab_size: Count | None = None
+    """Rows of a head's own LM head where it drafts over a vocabulary of its own (EAGLE-3's
+    config.json `draft_vocab_size`, mapped to the target's by its d2t table); None: the
+    head shares the target's LM head, every row of it."""
 
     def __post_init__(self) -> None:
         for where, alphas in [("acceptance", self.acceptance)] + [(f"heads[{i}].acceptance", h.acceptance) for i, h in enumerate(self.heads)]:

@@ -145,6 +145,10 @@ class DecodeCoefficients:
     draft_comm_fixed_s: float = 0.0
     """One draft pass's all-reduces under TP: its layers' share of the step's (fixed part)."""
     draft_comm_per_sequence_s: float = 0.0
+    draft_round_read_bytes: float = 0.0
+    """Bytes the draft reads once a round on each TP rank (EAGLE-3's 3h → h fc, first pass
+    only; replicated, not split)."""
+    draft_round_flops_per_sequence: float = 0.0
     expert_groups: int = 1
     """GPUs the routed experts are dealt over whole (expert parallelism); a step reads
     the busiest one's (busiest_expert_share). 1: TP splits every expert over every GPU."""
@@ -332,12 +336,13 @@ class DecodeCoefficients:
         """k draft passes, each one forward of the draft over the batch: its weights read
         once against its FLOPs for every sequence (the larger sets the time, as a step's
         matmuls), every sequence's draft KV, its launches and, under TP, its layers'
-        all-reduces."""
+        all-reduces; and once a round what the first pass alone reads (EAGLE-3's fc)."""
         bw = self._bandwidth()
         gemm = self._kernel(self.draft_read_bytes / bw, batch * self.draft_flops_per_sequence / self._flops_rate())
         kv = batch * self.draft_kv_bytes_per_sequence / (bw * self.attention_bandwidth_share)
         comm = self.draft_comm_fixed_s + batch * self.draft_comm_per_sequence_s
-        return self.draft_tokens * (gemm + kv + self.draft_fixed_s + comm)
+        once = self._kernel(self.draft_round_read_bytes / bw, batch * self.draft_round_flops_per_sequence / self._flops_rate())
+        return self.draft_tokens * (gemm + kv + self.draft_fixed_s + comm) + once
 
     def prompt_service_s(self, batch: int) -> float:
         """The GPUs' time for one prompt at this load: its chunks (continuous batching),
@@ -464,6 +469,9 @@ def _speculation(d: Deployment, context_tokens: int, comm_fixed_s: float, comm_p
         "draft_read_bytes": s.draft_read_bytes / d.tp,
         "draft_kv_bytes_per_sequence": s.draft_kv_bytes_per_token * context_tokens / d.tp,
         "draft_fixed_s": d.factors.layer_overhead_s * s.draft_layers,
+        # EAGLE-3's fc is a ReplicatedLinear in vLLM's llama_eagle3.py: whole on every rank
+        "draft_round_read_bytes": s.draft_round_read_bytes,
+        "draft_round_flops_per_sequence": 2.0 * s.draft_round_params,
     }
 
 

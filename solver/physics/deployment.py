@@ -102,6 +102,11 @@ class Speculation:
     sglang_algorithm: str | None = None
     acceptance_by_position: tuple[float, ...] = ()
     """α_k for k = 1, 2, ... (empty: `acceptance` at every position); past the list, its last."""
+    draft_round_read_bytes: float = 0.0
+    """Bytes the draft reads once a round, not once a drafted token, whole: EAGLE-3's fc
+    (3h → h) over the target's three hidden states, on the first draft pass only."""
+    draft_round_params: float = 0.0
+    """Parameters of that once-a-round read (its FLOPs are 2 × these a sequence)."""
 
     @property
     def alphas(self) -> tuple[float, ...]:

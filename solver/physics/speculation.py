@@ -111,16 +111,16 @@ def resolve_speculation(
             method.sglang_algorithm,
             alphas,
         )
-    # EAGLE: one decoder layer over the target's hidden states and a fusing projection
-    # (2h → h; EAGLE-3 fuses three layers' states, 3h → h), sharing the target's
-    # embedding and LM head (an EAGLE-3 head's own LM head is at most as large).
-    fused = 3 if spec.method == "eagle3" else 2
-    params = _layer_params(model) + fused * h * h
+    if spec.method == "eagle3":
+        return _eagle3_head(model, k, alphas, spec, method.draft_vocab_size, kv, method.vllm_method, method.sglang_algorithm)
+    # EAGLE (1, 2): one decoder layer over the target's hidden states and a fusing
+    # projection (2h → h) on every pass, sharing the target's embedding and LM head.
+    params = _layer_params(model) + 2 * h * h
     return Speculation(
         spec.method,
         k,
         alphas[0],
-        "EAGLE-3 head" if spec.method == "eagle3" else "EAGLE head",
+        "EAGLE head",
         params * HEAD_BYTES_PER_PARAM,
         params * HEAD_BYTES_PER_PARAM + lm_head * 2.0,
         params + lm_head,
@@ -130,4 +130,38 @@ def resolve_speculation(
         method.vllm_method,
         method.sglang_algorithm,
         alphas,
+    )
+
+
+def _eagle3_head(
+    model: Model, k: int, alphas: tuple[float, ...], spec: SpeculativeIn, draft_vocab: int | None, kv: Precision, vllm: str | None, sglang: str | None
+) -> Speculation:
+    """An EAGLE-3 head as vLLM builds it (vllm/model_executor/models/llama_eagle3.py,
+    commit 00bd1493b3e8): one decoder layer of the target's shape whose QKV projection
+    reads the embedding and the hidden state side by side (2h inputs, not h), its own LM
+    head over `draft_vocab` rows (config.json draft_vocab_size; the target's vocabulary
+    where the catalog gives none), and the fc (3h → h) that fuses the target's three
+    hidden states, run on a round's first pass only and replicated on every TP rank. The
+    embedding is the target's."""
+    h = model.hidden_size
+    qkv_input = h * (model.num_attention_heads + 2 * model.num_kv_heads) * model.head_dim
+    head = (draft_vocab or model.vocab_size) * h
+    per_token = _layer_params(model) + qkv_input + head
+    fc = 3 * h * h
+    return Speculation(
+        "eagle3",
+        k,
+        alphas[0],
+        "EAGLE-3 head",
+        (per_token + fc) * HEAD_BYTES_PER_PARAM,
+        per_token * HEAD_BYTES_PER_PARAM,
+        per_token,
+        1,
+        kv_bytes_per_token_per_layer(model, kv),
+        spec.draft_checkpoint,
+        vllm,
+        sglang,
+        alphas,
+        draft_round_read_bytes=fc * HEAD_BYTES_PER_PARAM,
+        draft_round_params=fc,
     )
