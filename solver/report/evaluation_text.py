@@ -369,8 +369,9 @@ def render_text(ev: Evaluation) -> str:
             (
                 "",
                 f"verify {fmt_seconds(c.verify_step_s(dec.batch))} (the rows above, over {sp.num_tokens + 1} tokens a sequence) + draft "
-                f"{fmt_seconds(c.draft_s(dec.batch))} ({sp.num_tokens} passes of {fmt_bytes(sp.draft_read_bytes / d.tp).strip()}), "
-                f"÷ {sp.expected_tokens:.2f}",
+                f"{fmt_seconds(c.draft_s(dec.batch))} ({sp.num_tokens} passes of {fmt_bytes(sp.draft_read_bytes / d.tp).strip()}"
+                + (f", the fc once, {fmt_bytes(sp.draft_round_read_bytes).strip()}" if sp.draft_round_read_bytes else "")
+                + f"), ÷ {sp.expected_tokens:.2f}",
             ),
         ]
     out += _rows(rows)
