@@ -13,7 +13,7 @@ fit is chosen without looking at the test split.
                            [--pull 0.1 0.3 1 3] [--group campaign|repository]
                            [--decode-expert-share all chunk none]
                            [--expert-layer-families none fp4 fp4:1 fp4,int4] [--expert-pull 1e-3 1e-4]
-                           [--rank-pull 1e-4 3e-5] [--spread]
+                           [--rank-pull 1e-4 3e-5] [--maturity on off] [--spread]
 
 --folds 0 leaves one campaign out at a time (no seed: every campaign is a fold).
 --spread prints, for each setting compared, how far the folds' fits move the shared
@@ -110,6 +110,11 @@ def predict_from(train: list, test: list) -> np.ndarray:
     train terms lack taking its fallback's values (fit_defaults.fallback)."""
     with contextlib.redirect_stdout(io.StringIO()):
         model = fit.fit_model(train)
+    return predict_with(model, test)
+
+
+def predict_with(model, test: list) -> np.ndarray:
+    """The test terms' times (s) as a fitted model predicts them (predict_from)."""
     fitted = {k[0] for k in model.free(fit.MIN_POINTS, fit.MIN_FORMAT_POINTS) if isinstance(k[0], tuple) and k[0] not in (fit.SERVED, fit.GLOBAL)}
     check = fit.Model(test)
     check.tie = {}  # the values copied in are already resolved
@@ -122,6 +127,7 @@ def predict_from(train: list, test: list) -> np.ndarray:
         elif key in model.values:
             check.values[key] = model.value(owner, name)
     check.release = model.release  # a line without fit campaigns takes the pooled value (none)
+    check.maturity_ref = model.maturity_ref  # MATURITY's reference: the training runs' newest
     if SPREAD:
         FITS.append((frozenset(t.source for t in test), tracked_values(model, fitted)))
     return check.predict()
@@ -321,6 +327,9 @@ def main() -> None:
     )
     ap.add_argument("--pool-expert-layer", nargs="*", choices=["on", "off"], default=[])
     ap.add_argument(
+        "--maturity", nargs="*", choices=["on", "off"], default=[], help="the serving engines' decode slower by the run's age (fit_defaults.MATURITY)"
+    )
+    ap.add_argument(
         "--decode-expert-share",
         nargs="*",
         choices=["all", "chunk", "none"],
@@ -406,6 +415,12 @@ def main() -> None:
         errs = held_out(terms, folds)
         print(f"  cost per MoE layer pooled {how}: {_summary(errs)}")
     fit.POOL_EXPERT_LAYER = chosen
+    chosen = fit.MATURITY
+    for how in args.maturity:
+        fit.MATURITY = how == "on"
+        errs = held_out(terms, folds)
+        print(f"  maturity term {how}: {_summary(errs)}" + ("  (the fit's)" if fit.MATURITY == chosen else ""))
+    fit.MATURITY = chosen
     chosen = fit.DECODE_EXPERT_SHARE
     for how in args.decode_expert_share:
         fit.DECODE_EXPERT_SHARE = how

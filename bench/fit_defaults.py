@@ -66,6 +66,7 @@ from validation_points import (  # noqa: E402
     load_points,
     measured,
     out_of_reach,
+    run_year,
     served_ttft,
     source_key,
     speculation_of,
@@ -298,6 +299,7 @@ BOUNDS = {
     "sx": (0.1, 1.0),
     "r": (0.0, 0.2),
     "sp": (0.0, 5e-5),  # per expert reached per MoE layer in a prefill: 50 µs would be 0.7 s a DeepSeek prompt
+    "m": (0.0, 0.5),  # MATURITY's slope, log per year: 0.5 would be 65 % a year
 }
 
 HELD = {("fp8", "sb")}
@@ -336,6 +338,7 @@ PRIOR = {
     "sx": 1.0,
     "r": 0.0,
     "sp": 0.0,
+    "m": 0.0,
     ATTENTION_SHARE: 1.0,
 }
 GROUP_KEYS = ("e", "c", "s0", "s1", "s2", "s3", "s4", ATTENTION_SHARE)
@@ -493,6 +496,32 @@ Mixtral (8 points of 256 units, 2.7 ms each) holds it down (without them 12.13).
 DeepSeek-R1 AWQ run of tenstorrent/tt-inference-server#356 (47-131 ms, flat in the
 prompt) is not fitted: int4-awq has no fitted prefill share (known_formats). Other forms
 of it (PREFILL_EXPERT_FORM) lost campaign-fold CV: solver/physics/prefill.py's docstring."""
+MATURITY = False
+"""Issue 42, tried and not kept (bench/offset_features.py; bench/fit_cv.py --maturity on):
+a serving engine's (vLLM, SGLang, TensorRT-LLM) decode step slower by exp(m × (ref − year))
+for a run dated before ref, the newest fit run (MATURITY_REF; a later run as at ref): the
+campaigns' offsets rise with the runs' dates on both halves (+10 %/yr, least squares), newer
+builds running faster than factors fitted across the years say. m (global key "m", ≥ 0,
+BOUNDS) is fitted with the engines' factors, pulled toward 0 per MATURITY_PULL. Fitted on
+the whole fit half (2026-12-06, 440 terms of 36 campaigns, ref 2026.69) it comes out at
+0.0033 a year (0.0047 unpulled): once the engines' factors are fitted with it, the |log| loss
+finds no trend (the least-squares +10 %/yr of the offsets is a few campaigns'; their
+Theil-Sen slope is +5 %/yr in-sample, bench/offset_features.py). Held out (bench/fit_cv.py
+--maturity off on; TPOT / TTFT / all / campaigns' medians / MoE TPOT): seed 0 8.3 / 16.1 /
+10.8 / 11.1 / 15.1 % → 9.1 / 16.1 / 10.9 / 11.6 / 15.9 %; seed 1 8.0 / 14.9 / 9.8 / 9.5 /
+14.3 % → 8.6 / 14.9 / 9.9 / 9.2 / 15.0 % (a fold's slope, set by the campaigns it keeps,
+does not carry to those it leaves out). On the test half's terms (offset_features.py
+--joint) the decode median moved −0.1 points (−0.6 to +0.3 over campaigns resampled).
+Not kept: no term in the physics, catalogs/fitted.yaml unchanged."""
+MATURITY_PULL = 0.1
+"""The maturity slope's pull scale: PULL per 0.1 of log a year (about 10 % a year)."""
+
+
+def global_keys() -> tuple[str, ...]:
+    """GLOBAL_KEYS and, with MATURITY, the maturity slope m."""
+    return GLOBAL_KEYS + (("m",) if MATURITY else ())
+
+
 PREFILL_EXPERT_FORM = "expert"
 """What sp is charged per: "expert" (MoE layers × experts reached), "moe_layer" (MoE
 layers), "layer" (every layer of a mixture-of-experts model), "tile" (MoE layers × the
@@ -644,6 +673,9 @@ class Term:
     """Of a decode step's linear_s, the routed experts' grouped GEMMs (DECODE_EXPERT_SHARE)."""
     chunk_expert_s: float = 0.0
     """Of linear_chunk_s, the prompt chunk's routed experts' FLOP time (DECODE_EXPERT_SHARE)."""
+    year: float = 0.0
+    """A serving engine's decode run's date as a year (validation_points.run_year), 0 for
+    any other term or an undated run (MATURITY)."""
 
 
 def _unit_shares(d):
@@ -828,6 +860,7 @@ def terms_of(p: dict, catalog) -> Term | None:
         line=release_line(d.engine, catalog),
         decode_expert_fraction=decode_expert_fraction(d),
         chunk_expert_s=chunk_tokens * expert_flops_per_token(d) / (c.matmul_flops_per_s * c.compute_efficiency),
+        year=(run_year(p) or 0.0) if d.engine.name in SERVING else 0.0,
     )
 
 
@@ -997,7 +1030,7 @@ class Model:
                 self.values[(f, k)] = PRIOR[k]
         for k in SERVING_KEYS:
             self.values[(SERVED, k)] = PRIOR[k]
-        for k in GLOBAL_KEYS:
+        for k in global_keys():
             self.values[(GLOBAL, k)] = PRIOR[k]
         self.front_ends = sorted({t.engine for t in terms if t.served})
         self.serving = np.array([t.engine in self.front_ends for t in terms])
@@ -1031,6 +1064,7 @@ class Model:
                 "routed_weights_s",
                 "decode_expert_fraction",
                 "chunk_expert_s",
+                "year",
             )
         }
         self.is_ttft = np.array([t.kind == "ttft" for t in terms])
@@ -1047,6 +1081,10 @@ class Model:
         self.tie = self.ties(MIN_POINTS)
         self.release: dict[str, tuple[float, int]] = {}
         """Each release line's decode term (release_terms), applied to its TPOT terms."""
+        dated = self.arr["year"][self.arr["year"] > 0]
+        self.maturity_ref = float(dated.max()) if dated.size else 0.0
+        """MATURITY's reference year: the newest dated serving decode run of the terms fitted
+        (a model predicting others is given its fit's, fit_cv.predict_from)."""
 
     def value(self, owner, key: str) -> float:
         """A parameter's value, through its tie (Model.ties) if it has one, and its tie's."""
@@ -1171,6 +1209,10 @@ class Model:
         ttft = ttft + a[PREFILL_UNITS[PREFILL_EXPERT_FORM]] * self.values.get((GLOBAL, "sp"), 0.0)
         if self.release and RELEASE_SHAPE == "scale":
             tpot = tpot * np.exp(self._release_values())
+        if MATURITY:
+            y = a["year"]
+            older = np.where(y > 0, self.maturity_ref - np.minimum(y, self.maturity_ref), 0.0)
+            tpot = tpot * np.exp(self.values.get((GLOBAL, "m"), 0.0) * older)
         return np.where(self.is_ttft, ttft, tpot)
 
     def _release_values(self) -> np.ndarray:
@@ -1196,6 +1238,8 @@ class Model:
                 pull += PULL * v / 1e-5
             elif key == "s4":
                 pull += PULL * v / RANK_PULL_S
+            elif key == "m":
+                pull += PULL * v / MATURITY_PULL
             else:
                 pull += PULL * abs(math.log(v / PRIOR[key]))
         return err + pull
@@ -1239,7 +1283,7 @@ class Model:
             if (k not in HELD_GROUP_KEYS or g in LAYER_FITTED_GROUPS) and (g, k) not in self.tie
         ]
         free += [(SERVED, k) for k in SERVING_KEYS if self.has_points_for(k)]
-        free += [(GLOBAL, k) for k in GLOBAL_KEYS if self.has_points_for(k)]
+        free += [(GLOBAL, k) for k in global_keys() if self.has_points_for(k)]
         for _i, f in enumerate(self.formats):
             for key, ttft in (("sb", False), ("sc", True), ("sx", True)):
                 if f in ("bf16", "fp16") and key != "sx" and not (key == "sc" and PREFILL_SHARE_16):
@@ -1262,7 +1306,7 @@ class Model:
             before = self.loss()
             for key in free:
                 lo, hi = (0.0, PREFILL_BOUND_S[PREFILL_EXPERT_FORM]) if key[1] == "sp" else BOUNDS[base_key(key[1])]
-                if base_key(key[1]) in ("s0", "s1", "s2", "s3", "s4", "r", "sp"):
+                if base_key(key[1]) in ("s0", "s1", "s2", "s3", "s4", "r", "sp", "m"):
                     grid = np.concatenate([[0.0], np.geomspace(max(hi * 1e-4, 1e-7), hi, 80)])
                 else:
                     grid = np.geomspace(lo, hi, 120)
@@ -1290,6 +1334,7 @@ def fit_model(terms: list[Term]) -> Model:
     early.fit([k for k in early.free(MIN_POINTS, MIN_FORMAT_POINTS) if k[1] not in LATE_KEYS])
     model = Model(terms)
     model.tie = {k: v for k, v in early.tie.items() if k[0] in model.groups or k[0] in model.formats}
+    model.maturity_ref = early.maturity_ref
     model.values.update({k: v for k, v in early.values.items() if k in model.values})
     model.fit([k for k in model.free(MIN_POINTS, MIN_FORMAT_POINTS) if k[1] in LATE_KEYS])
     model.release = release_terms(model)
