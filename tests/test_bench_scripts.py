@@ -5,6 +5,7 @@ measures every spec `solve` takes and marks the rate form."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -162,3 +163,65 @@ def test_fit_cv_counts_refuse_what_is_not_a_whole_number_in_range() -> None:
     for bad in ("-2", "1.5", "1001", "nan", "inf", "x", ""):
         with pytest.raises(argparse.ArgumentTypeError, match="whole number from 0 to 1000"):
             parse(bad)
+
+
+def test_offset_features_date_line_by_hand() -> None:
+    """bench/offset_features.py (issue 42): the Theil-Sen line through five campaigns' offsets
+    on their years, y = 0.1 x but the last at 2.0: the ten pairwise slopes are 0.1 six times
+    and (2.0 − 0.1 i) / (4 − i) for i = 0..3 (0.5, 0.633, 0.9, 1.7), so the median is 0.1 and
+    the intercept the median of y − 0.1 x, 0; least squares gives Sxy / Sxx = 4.2 / 10."""
+    import offset_features as of
+
+    xy = [(0.0, 0.0), (1.0, 0.1), (2.0, 0.2), (3.0, 0.3), (4.0, 2.0)]
+    a, b, lo, hi = of._line(xy)
+    assert (a, b, lo, hi) == pytest.approx((0.0, 0.1, 0.0, 4.0))
+    a, b, _, _ = of._line(xy, robust=False)
+    assert b == pytest.approx(0.42) and a == pytest.approx(0.52 - 0.42 * 2)
+    assert of._line([(1.0, 0.1), (1.0, 0.3)]) is None  # one date: no slope
+
+
+def test_offset_features_levels_and_the_date_held_inside_the_fit_dates() -> None:
+    """A level's correction is its campaigns' median offset shrunk by n / (n + 2): three
+    campaigns at 0.1, 0.2, 0.3 give 0.2 × 3 / 5 = 0.12; a level of two campaigns none. The
+    date's line is read at a date past the fit half's as at its newest (no extrapolation)."""
+    import offset_features as of
+
+    def row(i, campaign, log_time, engine, year, kind="tpot"):
+        feats = {"engine": engine, "date": year}
+        return of.Row(f"p{i}", campaign, kind, log_time, 1.0, feats)
+
+    rows = [row(0, "a", 0.1, "x", 2025.0), row(1, "b", 0.2, "x", 2026.0), row(2, "c", 0.3, "x", 2027.0)]
+    rows += [row(3, "d", 0.5, "y", 2025.0), row(4, "e", 0.7, "y", 2025.0)]
+    level = of.fit_feature(rows, "engine")["decode"]
+    assert level("x") == pytest.approx(0.12) and level("y") == 0.0 and level("z") == 0.0
+    line = of.fit_feature(rows[:3], "date")["decode"]  # offset = 0.1 + 0.1 (year − 2025)
+    assert line(2026.5) == pytest.approx(0.25) and line(2030.0) == pytest.approx(0.3) and line(2020.0) == pytest.approx(0.1)
+    assert line(None) == 0.0
+    # a throughput's error: predicted time twice the measured is half the rate, −50 %
+    thr = of.Row("t", "a", "throughput", math.log(2.0), 1.0, {})
+    assert thr.error() == pytest.approx(0.5) and thr.error(math.log(2.0)) == pytest.approx(0.0)
+
+
+def test_fit_maturity_term_by_hand() -> None:
+    """fit_defaults.MATURITY (issue 42, tried and not kept): a serving engine's decode step
+    exp(m × (ref − year)) slower for a run dated before ref, 1 at ref and after it, and
+    nothing for a term without a date (another engine's, a TTFT)."""
+    import dataclasses
+
+    import fit_defaults
+
+    base = fit_defaults.Term("p", "tpot", ("vllm", "hbm"), "bf16", "bf16", 0.01, 0.004, 1.0, 0.001, 0.0, 0.0, 0.0, 32)
+    terms = [dataclasses.replace(base, pid="old", year=2025.5), dataclasses.replace(base, pid="new", year=2027.0), base]
+    saved = fit_defaults.MATURITY
+    try:
+        fit_defaults.MATURITY = False
+        off = fit_defaults.Model(terms).predict()
+        fit_defaults.MATURITY = True
+        model = fit_defaults.Model(terms)
+        assert model.maturity_ref == 2027.0  # the newest dated run
+        model.maturity_ref = 2026.5
+        model.values[(fit_defaults.GLOBAL, "m")] = 0.1
+        on = model.predict()
+    finally:
+        fit_defaults.MATURITY = saved
+    assert on / off == pytest.approx([math.exp(0.1 * 1.0), 1.0, 1.0])
