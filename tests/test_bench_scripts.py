@@ -81,18 +81,29 @@ def test_fit_cv_repository_key_by_hand() -> None:
 
 
 def test_fit_cv_folds_keep_a_repository_together() -> None:
-    import random
+    import hashlib
 
     sources = ["https://github.com/o/r/blob/1", "https://github.com/o/r/blob/2", "https://x.org/a", "https://y.org/b"]
-    # by campaign: sorted, shuffled by random.Random(seed), dealt round-robin (the rule before groups)
-    names = sorted(sources)
-    random.Random(0).shuffle(names)
-    assert fit_cv.fold_sets(sources, 2, 0) == [set(names[0::2]), set(names[1::2])]
+    # by campaign: each in the fold the first 8 bytes of sha256("seed:name") give modulo the folds
+    fold = {s: int.from_bytes(hashlib.sha256(f"0:{s}".encode()).digest()[:8], "big") % 2 for s in sources}
+    want = [{s for s in sources if fold[s] == i} for i in (0, 1)]
+    assert fit_cv.fold_sets(sources, 2, 0) == [f for f in want if f]
     assert fit_cv.fold_sets(sources, 0) == [{s} for s in sorted(sources)]
     # by repository, each left out: o/r's two revisions one fold, the two sites one each
     assert fit_cv.fold_sets(sources, 0, group="repository") == [set(sources[:2]), {"https://x.org/a"}, {"https://y.org/b"}]
     for fold in fit_cv.fold_sets(sources, 2, 0, group="repository"):
         assert (sources[0] in fold) == (sources[1] in fold)
+
+
+def test_fit_cv_folds_stay_put_when_a_campaign_is_added() -> None:
+    # a new campaign joins a fold; no campaign already dealt changes fold (a shuffle of
+    # the sorted names re-dealt them all, so CV before and after a data batch differed)
+    sources = [f"https://example.org/c{i}" for i in range(30)]
+    before = {s: i for i, fold in enumerate(fit_cv.fold_sets(sources, 5, 0)) for s in fold}
+    after_folds = fit_cv.fold_sets([*sources, "https://example.org/new"], 5, 0)
+    together = {s: frozenset(fold) - {"https://example.org/new"} for fold in after_folds for s in fold}
+    for s in sources:
+        assert together[s] == frozenset(x for x in sources if before[x] == before[s])
 
 
 def test_fit_cv_reports_the_moe_prompts_apart(monkeypatch) -> None:
