@@ -14,6 +14,11 @@ fit is chosen without looking at the test split.
                            [--decode-expert-share all chunk none]
                            [--expert-layer-families none fp4 fp4:1 fp4,int4] [--expert-pull 1e-3 1e-4]
                            [--rank-pull 1e-4 3e-5] [--maturity on off] [--spread]
+                           [--partial-keys none e e,s3,a] [--expert-pool 1e-3 1e-4]
+
+Each summary line ends with the mean over campaigns of each campaign's signed held-out
+offset, the median log(predicted / measured) of its mixture-of-experts terms and of its
+FP4 terms (MoE offset, FP4 offset; negative: predicted fast; issue 42).
 
 --folds 0 leaves one campaign out at a time (no seed: every campaign is a fold).
 --spread prints, for each setting compared, how far the folds' fits move the shared
@@ -53,7 +58,9 @@ TRACKED = (
     (("serving", "gddr"), ("e", "c", "s3", "s4")),
     (("llama.cpp", "gddr"), ("e", "c", "s3", "s3:fp4")),
     ("fp8", ("sc", "sx")),
-    ("mxfp4", ("sb",)),
+    ("mxfp4", ("sb", "sc", "sx")),
+    ("nvfp4", ("sb", "sc", "sx")),
+    (("defaults", "all"), ("sp",)),
 )
 """The constants --spread follows across the folds' fits (a group's as a fold's fit
 resolves it: its own, its tie's or its fallback's)."""
@@ -150,7 +157,10 @@ def tracked_values(model, fitted: set) -> dict[str, float]:
     out = {}
     for owner, keys in TRACKED:
         for key in keys:
-            if isinstance(owner, tuple):
+            if owner == fit.GLOBAL:
+                if (owner, key) in model.values:
+                    out[f"{owner[0]} {key}"] = model.value(owner, key)
+            elif isinstance(owner, tuple):
                 if owner in fitted and (owner, key) in model.values:
                     out[f"{owner[0]} {owner[1]} {key}"] = model.value(owner, key)
             elif (owner, key) in model.values:
@@ -199,7 +209,7 @@ def spread_report(terms: list) -> str:
 
 
 def held_out(terms: list, folds: list[set[str]]) -> dict[str, list[float]]:
-    errs: dict[str, list[float]] = {"tpot": [], "ttft": [], "campaign": [], "moe": [], "moe_ttft": []}
+    errs: dict[str, list[float]] = {"tpot": [], "ttft": [], "campaign": [], "moe": [], "moe_ttft": [], "offset_moe": [], "offset_fp4": []}
     for fold in folds:
         train = [t for t in terms if t.source not in fold]
         test = [t for t in terms if t.source in fold]
@@ -219,7 +229,19 @@ def held_out(terms: list, folds: list[set[str]]) -> dict[str, list[float]]:
         for t, e in zip(test, ape):
             by_source.setdefault(t.source, []).append(float(e))
         errs["campaign"] += [float(np.median(v)) for v in by_source.values()]
+        for name, chosen in (("offset_moe", lambda t: bool(t.moe_layers)), ("offset_fp4", _fp4)):
+            signed: dict[str, list[float]] = {}
+            for t, r in zip(test, ratio):
+                if chosen(t):
+                    signed.setdefault(t.source, []).append(math.log(r))
+            errs[name] += [float(np.median(v)) for v in signed.values()]  # each campaign's signed offset (issue 42)
     return errs
+
+
+def _fp4(t) -> bool:
+    """Whether a term's weights are a 4-bit float format (fit_defaults.format_family "fp4")."""
+    name = getattr(t, "weights", "")
+    return bool(name) and fit.format_family(name) == "fp4"
 
 
 def _summary(errs: dict[str, list[float]]) -> str:
@@ -229,6 +251,11 @@ def _summary(errs: dict[str, list[float]]) -> str:
         f"all {np.median(both):6.1%}  campaigns' medians {np.median(errs['campaign']):6.1%}"
         + (f"  MoE TPOT {np.median(errs['moe']):6.1%} (n {len(errs['moe'])})" if errs["moe"] else "")
         + (f"  MoE TTFT {np.median(errs['moe_ttft']):6.1%} (n {len(errs['moe_ttft'])})" if errs["moe_ttft"] else "")
+        + "".join(
+            f"  {label} offset {np.mean(errs[key]):+.3f} ({len(errs[key])} campaigns)"
+            for key, label in (("offset_moe", "MoE"), ("offset_fp4", "FP4"))
+            if errs.get(key)
+        )
     )
 
 
@@ -275,6 +302,13 @@ def _release(text: str) -> tuple[str, float, str]:
             f"{text!r}: give SHAPE[:SHRINK][/GROUPING], SHAPE none, scale, step, layer or rank, SHRINK a number >= 0, GROUPING line or v0"
         )
     return ("" if shape == "none" else shape), shrink, grouping or "line"
+
+
+def _partial(text: str) -> str:
+    """An argparse type: none, or group keys joined by commas for --partial-keys."""
+    if text != "none" and not all(k in fit.GROUP_KEYS for k in text.split(",")):
+        raise argparse.ArgumentTypeError(f"{text!r}: give none, or keys of {', '.join(fit.GROUP_KEYS)} joined by commas")
+    return text
 
 
 def _families(text: str) -> tuple[tuple[str, ...], int]:
@@ -334,6 +368,14 @@ def main() -> None:
         metavar="SHAPE:SHRINK",
         help="per release line decode terms to compare (fit_defaults.RELEASE_SHAPE), e.g. none scale:2 step:1 rank:2/v0 (/v0: vLLM's V0 lines one term, the rest pooled)",
     )
+    ap.add_argument(
+        "--partial-keys",
+        nargs="*",
+        type=_partial,
+        default=[],
+        metavar="KEYS",
+        help="group keys an unidentifiable group fits itself (fit_defaults.PARTIAL_KEYS), e.g. none e e,s3",
+    )
     ap.add_argument("--pool-expert-layer", nargs="*", choices=["on", "off"], default=[])
     ap.add_argument(
         "--maturity", nargs="*", choices=["on", "off"], default=[], help="the serving engines' decode slower by the run's age (fit_defaults.MATURITY)"
@@ -359,6 +401,7 @@ def main() -> None:
     for flag, what in (
         ("--expert-pull", "the cost per MoE layer's pull scale (fit_defaults.EXPERT_PULL_S)"),
         ("--rank-pull", "the cost per TP rank's pull scale (fit_defaults.RANK_PULL_S)"),
+        ("--expert-pool", "the cost per MoE layer's pull toward the groups' pooled value (fit_defaults.EXPERT_POOL_S)"),
     ):
         ap.add_argument(flag, nargs="*", type=_number_in(1e-7, 1), default=[], metavar="S", help=what)
     ap.add_argument(
@@ -424,6 +467,13 @@ def main() -> None:
         errs = held_out(terms, folds)
         print(f"  cost per MoE layer pooled {how}: {_summary(errs)}")
     fit.POOL_EXPERT_LAYER = chosen
+    chosen_partial = fit.PARTIAL_KEYS
+    for keys_p in args.partial_keys:
+        fit.PARTIAL_KEYS = () if keys_p == "none" else tuple(keys_p.split(","))
+        errs = held_out(terms, folds)
+        print(f"  a group that cannot separate reads from FLOPs fits {keys_p}: {_summary(errs)}")
+        _spread(terms)
+    fit.PARTIAL_KEYS = chosen_partial
     chosen = fit.MATURITY
     for how in args.maturity:
         fit.MATURITY = how == "on"
@@ -452,6 +502,7 @@ def main() -> None:
     for name, label, values in (
         ("EXPERT_PULL_S", "cost per MoE layer pulled per", args.expert_pull),
         ("RANK_PULL_S", "cost per TP rank pulled per", args.rank_pull),
+        ("EXPERT_POOL_S", "cost per MoE layer pulled toward the pool per", args.expert_pool),
     ):
         chosen = getattr(fit, name)
         for value in values:

@@ -236,3 +236,75 @@ def test_fit_maturity_term_by_hand() -> None:
     finally:
         fit_defaults.MATURITY = saved
     assert on / off == pytest.approx([math.exp(0.1 * 1.0), 1.0, 1.0])
+
+
+def test_fit_a_group_that_cannot_separate_reads_from_flops_fits_its_reads_and_inherits_the_rest() -> None:
+    """fit_defaults.PARTIAL_KEYS (issue 42): AMD-like points all at TP 8 cannot tell their
+    utilisation and fixed costs apart (Model.identifiable), but they do set their own
+    bandwidth efficiency. NVIDIA-like group: 3 read-bound and 3 FLOP-bound steps at TP 1,
+    measured exactly at the priors (e 0.8, c 0.5, no fixed cost: 4 ms / 0.8 + ... = 5 ms).
+    AMD-like group: 6 read-bound steps at TP 8, 4 ms of reads measured at 8 ms: e = 4 / 8 =
+    0.5 (their 0.4 µs of matmuls at c 0.5 hide under the reads)."""
+    import dataclasses
+
+    import fit_defaults
+
+    def term(i, group, reads, flops, measured, tp):
+        return fit_defaults.Term(f"{group[1]}{i}", "tpot", group, "bf16", "bf16", measured, reads, 1.0, flops, 0.0, 0.0, 0.0, 0, tp=tp)
+
+    nv, amd = ("serving", "hbm"), ("serving", "amd.hbm")
+    terms = [term(i, nv, 0.004, 0.0002, 0.004 / 0.8, 1) for i in range(3)]  # reads at e 0.8: 5 ms
+    terms += [term(i + 3, nv, 0.0002, 0.004, 0.004 / 0.5, 1) for i in range(3)]  # FLOPs at c 0.5: 8 ms
+    terms += [term(i + 6, amd, 0.004, 0.0002, 0.008, 8) for i in range(6)]
+    model = fit_defaults.Model(terms)
+    assert model.fitted_groups(fit_defaults.MIN_POINTS) == [nv]
+    assert model.partial_groups(fit_defaults.MIN_POINTS) == {amd: nv}
+    for key in ("c", "s0", "s2", "s4"):
+        assert model.tie[(amd, key)] == (nv, key)
+    free = model.free(fit_defaults.MIN_POINTS, fit_defaults.MIN_FORMAT_POINTS)
+    assert {(amd, "e"), (amd, "s3"), (amd, fit_defaults.ATTENTION_SHARE)} <= set(free) and (amd, "c") not in free
+    model.fit(free)
+    assert model.value(amd, "e") == pytest.approx(0.5, rel=0.02)  # its own: the 120-point grid's step is 1.5 %
+    assert model.value(nv, "e") == pytest.approx(0.8, rel=0.02)
+    assert model.value(amd, "c") == model.value(nv, "c")  # the tied keys are the fallback's
+    model.values[(nv, "s4")] = 1e-4  # and move with it: 7 ranks beyond the first
+    at_rest = dataclasses.replace(terms[6], tp=1)
+    one = fit_defaults.Model([at_rest])
+    one.values.update({(amd, k): model.value(amd, k) for k in fit_defaults.GROUP_KEYS})
+    one.values[(amd, "s4")] = 0.0
+    assert model.predict()[6] - one.predict()[0] == pytest.approx(7e-4, rel=1e-9)
+
+
+def test_fit_cv_reports_the_moe_and_fp4_campaigns_signed_offsets(monkeypatch) -> None:
+    """Issue 42: per campaign, the median log(predicted / measured) of its MoE terms and of
+    its FP4 terms; the summary gives their mean over campaigns. Campaign a: MoE at 1.2 and
+    0.8 (median of two, the mean of ln 1.2 = 0.18232 and ln 0.8 = -0.22314: -0.02041), a
+    dense MXFP4 step at 0.9 (ln 0.9 = -0.10536); campaign b: an MoE MXFP4 step at 0.5
+    (ln 0.5 = -0.69315), a dense 16-bit one at 2 (neither). MoE mean (-0.02041 - 0.69315) / 2
+    = -0.35678; FP4 mean (-0.10536 - 0.69315) / 2 = -0.39926."""
+    from types import SimpleNamespace
+
+    terms = [
+        SimpleNamespace(source="a", kind="tpot", moe_layers=58, measured_s=0.01, weights="fp8"),
+        SimpleNamespace(source="a", kind="ttft", moe_layers=58, measured_s=0.1, weights="fp8"),
+        SimpleNamespace(source="a", kind="tpot", moe_layers=0, measured_s=0.01, weights="mxfp4"),
+        SimpleNamespace(source="b", kind="tpot", moe_layers=36, measured_s=0.01, weights="mxfp4"),
+        SimpleNamespace(source="b", kind="tpot", moe_layers=0, measured_s=0.01, weights="bf16"),
+    ]
+    off = dict(zip(map(id, terms), (1.2, 0.8, 0.9, 0.5, 2.0)))
+    monkeypatch.setattr(fit_cv, "predict_from", lambda train, test: [t.measured_s * off[id(t)] for t in test])
+    errs = fit_cv.held_out(terms, [{"a"}, {"b"}])
+    assert errs["offset_moe"] == [pytest.approx(-0.020411, abs=1e-5), pytest.approx(-0.693147, abs=1e-5)]
+    assert errs["offset_fp4"] == [pytest.approx(-0.105361, abs=1e-5), pytest.approx(-0.693147, abs=1e-5)]
+    text = fit_cv._summary(errs)
+    assert "MoE offset -0.357 (2 campaigns)" in text and "FP4 offset -0.399 (2 campaigns)" in text
+
+
+def test_fit_expert_pool_value_is_the_median_of_the_groups_own() -> None:
+    """fit_defaults.EXPERT_POOL_S (issue 42, tried and not kept): the pooled cost per MoE
+    layer is the median of the costs of the groups that fit their own: of 0, 34 and 170 µs,
+    34 µs; of none, none."""
+    import fit_defaults
+
+    assert fit_defaults.expert_pool_value([0.0, 3.4e-5, 1.7e-4]) == pytest.approx(3.4e-5)
+    assert fit_defaults.expert_pool_value([]) is None
