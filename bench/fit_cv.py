@@ -289,6 +289,18 @@ def _whole_in(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+def _folds(text: str) -> int:
+    """An argparse type for --folds: 0 (each campaign a fold) or 2 to 1000; one fold would
+    hold every campaign and leave the fit nothing to train on."""
+    try:
+        value = _whole_in(0, 1000)(text)
+    except argparse.ArgumentTypeError:
+        value = 1
+    if value == 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be 0 or a whole number from 2 to 1000 (one fold leaves nothing to fit on)")
+    return value
+
+
 def _release(text: str) -> tuple[str, float, str]:
     """An argparse type: SHAPE[:SHRINK][/GROUPING] for --release, or one clear error."""
     shape_k, _, grouping = text.partition("/")
@@ -322,7 +334,9 @@ def _families(text: str) -> tuple[tuple[str, ...], int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--folds", type=_whole_in(0, 1000), default=5, help="campaign folds; 0: leave one campaign out")
+    ap.add_argument(
+        "--folds", type=_folds, default=5, help="campaign folds, 2 to 1000 (1 would leave no campaign to fit on); 0: leave one campaign out"
+    )
     ap.add_argument("--seed", type=_whole_in(0, 2**32 - 1), default=0)
     ap.add_argument("--caps", nargs="*", default=[], metavar="S0:S1", help="the step's cap and the held per-layer cost to compare, seconds")
     ap.add_argument(

@@ -308,3 +308,21 @@ def test_fit_expert_pool_value_is_the_median_of_the_groups_own() -> None:
 
     assert fit_defaults.expert_pool_value([0.0, 3.4e-5, 1.7e-4]) == pytest.approx(3.4e-5)
     assert fit_defaults.expert_pool_value([]) is None
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "says"),
+    [
+        # one fold holds every campaign: the fit had nothing to train on (IndexError before)
+        ("fit_cv.py", ["--folds", "1"], "must be 0 or a whole number from 2 to 1000"),
+        ("offset_features.py", ["--folds", "1"], "must be 0 or a whole number from 2 to 100"),
+        # a digit int() refuses: argparse's bare "invalid parse value" before, naming nothing allowed
+        ("offset_features.py", ["--seed", "²"], "must be a whole number from 0 to 4294967295"),
+        ("offset_features.py", ["--folds", "²"], "must be 0 or a whole number from 2 to 100"),
+    ],
+)
+def test_fold_options_refuse_one_fold_in_one_clear_message(script: str, args: list[str], says: str) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / script), *args], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert f"argument {args[0]}: {args[1]!r}: {says}" in done.stderr
