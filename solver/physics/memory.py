@@ -224,7 +224,9 @@ def _context_free(d: Deployment) -> tuple[float, float, float, float, float]:
 
 def _derive_context_free(d: Deployment) -> tuple[float, float, float, float, float]:
     s = d.speculation  # a draft's weights beside the target's
-    draft_weights = s.draft_weight_bytes / d.tp if s else 0.0
+    # the layer and LM head split over TP; a once-a-round read (EAGLE-3's fc, a
+    # ReplicatedLinear in vLLM's llama_eagle3.py) is whole on every rank, as decode reads it
+    draft_weights = (s.draft_weight_bytes - s.draft_round_read_bytes) / d.tp + s.draft_round_read_bytes if s else 0.0
     return (
         per_gpu_weights_bytes(d) + draft_weights,
         draft_weights,

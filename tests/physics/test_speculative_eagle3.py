@@ -66,6 +66,14 @@ def test_the_head_takes_its_stored_bytes_beside_the_target():
     assert estimate_memory(d, w).weights_bytes - estimate_memory(d0, w0).weights_bytes == STORED
 
 
+def test_under_tp_memory_holds_the_fc_whole_on_each_rank_as_decode_reads_it():
+    # TP 2: the layer and the 32,000-row head halve, 748,699,904 / 2 = 374,349,952 B a rank;
+    # the replicated fc stays 100,663,296 B: 475,013,248 B a rank (STORED / 2 = 424,681,600 before)
+    d, w, _ = _with(None, 8, {"method": "eagle3"}, tp=2)
+    d0, w0, _ = _with(None, 8, None, tp=2)
+    assert estimate_memory(d, w).weights_bytes - estimate_memory(d0, w0).weights_bytes == PER_TOKEN_READ / 2 + FC_BYTES == 475_013_248
+
+
 def test_an_eagle_head_still_shares_the_target_s_whole_lm_head():
     # EAGLE (1, 2) keeps the target's 128,256-row LM head and its 2h → h fc on every pass
     d, _, _ = _with(None, 1, {"method": "eagle"})
