@@ -256,7 +256,7 @@ def estimate_prefill(d: Deployment, w: Workload) -> PrefillEstimate:
         expert_compute_share=d.weights.expert_compute_share,
         request_overhead_s=d.factors.request_overhead_s,
         cached_tokens=cached,
-        draft_flops=linear_flops(d.speculation.draft_active_params, new) if d.speculation else 0.0,
+        draft_flops=_draft_flops(d, new),
         dense_ranks=1 if d.dp_ep else d.tp,
         attention_ranks=d.kv_ranks if d.row_split else 0,
         routed_bytes_read=_routed_read(d, new),
@@ -295,3 +295,14 @@ def _weights_read(d: Deployment, tokens: int) -> float:
         return tp_rank_bytes(d, touched_weight_bytes(d, tokens))
     dense, _ = split_weight_bytes(d)
     return dense + _routed_read(d, tokens)
+
+
+def _draft_flops(d: Deployment, new: int) -> float:
+    """The draft's FLOPs over the prompt's new tokens: its per-token parameters, and a
+    once-a-round part (EAGLE-3's fc, 3h → h) too, which vLLM runs over every token's three
+    hidden states (EagleProposer.propose: combine_hidden_states) and which, replicated, each
+    TP rank computes whole (× tp, over the TP group's rate)."""
+    s = d.speculation
+    if s is None:
+        return 0.0
+    return linear_flops(s.draft_active_params + s.draft_round_params * d.tp, new)

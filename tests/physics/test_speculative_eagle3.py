@@ -74,6 +74,21 @@ def test_under_tp_memory_holds_the_fc_whole_on_each_rank_as_decode_reads_it():
     assert estimate_memory(d, w).weights_bytes - estimate_memory(d0, w0).weights_bytes == PER_TOKEN_READ / 2 + FC_BYTES == 475_013_248
 
 
+def test_the_prompt_runs_the_fc_over_every_token_too():
+    # vLLM's EagleProposer fuses every prompt token's three hidden states (the fc) before the
+    # layer: 2 × (374,349,952 + 50,331,648) × 1,000 = 849,363,200,000 FLOPs (the fc left out before)
+    from solver.physics.prefill import estimate_prefill
+
+    d, w, _ = _with(None, 1, {"method": "eagle3"})
+    assert estimate_prefill(d, w).draft_flops == 2 * (LAYER + QKV_EXTRA + DRAFT_HEAD + FC) * 1000 == 849_363_200_000
+    # under TP 2 the layer and head split over the group's rate and the replicated fc does not:
+    # each rank's time is (374,349,952 / 2 + 50,331,648) × 2,000 FLOPs at one GPU's usable rate
+    d2, w2, _ = _with(None, 1, {"method": "eagle3"}, tp=2)
+    p2 = estimate_prefill(d2, w2)
+    one_gpu = p2.matmul_flops_per_s * p2.compute_efficiency
+    assert p2.draft_time_s == pytest.approx(((LAYER + QKV_EXTRA + DRAFT_HEAD) / 2 + FC) * 2000 / one_gpu)
+
+
 def test_an_eagle_head_still_shares_the_target_s_whole_lm_head():
     # EAGLE (1, 2) keeps the target's 128,256-row LM head and its 2h → h fc on every pass
     d, _, _ = _with(None, 1, {"method": "eagle"})
