@@ -126,7 +126,10 @@ def _engine_memory(d: Deployment, tokens: int) -> EngineMemory:
     forward = sampler = 0.0
     if e is not None and e.profiles_activation:
         forward = f.activation_peak_scale * tokens * forward_bytes_per_token(d)
-        sampler = f.activation_peak_scale * e.max_num_seqs * d.model.vocab_size * e.sampler_bytes_per_logit
+        # a profiled sampler run's peak takes the peak's scale; buffers the runtime
+        # allocates per slot (TensorRT-LLM's TensorRT flow) are what they are
+        scale = 1.0 if e.sampler_bytes_allocated else f.activation_peak_scale
+        sampler = scale * e.max_num_seqs * d.model.vocab_size * e.sampler_bytes_per_logit
     graphs = cuda_graph_count(d)
     # piecewise graphs: one per layer piece per size, each with a fixed pool share and
     # a share TP splits

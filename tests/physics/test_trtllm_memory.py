@@ -41,7 +41,7 @@ def test_rtx5090_terms_by_hand(build_deployment):
     kept = engine_memory(d, w.context_tokens)
     scale = d.factors.activation_peak_scale
     # logits + top-P workspace: 2,048 slots × 128,256 × 20 B = 5,253,365,760 B (4.89 GiB)
-    assert kept.sampler_bytes == pytest.approx(scale * 5_253_365_760)
+    assert kept.sampler_bytes == pytest.approx(5_253_365_760)  # allocated: no profiled peak to scale
     assert 2048 * LLAMA31_8B_VOCAB * 20 == 5_253_365_760
     # the engine's activations over its 1,024 tokens: 2 B × (3 × 14,336 + 3 × 4,096) a token
     # = 110,592 B; × 1,024 = 113,246,208 B
@@ -56,7 +56,7 @@ def test_rtx5090_kv_capacity_by_hand(build_deployment):
     # free after the engine loads = visible − weights − runtime − activations − logits/sampling;
     # KV = 0.9 of it, in whole blocks of 32 tokens of 65,536 B (FP8 KV)
     free = d.device.memory_bytes - f.reserved_bytes - per_gpu_weights_bytes(d) - f.runtime_overhead_bytes
-    free -= f.activation_peak_scale * (113_246_208 + 5_253_365_760)
+    free -= f.activation_peak_scale * 113_246_208 + 5_253_365_760
     tokens = int(0.9 * free / FP8_KV_BYTES_PER_TOKEN / 32) * 32
     got = evaluate(d, w, t, with_remedies=False).memory.kv_capacity_tokens
     assert got == tokens
@@ -76,6 +76,18 @@ def test_evaluate_names_trtllms_logits_and_sampling_row(build_deployment):
     text = render_text(evaluate(d, w, t))
     assert "logits + sampling" in text
     assert "2,048 slots (max_batch_size) × 128,256 logits × 20 B" in text
+
+
+def test_the_slot_buffers_do_not_take_the_profiled_peaks_scale(build_deployment):
+    # activation_peak_scale scales what a profiling pass measured; TensorRT's per-slot
+    # logits and top-P buffers are allocated in full whatever it is (2,048 × 128,256 × 20 B)
+    import dataclasses
+
+    d, w, _ = _rtx5090(build_deployment)
+    half = dataclasses.replace(d, factors=dataclasses.replace(d.factors, activation_peak_scale=0.5))
+    kept = engine_memory(half, w.context_tokens)
+    assert kept.sampler_bytes == pytest.approx(5_253_365_760)
+    assert kept.forward_bytes == pytest.approx(0.5 * 1024 * 2 * (3 * LLAMA31_8B_INTER + 3 * LLAMA31_8B_HIDDEN))
 
 
 def test_the_pytorch_lines_sampler_bytes_are_a_profiled_peak_not_slot_buffers(build_deployment):
