@@ -338,16 +338,16 @@ def main() -> None:
         "--folds", type=_folds, default=5, help="campaign folds, 2 to 1000 (1 would leave no campaign to fit on); 0: leave one campaign out"
     )
     ap.add_argument("--seed", type=_whole_in(0, 2**32 - 1), default=0)
-    ap.add_argument("--caps", nargs="*", default=[], metavar="S0:S1", help="the step's cap and the held per-layer cost to compare, seconds")
+    ap.add_argument("--caps", nargs="+", default=[], metavar="S0:S1", help="the step's cap and the held per-layer cost to compare, seconds")
     ap.add_argument(
-        "--unhidden", nargs="*", type=_number_in(0, 1), default=[], metavar="SHARE", help="kernels' unhidden shares to compare (at the fit's caps)"
+        "--unhidden", nargs="+", type=_number_in(0, 1), default=[], metavar="SHARE", help="kernels' unhidden shares to compare (at the fit's caps)"
     )
     ap.add_argument(
-        "--prefill-unhidden", nargs="*", type=_number_in(0, 1), default=[], metavar="SHARE", help="prefill GEMMs' unhidden shares to compare"
+        "--prefill-unhidden", nargs="+", type=_number_in(0, 1), default=[], metavar="SHARE", help="prefill GEMMs' unhidden shares to compare"
     )
     ap.add_argument(
         "--balance",
-        nargs="*",
+        nargs="+",
         type=_number_in(0, 1),
         default=[],
         metavar="ALPHA",
@@ -355,28 +355,28 @@ def main() -> None:
     )
     ap.add_argument(
         "--prefill-expert",
-        nargs="*",
+        nargs="+",
         choices=["fitted", "none"],
         default=[],
         help="the prefill's cost per routed expert reached (fit_defaults.GLOBAL_KEYS' sp): fitted, or none (held at 0)",
     )
     ap.add_argument(
         "--prefill-expert-form",
-        nargs="*",
+        nargs="+",
         choices=sorted(fit.PREFILL_UNITS),
         default=[],
         help="what the prefill's MoE cost (sp) is charged per (fit_defaults.PREFILL_EXPERT_FORM)",
     )
     ap.add_argument(
         "--attention-share",
-        nargs="*",
+        nargs="+",
         choices=["fitted", "held"],
         default=[],
         help="decode attention's KV read share (fit_defaults.ATTENTION_SHARE): fitted, or held at 1",
     )
     ap.add_argument(
         "--release",
-        nargs="*",
+        nargs="+",
         type=_release,
         default=[],
         metavar="SHAPE:SHRINK",
@@ -384,29 +384,29 @@ def main() -> None:
     )
     ap.add_argument(
         "--partial-keys",
-        nargs="*",
+        nargs="+",
         type=_partial,
         default=[],
         metavar="KEYS",
         help="group keys an unidentifiable group fits itself (fit_defaults.PARTIAL_KEYS), e.g. none e e,s3",
     )
-    ap.add_argument("--pool-expert-layer", nargs="*", choices=["on", "off"], default=[])
+    ap.add_argument("--pool-expert-layer", nargs="+", choices=["on", "off"], default=[])
     ap.add_argument(
-        "--maturity", nargs="*", choices=["on", "off"], default=[], help="the serving engines' decode slower by the run's age (fit_defaults.MATURITY)"
+        "--maturity", nargs="+", choices=["on", "off"], default=[], help="the serving engines' decode slower by the run's age (fit_defaults.MATURITY)"
     )
     ap.add_argument(
         "--decode-expert-share",
-        nargs="*",
+        nargs="+",
         choices=["all", "chunk", "none"],
         default=[],
         help="which of a decode step's routed-expert FLOPs run at the format's expert share (fit_defaults.DECODE_EXPERT_SHARE)",
     )
     ap.add_argument(
-        "--pull", nargs="*", type=_number_in(0, 100), default=[], metavar="PULL", help="the pull toward the priors to compare (fit_defaults.PULL)"
+        "--pull", nargs="+", type=_number_in(0, 100), default=[], metavar="PULL", help="the pull toward the priors to compare (fit_defaults.PULL)"
     )
     ap.add_argument(
         "--expert-layer-families",
-        nargs="*",
+        nargs="+",
         type=_families,
         default=[],
         metavar="FAMILIES[:SOURCES]",
@@ -417,7 +417,7 @@ def main() -> None:
         ("--rank-pull", "the cost per TP rank's pull scale (fit_defaults.RANK_PULL_S)"),
         ("--expert-pool", "the cost per MoE layer's pull toward the groups' pooled value (fit_defaults.EXPERT_POOL_S)"),
     ):
-        ap.add_argument(flag, nargs="*", type=_number_in(1e-7, 1), default=[], metavar="S", help=what)
+        ap.add_argument(flag, nargs="+", type=_number_in(1e-7, 1), default=[], metavar="S", help=what)
     ap.add_argument(
         "--movers", type=_whole_in(0, 10_000), default=0, metavar="N", help="per setting, the N held-out points moved most against the fit's own"
     )

@@ -459,7 +459,7 @@ def main() -> None:
     ap.add_argument("--seed", type=_whole(2**32 - 1), default=0, help="the folds' and the intervals' seed")
     ap.add_argument(
         "--features",
-        nargs="*",
+        nargs="+",
         choices=FEATURES,
         default=list(FEATURES),
         metavar="FEATURE",

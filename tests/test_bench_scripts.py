@@ -326,3 +326,12 @@ def test_fold_options_refuse_one_fold_in_one_clear_message(script: str, args: li
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert f"argument {args[0]}: {args[1]!r}: {says}" in done.stderr
+
+
+@pytest.mark.parametrize("script, flag", [("fit_cv.py", "--maturity"), ("fit_cv.py", "--partial-keys"), ("offset_features.py", "--features")])
+def test_a_comparison_flag_given_no_values_is_refused_not_ignored(script: str, flag: str) -> None:
+    # given bare, the flag used to compare nothing and print the baseline alone
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / script), flag], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert f"argument {flag}: expected at least one argument" in done.stderr
