@@ -444,19 +444,17 @@ def main() -> None:
         print(f"  step cap {s0 * 1e3:4.1f} ms, {s1 * 1e6:4.0f} µs/layer: {_summary(errs)}{mark}")
         _spread(terms)
     fit.BOUNDS["s0"], fit.PRIOR["s1"] = (0.0, current[0]), current[1]
-    for name, label, values in (
-        ("UNHIDDEN", "unhidden share", args.unhidden),
-        ("UNHIDDEN_PREFILL", "prefill unhidden share", args.prefill_unhidden),
-        ("BALANCE", "campaign balance", args.balance),
-        ("PULL", "pull toward the priors", args.pull),
-    ):
-        chosen = getattr(fit, name)
-        for value in values:
-            setattr(fit, name, value)
-            errs = held_out(terms, folds)
-            mark = "  (the fit's)" if value == chosen else ""
-            print(f"  {label} {value:4.2f}: {_summary(errs)}{mark}")
-        setattr(fit, name, chosen)
+    _compare_constants(
+        terms,
+        folds,
+        (
+            ("UNHIDDEN", "unhidden share", args.unhidden),
+            ("UNHIDDEN_PREFILL", "prefill unhidden share", args.prefill_unhidden),
+            ("BALANCE", "campaign balance", args.balance),
+            ("PULL", "pull toward the priors", args.pull),
+        ),
+        lambda v: f"{v:4.2f}",
+    )
     keys = fit.GLOBAL_KEYS
     for how_sp in args.prefill_expert:
         fit.GLOBAL_KEYS = keys if how_sp == "fitted" else tuple(k for k in keys if k != "sp")
@@ -513,17 +511,30 @@ def main() -> None:
         print(f"  cost per MoE layer of its own for {','.join(fams) or 'no family'} ({sources_min}+ campaigns): {_summary(errs)}")
         _spread(terms)
     fit.EXPERT_LAYER_FAMILIES, fit.MIN_FAMILY_SOURCES = chosen_fam
-    for name, label, values in (
-        ("EXPERT_PULL_S", "cost per MoE layer pulled per", args.expert_pull),
-        ("RANK_PULL_S", "cost per TP rank pulled per", args.rank_pull),
-        ("EXPERT_POOL_S", "cost per MoE layer pulled toward the pool per", args.expert_pool),
-    ):
+    _compare_constants(
+        terms,
+        folds,
+        (
+            ("EXPERT_PULL_S", "cost per MoE layer pulled per", args.expert_pull),
+            ("RANK_PULL_S", "cost per TP rank pulled per", args.rank_pull),
+            ("EXPERT_POOL_S", "cost per MoE layer pulled toward the pool per", args.expert_pool),
+        ),
+        lambda v: f"{v * 1e6:g} µs",
+        spread=True,
+    )
+
+
+def _compare_constants(terms: list, folds: list[set[str]], rows, shown: Callable[[float], str], spread: bool = False) -> None:
+    """For each (fit_defaults constant, label, values asked): the held-out errors with the
+    constant at each value, the fit's own marked; the constant restored after."""
+    for name, label, values in rows:
         chosen = getattr(fit, name)
         for value in values:
             setattr(fit, name, value)
             errs = held_out(terms, folds)
-            print(f"  {label} {value * 1e6:g} µs: {_summary(errs)}" + ("  (the fit's)" if value == chosen else ""))
-            _spread(terms)
+            print(f"  {label} {shown(value)}: {_summary(errs)}" + ("  (the fit's)" if value == chosen else ""))
+            if spread:
+                _spread(terms)
         setattr(fit, name, chosen)
 
 
