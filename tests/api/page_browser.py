@@ -58,3 +58,21 @@ def browser(server):
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
         yield browser
         browser.close()
+
+
+SETTLED = (
+    "(n) => state.seq > n && !document.getElementById('solve').disabled"
+    " && ['ok', 'warn', 'bad'].includes(document.getElementById('status').className)"
+)
+
+
+def solve_after(pg, act, timeout_ms: int = 60_000) -> str:
+    """Do `act` (a pick, a slider let go, a click) and wait until the solve it starts has
+    ended, however fast it was; return the status's class. Waiting to see "solving…"
+    first missed a solve that came back between two polls (CI, stop 58): the page's
+    request counter (state.seq) moving on, and the Solve button enabled again, cannot be
+    missed."""
+    before = pg.evaluate("state.seq")
+    act()
+    pg.wait_for_function(SETTLED, arg=before, timeout=timeout_ms)
+    return pg.get_attribute("#status", "class")

@@ -16,8 +16,6 @@ import pytest
 
 browser, server = page_browser.browser, page_browser.server  # the fixtures the page's tests share
 
-SOLVED = "document.getElementById('status').className === 'ok' || document.getElementById('status').className === 'warn'"
-
 
 def _get(server: str, path: str) -> list[dict]:
     with urllib.request.urlopen(server + path, timeout=30) as r:
@@ -37,10 +35,8 @@ def _open(pg, server: str) -> None:
     pg.wait_for_function("document.getElementById('pick-gpu').options.length > 1", timeout=20_000)
 
 
-def _solved(pg) -> None:
-    pg.wait_for_function("document.getElementById('status').textContent.startsWith('solving')", timeout=5_000)
-    pg.wait_for_function(SOLVED + " || document.getElementById('status').className === 'bad'", timeout=60_000)
-    assert pg.get_attribute("#status", "class") == "ok", pg.inner_text("#status")
+def _solved(pg, act) -> None:
+    assert page_browser.solve_after(pg, act) == "ok", pg.inner_text("#status")
 
 
 def _options(pg, box: str) -> list[list[str]]:
@@ -54,11 +50,9 @@ def test_the_lists_hold_the_catalogs_models_and_gpus_and_a_pick_is_solved(pg, se
     assert _options(pg, "pick-gpu")[1:] == [[d["name"], d["display_name"]] for d in devices]
     assert _options(pg, "pick-model")[0][0] == _options(pg, "pick-gpu")[0][0] == ""  # "the spec's"
     h100 = next(d for d in devices if d["name"] == "h100-sxm")
-    pg.select_option("#pick-gpu", "h100-sxm")
-    _solved(pg)
+    _solved(pg, lambda: pg.select_option("#pick-gpu", "h100-sxm"))
     assert h100["display_name"] in pg.inner_text("#plan-line")
-    pg.select_option("#pick-model", "llama-3.1-8b")
-    _solved(pg)
+    _solved(pg, lambda: pg.select_option("#pick-model", "llama-3.1-8b"))
     # The answer is the picked model's, on the picked GPU; the link carries both picks.
     assert pg.evaluate("[state.last.spec.model, state.last.plan.gpu]") == ["llama-3.1-8b", "h100-sxm"]
     href = pg.get_attribute("#link", "href")
@@ -86,18 +80,19 @@ def _ms(text: str) -> float:
 
 def test_a_kept_plan_is_compared_with_the_plan_after_a_slider_moved(pg, server):
     _open(pg, server)
-    pg.click("#solve")
-    _solved(pg)
+    _solved(pg, lambda: pg.click("#solve"))
     kept = pg.evaluate("state.last.plan")
     kept_binds = pg.evaluate("state.last.binding_targets")
     pg.click("#keep")
     before = _column(pg, 1)
     assert list(before) == ["plan", "cost", "GPUs", "TTFT", "TPOT", "what binds"]
-    pg.evaluate(
-        "() => { const el = document.getElementById('tpot'); el.value = 250;"
-        " el.dispatchEvent(new Event('input')); el.dispatchEvent(new Event('change')); }"
+    _solved(
+        pg,
+        lambda: pg.evaluate(
+            "() => { const el = document.getElementById('tpot'); el.value = 250;"
+            " el.dispatchEvent(new Event('input')); el.dispatchEvent(new Event('change')); }"
+        ),
     )
-    _solved(pg)
     pg.wait_for_function("document.querySelectorAll('#compare tbody tr').length === 6", timeout=5_000)
     was, now = _column(pg, 1), _column(pg, 2)
     # The kept column still shows the plan kept, figure for figure.

@@ -72,16 +72,10 @@ def test_the_sliders_move_a_rate_specs_percentile_targets(pg, server):
     assert one_gpu != text
     _solve(pg, server, one_gpu)
     pg.wait_for_selector("#plan-line")
-    _slide(pg, "tpot", 750, final=True)  # 2 × 50 ms = 100 ms
-    pg.wait_for_function("document.getElementById('status').textContent.startsWith('solving')", timeout=5_000)
-    pg.wait_for_function(SOLVED + " || document.getElementById('status').className === 'bad'", timeout=60_000)
-    assert pg.get_attribute("#status", "class") == "ok", pg.inner_text("#status")
+    assert page_browser.solve_after(pg, lambda: _slide(pg, "tpot", 750, final=True)) == "ok", pg.inner_text("#status")  # 2 × 50 ms = 100 ms
     assert pg.inner_text("#tpot-value") == "100.0 ms"
     assert _limit(pg, "max_tpot") == "100.0 ms"
-    _slide(pg, "ttft", 250, final=True)  # 2 s / 2 = 1 s
-    pg.wait_for_function("document.getElementById('status').textContent.startsWith('solving')", timeout=5_000)
-    pg.wait_for_function(SOLVED + " || document.getElementById('status').className === 'bad'", timeout=60_000)
-    assert pg.get_attribute("#status", "class") == "ok", pg.inner_text("#status")
+    assert page_browser.solve_after(pg, lambda: _slide(pg, "ttft", 250, final=True)) == "ok", pg.inner_text("#status")  # 2 s / 2 = 1 s
     assert _limit(pg, "max_ttft") == "1.00 s" and _limit(pg, "max_tpot") == "100.0 ms"
 
 
@@ -120,9 +114,7 @@ def test_a_moving_slider_hides_the_explanation_until_the_solve_returns(pg, serve
 def test_the_link_keeps_the_sliders_and_solves_on_open(pg, browser, server):
     _solve(pg, server, (SPECS / "chat-llama70b.yaml").read_text())  # max_tpot: 50ms
     pg.wait_for_selector("#plan-line")
-    _slide(pg, "tpot", 750, final=True)  # 2 × 50 ms
-    pg.wait_for_function("document.getElementById('status').textContent.startsWith('solving')", timeout=5_000)
-    pg.wait_for_function(SOLVED, timeout=60_000)
+    page_browser.solve_after(pg, lambda: _slide(pg, "tpot", 750, final=True))  # 2 × 50 ms
     href = pg.get_attribute("#link", "href")
     opened = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
@@ -198,8 +190,7 @@ def test_the_plan_shown_downloads_as_json_and_csv(pg, server):
 def test_the_deploy_command_is_the_plan_shown(pg, server):
     _solve(pg, server, (SPECS / "chat-llama70b.yaml").read_text())
     pg.wait_for_selector("#deploy-command", timeout=60_000)
-    _slide(pg, "tpot", 900, final=True)  # 50 ms × 16^0.9 / 4 = 151.6 ms: another plan
-    pg.wait_for_function("document.getElementById('status').textContent.startsWith('solving')", timeout=5_000)
+    page_browser.solve_after(pg, lambda: _slide(pg, "tpot", 900, final=True))  # 50 ms × 16^0.9 / 4 = 151.6 ms: another plan
     pg.wait_for_selector("#deploy-command", timeout=60_000)
     headline = pg.inner_text("#plan-line")  # "R × GPU, TP t, …"
     tp = headline.split(", TP ")[1].split(",")[0].split(" ")[0]
@@ -213,8 +204,6 @@ def test_the_sliders_of_an_infeasible_rate_spec_set_its_percentile_target(pg, se
     text = (SPECS / "chat-70b-at-20-rps.yaml").read_text().replace("tpot: {p90: 50ms}", "tpot: {p90: 1ms}")
     _solve(pg, server, text)
     assert pg.get_attribute("#status", "class") == "warn"
-    _slide(pg, "tpot", 1000, final=True)  # 1 ms × 16 / 4 = 4 ms
-    pg.wait_for_function("document.getElementById('status').textContent.startsWith('solving')", timeout=5_000)
-    pg.wait_for_function(SOLVED + " || document.getElementById('status').className === 'bad'", timeout=60_000)
-    assert pg.get_attribute("#status", "class") == "warn", pg.inner_text("#status")  # no plan yet, but no 422
+    status = page_browser.solve_after(pg, lambda: _slide(pg, "tpot", 1000, final=True))  # 1 ms × 16 / 4 = 4 ms
+    assert status == "warn", pg.inner_text("#status")  # no plan yet, but no 422
     assert pg.inner_text("#tpot-value") == "4.0 ms" and "sla.tpot.p90=4.000ms" in pg.get_attribute("#link", "href").replace("%3D", "=")
