@@ -323,11 +323,24 @@ def _partial(text: str) -> str:
     return text
 
 
+def _caps(text: str) -> tuple[float, float]:
+    """An argparse type: S0:S1 for --caps, the step's cap (BOUNDS["s0"]'s top, above 0: the
+    fit's grid runs up to it) and the held per-layer cost, seconds, or one clear error."""
+    s0, sep, s1 = text.partition(":")
+    try:
+        cap, layer = float(s0), float(s1)
+    except ValueError:
+        cap = layer = math.nan
+    if not (sep and math.isfinite(cap) and math.isfinite(layer) and 0 < cap <= 1 and 0 <= layer <= 1):
+        raise argparse.ArgumentTypeError(f"{text!r}: give S0:S1 in seconds, S0 above 0 and at most 1, S1 from 0 to 1 (e.g. 0.0005:5e-5)")
+    return cap, layer
+
+
 def _families(text: str) -> tuple[tuple[str, ...], int]:
     """An argparse type: none, or FAMILY[,FAMILY][:SOURCES] for --expert-layer-families."""
     names, _, k = text.partition(":")
     fams = () if names == "none" else tuple(names.split(","))
-    if not all(f in ("fp4", "int4") for f in fams) or not (k == "" or k.isdigit() and int(k) >= 1):
+    if not all(f in ("fp4", "int4") for f in fams) or not (k == "" or k.isascii() and k.isdigit() and int(k) >= 1):
         raise argparse.ArgumentTypeError(f"{text!r}: give none, or fp4 and/or int4 joined by commas, optionally :SOURCES (a whole number >= 1)")
     return fams, int(k) if k else 2
 
@@ -338,7 +351,9 @@ def main() -> None:
         "--folds", type=_folds, default=5, help="campaign folds, 2 to 1000 (1 would leave no campaign to fit on); 0: leave one campaign out"
     )
     ap.add_argument("--seed", type=_whole_in(0, 2**32 - 1), default=0)
-    ap.add_argument("--caps", nargs="+", default=[], metavar="S0:S1", help="the step's cap and the held per-layer cost to compare, seconds")
+    ap.add_argument(
+        "--caps", nargs="+", type=_caps, default=[], metavar="S0:S1", help="the step's cap and the held per-layer cost to compare, seconds"
+    )
     ap.add_argument(
         "--unhidden", nargs="+", type=_number_in(0, 1), default=[], metavar="SHARE", help="kernels' unhidden shares to compare (at the fit's caps)"
     )
@@ -432,7 +447,7 @@ def main() -> None:
     sources = sorted({t.source for t in terms})
     folds = fold_sets(sources, args.folds, args.seed, args.group)
     current = (fit.BOUNDS["s0"][1], fit.LAYER_OVERHEAD_S)
-    caps = [current] + [tuple(float(x) for x in c.split(":")) for c in args.caps]
+    caps = [current, *args.caps]
     unit = args.group
     how = f"each {unit} left out in turn" if args.folds <= 0 else f"{args.folds} folds by {unit} (seed {args.seed})"
     groups = len({repository_key(s) for s in sources}) if unit == "repository" else len(sources)

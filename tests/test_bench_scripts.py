@@ -335,3 +335,28 @@ def test_a_comparison_flag_given_no_values_is_refused_not_ignored(script: str, f
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert f"argument {flag}: expected at least one argument" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        # --caps was split and float()ed in main: one value or a word gave a ValueError traceback
+        (["--caps", "5"], "give S0:S1 in seconds"),
+        (["--caps", "0.0005:x"], "give S0:S1 in seconds"),
+        (["--caps", "nan:5e-5"], "give S0:S1 in seconds"),
+        # a cap of 0 leaves the fit's grid for s0 nothing to run up to (geomspace to 0)
+        (["--caps", "0:5e-5"], "S0 above 0 and at most 1"),
+        # a digit int() refuses: argparse's bare "invalid _families value" before
+        (["--expert-layer-families", "fp4:²"], "give none, or fp4 and/or int4"),
+    ],
+)
+def test_fit_cv_refuses_bad_caps_and_families_in_one_clear_message(args: list[str], says: str) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "fit_cv.py"), *args], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert f"argument {args[0]}: {args[1]!r}: " in done.stderr and says in done.stderr
+
+
+def test_fit_cv_caps_parse_by_hand() -> None:
+    assert fit_cv._caps("0.0005:5e-5") == (0.0005, 5e-5)
+    assert fit_cv._caps("1:0") == (1.0, 0.0)
