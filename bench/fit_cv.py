@@ -475,24 +475,28 @@ def main() -> None:
         fit.GLOBAL_KEYS = keys if how_sp == "fitted" else tuple(k for k in keys if k != "sp")
         errs = held_out(terms, folds)
         print(f"  prefill cost per expert {how_sp}: {_summary(errs)}")
+        _spread(terms)
     fit.GLOBAL_KEYS = keys
     chosen_form = fit.PREFILL_EXPERT_FORM
     for form in args.prefill_expert_form:
         fit.PREFILL_EXPERT_FORM = form
         errs = held_out(terms, folds)
         print(f"  prefill MoE cost per {form}: {_summary(errs)}" + ("  (the fit's)" if form == chosen_form else ""))
+        _spread(terms)
     fit.PREFILL_EXPERT_FORM = chosen_form
     held = fit.HELD_GROUP_KEYS
     for how_a in args.attention_share:
         fit.HELD_GROUP_KEYS = held if how_a == "fitted" else held + (fit.ATTENTION_SHARE,)
         errs = held_out(terms, folds)
         print(f"  attention read share {how_a}: {_summary(errs)}")
+        _spread(terms)
     fit.HELD_GROUP_KEYS = held
     chosen = fit.POOL_EXPERT_LAYER
     for how in args.pool_expert_layer:
         fit.POOL_EXPERT_LAYER = how == "on"
         errs = held_out(terms, folds)
         print(f"  cost per MoE layer pooled {how}: {_summary(errs)}")
+        _spread(terms)
     fit.POOL_EXPERT_LAYER = chosen
     chosen_partial = fit.PARTIAL_KEYS
     for keys_p in args.partial_keys:
@@ -506,18 +510,21 @@ def main() -> None:
         fit.MATURITY = how == "on"
         errs = held_out(terms, folds)
         print(f"  maturity term {how}: {_summary(errs)}" + ("  (the fit's)" if fit.MATURITY == chosen else ""))
+        _spread(terms)
     fit.MATURITY = chosen
     chosen = fit.DECODE_EXPERT_SHARE
     for how in args.decode_expert_share:
         fit.DECODE_EXPERT_SHARE = how
         errs = held_out(terms, folds)
         print(f"  decode experts at the expert share {how}: {_summary(errs)}")
+        _spread(terms)
     fit.DECODE_EXPERT_SHARE = chosen
     chosen_release = fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING
     for shape, shrink, grouping in args.release:
         fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING = shape, shrink, grouping
         errs = held_out(terms, folds)
         print(f"  release-line decode term {shape}, shrink {shrink:g}, by {grouping}: {_summary(errs)}")
+        _spread(terms)
     fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING = chosen_release
     chosen_fam = fit.EXPERT_LAYER_FAMILIES, fit.MIN_FAMILY_SOURCES
     for fams, sources_min in args.expert_layer_families:
@@ -535,25 +542,26 @@ def main() -> None:
             ("EXPERT_POOL_S", "cost per MoE layer pulled toward the pool per", args.expert_pool),
         ),
         lambda v: f"{v * 1e6:g} µs",
-        spread=True,
     )
 
 
-def _compare_constants(terms: list, folds: list[set[str]], rows, shown: Callable[[float], str], spread: bool = False) -> None:
+def _compare_constants(terms: list, folds: list[set[str]], rows, shown: Callable[[float], str]) -> None:
     """For each (fit_defaults constant, label, values asked): the held-out errors with the
-    constant at each value, the fit's own marked; the constant restored after."""
+    constant at each value, the fit's own marked, and its _spread; the constant restored after."""
     for name, label, values in rows:
         chosen = getattr(fit, name)
         for value in values:
             setattr(fit, name, value)
             errs = held_out(terms, folds)
             print(f"  {label} {shown(value)}: {_summary(errs)}" + ("  (the fit's)" if value == chosen else ""))
-            if spread:
-                _spread(terms)
+            _spread(terms)
         setattr(fit, name, chosen)
 
 
 def _spread(terms: list) -> None:
+    """After each setting's held_out: with --spread its folds' fits (FITS, then cleared),
+    with --movers its points against the first setting's. Every setting calls it, or its
+    fits would join the next report's (FITS accumulates until spread_report clears it)."""
     if SPREAD:
         print(spread_report(terms))
     if MOVERS and not BASELINE:

@@ -360,3 +360,41 @@ def test_fit_cv_refuses_bad_caps_and_families_in_one_clear_message(args: list[st
 def test_fit_cv_caps_parse_by_hand() -> None:
     assert fit_cv._caps("0.0005:5e-5") == (0.0005, 5e-5)
     assert fit_cv._caps("1:0") == (1.0, 0.0)
+
+
+def test_fit_cv_spread_and_movers_follow_every_setting(monkeypatch, capsys) -> None:
+    """--spread and --movers are per setting: each setting's folds' fits make its own
+    report. Before, only the caps, partial keys, families and pull scales printed one, so
+    the fits of the settings between (here the unhidden share and the maturity term) were
+    left in FITS and joined the next report: the expert pull's counted 3 settings' folds.
+    Three campaigns, leave-one-out: 3 folds a setting, 4 settings (the fit's caps first);
+    movers against the first setting: 3 reports."""
+    from types import SimpleNamespace
+
+    terms = [SimpleNamespace(source=s) for s in ("a", "b", "c")]
+    errs = {"tpot": [0.1], "ttft": [0.1], "campaign": [0.1], "moe": [], "moe_ttft": [], "offset_moe": [], "offset_fp4": []}
+
+    def held_out(terms, folds):
+        fit_cv.FITS.extend((frozenset(f), {}) for f in folds)  # as predict_with adds one per fold
+        fit_cv.POINTS["p1 tpot"] = (1.0, "a")  # as the real one records each held-out point
+        return errs
+
+    def spread_report(terms):
+        seen = len(fit_cv.FITS)
+        fit_cv.FITS.clear()
+        return f"spread of {seen} fits"
+
+    for name in ("SPREAD", "MOVERS", "FITS", "BASELINE", "POINTS"):
+        monkeypatch.setattr(fit_cv, name, type(getattr(fit_cv, name))())
+    monkeypatch.setattr(fit_cv, "load_points", lambda: [])
+    monkeypatch.setattr(fit_cv, "default_catalog", lambda: None)
+    monkeypatch.setattr(fit_cv.fit, "fit_terms", lambda points, catalog: terms)
+    monkeypatch.setattr(fit_cv, "held_out", held_out)
+    monkeypatch.setattr(fit_cv, "spread_report", spread_report)
+    monkeypatch.setattr(fit_cv, "movers_report", lambda before, after, n: "movers")
+    argv = ["fit_cv.py", "--folds", "0", "--spread", "--movers", "2", "--unhidden", "0.5", "--maturity", "on", "--expert-pull", "1e-4"]
+    monkeypatch.setattr(sys, "argv", argv)
+    fit_cv.main()
+    out = capsys.readouterr().out.splitlines()
+    assert [line for line in out if line.startswith("spread")] == ["spread of 3 fits"] * 4
+    assert out.count("movers") == 3
