@@ -274,31 +274,19 @@ def _number_in(low: float, high: float) -> Callable[[str], float]:
     return parse
 
 
-def _whole_in(low: int, high: int) -> Callable[[str], int]:
-    """An argparse type: a whole number from low to high, or one clear error naming the range."""
+def whole_number(low: int, high: int, also: tuple[int, ...] = ()) -> Callable[[str], int]:
+    """An argparse type: a whole number from low to high (or one of `also`), written in
+    ASCII digits, or one clear error naming what is allowed (a sign, a fraction, a word or
+    a digit int() refuses, such as '²', included). offset_features.py's counts too."""
+    allowed = " or ".join([*(str(a) for a in also), f"a whole number from {low} to {high}"])
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: must be a whole number from {low} to {high}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text!r}: must be a whole number from {low} to {high}")
+        value = int(text) if text.isascii() and text.isdigit() else -1
+        if not (low <= value <= high or value in also):
+            raise argparse.ArgumentTypeError(f"{text!r}: must be {allowed}")
         return value
 
     return parse
-
-
-def _folds(text: str) -> int:
-    """An argparse type for --folds: 0 (each campaign a fold) or 2 to 1000; one fold would
-    hold every campaign and leave the fit nothing to train on."""
-    try:
-        value = _whole_in(0, 1000)(text)
-    except argparse.ArgumentTypeError:
-        value = 1
-    if value == 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be 0 or a whole number from 2 to 1000 (one fold leaves nothing to fit on)")
-    return value
 
 
 def _release(text: str) -> tuple[str, float, str]:
@@ -348,9 +336,12 @@ def _families(text: str) -> tuple[tuple[str, ...], int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
-        "--folds", type=_folds, default=5, help="campaign folds, 2 to 1000 (1 would leave no campaign to fit on); 0: leave one campaign out"
+        "--folds",
+        type=whole_number(2, 1000, also=(0,)),
+        default=5,
+        help="campaign folds, 2 to 1000 (1 would leave no campaign to fit on); 0: leave one campaign out",
     )
-    ap.add_argument("--seed", type=_whole_in(0, 2**32 - 1), default=0)
+    ap.add_argument("--seed", type=whole_number(0, 2**32 - 1), default=0)
     ap.add_argument(
         "--caps", nargs="+", type=_caps, default=[], metavar="S0:S1", help="the step's cap and the held per-layer cost to compare, seconds"
     )
@@ -434,7 +425,7 @@ def main() -> None:
     ):
         ap.add_argument(flag, nargs="+", type=_number_in(1e-7, 1), default=[], metavar="S", help=what)
     ap.add_argument(
-        "--movers", type=_whole_in(0, 10_000), default=0, metavar="N", help="per setting, the N held-out points moved most against the fit's own"
+        "--movers", type=whole_number(0, 10_000), default=0, metavar="N", help="per setting, the N held-out points moved most against the fit's own"
     )
     ap.add_argument("--spread", action="store_true", help="the shared constants' spread over the folds' fits (TRACKED), per setting")
     ap.add_argument("--group", choices=GROUPINGS, default="campaign", help="fold unit: campaign (the split's) or repository")

@@ -428,20 +428,6 @@ def joint_fit_report(points: list[dict], seed: int) -> None:
         print(f"  {family:<9} Δ {mid:+.1%} ({lo:+.1%} to {hi:+.1%})")
 
 
-def _whole(high: int, low: int = 0, also: tuple[int, ...] = ()) -> Callable[[str], int]:
-    """An argparse type: a whole number from low to high (or one of `also`), or one clear
-    error naming what is allowed (a digit int() refuses, such as '²', included)."""
-    allowed = " or ".join([*(str(a) for a in also), f"a whole number from {low} to {high}"])
-
-    def parse(text: str) -> int:
-        value = int(text) if text.isascii() and text.isdigit() else -1
-        if not (low <= value <= high or value in also):
-            raise argparse.ArgumentTypeError(f"{text!r}: must be {allowed}")
-        return value
-
-    return parse
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
@@ -452,11 +438,11 @@ def main() -> None:
     )
     ap.add_argument(
         "--folds",
-        type=_whole(100, 2, also=(0,)),
+        type=fit_cv.whole_number(2, 100, also=(0,)),
         default=5,
         help="campaign folds of the fit half (fit_cv.py's), 2 to 100 (1 would leave no campaign to fit on); 0: each campaign alone",
     )
-    ap.add_argument("--seed", type=_whole(2**32 - 1), default=0, help="the folds' and the intervals' seed")
+    ap.add_argument("--seed", type=fit_cv.whole_number(0, 2**32 - 1), default=0, help="the folds' and the intervals' seed")
     ap.add_argument(
         "--features",
         nargs="+",

@@ -169,11 +169,15 @@ def test_fit_cv_short_names_and_families() -> None:
 def test_fit_cv_counts_refuse_what_is_not_a_whole_number_in_range() -> None:
     import argparse
 
-    parse = fit_cv._whole_in(0, 1000)
+    parse = fit_cv.whole_number(0, 1000)
     assert parse("0") == 0 and parse("1000") == 1000
-    for bad in ("-2", "1.5", "1001", "nan", "inf", "x", ""):
+    for bad in ("-2", "1.5", "1001", "nan", "inf", "x", "", "²"):
         with pytest.raises(argparse.ArgumentTypeError, match="whole number from 0 to 1000"):
             parse(bad)
+    folds = fit_cv.whole_number(2, 1000, also=(0,))
+    assert folds("0") == 0 and folds("2") == 2
+    with pytest.raises(argparse.ArgumentTypeError, match="must be 0 or a whole number from 2 to 1000"):
+        folds("1")
 
 
 def test_offset_features_date_line_by_hand() -> None:
