@@ -209,6 +209,8 @@ def test_offset_features_levels_and_the_date_held_inside_the_fit_dates() -> None
     rows += [row(3, "d", 0.5, "y", 2025.0), row(4, "e", 0.7, "y", 2025.0)]
     level = of.fit_feature(rows, "engine")["decode"]
     assert level("x") == pytest.approx(0.12) and level("y") == 0.0 and level("z") == 0.0
+    # --levels prints the same figures the correction applies (one derivation, level_offsets)
+    assert of.describe_fit(rows, "engine") == "decode: x +0.120 (3), y · (2); ttft: "
     line = of.fit_feature(rows[:3], "date")["decode"]  # offset = 0.1 + 0.1 (year − 2025)
     assert line(2026.5) == pytest.approx(0.25) and line(2030.0) == pytest.approx(0.3) and line(2020.0) == pytest.approx(0.1)
     assert line(None) == 0.0
