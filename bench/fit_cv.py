@@ -461,69 +461,37 @@ def main() -> None:
         ),
         lambda v: f"{v:4.2f}",
     )
-    keys = fit.GLOBAL_KEYS
-    for how_sp in args.prefill_expert:
-        fit.GLOBAL_KEYS = keys if how_sp == "fitted" else tuple(k for k in keys if k != "sp")
-        errs = held_out(terms, folds)
-        print(f"  prefill cost per expert {how_sp}: {_summary(errs)}")
-        _spread(terms)
-    fit.GLOBAL_KEYS = keys
-    chosen_form = fit.PREFILL_EXPERT_FORM
-    for form in args.prefill_expert_form:
-        fit.PREFILL_EXPERT_FORM = form
-        errs = held_out(terms, folds)
-        print(f"  prefill MoE cost per {form}: {_summary(errs)}" + ("  (the fit's)" if form == chosen_form else ""))
-        _spread(terms)
-    fit.PREFILL_EXPERT_FORM = chosen_form
-    held = fit.HELD_GROUP_KEYS
-    for how_a in args.attention_share:
-        fit.HELD_GROUP_KEYS = held if how_a == "fitted" else held + (fit.ATTENTION_SHARE,)
-        errs = held_out(terms, folds)
-        print(f"  attention read share {how_a}: {_summary(errs)}")
-        _spread(terms)
-    fit.HELD_GROUP_KEYS = held
-    chosen = fit.POOL_EXPERT_LAYER
-    for how in args.pool_expert_layer:
-        fit.POOL_EXPERT_LAYER = how == "on"
-        errs = held_out(terms, folds)
-        print(f"  cost per MoE layer pooled {how}: {_summary(errs)}")
-        _spread(terms)
-    fit.POOL_EXPERT_LAYER = chosen
-    chosen_partial = fit.PARTIAL_KEYS
-    for keys_p in args.partial_keys:
-        fit.PARTIAL_KEYS = () if keys_p == "none" else tuple(keys_p.split(","))
-        errs = held_out(terms, folds)
-        print(f"  a group that cannot separate reads from FLOPs fits {keys_p}: {_summary(errs)}")
-        _spread(terms)
-    fit.PARTIAL_KEYS = chosen_partial
-    chosen = fit.MATURITY
-    for how in args.maturity:
-        fit.MATURITY = how == "on"
-        errs = held_out(terms, folds)
-        print(f"  maturity term {how}: {_summary(errs)}" + ("  (the fit's)" if fit.MATURITY == chosen else ""))
-        _spread(terms)
-    fit.MATURITY = chosen
-    chosen = fit.DECODE_EXPERT_SHARE
-    for how in args.decode_expert_share:
-        fit.DECODE_EXPERT_SHARE = how
-        errs = held_out(terms, folds)
-        print(f"  decode experts at the expert share {how}: {_summary(errs)}")
-        _spread(terms)
-    fit.DECODE_EXPERT_SHARE = chosen
-    chosen_release = fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING
-    for shape, shrink, grouping in args.release:
-        fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING = shape, shrink, grouping
-        errs = held_out(terms, folds)
-        print(f"  release-line decode term {shape}, shrink {shrink:g}, by {grouping}: {_summary(errs)}")
-        _spread(terms)
-    fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING = chosen_release
-    chosen_fam = fit.EXPERT_LAYER_FAMILIES, fit.MIN_FAMILY_SOURCES
-    for fams, sources_min in args.expert_layer_families:
-        fit.EXPERT_LAYER_FAMILIES, fit.MIN_FAMILY_SOURCES = fams, sources_min
-        errs = held_out(terms, folds)
-        print(f"  cost per MoE layer of its own for {','.join(fams) or 'no family'} ({sources_min}+ campaigns): {_summary(errs)}")
-        _spread(terms)
-    fit.EXPERT_LAYER_FAMILIES, fit.MIN_FAMILY_SOURCES = chosen_fam
+    keys, held = fit.GLOBAL_KEYS, fit.HELD_GROUP_KEYS
+    for names, settings in (
+        (
+            ("GLOBAL_KEYS",),
+            [(f"prefill cost per expert {h}", (keys if h == "fitted" else tuple(k for k in keys if k != "sp"),)) for h in args.prefill_expert],
+        ),
+        (("PREFILL_EXPERT_FORM",), [(f"prefill MoE cost per {form}", (form,)) for form in args.prefill_expert_form]),
+        (
+            ("HELD_GROUP_KEYS",),
+            [(f"attention read share {h}", (held if h == "fitted" else (*held, fit.ATTENTION_SHARE),)) for h in args.attention_share],
+        ),
+        (("POOL_EXPERT_LAYER",), [(f"cost per MoE layer pooled {h}", (h == "on",)) for h in args.pool_expert_layer]),
+        (
+            ("PARTIAL_KEYS",),
+            [(f"a group that cannot separate reads from FLOPs fits {k}", (() if k == "none" else tuple(k.split(",")),)) for k in args.partial_keys],
+        ),
+        (("MATURITY",), [(f"maturity term {h}", (h == "on",)) for h in args.maturity]),
+        (("DECODE_EXPERT_SHARE",), [(f"decode experts at the expert share {h}", (h,)) for h in args.decode_expert_share]),
+        (
+            ("RELEASE_SHAPE", "RELEASE_SHRINK", "RELEASE_GROUPING"),
+            [(f"release-line decode term {shape}, shrink {k:g}, by {by}", (shape, k, by)) for shape, k, by in args.release],
+        ),
+        (
+            ("EXPERT_LAYER_FAMILIES", "MIN_FAMILY_SOURCES"),
+            [
+                (f"cost per MoE layer of its own for {','.join(fams) or 'no family'} ({n}+ campaigns)", (fams, n))
+                for fams, n in args.expert_layer_families
+            ],
+        ),
+    ):
+        _compare(terms, folds, names, settings)
     _compare_constants(
         terms,
         folds,
@@ -537,16 +505,24 @@ def main() -> None:
 
 
 def _compare_constants(terms: list, folds: list[set[str]], rows, shown: Callable[[float], str]) -> None:
-    """For each (fit_defaults constant, label, values asked): the held-out errors with the
-    constant at each value, the fit's own marked, and its _spread; the constant restored after."""
+    """For each (fit_defaults constant, label, values asked): _compare at each value, shown."""
     for name, label, values in rows:
-        chosen = getattr(fit, name)
-        for value in values:
+        _compare(terms, folds, (name,), [(f"{label} {shown(value)}", (value,)) for value in values])
+
+
+def _compare(terms: list, folds: list[set[str]], names: tuple[str, ...], settings: list[tuple[str, tuple]]) -> None:
+    """For each (label, values) setting: fit_defaults' constants `names` set to the values,
+    the held-out errors printed under the label (the fit's own setting marked) and its
+    _spread; the constants restored after."""
+    chosen = tuple(getattr(fit, name) for name in names)
+    for label, values in settings:
+        for name, value in zip(names, values, strict=True):
             setattr(fit, name, value)
-            errs = held_out(terms, folds)
-            print(f"  {label} {shown(value)}: {_summary(errs)}" + ("  (the fit's)" if value == chosen else ""))
-            _spread(terms)
-        setattr(fit, name, chosen)
+        errs = held_out(terms, folds)
+        print(f"  {label}: {_summary(errs)}" + ("  (the fit's)" if tuple(values) == chosen else ""))
+        _spread(terms)
+    for name, value in zip(names, chosen, strict=True):
+        setattr(fit, name, value)
 
 
 def _spread(terms: list) -> None:

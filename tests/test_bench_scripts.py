@@ -368,13 +368,10 @@ def test_fit_cv_caps_parse_by_hand() -> None:
     assert fit_cv._caps("1:0") == (1.0, 0.0)
 
 
-def test_fit_cv_spread_and_movers_follow_every_setting(monkeypatch, capsys) -> None:
-    """--spread and --movers are per setting: each setting's folds' fits make its own
-    report. Before, only the caps, partial keys, families and pull scales printed one, so
-    the fits of the settings between (here the unhidden share and the maturity term) were
-    left in FITS and joined the next report: the expert pull's counted 3 settings' folds.
-    Three campaigns, leave-one-out: 3 folds a setting, 4 settings (the fit's caps first);
-    movers against the first setting: 3 reports."""
+def _fit_cv_main(monkeypatch, capsys, *args: str) -> list[str]:
+    """fit_cv.main's printed lines on three campaigns, leave-one-out (3 folds a setting),
+    with a held_out that fits nothing: it adds one fit a fold to FITS and records a point,
+    as the real one does, and errors of 10 %; spread_report says how many fits it saw."""
     from types import SimpleNamespace
 
     terms = [SimpleNamespace(source=s) for s in ("a", "b", "c")]
@@ -398,9 +395,34 @@ def test_fit_cv_spread_and_movers_follow_every_setting(monkeypatch, capsys) -> N
     monkeypatch.setattr(fit_cv, "held_out", held_out)
     monkeypatch.setattr(fit_cv, "spread_report", spread_report)
     monkeypatch.setattr(fit_cv, "movers_report", lambda before, after, n: "movers")
-    argv = ["fit_cv.py", "--folds", "0", "--spread", "--movers", "2", "--unhidden", "0.5", "--maturity", "on", "--expert-pull", "1e-4"]
-    monkeypatch.setattr(sys, "argv", argv)
+    monkeypatch.setattr(sys, "argv", ["fit_cv.py", "--folds", "0", *args])
     fit_cv.main()
-    out = capsys.readouterr().out.splitlines()
+    return capsys.readouterr().out.splitlines()
+
+
+def test_fit_cv_spread_and_movers_follow_every_setting(monkeypatch, capsys) -> None:
+    """--spread and --movers are per setting: each setting's folds' fits make its own
+    report. Before, only the caps, partial keys, families and pull scales printed one, so
+    the fits of the settings between (here the unhidden share and the maturity term) were
+    left in FITS and joined the next report: the expert pull's counted 3 settings' folds.
+    Three campaigns, leave-one-out: 3 folds a setting, 4 settings (the fit's caps first);
+    movers against the first setting: 3 reports."""
+    out = _fit_cv_main(monkeypatch, capsys, "--spread", "--movers", "2", "--unhidden", "0.5", "--maturity", "on", "--expert-pull", "1e-4")
     assert [line for line in out if line.startswith("spread")] == ["spread of 3 fits"] * 4
     assert out.count("movers") == 3
+
+
+def test_fit_cv_marks_the_fits_own_setting_and_restores_it(monkeypatch, capsys) -> None:
+    """Each comparison marks the fit's own setting, whatever it is (the release-line term
+    and the attention share were not marked before), and leaves the constants as they were."""
+    fit = fit_cv.fit
+    saved = (fit.MATURITY, fit.HELD_GROUP_KEYS, fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING)
+    own = f"{fit.RELEASE_SHAPE or 'none'}:{fit.RELEASE_SHRINK:g}/{fit.RELEASE_GROUPING}"
+    other = "none" if fit.RELEASE_SHAPE else "step"
+    args = ["--maturity", "on", "off", "--attention-share", "fitted", "held", "--release", other, own]
+    out = _fit_cv_main(monkeypatch, capsys, *args)
+    marked = [line.split(":")[0].strip() for line in out if line.endswith("(the fit's)")]
+    maturity = "maturity term " + ("on" if fit.MATURITY else "off")
+    release = f"release-line decode term {fit.RELEASE_SHAPE}, shrink {fit.RELEASE_SHRINK:g}, by {fit.RELEASE_GROUPING}"
+    assert marked == ["attention read share fitted", maturity, release]  # in the order main compares them
+    assert (fit.MATURITY, fit.HELD_GROUP_KEYS, fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING) == saved
