@@ -274,31 +274,19 @@ def _number_in(low: float, high: float) -> Callable[[str], float]:
     return parse
 
 
-def _whole_in(low: int, high: int) -> Callable[[str], int]:
-    """An argparse type: a whole number from low to high, or one clear error naming the range."""
+def whole_number(low: int, high: int, also: tuple[int, ...] = ()) -> Callable[[str], int]:
+    """An argparse type: a whole number from low to high (or one of `also`), written in
+    ASCII digits, or one clear error naming what is allowed (a sign, a fraction, a word or
+    a digit int() refuses, such as '²', included). offset_features.py's counts too."""
+    allowed = " or ".join([*(str(a) for a in also), f"a whole number from {low} to {high}"])
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: must be a whole number from {low} to {high}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text!r}: must be a whole number from {low} to {high}")
+        value = int(text) if text.isascii() and text.isdigit() else -1
+        if not (low <= value <= high or value in also):
+            raise argparse.ArgumentTypeError(f"{text!r}: must be {allowed}")
         return value
 
     return parse
-
-
-def _folds(text: str) -> int:
-    """An argparse type for --folds: 0 (each campaign a fold) or 2 to 1000; one fold would
-    hold every campaign and leave the fit nothing to train on."""
-    try:
-        value = _whole_in(0, 1000)(text)
-    except argparse.ArgumentTypeError:
-        value = 1
-    if value == 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be 0 or a whole number from 2 to 1000 (one fold leaves nothing to fit on)")
-    return value
 
 
 def _release(text: str) -> tuple[str, float, str]:
@@ -323,11 +311,24 @@ def _partial(text: str) -> str:
     return text
 
 
+def _caps(text: str) -> tuple[float, float]:
+    """An argparse type: S0:S1 for --caps, the step's cap (BOUNDS["s0"]'s top, above 0: the
+    fit's grid runs up to it) and the held per-layer cost, seconds, or one clear error."""
+    s0, sep, s1 = text.partition(":")
+    try:
+        cap, layer = float(s0), float(s1)
+    except ValueError:
+        cap = layer = math.nan
+    if not (sep and math.isfinite(cap) and math.isfinite(layer) and 0 < cap <= 1 and 0 <= layer <= 1):
+        raise argparse.ArgumentTypeError(f"{text!r}: give S0:S1 in seconds, S0 above 0 and at most 1, S1 from 0 to 1 (e.g. 0.0005:5e-5)")
+    return cap, layer
+
+
 def _families(text: str) -> tuple[tuple[str, ...], int]:
     """An argparse type: none, or FAMILY[,FAMILY][:SOURCES] for --expert-layer-families."""
     names, _, k = text.partition(":")
     fams = () if names == "none" else tuple(names.split(","))
-    if not all(f in ("fp4", "int4") for f in fams) or not (k == "" or k.isdigit() and int(k) >= 1):
+    if not all(f in ("fp4", "int4") for f in fams) or not (k == "" or k.isascii() and k.isdigit() and int(k) >= 1):
         raise argparse.ArgumentTypeError(f"{text!r}: give none, or fp4 and/or int4 joined by commas, optionally :SOURCES (a whole number >= 1)")
     return fams, int(k) if k else 2
 
@@ -335,10 +336,15 @@ def _families(text: str) -> tuple[tuple[str, ...], int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
-        "--folds", type=_folds, default=5, help="campaign folds, 2 to 1000 (1 would leave no campaign to fit on); 0: leave one campaign out"
+        "--folds",
+        type=whole_number(2, 1000, also=(0,)),
+        default=5,
+        help="campaign folds, 2 to 1000 (1 would leave no campaign to fit on); 0: leave one campaign out",
     )
-    ap.add_argument("--seed", type=_whole_in(0, 2**32 - 1), default=0)
-    ap.add_argument("--caps", nargs="+", default=[], metavar="S0:S1", help="the step's cap and the held per-layer cost to compare, seconds")
+    ap.add_argument("--seed", type=whole_number(0, 2**32 - 1), default=0)
+    ap.add_argument(
+        "--caps", nargs="+", type=_caps, default=[], metavar="S0:S1", help="the step's cap and the held per-layer cost to compare, seconds"
+    )
     ap.add_argument(
         "--unhidden", nargs="+", type=_number_in(0, 1), default=[], metavar="SHARE", help="kernels' unhidden shares to compare (at the fit's caps)"
     )
@@ -419,7 +425,7 @@ def main() -> None:
     ):
         ap.add_argument(flag, nargs="+", type=_number_in(1e-7, 1), default=[], metavar="S", help=what)
     ap.add_argument(
-        "--movers", type=_whole_in(0, 10_000), default=0, metavar="N", help="per setting, the N held-out points moved most against the fit's own"
+        "--movers", type=whole_number(0, 10_000), default=0, metavar="N", help="per setting, the N held-out points moved most against the fit's own"
     )
     ap.add_argument("--spread", action="store_true", help="the shared constants' spread over the folds' fits (TRACKED), per setting")
     ap.add_argument("--group", choices=GROUPINGS, default="campaign", help="fold unit: campaign (the split's) or repository")
@@ -432,7 +438,7 @@ def main() -> None:
     sources = sorted({t.source for t in terms})
     folds = fold_sets(sources, args.folds, args.seed, args.group)
     current = (fit.BOUNDS["s0"][1], fit.LAYER_OVERHEAD_S)
-    caps = [current] + [tuple(float(x) for x in c.split(":")) for c in args.caps]
+    caps = [current, *args.caps]
     unit = args.group
     how = f"each {unit} left out in turn" if args.folds <= 0 else f"{args.folds} folds by {unit} (seed {args.seed})"
     groups = len({repository_key(s) for s in sources}) if unit == "repository" else len(sources)
@@ -455,62 +461,37 @@ def main() -> None:
         ),
         lambda v: f"{v:4.2f}",
     )
-    keys = fit.GLOBAL_KEYS
-    for how_sp in args.prefill_expert:
-        fit.GLOBAL_KEYS = keys if how_sp == "fitted" else tuple(k for k in keys if k != "sp")
-        errs = held_out(terms, folds)
-        print(f"  prefill cost per expert {how_sp}: {_summary(errs)}")
-    fit.GLOBAL_KEYS = keys
-    chosen_form = fit.PREFILL_EXPERT_FORM
-    for form in args.prefill_expert_form:
-        fit.PREFILL_EXPERT_FORM = form
-        errs = held_out(terms, folds)
-        print(f"  prefill MoE cost per {form}: {_summary(errs)}" + ("  (the fit's)" if form == chosen_form else ""))
-    fit.PREFILL_EXPERT_FORM = chosen_form
-    held = fit.HELD_GROUP_KEYS
-    for how_a in args.attention_share:
-        fit.HELD_GROUP_KEYS = held if how_a == "fitted" else held + (fit.ATTENTION_SHARE,)
-        errs = held_out(terms, folds)
-        print(f"  attention read share {how_a}: {_summary(errs)}")
-    fit.HELD_GROUP_KEYS = held
-    chosen = fit.POOL_EXPERT_LAYER
-    for how in args.pool_expert_layer:
-        fit.POOL_EXPERT_LAYER = how == "on"
-        errs = held_out(terms, folds)
-        print(f"  cost per MoE layer pooled {how}: {_summary(errs)}")
-    fit.POOL_EXPERT_LAYER = chosen
-    chosen_partial = fit.PARTIAL_KEYS
-    for keys_p in args.partial_keys:
-        fit.PARTIAL_KEYS = () if keys_p == "none" else tuple(keys_p.split(","))
-        errs = held_out(terms, folds)
-        print(f"  a group that cannot separate reads from FLOPs fits {keys_p}: {_summary(errs)}")
-        _spread(terms)
-    fit.PARTIAL_KEYS = chosen_partial
-    chosen = fit.MATURITY
-    for how in args.maturity:
-        fit.MATURITY = how == "on"
-        errs = held_out(terms, folds)
-        print(f"  maturity term {how}: {_summary(errs)}" + ("  (the fit's)" if fit.MATURITY == chosen else ""))
-    fit.MATURITY = chosen
-    chosen = fit.DECODE_EXPERT_SHARE
-    for how in args.decode_expert_share:
-        fit.DECODE_EXPERT_SHARE = how
-        errs = held_out(terms, folds)
-        print(f"  decode experts at the expert share {how}: {_summary(errs)}")
-    fit.DECODE_EXPERT_SHARE = chosen
-    chosen_release = fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING
-    for shape, shrink, grouping in args.release:
-        fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING = shape, shrink, grouping
-        errs = held_out(terms, folds)
-        print(f"  release-line decode term {shape}, shrink {shrink:g}, by {grouping}: {_summary(errs)}")
-    fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING = chosen_release
-    chosen_fam = fit.EXPERT_LAYER_FAMILIES, fit.MIN_FAMILY_SOURCES
-    for fams, sources_min in args.expert_layer_families:
-        fit.EXPERT_LAYER_FAMILIES, fit.MIN_FAMILY_SOURCES = fams, sources_min
-        errs = held_out(terms, folds)
-        print(f"  cost per MoE layer of its own for {','.join(fams) or 'no family'} ({sources_min}+ campaigns): {_summary(errs)}")
-        _spread(terms)
-    fit.EXPERT_LAYER_FAMILIES, fit.MIN_FAMILY_SOURCES = chosen_fam
+    keys, held = fit.GLOBAL_KEYS, fit.HELD_GROUP_KEYS
+    for names, settings in (
+        (
+            ("GLOBAL_KEYS",),
+            [(f"prefill cost per expert {h}", (keys if h == "fitted" else tuple(k for k in keys if k != "sp"),)) for h in args.prefill_expert],
+        ),
+        (("PREFILL_EXPERT_FORM",), [(f"prefill MoE cost per {form}", (form,)) for form in args.prefill_expert_form]),
+        (
+            ("HELD_GROUP_KEYS",),
+            [(f"attention read share {h}", (held if h == "fitted" else (*held, fit.ATTENTION_SHARE),)) for h in args.attention_share],
+        ),
+        (("POOL_EXPERT_LAYER",), [(f"cost per MoE layer pooled {h}", (h == "on",)) for h in args.pool_expert_layer]),
+        (
+            ("PARTIAL_KEYS",),
+            [(f"a group that cannot separate reads from FLOPs fits {k}", (() if k == "none" else tuple(k.split(",")),)) for k in args.partial_keys],
+        ),
+        (("MATURITY",), [(f"maturity term {h}", (h == "on",)) for h in args.maturity]),
+        (("DECODE_EXPERT_SHARE",), [(f"decode experts at the expert share {h}", (h,)) for h in args.decode_expert_share]),
+        (
+            ("RELEASE_SHAPE", "RELEASE_SHRINK", "RELEASE_GROUPING"),
+            [(f"release-line decode term {shape}, shrink {k:g}, by {by}", (shape, k, by)) for shape, k, by in args.release],
+        ),
+        (
+            ("EXPERT_LAYER_FAMILIES", "MIN_FAMILY_SOURCES"),
+            [
+                (f"cost per MoE layer of its own for {','.join(fams) or 'no family'} ({n}+ campaigns)", (fams, n))
+                for fams, n in args.expert_layer_families
+            ],
+        ),
+    ):
+        _compare(terms, folds, names, settings)
     _compare_constants(
         terms,
         folds,
@@ -520,25 +501,34 @@ def main() -> None:
             ("EXPERT_POOL_S", "cost per MoE layer pulled toward the pool per", args.expert_pool),
         ),
         lambda v: f"{v * 1e6:g} µs",
-        spread=True,
     )
 
 
-def _compare_constants(terms: list, folds: list[set[str]], rows, shown: Callable[[float], str], spread: bool = False) -> None:
-    """For each (fit_defaults constant, label, values asked): the held-out errors with the
-    constant at each value, the fit's own marked; the constant restored after."""
+def _compare_constants(terms: list, folds: list[set[str]], rows, shown: Callable[[float], str]) -> None:
+    """For each (fit_defaults constant, label, values asked): _compare at each value, shown."""
     for name, label, values in rows:
-        chosen = getattr(fit, name)
-        for value in values:
+        _compare(terms, folds, (name,), [(f"{label} {shown(value)}", (value,)) for value in values])
+
+
+def _compare(terms: list, folds: list[set[str]], names: tuple[str, ...], settings: list[tuple[str, tuple]]) -> None:
+    """For each (label, values) setting: fit_defaults' constants `names` set to the values,
+    the held-out errors printed under the label (the fit's own setting marked) and its
+    _spread; the constants restored after."""
+    chosen = tuple(getattr(fit, name) for name in names)
+    for label, values in settings:
+        for name, value in zip(names, values, strict=True):
             setattr(fit, name, value)
-            errs = held_out(terms, folds)
-            print(f"  {label} {shown(value)}: {_summary(errs)}" + ("  (the fit's)" if value == chosen else ""))
-            if spread:
-                _spread(terms)
-        setattr(fit, name, chosen)
+        errs = held_out(terms, folds)
+        print(f"  {label}: {_summary(errs)}" + ("  (the fit's)" if tuple(values) == chosen else ""))
+        _spread(terms)
+    for name, value in zip(names, chosen, strict=True):
+        setattr(fit, name, value)
 
 
 def _spread(terms: list) -> None:
+    """After each setting's held_out: with --spread its folds' fits (FITS, then cleared),
+    with --movers its points against the first setting's. Every setting calls it, or its
+    fits would join the next report's (FITS accumulates until spread_report clears it)."""
     if SPREAD:
         print(spread_report(terms))
     if MOVERS and not BASELINE:

@@ -302,23 +302,35 @@ def _line(xy: list[tuple[float, float]], robust: bool = True) -> tuple[float, fl
     return my - slope * mx, slope, min(xs), max(xs)
 
 
+def feature_line(us: list[tuple[object, str, float]], feature: str) -> tuple[float, float, float, float] | None:
+    """A numeric feature's line through its units (_line: Theil-Sen, or least squares for a
+    "..., least squares" feature)."""
+    return _line([(float(v), y) for v, _, y in us], robust=not feature.endswith("least squares"))  # type: ignore[arg-type]
+
+
+def level_offsets(us: list[tuple[object, str, float]]) -> dict[object, tuple[float | None, int]]:
+    """A categorical feature's levels: each its campaigns' median offset shrunk by n / (n +
+    SHRINK) (None below MIN_CAMPAIGNS: no correction) and n, its campaigns."""
+    levels: dict[object, list[float]] = {}
+    for v, _, y in us:
+        levels.setdefault(v, []).append(y)
+    return {v: (statistics.median(ys) * len(ys) / (len(ys) + SHRINK) if len(ys) >= MIN_CAMPAIGNS else None, len(ys)) for v, ys in levels.items()}
+
+
 def fit_feature(rows: list[Row], feature: str) -> dict[str, Callable[[object], float]]:
     """Per family, the fitted offset as a function of the feature's value (0 where none)."""
     out: dict[str, Callable[[object], float]] = {}
     for family in FAMILIES:
         us = units(rows, feature, family)
         if feature in NUMERIC:
-            line = _line([(float(v), y) for v, _, y in us], robust=not feature.endswith("least squares"))  # type: ignore[arg-type]
+            line = feature_line(us, feature)
             if line is None:
                 out[family] = lambda v: 0.0
                 continue
             a, b, lo, hi = line
             out[family] = lambda v, a=a, b=b, lo=lo, hi=hi: 0.0 if v is None else a + b * min(hi, max(lo, float(v)))  # type: ignore[misc]
             continue
-        levels: dict[object, list[float]] = {}
-        for v, _, y in us:
-            levels.setdefault(v, []).append(y)
-        effect = {v: statistics.median(ys) * len(ys) / (len(ys) + SHRINK) for v, ys in levels.items() if len(ys) >= MIN_CAMPAIGNS}
+        effect = {v: e for v, (e, _) in level_offsets(us).items() if e is not None}
         out[family] = lambda v, e=effect: e.get(v, 0.0)  # type: ignore[misc]
     return out
 
@@ -328,22 +340,18 @@ def corrected(rows: list[Row], model: dict[str, Callable[[object], float]], feat
 
 
 def describe_fit(rows: list[Row], feature: str) -> str:
-    """The fitted model in words: the slope, or each level's offset and campaigns."""
+    """The fitted model in words (fit_feature's): the slope, or each level's offset and campaigns."""
     parts = []
     for family in FAMILIES:
         us = units(rows, feature, family)
         if feature in NUMERIC:
-            line = _line([(float(v), y) for v, _, y in us], robust=not feature.endswith("least squares"))  # type: ignore[arg-type]
+            line = feature_line(us, feature)
             if line is not None:
                 a, b, lo, hi = line
                 parts.append(f"{family}: {math.exp(b) - 1:+.1%}/yr, {a + b * hi:+.3f} at {hi:.2f}, over {len(us)} units of {lo:.1f}-{hi:.1f}")
             continue
-        levels: dict[object, list[float]] = {}
-        for v, _, y in us:
-            levels.setdefault(v, []).append(y)
         shown = [
-            f"{v} {statistics.median(ys) * len(ys) / (len(ys) + SHRINK):+.3f} ({len(ys)})" if len(ys) >= MIN_CAMPAIGNS else f"{v} · ({len(ys)})"
-            for v, ys in sorted(levels.items(), key=lambda kv: str(kv[0]))
+            f"{v} {e:+.3f} ({n})" if e is not None else f"{v} · ({n})" for v, (e, n) in sorted(level_offsets(us).items(), key=lambda kv: str(kv[0]))
         ]
         parts.append(f"{family}: " + ", ".join(shown))
     return "; ".join(parts)
@@ -428,20 +436,6 @@ def joint_fit_report(points: list[dict], seed: int) -> None:
         print(f"  {family:<9} Δ {mid:+.1%} ({lo:+.1%} to {hi:+.1%})")
 
 
-def _whole(high: int, low: int = 0, also: tuple[int, ...] = ()) -> Callable[[str], int]:
-    """An argparse type: a whole number from low to high (or one of `also`), or one clear
-    error naming what is allowed (a digit int() refuses, such as '²', included)."""
-    allowed = " or ".join([*(str(a) for a in also), f"a whole number from {low} to {high}"])
-
-    def parse(text: str) -> int:
-        value = int(text) if text.isascii() and text.isdigit() else -1
-        if not (low <= value <= high or value in also):
-            raise argparse.ArgumentTypeError(f"{text!r}: must be {allowed}")
-        return value
-
-    return parse
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
@@ -452,11 +446,11 @@ def main() -> None:
     )
     ap.add_argument(
         "--folds",
-        type=_whole(100, 2, also=(0,)),
+        type=fit_cv.whole_number(2, 100, also=(0,)),
         default=5,
         help="campaign folds of the fit half (fit_cv.py's), 2 to 100 (1 would leave no campaign to fit on); 0: each campaign alone",
     )
-    ap.add_argument("--seed", type=_whole(2**32 - 1), default=0, help="the folds' and the intervals' seed")
+    ap.add_argument("--seed", type=fit_cv.whole_number(0, 2**32 - 1), default=0, help="the folds' and the intervals' seed")
     ap.add_argument(
         "--features",
         nargs="+",

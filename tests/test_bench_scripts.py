@@ -169,11 +169,15 @@ def test_fit_cv_short_names_and_families() -> None:
 def test_fit_cv_counts_refuse_what_is_not_a_whole_number_in_range() -> None:
     import argparse
 
-    parse = fit_cv._whole_in(0, 1000)
+    parse = fit_cv.whole_number(0, 1000)
     assert parse("0") == 0 and parse("1000") == 1000
-    for bad in ("-2", "1.5", "1001", "nan", "inf", "x", ""):
+    for bad in ("-2", "1.5", "1001", "nan", "inf", "x", "", "²"):
         with pytest.raises(argparse.ArgumentTypeError, match="whole number from 0 to 1000"):
             parse(bad)
+    folds = fit_cv.whole_number(2, 1000, also=(0,))
+    assert folds("0") == 0 and folds("2") == 2
+    with pytest.raises(argparse.ArgumentTypeError, match="must be 0 or a whole number from 2 to 1000"):
+        folds("1")
 
 
 def test_offset_features_date_line_by_hand() -> None:
@@ -205,6 +209,8 @@ def test_offset_features_levels_and_the_date_held_inside_the_fit_dates() -> None
     rows += [row(3, "d", 0.5, "y", 2025.0), row(4, "e", 0.7, "y", 2025.0)]
     level = of.fit_feature(rows, "engine")["decode"]
     assert level("x") == pytest.approx(0.12) and level("y") == 0.0 and level("z") == 0.0
+    # --levels prints the same figures the correction applies (one derivation, level_offsets)
+    assert of.describe_fit(rows, "engine") == "decode: x +0.120 (3), y · (2); ttft: "
     line = of.fit_feature(rows[:3], "date")["decode"]  # offset = 0.1 + 0.1 (year − 2025)
     assert line(2026.5) == pytest.approx(0.25) and line(2030.0) == pytest.approx(0.3) and line(2020.0) == pytest.approx(0.1)
     assert line(None) == 0.0
@@ -335,3 +341,88 @@ def test_a_comparison_flag_given_no_values_is_refused_not_ignored(script: str, f
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert f"argument {flag}: expected at least one argument" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        # --caps was split and float()ed in main: one value or a word gave a ValueError traceback
+        (["--caps", "5"], "give S0:S1 in seconds"),
+        (["--caps", "0.0005:x"], "give S0:S1 in seconds"),
+        (["--caps", "nan:5e-5"], "give S0:S1 in seconds"),
+        # a cap of 0 leaves the fit's grid for s0 nothing to run up to (geomspace to 0)
+        (["--caps", "0:5e-5"], "S0 above 0 and at most 1"),
+        # a digit int() refuses: argparse's bare "invalid _families value" before
+        (["--expert-layer-families", "fp4:²"], "give none, or fp4 and/or int4"),
+    ],
+)
+def test_fit_cv_refuses_bad_caps_and_families_in_one_clear_message(args: list[str], says: str) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "fit_cv.py"), *args], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert f"argument {args[0]}: {args[1]!r}: " in done.stderr and says in done.stderr
+
+
+def test_fit_cv_caps_parse_by_hand() -> None:
+    assert fit_cv._caps("0.0005:5e-5") == (0.0005, 5e-5)
+    assert fit_cv._caps("1:0") == (1.0, 0.0)
+
+
+def _fit_cv_main(monkeypatch, capsys, *args: str) -> list[str]:
+    """fit_cv.main's printed lines on three campaigns, leave-one-out (3 folds a setting),
+    with a held_out that fits nothing: it adds one fit a fold to FITS and records a point,
+    as the real one does, and errors of 10 %; spread_report says how many fits it saw."""
+    from types import SimpleNamespace
+
+    terms = [SimpleNamespace(source=s) for s in ("a", "b", "c")]
+    errs = {"tpot": [0.1], "ttft": [0.1], "campaign": [0.1], "moe": [], "moe_ttft": [], "offset_moe": [], "offset_fp4": []}
+
+    def held_out(terms, folds):
+        fit_cv.FITS.extend((frozenset(f), {}) for f in folds)  # as predict_with adds one per fold
+        fit_cv.POINTS["p1 tpot"] = (1.0, "a")  # as the real one records each held-out point
+        return errs
+
+    def spread_report(terms):
+        seen = len(fit_cv.FITS)
+        fit_cv.FITS.clear()
+        return f"spread of {seen} fits"
+
+    for name in ("SPREAD", "MOVERS", "FITS", "BASELINE", "POINTS"):
+        monkeypatch.setattr(fit_cv, name, type(getattr(fit_cv, name))())
+    monkeypatch.setattr(fit_cv, "load_points", lambda: [])
+    monkeypatch.setattr(fit_cv, "default_catalog", lambda: None)
+    monkeypatch.setattr(fit_cv.fit, "fit_terms", lambda points, catalog: terms)
+    monkeypatch.setattr(fit_cv, "held_out", held_out)
+    monkeypatch.setattr(fit_cv, "spread_report", spread_report)
+    monkeypatch.setattr(fit_cv, "movers_report", lambda before, after, n: "movers")
+    monkeypatch.setattr(sys, "argv", ["fit_cv.py", "--folds", "0", *args])
+    fit_cv.main()
+    return capsys.readouterr().out.splitlines()
+
+
+def test_fit_cv_spread_and_movers_follow_every_setting(monkeypatch, capsys) -> None:
+    """--spread and --movers are per setting: each setting's folds' fits make its own
+    report. Before, only the caps, partial keys, families and pull scales printed one, so
+    the fits of the settings between (here the unhidden share and the maturity term) were
+    left in FITS and joined the next report: the expert pull's counted 3 settings' folds.
+    Three campaigns, leave-one-out: 3 folds a setting, 4 settings (the fit's caps first);
+    movers against the first setting: 3 reports."""
+    out = _fit_cv_main(monkeypatch, capsys, "--spread", "--movers", "2", "--unhidden", "0.5", "--maturity", "on", "--expert-pull", "1e-4")
+    assert [line for line in out if line.startswith("spread")] == ["spread of 3 fits"] * 4
+    assert out.count("movers") == 3
+
+
+def test_fit_cv_marks_the_fits_own_setting_and_restores_it(monkeypatch, capsys) -> None:
+    """Each comparison marks the fit's own setting, whatever it is (the release-line term
+    and the attention share were not marked before), and leaves the constants as they were."""
+    fit = fit_cv.fit
+    saved = (fit.MATURITY, fit.HELD_GROUP_KEYS, fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING)
+    own = f"{fit.RELEASE_SHAPE or 'none'}:{fit.RELEASE_SHRINK:g}/{fit.RELEASE_GROUPING}"
+    other = "none" if fit.RELEASE_SHAPE else "step"
+    args = ["--maturity", "on", "off", "--attention-share", "fitted", "held", "--release", other, own]
+    out = _fit_cv_main(monkeypatch, capsys, *args)
+    marked = [line.split(":")[0].strip() for line in out if line.endswith("(the fit's)")]
+    maturity = "maturity term " + ("on" if fit.MATURITY else "off")
+    release = f"release-line decode term {fit.RELEASE_SHAPE}, shrink {fit.RELEASE_SHRINK:g}, by {fit.RELEASE_GROUPING}"
+    assert marked == ["attention read share fitted", maturity, release]  # in the order main compares them
+    assert (fit.MATURITY, fit.HELD_GROUP_KEYS, fit.RELEASE_SHAPE, fit.RELEASE_SHRINK, fit.RELEASE_GROUPING) == saved
