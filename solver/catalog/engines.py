@@ -108,6 +108,12 @@ class FractionRule:
         if self.reserve and (bounds[-1] is not None or None in bounds[:-1] or bounds[:-1] != sorted(set(bounds[:-1]))):  # type: ignore[type-var]
             raise ValueError(f"fraction_rule.reserve: below_mib must rise, the last bucket without one (every larger GPU), got {bounds}")
 
+    def __str__(self) -> str:
+        """The rule as a listing names it (its steps by TP, or the reserve by GPU memory)."""
+        if self.by_tp:
+            return "by TP: " + ", ".join(f"{s.fraction:g} from TP {s.min_tp}" for s in self.by_tp)
+        return "(MiB - reserve) / MiB, the reserve by GPU memory, TP and PP (catalogs/engines.yaml fraction_rule)"
+
     def fraction(self, memory_mib: float, tp: int, pp: int, draft: str | None = None) -> float:
         """The fraction the engine picks on a GPU of memory_mib MiB at this TP and PP;
         draft: "head" or "model" when a speculative draft runs beside the target."""

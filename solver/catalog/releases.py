@@ -97,7 +97,15 @@ def _line_version(line: ReleaseLine, text: str) -> Version:
 
 @functools.cache
 def _engine_hints() -> dict[str, Any]:
-    return typing.get_type_hints(Engine)
+    """Engine's field types with their bounds (NonNegInt's Ge(0), Fraction's Le(1)): an
+    override is held to what engines.yaml's entry is, not to the bare type."""
+    return typing.get_type_hints(Engine, include_extras=True)
+
+
+def _type_name(hint: Any) -> str:
+    """A field's type as a message names it: the type a bounded alias annotates."""
+    base = typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Annotated else hint
+    return getattr(base, "__name__", str(base))
 
 
 @functools.cache
@@ -123,7 +131,7 @@ def check_overrides(engine: Engine, overrides: dict[str, Any], where: str) -> di
         try:
             checked[key] = _field_adapter(key).validate_python(value)
         except ValidationError as exc:
-            raise ValueError(f"{where}: {key} = {value!r} is not a valid {hints[key]}: {exc.errors()[0]['msg']}") from None
+            raise ValueError(f"{where}: {key} = {value!r} is not a valid {_type_name(hints[key])}: {exc.errors()[0]['msg']}") from None
     return checked
 
 

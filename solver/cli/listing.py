@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{p.name:<24} {p.layout:<7} {p.gpus_per_node:>3} GPUs/node × {p.max_nodes:<3} {p.display_name}")
     elif args.what == "engines":
         for e in cat.engines:
-            flag = f"{e.fraction_flag} {e.fraction:g}" if e.fraction_flag else "—"
+            fraction = "by rule" if e.fraction_rule else f"{e.fraction:g}"  # SGLang picks its own (FractionRule)
+            flag = f"{e.fraction_flag} {fraction}" if e.fraction_flag else "—"
             print(f"{e.name:<10} {e.rule:<18} {flag:<40} block {e.block_size_tokens:>2}  {e.display_name}")
         _list_releases(cat)
     else:

@@ -264,7 +264,11 @@ def build_problem(spec: Spec, catalog: Catalog, base_dir: Path | None = None) ->
         check_engine_fits(engine, w.context_tokens, 1, 1, model)
         factors = _factors(device, engine, spec, catalog)
         engine = fraction_given(
-            engine, spec.overrides.factors, *(o.factors for n, o in spec.overrides.gpus.items() if catalog.device(n).name == device.name)
+            engine,
+            catalog,
+            device,
+            spec.overrides.factors,
+            *(o.factors for n, o in spec.overrides.gpus.items() if catalog.device(n).name == device.name),
         )
         bands = default_bands(catalog, device, engine)  # the device's and engine's: once, not per shape
         splits_seen: set[tuple] = set()

@@ -205,10 +205,15 @@ def resolve_engine(engine_in: EngineIn, catalog: Catalog, device: Device) -> Eng
     )
 
 
-def fraction_given(engine: Engine, *overrides: FactorsIn) -> Engine:
-    """The engine without its own fraction rule where the spec's factors give the memory
-    fraction (overrides.factors.memory_utilization, or a GPU's): the spec's knob wins."""
-    if engine.fraction_rule is not None and any(o.memory_utilization is not None for o in overrides):
+def fraction_given(engine: Engine, catalog: Catalog, device: Device, *overrides: FactorsIn) -> Engine:
+    """The engine without its own fraction rule where a factor that wins over the engine's
+    default gives the memory fraction (engine_factors' order: the engine's measured
+    factors, the device's, a calibration's, then the spec's overrides.factors or a GPU's):
+    the rule is the engine's default, and those win over it as over `fraction`."""
+    if engine.fraction_rule is None:
+        return engine
+    catalogued = [engine.efficiency_on(device), device.factors, catalog.calibration.get(device.name)]
+    if any(f is not None and f.memory_utilization is not None for f in catalogued) or any(o.memory_utilization is not None for o in overrides):
         return dataclasses.replace(engine, fraction_rule=None)
     return engine
 
@@ -287,7 +292,7 @@ def resolve(inp: EvaluateInput, catalog: Catalog, base_dir: Path | None = None) 
     engine = resolve_engine(inp.engine, catalog, device)
     check_engine_fits(engine, w.context_tokens, hw.tp, hw.pp, model)
     factors = apply_factors(engine_factors(catalog, device, engine, inp.sla.at), inp.overrides.factors)
-    engine = fraction_given(engine, inp.overrides.factors)
+    engine = fraction_given(engine, catalog, device, inp.overrides.factors)
 
     replicas = (hw.count // (hw.tp * hw.pp)) if hw.count else 1
     deployment = Deployment(

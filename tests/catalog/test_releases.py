@@ -102,6 +102,23 @@ def test_overrides_are_any_engine_field_by_name_and_checked() -> None:
         Releases(ReleasesFile(dt.date(2026, 12, 5), [release_line(max_num_seqs="many")]), engines)
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "allowed"),
+    [
+        ("sampler_bytes_per_logit", -20, "greater than or equal to 0"),  # NonNegInt
+        ("max_num_seqs", 0, "greater than or equal to 1"),  # Count
+        ("fraction", 1.5, "less than or equal to 1"),  # Fraction
+    ],
+)
+def test_an_override_keeps_its_field_s_bounds_not_only_its_type(field: str, value: object, allowed: str) -> None:
+    # engines.yaml refuses sampler_bytes_per_logit: -20 by the field's NonNegInt; a release
+    # line's override of the same field must be held to the same bounds, not to int alone
+    engines = {e.name: e for e in CAT.engines}
+    with pytest.raises(ValueError, match=f"{field} = {value!r} is not a valid int|{field} = {value!r} is not a valid float") as bad:
+        Releases(ReleasesFile(dt.date(2026, 12, 5), [release_line(**{field: value})]), engines)
+    assert allowed in str(bad.value) and "Annotated" not in str(bad.value)
+
+
 def _resolved(engine: dict, gpu: str = "h100-sxm"):
     inp = EvaluateInput.model_validate(
         {"model": "llama-3.1-8b", "hardware": {"gpu": gpu}, "engine": engine, "workload": {"users": 8, "prompt_tokens": 512, "output_tokens": 128}}

@@ -168,6 +168,19 @@ def test_list_commands(capsys):
         assert code == 0 and len(out.splitlines()) > 5
 
 
+def test_list_engines_names_sglangs_fraction_rule_not_a_fixed_default(capsys):
+    # SGLang picks mem_fraction_static itself (server_args.py; 0.835 at TP 1 on an H100 from
+    # 0.5.3, 0.88 / 0.87 / 0.85 / 0.81 / 0.79 by TP before): its row must not print 0.88 as the
+    # default, and a release line's rule reads as its steps, not as a dataclass's repr
+    code, out, _ = run(["list", "engines"], capsys)
+    assert code == 0
+    sglang = next(line for line in out.splitlines() if line.startswith("sglang "))
+    assert "0.88" not in sglang and "--mem-fraction-static" in sglang
+    assert "--gpu-memory-utilization 0.9" in out  # vLLM's is one figure
+    assert "FractionRule(" not in out and "TpFraction(" not in out
+    assert "0.88 from TP 1, 0.87 from TP 2, 0.85 from TP 4, 0.81 from TP 8, 0.79 from TP 16" in out
+
+
 def test_installed_console_script_never_shows_a_traceback():
     exe = shutil.which("plan-opt") or None
     cmd = [exe] if exe else [sys.executable, "-m", "solver.cli.main"]

@@ -174,3 +174,37 @@ def test_a_bad_rule_is_refused_by_name(rule: dict, message: str) -> None:
     engines = {e.name: e for e in CAT.engines}
     with pytest.raises(ValueError, match=message):
         Releases(ReleasesFile(dt.date(2026, 12, 6), [_line(rule)]), engines)
+
+
+def test_a_calibrations_fraction_wins_over_the_rule_as_it_does_over_vllms_default(tmp_path) -> None:
+    # factors win in their order (physics/resolve.py engine_factors): the engine's default, the
+    # device's, a calibration's, the spec's. A calibration file that gives memory_utilization
+    # 0.5 for the H100 sizes vLLM's KV at 0.5; SGLang's rule is the engine's default, so 0.5 too
+    from solver.catalog.calibration import with_calibration
+
+    path = tmp_path / "cal.yaml"
+    path.write_text("compute_basis: matmul_rate\ncalibration:\n  - gpu: h100-sxm\n    engine: sglang\n    factors: {memory_utilization: 0.5}\n")
+    cat = with_calibration(CAT, path)
+    spec = {
+        "model": "llama-3.1-8b",
+        "hardware": {"gpu": "h100-sxm", "tp": 1},
+        "precision": {"weights": "bf16", "kv_cache": "bf16"},
+        "workload": {"users": 1, "context_tokens": 4096, "output_tokens": 256},
+    }
+    for engine in ("vllm", "sglang"):
+        d, _, _ = resolve(parse_input({**spec, "engine": engine}), cat)
+        assert memory_fraction(d).value == 0.5, engine
+    solve_spec = {
+        "model": "llama-3.1-8b",
+        "engine": "sglang",
+        "workload": {"users": 8, "context_tokens": 4096, "output_tokens": 256},
+        "sla": {"max_tpot": "30ms"},
+        "search": {"gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"]},
+    }
+    from solver.optimise.shapes import build_problem
+    from solver.spec.solve_spec import parse_spec
+
+    assert memory_fraction(build_problem(parse_spec(solve_spec), cat).shapes[0].deployment).value == 0.5
+    # without the calibration, the rule: round((81,559 − 13,440) / 81,559, 3) = 0.835
+    d, _, _ = resolve(parse_input({**spec, "engine": "sglang"}), CAT)
+    assert memory_fraction(d).value == 0.835
